@@ -1,0 +1,142 @@
+"""Tolerant pydantic base types shared by every Kubernetes kind.
+
+Unknown fields are ignored, every field the rules do not require is optional, and field
+names are the API's camelCase spelling (snake_case in Python).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+from .quantity import Quantity
+
+
+def _to_quantity(v: Any) -> Quantity:
+    return Quantity.parse(v)
+
+
+QuantityField = Annotated[
+    Quantity,
+    BeforeValidator(_to_quantity),
+    PlainSerializer(lambda q: q.canonical(), return_type=str),
+]
+
+
+def _none_to_empty_dict(v: Any) -> Any:
+    return {} if v is None else v
+
+
+def _none_to_empty_list(v: Any) -> Any:
+    return [] if v is None else v
+
+
+StrMap = Annotated[dict[str, str], BeforeValidator(_none_to_empty_dict)]
+
+
+class KModel(BaseModel):
+    model_config = ConfigDict(
+        extra="ignore",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        arbitrary_types_allowed=True,
+        frozen=True,
+    )
+
+
+class OwnerReference(KModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(KModel):
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    uid: str = ""
+    generation: int = 0
+    resource_version: str = ""
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: StrMap = {}
+    annotations: StrMap = {}
+    owner_references: Annotated[list[OwnerReference], BeforeValidator(_none_to_empty_list)] = []
+    finalizers: Annotated[list[str], BeforeValidator(_none_to_empty_list)] = []
+
+
+class Condition(KModel):
+    type: str
+    status: str = "Unknown"
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    last_transition_time: str | None = None
+
+    @property
+    def is_true(self) -> bool:
+        return self.status == "True"
+
+    @property
+    def is_false(self) -> bool:
+        return self.status == "False"
+
+
+Conditions = Annotated[list[Condition], BeforeValidator(_none_to_empty_list)]
+
+
+def find_condition(conditions: list[Condition], ctype: str) -> Condition | None:
+    for c in conditions:
+        if c.type == ctype:
+            return c
+    return None
+
+
+class KubeObject(KModel):
+    """Common envelope: apiVersion, kind, metadata."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+    @property
+    def deleting(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    @property
+    def conditions(self) -> list[Condition]:
+        status = getattr(self, "status", None)
+        return list(getattr(status, "conditions", None) or [])
+
+    def condition(self, ctype: str) -> Condition | None:
+        return find_condition(self.conditions, ctype)
+
+
+class LabelSelectorRequirement(KModel):
+    key: str
+    operator: str
+    values: Annotated[list[str], BeforeValidator(_none_to_empty_list)] = []
+
+
+class LabelSelector(KModel):
+    match_labels: StrMap = {}
+    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_none_to_empty_list)] = []

@@ -1,0 +1,299 @@
+"""Kueue kinds. Both v1beta2 and v1beta1 field spellings are accepted (reference/kueue.md §1.10)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AliasChoices, BeforeValidator, Field
+
+from .base import (
+    Conditions,
+    KModel,
+    KubeObject,
+    LabelSelector,
+    QuantityField,
+    StrMap,
+    _none_to_empty_dict,
+    _none_to_empty_list,
+)
+from .core import PodTemplate, ResourceList, Taint
+
+
+def _listify(v):
+    return [] if v is None else v
+
+
+class ResourceQuota(KModel):
+    name: str
+    nominal_quota: QuantityField = Field(default_factory=lambda: _zero())
+    borrowing_limit: QuantityField | None = None
+    lending_limit: QuantityField | None = None
+
+
+def _zero():
+    from .quantity import Quantity
+
+    return Quantity(0)
+
+
+class FlavorQuotas(KModel):
+    name: str
+    resources: Annotated[list[ResourceQuota], BeforeValidator(_listify)] = []
+
+
+class ResourceGroup(KModel):
+    covered_resources: Annotated[list[str], BeforeValidator(_listify)] = []
+    flavors: Annotated[list[FlavorQuotas], BeforeValidator(_listify)] = []
+
+
+class ResourceUsage(KModel):
+    name: str
+    total: QuantityField = Field(default_factory=lambda: _zero())
+    borrowed: QuantityField = Field(default_factory=lambda: _zero())
+
+
+class FlavorUsage(KModel):
+    name: str
+    resources: Annotated[list[ResourceUsage], BeforeValidator(_listify)] = []
+
+
+FlavorUsages = Annotated[list[FlavorUsage], BeforeValidator(_listify)]
+
+
+class AdmissionCheckStrategyRule(KModel):
+    name: str
+    on_flavors: Annotated[list[str], BeforeValidator(_listify)] = []
+
+
+class AdmissionChecksStrategy(KModel):
+    admission_checks: Annotated[list[AdmissionCheckStrategyRule], BeforeValidator(_listify)] = []
+
+
+class ClusterQueueSpec(KModel):
+    cohort_name: str = Field(default="", validation_alias=AliasChoices("cohortName", "cohort", "cohort_name"))
+    # None (absent or null) matches no namespace; {} matches every namespace.
+    namespace_selector: LabelSelector | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    resource_groups: Annotated[list[ResourceGroup], BeforeValidator(_listify)] = []
+    stop_policy: str = "None"
+    admission_checks: Annotated[list[str], BeforeValidator(_listify)] = []  # v1beta1
+    admission_checks_strategy: AdmissionChecksStrategy | None = None  # v1beta2
+
+    @property
+    def admission_check_names(self) -> list[str]:
+        names = list(self.admission_checks)
+        if self.admission_checks_strategy:
+            names += [r.name for r in self.admission_checks_strategy.admission_checks]
+        return names
+
+
+class ClusterQueueStatus(KModel):
+    pending_workloads: int = 0
+    reserving_workloads: int = 0
+    admitted_workloads: int = 0
+    flavors_reservation: FlavorUsages = []
+    flavors_usage: FlavorUsages = []
+    conditions: Conditions = []
+
+
+class ClusterQueue(KubeObject):
+    spec: ClusterQueueSpec = ClusterQueueSpec()
+    status: ClusterQueueStatus = ClusterQueueStatus()
+
+
+class CohortSpec(KModel):
+    parent_name: str = Field(default="", validation_alias=AliasChoices("parentName", "parent", "parent_name"))
+    resource_groups: Annotated[list[ResourceGroup], BeforeValidator(_listify)] = []
+
+
+class Cohort(KubeObject):
+    spec: CohortSpec = CohortSpec()
+
+
+class LocalQueueSpec(KModel):
+    cluster_queue: str = ""
+    stop_policy: str = "None"
+
+
+class LocalQueueStatus(KModel):
+    pending_workloads: int = 0
+    reserving_workloads: int = 0
+    admitted_workloads: int = 0
+    flavors_reservation: FlavorUsages = []
+    flavors_usage: FlavorUsages = Field(
+        default=[], validation_alias=AliasChoices("flavorsUsage", "flavorUsage", "flavors_usage")
+    )
+    conditions: Conditions = []
+
+
+class LocalQueue(KubeObject):
+    spec: LocalQueueSpec = LocalQueueSpec()
+    status: LocalQueueStatus = LocalQueueStatus()
+
+
+class ResourceFlavorSpec(KModel):
+    node_labels: StrMap = {}
+    node_taints: Annotated[list[Taint], BeforeValidator(_listify)] = []
+    topology_name: str | None = None
+
+
+class ResourceFlavor(KubeObject):
+    spec: ResourceFlavorSpec = ResourceFlavorSpec()
+
+
+class PodSet(KModel):
+    name: str = "main"
+    count: int = 1
+    min_count: int | None = None
+    template: PodTemplate = PodTemplate()
+
+
+class PriorityClassRef(KModel):
+    group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class WorkloadSpec(KModel):
+    queue_name: str = ""
+    active: bool = True
+    pod_sets: Annotated[list[PodSet], BeforeValidator(_listify)] = []
+    priority: int | None = None
+    priority_class_ref: PriorityClassRef | None = None  # v1beta2
+    priority_class_name: str = ""  # v1beta1
+    priority_class_source: str = ""  # v1beta1
+
+
+class PodSetAssignment(KModel):
+    name: str = "main"
+    flavors: StrMap = {}
+    resource_usage: ResourceList = {}
+    count: int | None = None
+
+
+class Admission(KModel):
+    cluster_queue: str = ""
+    pod_set_assignments: Annotated[list[PodSetAssignment], BeforeValidator(_listify)] = []
+
+
+class AdmissionCheckState(KModel):
+    name: str
+    state: str = "Pending"
+    message: str = ""
+
+
+class WorkloadStatus(KModel):
+    admission: Admission | None = None
+    conditions: Conditions = []
+    admission_checks: Annotated[list[AdmissionCheckState], BeforeValidator(_listify)] = []
+
+
+class Workload(KubeObject):
+    spec: WorkloadSpec = WorkloadSpec()
+    status: WorkloadStatus = WorkloadStatus()
+
+    def _is(self, ctype: str) -> bool:
+        c = self.condition(ctype)
+        return c is not None and c.is_true
+
+    @property
+    def finished(self) -> bool:
+        return self._is("Finished")
+
+    @property
+    def admitted(self) -> bool:
+        return self._is("Admitted")
+
+    @property
+    def quota_reserved(self) -> bool:
+        return self._is("QuotaReserved")
+
+    @property
+    def derived_status(self) -> str:
+        """kueuectl's view: finished, admitted, quotaReserved or pending."""
+        if self.finished:
+            return "finished"
+        if self.admitted:
+            return "admitted"
+        if self.quota_reserved:
+            return "quotaReserved"
+        return "pending"
+
+    @property
+    def owner(self):
+        for ref in self.metadata.owner_references:
+            if ref.controller:
+                return ref
+        return self.metadata.owner_references[0] if self.metadata.owner_references else None
+
+
+class AdmissionCheckParameters(KModel):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class AdmissionCheckSpec(KModel):
+    controller_name: str = ""
+    parameters: AdmissionCheckParameters | None = None
+
+
+class AdmissionCheckStatus(KModel):
+    conditions: Conditions = []
+
+
+class AdmissionCheck(KubeObject):
+    spec: AdmissionCheckSpec = AdmissionCheckSpec()
+    status: AdmissionCheckStatus = AdmissionCheckStatus()
+
+
+class WorkloadPriorityClass(KubeObject):
+    value: int = 0
+    description: str = ""
+
+
+class TopologyLevel(KModel):
+    node_label: str = ""
+
+
+class TopologySpec(KModel):
+    levels: Annotated[list[TopologyLevel], BeforeValidator(_listify)] = []
+
+
+class Topology(KubeObject):
+    spec: TopologySpec = TopologySpec()
+
+
+class MultiKueueConfigSpec(KModel):
+    clusters: Annotated[list[str], BeforeValidator(_listify)] = []
+
+
+class MultiKueueConfig(KubeObject):
+    spec: MultiKueueConfigSpec = MultiKueueConfigSpec()
+
+
+class MultiKueueClusterStatus(KModel):
+    conditions: Conditions = []
+
+
+class MultiKueueCluster(KubeObject):
+    status: MultiKueueClusterStatus = MultiKueueClusterStatus()
+
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+__all__ = [
+    "AdmissionCheck",
+    "ClusterQueue",
+    "Cohort",
+    "FlavorQuotas",
+    "LocalQueue",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
+    "ResourceFlavor",
+    "ResourceGroup",
+    "Topology",
+    "Workload",
+    "WorkloadPriorityClass",
+    "_none_to_empty_list",
+]

@@ -1,0 +1,205 @@
+"""Kubernetes resource quantities with exact decimal arithmetic.
+
+Parsing follows apimachinery's grammar: a signed decimal number followed by an optional
+binary suffix (Ki..Ei), decimal suffix (n u m "" k M G T P E) or decimal exponent (e3, E-2).
+Arithmetic is exact (Decimal with a wide context); formatting is canonical: the largest
+suffix of the quantity's format that keeps the mantissa an integer.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation
+from functools import total_ordering
+from typing import Any
+
+_CTX = Context(prec=60)
+
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
+_BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
+
+_RE = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+
+BINARY_SI = "BinarySI"
+DECIMAL_SI = "DecimalSI"
+DECIMAL_EXPONENT = "DecimalExponent"
+
+_NANO = Decimal("1e-9")
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+@total_ordering
+class Quantity:
+    """An immutable, exact Kubernetes quantity."""
+
+    __slots__ = ("value", "format")
+
+    def __init__(self, value: Decimal | int | str = 0, fmt: str = DECIMAL_SI) -> None:
+        if isinstance(value, str):
+            parsed = Quantity.parse(value)
+            value, fmt = parsed.value, parsed.format
+        object.__setattr__(self, "value", Decimal(value))
+        object.__setattr__(self, "format", fmt)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # immutable
+        raise AttributeError("Quantity is immutable")
+
+    @classmethod
+    def parse(cls, text: str | int | float | Decimal | Quantity) -> Quantity:
+        if isinstance(text, Quantity):
+            return text
+        if isinstance(text, bool):
+            raise QuantityError(f"quantity {text!r} is not a number")
+        if isinstance(text, int):
+            return cls(Decimal(text))
+        if isinstance(text, float):
+            return cls(Decimal(repr(text)))
+        if isinstance(text, Decimal):
+            return cls(text)
+        if not isinstance(text, str):
+            raise QuantityError(f"quantity {text!r} is not a string")
+        m = _RE.match(text.strip())
+        if not m:
+            raise QuantityError(f"invalid quantity {text!r}")
+        try:
+            num = Decimal(m.group("num"))
+        except InvalidOperation as exc:  # pragma: no cover - regex guards this
+            raise QuantityError(f"invalid quantity {text!r}") from exc
+        suffix = m.group("suffix") or ""
+        if suffix in _BINARY:
+            value = _CTX.multiply(num, Decimal(2) ** _BINARY[suffix])
+            fmt = BINARY_SI
+        elif suffix in _DECIMAL:
+            value = _CTX.multiply(num, Decimal(10) ** _DECIMAL[suffix])
+            fmt = DECIMAL_SI
+        else:
+            value = _CTX.multiply(num, Decimal(10) ** int(suffix[1:]))
+            fmt = DECIMAL_EXPONENT
+        return cls(value, fmt)
+
+    # arithmetic -------------------------------------------------------------------------
+    def _fmt_with(self, other: Quantity) -> str:
+        return self.format if self.value != 0 or other.value == 0 else other.format
+
+    def __add__(self, other: object) -> Quantity:
+        o = _coerce(other)
+        return Quantity(_CTX.add(self.value, o.value), self._fmt_with(o))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> Quantity:
+        o = _coerce(other)
+        return Quantity(_CTX.subtract(self.value, o.value), self._fmt_with(o))
+
+    def __rsub__(self, other: object) -> Quantity:
+        return _coerce(other) - self
+
+    def __mul__(self, k: int) -> Quantity:
+        if not isinstance(k, int):
+            return NotImplemented
+        return Quantity(_CTX.multiply(self.value, Decimal(k)), self.format)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> Quantity:
+        return Quantity(-self.value, self.format)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.value == _coerce(other).value
+        except QuantityError:
+            return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        return self.value < _coerce(other).value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __bool__(self) -> bool:
+        return self.value != 0
+
+    def is_zero(self) -> bool:
+        return self.value == 0
+
+    @property
+    def negative(self) -> bool:
+        return self.value < 0
+
+    def max0(self) -> Quantity:
+        return self if self.value >= 0 else Quantity(0, self.format)
+
+    def as_float(self) -> float:
+        return float(self.value)
+
+    # formatting -------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return self.canonical()
+
+    def __repr__(self) -> str:
+        return f"Quantity({self.canonical()!r})"
+
+    def canonical(self) -> str:
+        value = self.value
+        # Sub-nano precision is rounded up to the nearest nano, as Kubernetes does.
+        if value != value.quantize(_NANO, rounding=ROUND_CEILING):
+            value = value.quantize(_NANO, rounding=ROUND_CEILING)
+        if value == 0:
+            return "0"
+        sign = "-" if value < 0 else ""
+        mag = abs(value)
+        if self.format == BINARY_SI and mag == mag.to_integral_value() and mag >= 1024:
+            n = int(mag)
+            exp = 0
+            while exp < 60 and n % 1024 == 0:
+                n //= 1024
+                exp += 10
+            return f"{sign}{n}{_BINARY_BY_EXP.get(exp, '')}"
+        # Decimal: find the largest multiple-of-3 exponent keeping an integer mantissa.
+        best_exp = -9
+        for exp in range(18, -10, -3):
+            mant = _CTX.multiply(mag, Decimal(10) ** -exp)
+            if mant == mant.to_integral_value():
+                best_exp = exp
+                break
+        mant = int(_CTX.multiply(mag, Decimal(10) ** -best_exp))
+        if self.format == DECIMAL_EXPONENT:
+            return f"{sign}{mant}" + (f"e{best_exp}" if best_exp else "")
+        return f"{sign}{mant}{_DECIMAL_BY_EXP[best_exp]}"
+
+    def human(self) -> str:
+        """A short display form: binary units for byte-like quantities, else decimal."""
+        if self.format == BINARY_SI:
+            mag = abs(self.value)
+            for suffix, exp in (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)):
+                unit = Decimal(2) ** exp
+                if mag >= unit:
+                    v = self.value / unit
+                    return f"{v:.0f}{suffix}" if v == v.to_integral_value() else f"{v:.1f}{suffix}"
+        return self.canonical()
+
+
+def _coerce(other: object) -> Quantity:
+    if isinstance(other, Quantity):
+        return other
+    if isinstance(other, (int, str, Decimal)):
+        return Quantity.parse(other)
+    raise QuantityError(f"cannot use {other!r} as a quantity")
+
+
+ZERO = Quantity(0)
+
+
+def qsum(items: Any) -> Quantity:
+    total = ZERO
+    for q in items:
+        total = total + q
+    return total

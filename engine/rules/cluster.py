@@ -1,0 +1,101 @@
+"""TauCluster and TauTeam condition summaries, and findings for data that cannot be read."""
+
+from __future__ import annotations
+
+from ..model import BY_KIND
+from ..store import AccessState
+from .base import Finding, RuleContext, Severity, ViewModel, finding
+from .workspaces import ConditionRow
+
+
+class ClusterSummary(ViewModel):
+    name: str
+    generation: int = 0
+    observed_generation: int = 0
+    phase: str = ""
+    management_mode: str = ""
+    capacity_team: str | None = None
+    conditions: list[ConditionRow] = []
+
+
+class TeamSummary(ViewModel):
+    name: str
+    phase: str = ""
+    cohort: str | None = None
+    quota_declared: bool = False
+    conditions: list[ConditionRow] = []
+
+
+def _rows(conds) -> list[ConditionRow]:
+    return [ConditionRow(type=c.type, status=c.status, reason=c.reason, message=c.message) for c in conds]
+
+
+def derive_cluster(ctx: RuleContext) -> tuple[ClusterSummary | None, list[Finding]]:
+    tc = ctx.store.get("TauCluster", "cluster")
+    if tc is None:
+        return None, []
+    findings: list[Finding] = []
+    for c in tc.status.conditions:
+        if c.type in ("NodesReady", "QueuesReady") and c.is_false:
+            findings.append(
+                finding(
+                    Severity.WARNING,
+                    "CLUSTER-NOT-READY",
+                    "TauCluster",
+                    tc.name,
+                    None,
+                    f"{c.type}=False {c.reason}: {c.message}",
+                    "start from the condition reason and message",
+                )
+            )
+    return (
+        ClusterSummary(
+            name=tc.name,
+            generation=tc.metadata.generation,
+            observed_generation=tc.status.observed_generation,
+            phase=tc.status.phase,
+            management_mode=tc.spec.management_mode,
+            capacity_team=tc.capacity_team,
+            conditions=_rows(tc.status.conditions),
+        ),
+        findings,
+    )
+
+
+def derive_teams(ctx: RuleContext) -> list[TeamSummary]:
+    return [
+        TeamSummary(
+            name=t.name,
+            phase=t.status.phase,
+            cohort=t.status.cohort or None,
+            quota_declared=bool(t.spec.quota),
+            conditions=_rows(t.status.conditions),
+        )
+        for t in ctx.store.list("TauTeam", ctx.config.system_namespace)
+    ]
+
+
+def access_findings(ctx: RuleContext) -> list[Finding]:
+    """One finding per kind that is forbidden or failing: verdicts that need it are Unknown."""
+    out = []
+    for kind, acc in ctx.store.access_states().items():
+        if acc.state not in (AccessState.FORBIDDEN, AccessState.ERROR):
+            continue
+        info = BY_KIND[kind]
+        stale = ""
+        if acc.since is not None:
+            age = ctx.now.timestamp() - acc.since
+            stale = f" (stale for {int(age)} s)"
+        out.append(
+            finding(
+                Severity.WARNING,
+                "DATA-UNREADABLE",
+                "Resource",
+                info.resource,
+                None,
+                f"{info.resource} is {acc.state.value}{stale}: verdicts that need it are Unknown"
+                + (f" — {acc.message}" if acc.message else ""),
+                "grant get/list/watch on it to the identity taudash uses, or check the API server",
+            )
+        )
+    return out

@@ -1,0 +1,331 @@
+"""Cohorts and ClusterQueues (DESIGN §5.3): quotas, reservations, borrowing, stop state, why work waits.
+
+Capacity arithmetic is kept here, apart from I/O, in the spirit of Kueue's resource_node.go.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..model import ZERO, ClusterQueue, Quantity, Workload
+from .base import Finding, QuantityField, RuleContext, Severity, ViewModel, finding
+
+
+class QueueResource(ViewModel):
+    name: str
+    nominal: QuantityField = ZERO
+    borrowing_limit: QuantityField | None = None
+    lending_limit: QuantityField | None = None
+    reserved: QuantityField = ZERO
+    used: QuantityField = ZERO
+    borrowed: QuantityField = ZERO
+
+
+class QueueFlavor(ViewModel):
+    name: str
+    resources: list[QueueResource] = []
+
+
+class ObservedCounts(ViewModel):
+    pending: int = 0
+    reserving: int = 0
+    admitted: int = 0
+
+
+class ClusterQueueView(ViewModel):
+    name: str
+    cohort: str | None = None
+    stop_policy: str = "None"
+    active: bool | None = None
+    active_reason: str = ""
+    active_message: str = ""
+    pending: int = 0
+    reserving: int = 0
+    admitted: int = 0
+    drained: bool | None = False
+    observed: ObservedCounts | None = None  # counted from the Workloads the store holds
+    queueing_strategy: str = "BestEffortFIFO"
+    managed: bool = False
+    team: str | None = None
+    workspace: str | None = None
+    admission_checks: list[str] = []
+    flavors: list[QueueFlavor] = []
+
+
+class CohortResource(ViewModel):
+    name: str
+    nominal: QuantityField = ZERO  # the Cohort object's own nominal quota
+    member_nominal: QuantityField = ZERO
+    reserved: QuantityField = ZERO
+    used: QuantityField = ZERO
+    borrowed: QuantityField = ZERO
+
+
+class CohortFlavor(ViewModel):
+    name: str
+    resources: list[CohortResource] = []
+
+
+class CohortView(ViewModel):
+    name: str
+    implicit: bool
+    parent: str | None = None
+    members: list[str] = []
+    children: list[str] = []
+    managed: bool = False
+    team: str | None = None
+    flavors: list[CohortFlavor] = []
+
+
+class WaitingWorkload(ViewModel):
+    namespace: str
+    name: str
+    queue_name: str = ""
+    cluster_queue: str | None = None
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    status: str  # pending | quotaReserved (admission checks outstanding)
+    condition: str
+    reason: str
+    message: str
+    active: bool = True
+
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+TAU_MANAGER = "tau-core-controller"
+
+
+def _usage(entries) -> dict[tuple[str, str], Quantity]:
+    out: dict[tuple[str, str], Quantity] = {}
+    for fl in entries:
+        for r in fl.resources:
+            out[(fl.name, r.name)] = out.get((fl.name, r.name), ZERO) + r.total
+    return out
+
+
+def cq_flavors(cq: ClusterQueue) -> list[QueueFlavor]:
+    reserved = _usage(cq.status.flavors_reservation)
+    used = _usage(cq.status.flavors_usage)
+    flavors: list[QueueFlavor] = []
+    for rg in cq.spec.resource_groups:
+        for fl in rg.flavors:
+            res = []
+            for r in fl.resources:
+                rv = reserved.get((fl.name, r.name), ZERO)
+                borrowed = (rv - r.nominal_quota).max0() if cq.spec.cohort_name else ZERO
+                res.append(
+                    QueueResource(
+                        name=r.name,
+                        nominal=r.nominal_quota,
+                        borrowing_limit=r.borrowing_limit,
+                        lending_limit=r.lending_limit,
+                        reserved=rv,
+                        used=used.get((fl.name, r.name), ZERO),
+                        borrowed=borrowed,
+                    )
+                )
+            flavors.append(QueueFlavor(name=fl.name, resources=sorted(res, key=lambda x: x.name)))
+    return flavors
+
+
+def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
+    """The ClusterQueue a Workload is admitted to, else the one its LocalQueue points at."""
+    if wl.status.admission and wl.status.admission.cluster_queue:
+        return wl.status.admission.cluster_queue
+    lq = ctx.store.get("LocalQueue", wl.spec.queue_name, wl.namespace) if wl.spec.queue_name else None
+    return lq.spec.cluster_queue if lq is not None and lq.spec.cluster_queue else None
+
+
+def observed_counts(ctx: RuleContext) -> dict[str, ObservedCounts]:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for wl in ctx.store.list("Workload"):
+        if wl.finished:
+            continue
+        cq = workload_cluster_queue(ctx, wl)
+        if cq is None:
+            continue
+        c = counts[cq]
+        if wl.quota_reserved:
+            c[1] += 1
+            if wl.admitted:
+                c[2] += 1
+        else:
+            c[0] += 1
+    return {k: ObservedCounts(pending=v[0], reserving=v[1], admitted=v[2]) for k, v in counts.items()}
+
+
+def derive_cluster_queues(ctx: RuleContext) -> tuple[list[ClusterQueueView], list[Finding]]:
+    findings: list[Finding] = []
+    views: list[ClusterQueueView] = []
+    workloads_readable = ctx.store.readable("Workload") and ctx.store.readable("LocalQueue")
+    observed = observed_counts(ctx) if workloads_readable else {}
+    for cq in ctx.store.list("ClusterQueue"):
+        active = cq.condition("Active")
+        st = cq.status
+        stop = cq.spec.stop_policy or "None"
+        obs = observed.get(cq.name, ObservedCounts()) if workloads_readable else None
+        zero_status = st.pending_workloads == st.reserving_workloads == st.admitted_workloads == 0
+        if stop == "None" or not zero_status:
+            drained: bool | None = False
+        elif obs is None:
+            drained = None  # status says zero but the Workloads cannot be read: unknown
+        else:
+            drained = obs.pending == obs.reserving == obs.admitted == 0
+        labels = cq.labels
+        views.append(
+            ClusterQueueView(
+                name=cq.name,
+                cohort=cq.spec.cohort_name or None,
+                stop_policy=stop,
+                active=None if active is None or active.status not in ("True", "False") else active.is_true,
+                active_reason=active.reason if active else "",
+                active_message=active.message if active else "",
+                pending=st.pending_workloads,
+                reserving=st.reserving_workloads,
+                admitted=st.admitted_workloads,
+                drained=drained,
+                observed=obs,
+                queueing_strategy=cq.spec.queueing_strategy,
+                managed=labels.get(MANAGED_BY) == TAU_MANAGER,
+                team=labels.get("tau.azure.com/team"),
+                workspace=labels.get("tau.azure.com/workspace"),
+                admission_checks=cq.spec.admission_check_names,
+                flavors=cq_flavors(cq),
+            )
+        )
+        if stop != "None":
+            state = "drained" if drained else ("drain state unknown" if drained is None else "draining")
+            findings.append(
+                finding(
+                    Severity.INFO,
+                    "CQ-STOPPED",
+                    "ClusterQueue",
+                    cq.name,
+                    None,
+                    f"stopPolicy {stop}: no new admissions; pending {st.pending_workloads}, reserving "
+                    f"{st.reserving_workloads}, admitted {st.admitted_workloads} ({state})",
+                    "set stopPolicy: None to restore admission when the change is done",
+                )
+            )
+        elif active is not None and active.is_false:
+            findings.append(
+                finding(
+                    Severity.WARNING,
+                    "CQ-INACTIVE",
+                    "ClusterQueue",
+                    cq.name,
+                    None,
+                    f"Active=False {active.reason}: {active.message}",
+                    "the queue admits nothing until the named problem is fixed",
+                )
+            )
+    return views, findings
+
+
+def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[CohortView]:
+    explicit = {c.name: c for c in ctx.store.list("Cohort")}
+    names = set(explicit) | {q.cohort for q in queues if q.cohort}
+    names |= {c.spec.parent_name for c in explicit.values() if c.spec.parent_name}
+    members: dict[str, list[ClusterQueueView]] = defaultdict(list)
+    for q in queues:
+        if q.cohort:
+            members[q.cohort].append(q)
+    children: dict[str, list[str]] = defaultdict(list)
+    for c in explicit.values():
+        if c.spec.parent_name:
+            children[c.spec.parent_name].append(c.name)
+
+    out: list[CohortView] = []
+    for name in sorted(names):
+        obj = explicit.get(name)
+        acc: dict[tuple[str, str], dict[str, Quantity]] = {}
+
+        def slot(fl: str, res: str) -> dict[str, Quantity]:
+            return acc.setdefault((fl, res), {k: ZERO for k in ("nominal", "member", "reserved", "used", "borrowed")})
+
+        if obj is not None:
+            for rg in obj.spec.resource_groups:
+                for fl in rg.flavors:
+                    for r in fl.resources:
+                        s = slot(fl.name, r.name)
+                        s["nominal"] = s["nominal"] + r.nominal_quota
+        for q in members.get(name, []):
+            for fl in q.flavors:
+                for r in fl.resources:
+                    s = slot(fl.name, r.name)
+                    s["member"] = s["member"] + r.nominal
+                    s["reserved"] = s["reserved"] + r.reserved
+                    s["used"] = s["used"] + r.used
+                    s["borrowed"] = s["borrowed"] + r.borrowed
+        by_flavor: dict[str, list[CohortResource]] = defaultdict(list)
+        for (fl, res), s in sorted(acc.items()):
+            by_flavor[fl].append(
+                CohortResource(
+                    name=res,
+                    nominal=s["nominal"],
+                    member_nominal=s["member"],
+                    reserved=s["reserved"],
+                    used=s["used"],
+                    borrowed=s["borrowed"],
+                )
+            )
+        labels = obj.labels if obj is not None else {}
+        out.append(
+            CohortView(
+                name=name,
+                implicit=obj is None,
+                parent=(obj.spec.parent_name or None) if obj is not None else None,
+                members=sorted(q.name for q in members.get(name, [])),
+                children=sorted(children.get(name, [])),
+                managed=labels.get(MANAGED_BY) == TAU_MANAGER,
+                team=labels.get("tau.azure.com/team"),
+                flavors=[CohortFlavor(name=f, resources=r) for f, r in sorted(by_flavor.items())],
+            )
+        )
+    return out
+
+
+def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
+    """(condition, reason, message) explaining why an unfinished Workload is not admitted, else None."""
+    if wl.finished or wl.admitted:
+        return None
+    if not wl.spec.active:
+        return ("Active", "Deactivated", "spec.active is false: the Workload is deactivated and will not be admitted")
+    qr = wl.condition("QuotaReserved")
+    if qr is None or not qr.is_true:
+        if qr is None:
+            return ("QuotaReserved", "Pending", "no QuotaReserved condition yet: waiting for the scheduler")
+        return ("QuotaReserved", qr.reason or "Pending", qr.message)
+    adm = wl.condition("Admitted")
+    outstanding = [c for c in wl.status.admission_checks if c.state != "Ready"]
+    if outstanding:
+        detail = "; ".join(f"admission check {c.name}: {c.state}" + (f" ({c.message})" if c.message else "") for c in outstanding)
+        return ("Admitted", adm.reason if adm else "UnsatisfiedAdmissionChecks", detail)
+    if adm is not None:
+        return ("Admitted", adm.reason, adm.message)
+    return ("Admitted", "NoReservation", "waiting for admission")
+
+
+def derive_waiting(ctx: RuleContext) -> list[WaitingWorkload]:
+    out: list[WaitingWorkload] = []
+    for wl in ctx.store.list("Workload"):
+        why = why_waiting(wl)
+        if why is None:
+            continue
+        owner = wl.owner
+        out.append(
+            WaitingWorkload(
+                namespace=wl.namespace or "",
+                name=wl.name,
+                queue_name=wl.spec.queue_name,
+                cluster_queue=workload_cluster_queue(ctx, wl),
+                owner_kind=owner.kind if owner else None,
+                owner_name=owner.name if owner else None,
+                status=wl.derived_status,
+                condition=why[0],
+                reason=why[1],
+                message=why[2],
+                active=wl.spec.active,
+            )
+        )
+    return out

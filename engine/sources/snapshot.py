@@ -1,0 +1,190 @@
+"""Snapshot source: cluster snapshot files (DESIGN §6) into a Store.
+
+Accepted: a YAML or JSON multi-document stream of Kubernetes objects, `kind: List`, or the
+`taudash/v1 ClusterSnapshot` envelope with access states. Unknown kinds are counted and
+skipped; Secrets are never loaded. One bad object is reported and never hides the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..model import BY_RESOURCE, KINDS, QuantityError, lookup
+from ..model.kinds import NEVER_READ
+from ..store import AccessState, Store
+
+try:  # the C loader is much faster when libyaml is present
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+class SnapshotError(Exception):
+    """The file cannot be used at all (missing, unreadable, not YAML/JSON). One line, with position."""
+
+
+@dataclass
+class LoadIssue:
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        pos = f":{self.line}" if self.line else ""
+        return f"{self.path}{pos}: {self.message}"
+
+
+@dataclass
+class LoadResult:
+    store: Store
+    issues: list[LoadIssue] = field(default_factory=list)
+    unknown_kinds: Counter = field(default_factory=Counter)
+    context: str | None = None
+    captured_at: str | None = None
+    objects: int = 0
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    msg = err.get("msg", "invalid")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    extra = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{loc}: {msg}{extra}" if loc else f"{msg}{extra}"
+
+
+def _yaml_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
+    loader = _Loader(text)
+    docs: list[tuple[int | None, Any]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1 if node is not None else None
+            docs.append((line, loader.construct_document(node)))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        pos = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SnapshotError(f"{path}{pos}: invalid YAML: {problem}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _read_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SnapshotError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        return [(1, d) for d in data] if isinstance(data, list) else [(1, data)]
+    return _yaml_docs(text, path)
+
+
+def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", store: Store | None = None) -> LoadResult:
+    """Load parsed documents (line, object) into a store. Used by files and tests alike."""
+    result = LoadResult(store=store or Store())
+    access: dict[str, AccessState] = {}
+    items: list[tuple[int | None, str, Any]] = []
+    for line, doc in docs:
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            result.issues.append(LoadIssue(path, line, f"document is a {type(doc).__name__}, not a Kubernetes object"))
+            continue
+        if doc.get("kind") == "ClusterSnapshot" and str(doc.get("apiVersion", "")).startswith("taudash/"):
+            meta = doc.get("metadata") or {}
+            result.context = meta.get("context")
+            result.captured_at = meta.get("capturedAt")
+            for entry in doc.get("access") or []:
+                info = BY_RESOURCE.get(str((entry or {}).get("resource")))
+                try:
+                    state = AccessState(str((entry or {}).get("state")))
+                except ValueError:
+                    result.issues.append(LoadIssue(path, line, f"access entry {entry!r} has an unknown state"))
+                    continue
+                if info is not None:
+                    access[info.kind] = state
+            objs = doc.get("objects") or []
+            items += [(line, f"objects[{i}]", o) for i, o in enumerate(objs)]
+        elif doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
+            items += [(line, f"items[{i}]", o) for i, o in enumerate(doc.get("items") or [])]
+        else:
+            items.append((line, "", doc))
+
+    store = result.store
+    for line, where, obj in items:
+        prefix = f"{where}: " if where else ""
+        if not isinstance(obj, dict) or "kind" not in obj or "apiVersion" not in obj:
+            result.issues.append(LoadIssue(path, line, f"{prefix}not a Kubernetes object (needs apiVersion and kind)"))
+            continue
+        api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+        if kind in NEVER_READ:
+            continue
+        info = lookup(api_version, kind)
+        if info is None:
+            result.unknown_kinds[f"{kind}.{api_version}"] += 1
+            continue
+        meta = obj.get("metadata")
+        label = f'{kind} "{meta.get("name")}"' if isinstance(meta, dict) and meta.get("name") else kind
+        if not isinstance(meta, dict):
+            result.issues.append(LoadIssue(path, line, f"{prefix}{kind} has no metadata"))
+            continue
+        if not meta.get("name"):
+            result.issues.append(LoadIssue(path, line, f"{prefix}{kind} has no metadata.name"))
+            continue
+        if info.namespaced and not meta.get("namespace"):
+            result.issues.append(LoadIssue(path, line, f"{prefix}{label} is namespaced but has no metadata.namespace"))
+            continue
+        try:
+            model = info.model.model_validate(obj)
+        except ValidationError as exc:
+            result.issues.append(LoadIssue(path, line, f"{prefix}{label}: {_describe_validation(exc)}"))
+            continue
+        except QuantityError as exc:  # pragma: no cover - pydantic wraps it
+            result.issues.append(LoadIssue(path, line, f"{prefix}{label}: {exc}"))
+            continue
+        store.upsert(model, raw=obj)
+        result.objects += 1
+    for k in KINDS:
+        store.set_access(k.kind, access.get(k.kind, AccessState.SYNCED))
+    result.issues.sort(key=lambda i: i.line or 0)
+    return result
+
+
+def load_snapshot(path: str | Path) -> LoadResult:
+    p = Path(path)
+    name = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SnapshotError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise SnapshotError(f"{name}: is a directory, not a snapshot file") from None
+    except PermissionError:
+        raise SnapshotError(f"{name}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{name}: not a text file ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SnapshotError(f"{name}: cannot read: {exc.strerror}") from None
+    docs = _read_docs(text, name)
+    if not any(d is not None for _, d in docs):
+        raise SnapshotError(f"{name}: empty snapshot (no documents)")
+    return load_documents(docs, name)
+
+
+def store_from_objects(objects: list[dict[str, Any]]) -> Store:
+    """Build a fully synced store from plain object dicts (tests, tools). Raises on a bad object."""
+    result = load_documents([(None, o) for o in objects])
+    if result.issues:
+        raise ValueError("; ".join(str(i) for i in result.issues))
+    return result.store

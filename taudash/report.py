@@ -1,0 +1,138 @@
+"""Human summary of a ClusterView for `taudash status -o table` (rich, fits 100 columns)."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from engine.view import ClusterView
+
+SEV_MARK = {"critical": ("✖", "bold red"), "warning": ("⚠", "yellow"), "info": ("ℹ", "cyan")}
+PHASE_MARK = {"Ready": "✓", "Pending": "◐", "Degraded": "✖"}
+
+
+def _q(m: dict, res: str) -> str:
+    v = m.get(res)
+    return "-" if v is None else v.human()
+
+
+def _gpu_resource(keys) -> str:
+    for k in ("nvidia.com/gpu", "gpu.nvidia.com"):
+        if k in keys:
+            return k
+    return "nvidia.com/gpu"
+
+
+def render_table(view: ClusterView) -> Group:
+    parts = []
+    src = view.source
+    head = Text()
+    head.append("taudash ", style="bold")
+    head.append(f"{src.type}", style="bold cyan")
+    if src.context:
+        head.append(f" · context {src.context}")
+    if src.path:
+        head.append(f" · {src.path}", style="dim")
+    if view.cluster:
+        c = view.cluster
+        head.append(f" · TauCluster gen {c.generation} ({c.phase or 'no phase'})")
+    parts.append(head)
+
+    bad = [a for a in view.access if a.state not in ("Synced",)]
+    if bad:
+        parts.append(Text("data: " + ", ".join(f"{a.resource} {a.state}" for a in bad), style="yellow"))
+
+    pool = view.pool
+    line = Text("GPU POOL ", style="bold")
+    if pool.mode == "None":
+        line.append("no TauCluster capacity configuration")
+    else:
+        line.append(f"{pool.mode.lower()} · team {pool.team or '-'} · cohort {pool.cohort or '-'} · ")
+        line.append("valid" if pool.valid else "INVALID", style="green" if pool.valid else "bold red")
+        if pool.zeroed:
+            line.append(" · ZEROED", style="bold red")
+    parts.append(line)
+    if pool.flavors:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in ("flavor", "nodes", "GPU inv", "budget", "reserved", "used", "headroom"):
+            t.add_column(col, justify="left" if col == "flavor" else "right")
+        for f in pool.flavors:
+            gpu = _gpu_resource(f.inventory.keys() | f.budget.keys())
+            head_q = f.headroom.get(gpu)
+            head_s = "-" if head_q is None else head_q.human() + (" ⚠" if head_q.negative else "")
+            t.add_row(
+                f.name + (" (gone)" if f.disappeared else ""),
+                f"{f.nodes}/{f.nodes + len(f.excluded)}",
+                _q(f.inventory, gpu),
+                _q(f.budget, gpu),
+                _q(f.reserved, gpu),
+                _q(f.used, gpu),
+                head_s,
+            )
+        parts.append(t)
+        parts.append(Text("inventory is allocatable capacity, not free capacity", style="dim"))
+
+    counts = {"Ready": 0, "Pending": 0, "Degraded": 0}
+    for w in view.workspaces:
+        key = "Ready" if w.counted_ready else ("Pending" if w.expected_phase == "Ready" else w.expected_phase)
+        counts[key] = counts.get(key, 0) + 1
+    ws = Text("WORKSPACES ", style="bold")
+    ws.append("  ".join(f"{PHASE_MARK.get(k, '')} {v} {k}" for k, v in counts.items()))
+    parts.append(ws)
+    if view.workspaces:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in ("workspace", "namespace", "phase", "expected", "drain", "blockers"):
+            t.add_column(col)
+        for w in view.workspaces:
+            t.add_row(
+                w.name,
+                w.namespace,
+                (w.phase or "-") + (" (stale)" if w.stale else ""),
+                f"{PHASE_MARK.get(w.expected_phase, '')} {w.expected_phase}",
+                w.drain.state + (f" ({w.drain.mode})" if w.drain.mode else ""),
+                str(len(w.drain.blockers)) if w.drain.blockers else "",
+            )
+        parts.append(t)
+
+    if view.cluster_queues:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_justify="left")
+        for col in ("clusterqueue", "cohort", "stop", "active", "pend", "resv", "adm"):
+            t.add_column(col, justify="right" if col in ("pend", "resv", "adm") else "left")
+        for q in view.cluster_queues:
+            act = "?" if q.active is None else ("✓" if q.active else f"✖ {q.active_reason}")
+            t.add_row(q.name, q.cohort or "-", q.stop_policy, act, str(q.pending), str(q.reserving), str(q.admitted))
+        parts.append(Text("QUEUES", style="bold"))
+        parts.append(t)
+
+    prof = view.profiles
+    pl = Text("PROFILES ", style="bold")
+    if prof.profiles or prof.checks:
+        ready = sum(1 for p in prof.profiles if p.ready)
+        pl.append("✓ usable" if prof.usable else "✖ not usable", style="green" if prof.usable else "red")
+        pl.append(f" · {ready}/{len(prof.profiles)} ready")
+    else:
+        pl.append("none declared")
+    pl.append("    MULTIKUEUE ", style="bold")
+    pl.append(view.multikueue.state)
+    parts.append(pl)
+
+    c = view.counts()
+    fl = Text("FINDINGS ", style="bold")
+    fl.append(f"{c['critical']} critical · {c['warning']} warning · {c['info']} info")
+    parts.append(fl)
+    for f in view.findings:
+        mark, style = SEV_MARK[f.severity.value]
+        obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
+        row = Text(f" {mark} ", style=style)
+        row.append(f"{f.rule:<22}", style=style)
+        row.append(f" {obj}: ")
+        row.append(f.message)  # Text.append never interprets markup: cluster strings stay literal
+        parts.append(row)
+    return Group(*parts)
+
+
+def print_table(view: ClusterView, width: int | None = None) -> None:
+    console = Console(width=width, soft_wrap=False, highlight=False)
+    console.print(render_table(view))
