@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("dashboard", "profiles")
+MODULES = ("dashboard", "profiles", "sim")
 
 
 def register_all(sub, add_source_args) -> None:
