@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .model import BY_KIND, KINDS, KubeObject
@@ -16,7 +16,7 @@ from .model import BY_KIND, KINDS, KubeObject
 Key = tuple[str, str]  # (namespace or "", name)
 
 
-class AccessState(str, Enum):
+class AccessState(StrEnum):
     SYNCED = "Synced"
     SYNCING = "Syncing"
     ABSENT = "Absent"  # the API is not served

@@ -13,7 +13,6 @@ from .base import (
     LabelSelector,
     QuantityField,
     StrMap,
-    _none_to_empty_dict,
     _none_to_empty_list,
 )
 from .core import PodTemplate, ResourceList, Taint

@@ -150,8 +150,9 @@ class Quantity:
     def canonical(self) -> str:
         value = self.value
         # Sub-nano precision is rounded up to the nearest nano, as Kubernetes does.
-        if value != value.quantize(_NANO, rounding=ROUND_CEILING):
-            value = value.quantize(_NANO, rounding=ROUND_CEILING)
+        rounded = value.quantize(_NANO, rounding=ROUND_CEILING, context=_CTX)
+        if value != rounded:
+            value = rounded
         if value == 0:
             return "0"
         sign = "-" if value < 0 else ""

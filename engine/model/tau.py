@@ -6,9 +6,8 @@ from typing import Annotated
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
-from .base import Conditions, KModel, KubeObject, StrMap
+from .base import Conditions, KModel, KubeObject, QuantityField, StrMap
 from .base import _none_to_empty_list as _listify
-from .base import QuantityField
 
 
 class NameRef(KModel):

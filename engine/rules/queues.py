@@ -240,7 +240,7 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[Coh
         obj = explicit.get(name)
         acc: dict[tuple[str, str], dict[str, Quantity]] = {}
 
-        def slot(fl: str, res: str) -> dict[str, Quantity]:
+        def slot(fl: str, res: str, acc=acc) -> dict[str, Quantity]:
             return acc.setdefault((fl, res), {k: ZERO for k in ("nominal", "member", "reserved", "used", "borrowed")})
 
         if obj is not None:
