@@ -1,0 +1,356 @@
+"""Live cluster source: one informer per kind (list, then watch with bookmarks) into a Store.
+
+Responses are read as raw bytes and JSON-decoded once, then validated into the slim models; no
+generated-client model round trips. Per kind: Syncing → Synced; Absent when the API is not
+served; Forbidden on 403; Error (with "stale since") on other failures, retried with jittered
+exponential backoff; a 410 (expired resourceVersion) re-lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from pydantic import ValidationError
+
+from ..model import KINDS, ResourceKind
+from ..store import AccessState, Store
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 500
+
+
+class Gone(Exception):
+    """410: the resourceVersion is too old; re-list."""
+
+
+class ApiStatusError(Exception):
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(f"HTTP {status}: {message}" if message else f"HTTP {status}")
+        self.status = status
+
+
+class Unreachable(Exception):
+    """The API server cannot be reached at all (connection refused, DNS, TLS, timeout)."""
+
+
+@dataclass
+class ClusterTarget:
+    """Where and how to connect: resolved from a kubeconfig and a context."""
+
+    context: str
+    server: str
+    api_client: Any  # kubernetes_asyncio.client.ApiClient
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+
+def kubeconfig_path(explicit: str | None = None) -> str:
+    return explicit or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+
+
+async def connect(context: str | None = None, kubeconfig: str | None = None) -> ClusterTarget:
+    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context)."""
+    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio.config.config_exception import ConfigException
+
+    path = kubeconfig_path(kubeconfig)
+    cfg = client.Configuration()
+    try:
+        first = path.split(os.pathsep)[0]
+        contexts, current = config.list_kube_config_contexts(first)
+        name = context or (current or {}).get("name")
+        if context and context not in {c["name"] for c in contexts}:
+            known = ", ".join(sorted(c["name"] for c in contexts)) or "none"
+            raise ConfigException(f"context {context!r} is not in {path} (known: {known})")
+        await config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+    except ConfigException as exc:
+        raise ConfigError(f"kubeconfig {path}: {exc}") from None
+    except FileNotFoundError:
+        raise ConfigError(f"kubeconfig {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"kubeconfig {path}: {exc.strerror}") from None
+    return ClusterTarget(context=name or "?", server=cfg.host, api_client=client.ApiClient(configuration=cfg))
+
+
+class ConfigError(Exception):
+    """The kubeconfig or context is unusable: bad input."""
+
+
+@dataclass
+class KindStatus:
+    kind: ResourceKind
+    version: str | None = None
+    resource_version: str = ""
+    relists: int = 0
+    watch_restarts: int = 0
+    decode_errors: int = 0
+    events: int = 0
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Backoff:
+    def __init__(self, base: float = 0.5, cap: float = 30.0, rng: random.Random | None = None) -> None:
+        self.base, self.cap, self.n = base, cap, 0
+        self.rng = rng or random.Random()
+
+    def reset(self) -> None:
+        self.n = 0
+
+    def next(self) -> float:
+        self.n += 1
+        delay = min(self.cap, self.base * 2 ** (self.n - 1))
+        return delay * (0.5 + self.rng.random() / 2)  # jitter: 50–100 %
+
+
+class KubeSource:
+    """Keeps a Store in sync with a live API server."""
+
+    def __init__(
+        self,
+        store: Store,
+        target: ClusterTarget,
+        kinds: tuple[ResourceKind, ...] = KINDS,
+        clock: Callable[[], float] = time.time,
+        watch_timeout: int = 300,
+        request_timeout: float = 15.0,
+        absent_recheck: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.target = target
+        self.kinds = kinds
+        self.clock = clock
+        self.watch_timeout = watch_timeout
+        self.request_timeout = request_timeout
+        self.absent_recheck = absent_recheck
+        self.status: dict[str, KindStatus] = {k.kind: KindStatus(k) for k in kinds}
+        self._tasks: list[asyncio.Task] = []
+        self._stopping = False
+
+    # public ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.probe()
+        for k in self.kinds:
+            self._tasks.append(asyncio.create_task(self._run(k), name=f"informer:{k.kind}"))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def wait_synced(self, within: float) -> bool:
+        """Wait until every kind has settled (Synced, Absent, Forbidden or Error at least once)."""
+        try:
+            await asyncio.wait_for(asyncio.gather(*(s.synced.wait() for s in self.status.values())), within)
+            return True
+        except TimeoutError:
+            return False
+
+    async def probe(self) -> None:
+        """One cheap request so an unreachable server fails fast with a clear message."""
+        try:
+            await self._get_json("/version", deadline=min(self.request_timeout, 10.0))
+        except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+            raise Unreachable(
+                f"context {self.target.context} (server {self.target.server}): cannot connect: {_why(exc)}"
+            ) from None
+        except ApiStatusError as exc:
+            if exc.status in (401, 403):
+                raise Unreachable(
+                    f"context {self.target.context} (server {self.target.server}): credentials rejected ({exc})"
+                ) from None
+
+    # HTTP --------------------------------------------------------------------------------
+    async def _request(self, path: str, query: list[tuple[str, Any]] | None = None, deadline=None):
+        return await self.target.api_client.call_api(
+            path,
+            "GET",
+            query_params=query or [],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=deadline or self.request_timeout,
+        )
+
+    async def _get_json(self, path: str, query=None, deadline=None) -> dict:
+        resp = await self._request(path, query, deadline)
+        try:
+            body = await resp.read()
+            if resp.status >= 400:
+                raise ApiStatusError(resp.status, _status_message(body))
+            return json.loads(body)
+        finally:
+            resp.release()
+
+    async def _served_version(self, k: ResourceKind) -> str | None:
+        """The first of the kind's versions whose discovery document lists the resource."""
+        for version in k.versions:
+            path = f"/apis/{k.group}/{version}" if k.group else f"/api/{version}"
+            try:
+                doc = await self._get_json(path)
+            except ApiStatusError as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if any(r.get("name") == k.plural for r in doc.get("resources", [])):
+                return version
+        return None
+
+    def _path(self, k: ResourceKind, version: str) -> str:
+        return f"/apis/{k.group}/{version}/{k.plural}" if k.group else f"/api/{version}/{k.plural}"
+
+    # informer ----------------------------------------------------------------------------
+    async def _run(self, k: ResourceKind) -> None:
+        st = self.status[k.kind]
+        backoff = Backoff()
+        while not self._stopping:
+            try:
+                if st.version is None:
+                    st.version = await self._served_version(k)
+                    if st.version is None:
+                        self.store.replace(k.kind, [], at=self.clock())
+                        self.store.set_access(k.kind, AccessState.ABSENT, "API not served")
+                        st.synced.set()
+                        await asyncio.sleep(self.absent_recheck)
+                        continue
+                await self._list(k, st)
+                backoff.reset()
+                while not self._stopping:
+                    await self._watch(k, st)
+                    st.watch_restarts += 1
+            except Gone:
+                st.relists += 1
+                continue
+            except asyncio.CancelledError:
+                raise
+            except ApiStatusError as exc:
+                if exc.status == 403:
+                    self.store.set_access(k.kind, AccessState.FORBIDDEN, str(exc), since=self.clock())
+                elif exc.status == 404:
+                    st.version = None  # the API went away: rediscover
+                    self.store.set_access(k.kind, AccessState.ERROR, str(exc), since=self.clock())
+                else:
+                    self.store.set_access(k.kind, AccessState.ERROR, str(exc), since=self.clock())
+                st.synced.set()
+                await asyncio.sleep(backoff.next())
+            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+                self.store.set_access(k.kind, AccessState.ERROR, _why(exc), since=self.clock())
+                st.synced.set()
+                await asyncio.sleep(backoff.next())
+
+    def _decode(self, k: ResourceKind, st: KindStatus, raw: dict) -> Any | None:
+        raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.version))
+        raw.setdefault("kind", k.kind)
+        try:
+            return k.model.model_validate(raw)
+        except ValidationError as exc:
+            st.decode_errors += 1
+            meta = raw.get("metadata") or {}
+            log.warning("%s %s/%s: undecodable object skipped: %s", k.kind, meta.get("namespace", ""), meta.get("name"), exc.errors()[0].get("msg"))
+            return None
+
+    async def _list(self, k: ResourceKind, st: KindStatus) -> None:
+        items: list[tuple[Any, dict]] = []
+        cont = None
+        rv = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+            if cont:
+                query.append(("continue", cont))
+            doc = await self._get_json(self._path(k, st.version), query)
+            for raw in doc.get("items") or []:
+                obj = self._decode(k, st, raw)
+                if obj is not None:
+                    items.append((obj, raw))
+            meta = doc.get("metadata") or {}
+            rv = meta.get("resourceVersion", rv)
+            cont = meta.get("continue")
+            if not cont:
+                break
+        self.store.replace(k.kind, items, at=self.clock())
+        self.store.set_access(k.kind, AccessState.SYNCED)
+        st.resource_version = rv
+        st.synced.set()
+
+    async def _watch(self, k: ResourceKind, st: KindStatus) -> None:
+        timeout = self.watch_timeout + random.randint(0, 30)
+        query = [
+            ("watch", "1"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", st.resource_version),
+            ("timeoutSeconds", timeout),
+        ]
+        # No total timeout: the server ends the watch; a silent connection is cut by sock_read.
+        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout + 60)
+        resp = await self._request(self._path(k, st.version), query, client_timeout)
+        try:
+            if resp.status == 410:
+                raise Gone()
+            if resp.status >= 400:
+                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+            buf = b""
+            async for chunk in resp.content.iter_any():
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        self._apply(k, st, json.loads(line))
+            if buf.strip():
+                self._apply(k, st, json.loads(buf))
+        finally:
+            resp.release()
+
+    def _apply(self, k: ResourceKind, st: KindStatus, event: dict) -> None:
+        typ = event.get("type")
+        raw = event.get("object") or {}
+        if typ == "ERROR":
+            code = raw.get("code")
+            if code == 410:
+                raise Gone()
+            raise ApiStatusError(int(code or 500), raw.get("message", ""))
+        meta = raw.get("metadata") or {}
+        rv = meta.get("resourceVersion")
+        if typ == "BOOKMARK":
+            if rv:
+                st.resource_version = rv
+            return
+        st.events += 1
+        now = self.clock()
+        if typ == "DELETED":
+            self.store.delete(k.kind, meta.get("name", ""), meta.get("namespace"), at=now)
+        elif typ in ("ADDED", "MODIFIED"):
+            obj = self._decode(k, st, raw)
+            if obj is not None:
+                self.store.upsert(obj, raw=raw, at=now)
+        if rv:
+            st.resource_version = rv
+
+
+def _api_version(k: ResourceKind, version: str) -> str:
+    return f"{k.group}/{version}" if k.group else version
+
+
+def _status_message(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("message", ""))[:300]
+    except (ValueError, AttributeError):
+        return body[:200].decode("utf-8", "replace")
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
