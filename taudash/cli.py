@@ -26,6 +26,7 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--snapshot", metavar="FILE", help="read a cluster snapshot file (always read-only)")
     g.add_argument("--context", metavar="NAME", help="kubeconfig context of a live cluster")
     g.add_argument("--demo", action="store_true", help="use the embedded demo cluster")
+    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)")
     p.add_argument("--system-namespace", default="tau-system", help="where TauGrid objects live (default tau-system)")
     p.add_argument("--pvc", action="append", default=[], metavar="CLAIM", help="storage claim to check in each workspace namespace (repeatable)")
 

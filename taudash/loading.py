@@ -38,8 +38,8 @@ def load_from_args(args) -> Loaded:
     chosen = [x for x in (snapshot, context, demo or None) if x]
     if len(chosen) > 1:
         raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")
-    if context:
-        raise UsageError(f"--context {context}: the live cluster source is not built yet; use --snapshot or --demo")
+    if context or not (snapshot or demo):
+        return load_live(context, getattr(args, "kubeconfig", None), getattr(args, "sync_timeout", 30.0))
     path = Path(snapshot) if snapshot else demo_snapshot_path()
     try:
         result = load_snapshot(path)
@@ -55,6 +55,44 @@ def load_from_args(args) -> Loaded:
         ),
         issues=result.issues,
     )
+
+
+def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float = 30.0) -> Loaded:
+    """Connect, sync every kind once (bounded), disconnect: for one-shot commands."""
+    import asyncio
+
+    from engine.sources.kube import ConfigError, KubeSource, connect
+    from engine.sources.kube import Unreachable as SourceUnreachable
+
+    from .errors import Unreachable
+
+    async def run() -> Loaded:
+        try:
+            target = await connect(context, kubeconfig)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        store = Store()
+        source = KubeSource(store, target)
+        try:
+            try:
+                await source.start()
+            except SourceUnreachable as exc:
+                raise Unreachable(str(exc)) from None
+            await source.wait_synced(sync_timeout)
+        finally:
+            await source.stop()
+            await target.close()
+        return Loaded(
+            store=store,
+            source=SourceInfo(
+                type="kube",
+                context=target.context,
+                path=target.server,
+                observed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            ),
+        )
+
+    return asyncio.run(run())
 
 
 def report_issues(issues: list[LoadIssue]) -> None:

@@ -66,10 +66,12 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     from kubernetes_asyncio.config.config_exception import ConfigException
 
     path = kubeconfig_path(kubeconfig)
+    existing = [p for p in path.split(os.pathsep) if p and Path(p).expanduser().exists()]
+    if not existing:
+        raise ConfigError(f"kubeconfig {path}: no such file (use --kubeconfig or KUBECONFIG, or try `taudash demo`)")
     cfg = client.Configuration()
     try:
-        first = path.split(os.pathsep)[0]
-        contexts, current = config.list_kube_config_contexts(first)
+        contexts, current = config.list_kube_config_contexts(existing[0])
         name = context or (current or {}).get("name")
         if context and context not in {c["name"] for c in contexts}:
             known = ", ".join(sorted(c["name"] for c in contexts)) or "none"
