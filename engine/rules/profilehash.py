@@ -20,6 +20,7 @@ __all__ = [
     "canonical_json",
     "contains_or_global",
     "go_json",
+    "hash_input",
     "normalize_label",
     "normalize_name",
     "normalize_profile",
@@ -204,8 +205,9 @@ def go_json(value: Any) -> str:
     raise TypeError(f"cannot encode {type(value).__name__} as Go JSON")
 
 
-def _hash_input(p: ResolvedWorkloadProfile) -> dict[str, Any]:
-    """One profile in the hash layout: declared fields inline, then the resolved lists; no conditions."""
+def hash_input(p: ResolvedWorkloadProfile) -> dict[str, Any]:
+    """One normalised profile in Go field order: declared fields inline, then the resolved lists;
+    no conditions. The hash input, and the body of a snapshot profile."""
     d: dict[str, Any] = {"name": p.name}
     if p.description:
         d["description"] = p.description
@@ -248,7 +250,7 @@ def _hash_input(p: ResolvedWorkloadProfile) -> dict[str, Any]:
 
 def canonical_json(profiles: Iterable[ResolvedWorkloadProfile | Mapping[str, Any]]) -> bytes:
     """The exact bytes the controller hashes."""
-    return go_json([_hash_input(p) for p in normalize_profiles(profiles)]).encode("utf-8")
+    return go_json([hash_input(p) for p in normalize_profiles(profiles)]).encode("utf-8")
 
 
 def profile_set_hash(profiles: list[ResolvedWorkloadProfile]) -> str:
