@@ -1,0 +1,561 @@
+"""ObjectDB: the state of the simulated cluster, as raw object dicts with apiserver bookkeeping.
+
+One global, monotonically increasing resourceVersion; uid, creationTimestamp and generation kept
+like the real apiserver (generation moves on spec changes and on deletion with finalizers, never
+on /status); finalizers honoured on delete; a bounded event history so watches can resume from a
+recent resourceVersion and older ones expire (410 Gone); subscriptions that feed HTTP watches and
+in-process controllers alike. Never holds Secrets.
+
+Everything runs on one event loop and no method awaits, so each write (and the fan-out of its
+event) is atomic with respect to readers. Stored dicts are never mutated after they are stored:
+events and `_peek` share them; the public `get`/`list` return deep copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+import re
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..model.kinds import NEVER_READ
+from ..sources.snapshot import LoadResult, load_snapshot
+from .errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
+from .patch import PatchError, json_patch, merge_patch
+from .resources import Registry, Resource
+from .selectors import parse_field_selector, parse_label_selector
+
+Obj = dict[str, Any]
+ResourceRef = str | Resource  # "ClusterQueue", "clusterqueues.kueue.x-k8s.io", "cq" or a Resource
+
+# An admission hook: (operation, resource, new object or None, old object or None). It may mutate
+# `new` in place (defaulting) or raise an ApiError such as Invalid (a validating webhook).
+Admission = Callable[[str, Resource, Obj | None, Obj | None], None]
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's: no vowels, no look-alikes
+_SPEC_EXCLUDED = frozenset({"apiVersion", "kind", "metadata", "status"})
+_CLIENT_IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+# Enumerations the real CRD schemas enforce and operators are likely to mistype.
+_ENUMS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "ClusterQueue": (("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")),
+                     ("spec.queueingStrategy", ("StrictFIFO", "BestEffortFIFO"))),
+    "LocalQueue": (("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")),),
+}
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED
+    resource: Resource
+    object: Obj  # state after the change; for DELETED the last state. Shared: do not mutate.
+    rv: int
+    old: Obj | None = None  # the previous state of a MODIFIED object (for selector transitions)
+
+    @property
+    def namespace(self) -> str:
+        return self.object["metadata"].get("namespace") or ""
+
+    @property
+    def name(self) -> str:
+        return self.object["metadata"]["name"]
+
+
+class Subscription:
+    """A queue of WatchEvents. Iterate it (`async for ev in sub`) until `close()`.
+
+    A subscriber that falls `maxsize` events behind is closed with `overflowed` set, like the real
+    apiserver terminating a slow watcher; it must re-list.
+    """
+
+    _CLOSED = object()
+
+    def __init__(self, db: ObjectDB, resources: frozenset[tuple[str, str]] | None, maxsize: int) -> None:
+        self._db = db
+        self._resources = resources
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._maxsize = maxsize
+        self.closed = False
+        self.overflowed = False
+
+    @property
+    def resources(self) -> frozenset[tuple[str, str]] | None:
+        """The (group, plural) keys this subscription follows; None for all."""
+        return self._resources
+
+    def wants(self, ev: WatchEvent) -> bool:
+        return self._resources is None or ev.resource.key in self._resources
+
+    def _push(self, ev: WatchEvent) -> None:
+        if self.closed:
+            return
+        if self._queue.qsize() >= self._maxsize:
+            self.overflowed = True
+            self.close()
+            return
+        self._queue.put_nowait(ev)
+
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def get_nowait(self) -> WatchEvent | None:
+        """The next queued event, or None when none is queued (or the subscription is closed)."""
+        if self._queue.empty():
+            return None
+        item = self._queue.get_nowait()
+        if item is self._CLOSED:
+            self._queue.put_nowait(item)  # keep the end marker for the next reader
+            return None
+        return item
+
+    async def get(self, within: float | None = None) -> WatchEvent | None:
+        """The next event; None when closed or after `within` seconds without one."""
+        try:
+            item = await asyncio.wait_for(self._queue.get(), within)
+        except TimeoutError:
+            return None
+        if item is self._CLOSED:
+            self._queue.put_nowait(item)
+            return None
+        return item
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._db._subscribers.discard(self)
+            self._queue.put_nowait(self._CLOSED)
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[WatchEvent]:
+        while True:
+            ev = await self.get()
+            if ev is None:
+                return
+            yield ev
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_of(obj: Obj) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in _SPEC_EXCLUDED}
+
+
+class ObjectDB:
+    """Raw objects per resource (group/plural) → (namespace, name), with apiserver bookkeeping.
+
+    In-process helpers (`get`, `list`, `create`, `update`, `patch_merge`, `patch_json`,
+    `update_status`, `delete`) raise the same ApiErrors the HTTP server renders (NotFound,
+    AlreadyExists, Conflict, Invalid, ...). Resources are named by kind ("ClusterQueue"),
+    `plural.group`, short name or a Resource.
+    """
+
+    def __init__(self, *, registry: Registry | None = None, history: int = 10_000, clock: Callable[[], float] | None = None,
+                 seed: int = 0, subscriber_buffer: int = 10_000) -> None:
+        self.registry = registry or Registry()
+        self.clock = clock or time.time
+        self._rng = random.Random(seed)  # uids and generateName suffixes: deterministic per seed
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {r.key: {} for r in self.registry.all}
+        self._rv = 0
+        self._history: deque[WatchEvent] = deque(maxlen=max(1, history))
+        self._floor = 0  # watches may resume from any RV >= this one
+        self._subscribers: set[Subscription] = set()
+        self._subscriber_buffer = subscriber_buffer
+        self._admission: list[Admission] = []
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out (what a List reports)."""
+        return self._rv
+
+    @property
+    def oldest_resource_version(self) -> int:
+        """The oldest RV a watch or continue token can resume from; anything older is 410 Gone."""
+        return self._floor
+
+    def resource(self, ref: ResourceRef) -> Resource:
+        try:
+            return self.registry.resolve(ref)
+        except KeyError:
+            raise NotFound.path() from None
+
+    def add_admission(self, hook: Admission) -> Callable[[], None]:
+        """Register an admission hook for every write (HTTP and in-process). Returns its remover."""
+        self._admission.append(hook)
+        return lambda: self._admission.remove(hook)
+
+    def compact(self) -> None:
+        """Forget the event history: every earlier resourceVersion now answers 410 Gone."""
+        self._history.clear()
+        self._floor = self._rv
+
+    # --- reads -------------------------------------------------------------------------------------
+    def get(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
+        """A deep copy of the object, or None."""
+        obj = self._peek(self.resource(resource), name, namespace)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(self, resource: ResourceRef, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[Obj]:
+        """Deep copies, sorted by namespace then name."""
+        return [copy.deepcopy(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector)]
+
+    def _peek(self, r: Resource, name: str, namespace: str | None) -> Obj | None:
+        return self._objects[r.key].get((namespace or "" if r.namespaced else "", name))
+
+    def _select(self, r: Resource, namespace: str | None, label_selector: str | None = None,
+                field_selector: str | None = None) -> list[Obj]:
+        """Stored (shared) objects, sorted. Callers must not mutate them."""
+        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        store = self._objects[r.key]
+        keys = sorted(k for k in store if namespace is None or not r.namespaced or k[0] == namespace)
+        return [store[k] for k in keys if labels(store[k]) and fields(store[k])]
+
+    def counts(self) -> dict[str, int]:
+        return {r.kind: len(self._objects[r.key]) for r in self.registry.all}
+
+    # --- writes ------------------------------------------------------------------------------------
+    def create(self, obj: Obj, *, resource: ResourceRef | None = None, namespace: str | None = None,
+               dry_run: bool = False, with_status: bool = False) -> Obj:
+        """Create an object. `with_status` keeps its status (in-process seeding of state);
+        over HTTP the status of a resource with a /status subresource is dropped, as the real server does."""
+        r = self._resource_for(obj, resource)
+        new = copy.deepcopy(obj)
+        meta = self._meta_of(new, r)
+        self._check_type(new, r)
+        if namespace is not None and r.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = namespace
+        if not r.namespaced:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(self._rng.choice(_GENERATE_ALPHABET) for _ in range(5))
+        if meta.get("resourceVersion"):
+            raise BadRequest("resourceVersion should not be set on objects to be created")
+        self._validate_identity(r, new)
+        ns, name = (meta.get("namespace") or "") if r.namespaced else "", meta["name"]
+        if (ns, name) in self._objects[r.key]:
+            raise AlreadyExists.of(r, name)
+        if r.status and not with_status:
+            new.pop("status", None)
+        for k in _CLIENT_IMMUTABLE_META:
+            meta.pop(k, None)
+        meta.pop("managedFields", None)
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = _rfc3339(self.clock())
+        meta["generation"] = 1
+        self._admit("CREATE", r, new, None)
+        self._validate(r, new)
+        if dry_run:
+            return new
+        return self._commit(r, ns, name, new, "ADDED", None)
+
+    def update(self, obj: Obj, *, resource: ResourceRef | None = None, name: str | None = None,
+               namespace: str | None = None, dry_run: bool = False) -> Obj:
+        """Replace an object (PUT). A metadata.resourceVersion in `obj` is a precondition (409 on
+        mismatch); without one the update is unconditional. The status is kept from the stored
+        object when the resource has a /status subresource. `name`/`namespace` are the URL's."""
+        return self._replace(obj, resource, subresource=None, dry_run=dry_run, name=name, namespace=namespace)
+
+    def update_status(self, obj: Obj, *, resource: ResourceRef | None = None, name: str | None = None,
+                      namespace: str | None = None, dry_run: bool = False) -> Obj:
+        """Replace only the status (PUT /status); never bumps generation."""
+        return self._replace(obj, resource, subresource="status", dry_run=dry_run, name=name, namespace=namespace)
+
+    def patch_merge(self, resource: ResourceRef, name: str, patch: Obj, namespace: str | None = None, *,
+                    subresource: str | None = None, dry_run: bool = False) -> Obj:
+        """Apply a JSON merge patch (RFC 7386). A resourceVersion in the patch is a precondition."""
+        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: merge_patch(cur, patch))
+
+    def patch_json(self, resource: ResourceRef, name: str, operations: list[Obj], namespace: str | None = None, *,
+                   subresource: str | None = None, dry_run: bool = False) -> Obj:
+        """Apply a JSON patch (RFC 6902)."""
+        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: json_patch(cur, operations))
+
+    def delete(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
+               preconditions: dict[str, Any] | None = None, dry_run: bool = False) -> Obj:
+        """Delete; with finalizers, only mark deletionTimestamp (removed once they are gone).
+
+        Returns the deleted object, or the terminating one when finalizers remain.
+        """
+        r = self.resource(resource)
+        cur = self._peek(r, name, namespace)
+        if cur is None:
+            raise NotFound.of(r, name)
+        meta = cur["metadata"]
+        pre = preconditions or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise Conflict.of(r, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
+        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get("resourceVersion"):
+            raise Conflict.of(r, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                                       f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+        self._admit("DELETE", r, None, cur)
+        ns = meta.get("namespace") or ""
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return copy.deepcopy(cur)  # already terminating: nothing changes
+            new = copy.deepcopy(cur)
+            new["metadata"]["deletionTimestamp"] = _rfc3339(self.clock())
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new["metadata"]["generation"] = int(meta.get("generation") or 0) + 1
+            if dry_run:
+                return new
+            return self._commit(r, ns, name, new, "MODIFIED", cur)
+        if dry_run:
+            return copy.deepcopy(cur)
+        return self._commit(r, ns, name, copy.deepcopy(cur), "DELETED", cur)
+
+    # --- watches -----------------------------------------------------------------------------------
+    def subscribe(self, resources: Iterable[ResourceRef] | None = None, *, maxsize: int | None = None) -> Subscription:
+        """Events from now on (all resources, or only these). Close it when done."""
+        keys = frozenset(self.resource(x).key for x in resources) if resources is not None else None
+        sub = Subscription(self, keys, maxsize or self._subscriber_buffer)
+        self._subscribers.add(sub)
+        return sub
+
+    def events_since(self, rv: int, resource: ResourceRef | None = None) -> list[WatchEvent]:
+        """Events after `rv` (for a watch resuming there); raises Gone when `rv` is too old."""
+        if rv < self._floor:
+            raise Gone(f"too old resource version: {rv} ({self._floor})")
+        key = self.resource(resource).key if resource is not None else None
+        return [e for e in self._history if e.rv > rv and (key is None or e.resource.key == key)]
+
+    def close_subscriptions(self) -> None:
+        for sub in list(self._subscribers):
+            sub.close()
+
+    # --- seeding ---------------------------------------------------------------------------------
+    def seed(self, objects: Iterable[Obj]) -> int:
+        """Load initial state (status kept, identity and timestamps kept when present) without
+        events: watches start after the seed. Unknown kinds raise KeyError; Secrets are skipped."""
+        n = 0
+        for obj in objects:
+            if obj.get("kind") in NEVER_READ:
+                continue
+            r = self.registry.for_object(obj)
+            new = copy.deepcopy(obj)
+            meta = self._meta_of(new, r)
+            self._check_type(new, r)
+            if not r.namespaced:
+                meta.pop("namespace", None)
+            self._validate_identity(r, new)
+            meta.setdefault("uid", str(uuid.UUID(int=self._rng.getrandbits(128), version=4)))
+            meta.setdefault("creationTimestamp", _rfc3339(self.clock()))
+            meta["generation"] = int(meta.get("generation") or 1)
+            meta.pop("managedFields", None)
+            self._rv += 1
+            meta["resourceVersion"] = str(self._rv)
+            self._objects[r.key][((meta.get("namespace") or "") if r.namespaced else "", meta["name"])] = new
+            n += 1
+        self._floor = self._rv
+        return n
+
+    def seed_from_snapshot(self, path: str | Path) -> LoadResult:
+        """Seed from a snapshot file (engine.sources.snapshot): the objects it accepts, raw.
+
+        The returned LoadResult carries the loader's issues and the envelope's access states.
+        """
+        result = load_snapshot(path)
+        objs: list[Obj] = []
+        for r in self.registry.all:
+            if not r.engine_kind:
+                continue
+            for model in result.store.list(r.engine_kind):
+                raw = result.store.raw(r.engine_kind, model.metadata.name, model.metadata.namespace)
+                if raw is not None:
+                    objs.append(raw)
+        self.seed(objs)
+        return result
+
+    # --- internals -------------------------------------------------------------------------------
+    def _resource_for(self, obj: Obj, resource: ResourceRef | None) -> Resource:
+        if not isinstance(obj, dict):
+            raise BadRequest("the object must be a JSON object")
+        if obj.get("kind") in NEVER_READ:
+            raise BadRequest("the simulator never holds Secrets")
+        if resource is not None:
+            return self.resource(resource)
+        try:
+            return self.registry.for_object(obj)
+        except KeyError as exc:
+            raise BadRequest(str(exc.args[0])) from None
+
+    def _meta_of(self, obj: Obj, r: Resource) -> Obj:
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise BadRequest(f"{r.kind}: metadata must be an object")
+        return meta
+
+    def _check_type(self, obj: Obj, r: Resource) -> None:
+        """Check apiVersion/kind against the resource and store them in the storage version."""
+        api_version = obj.get("apiVersion")
+        if api_version:
+            group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+            version = api_version.rsplit("/", 1)[-1]
+            if group != r.group or version not in r.versions:
+                raise BadRequest(f"the API version in the data ({api_version}) does not match the expected API version "
+                                 f"({r.api_version()})")
+        kind = obj.get("kind")
+        # TauGrid manifests sometimes spell the kinds Cluster/Team/Workspace; store the served kind.
+        if kind and kind != r.kind and not (r.group == "tau.azure.com" and "Tau" + kind == r.kind):
+            raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({r.kind})")
+        obj["apiVersion"] = r.api_version()
+        obj["kind"] = r.kind
+
+    def _validate_identity(self, r: Resource, obj: Obj) -> None:
+        meta = obj["metadata"]
+        name = meta.get("name")
+        if not name:
+            raise Invalid.of(r, "", [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")])
+        causes = []
+        if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            causes.append(("metadata.name", "FieldValueInvalid",
+                           f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+                           "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"))
+        if r.namespaced and not meta.get("namespace"):
+            causes.append(("metadata.namespace", "FieldValueRequired", "Required value"))
+        for f in ("labels", "annotations"):
+            m = meta.get(f)
+            if m is not None and (not isinstance(m, dict) or not all(isinstance(v, str) for v in m.values())):
+                causes.append((f"metadata.{f}", "FieldValueInvalid", "Invalid value: values must be strings"))
+        if causes:
+            raise Invalid.of(r, str(name), causes)
+
+    def _validate(self, r: Resource, obj: Obj) -> None:
+        causes = []
+        for dotted, allowed in _ENUMS.get(r.kind, ()):
+            cur: Any = obj
+            for part in dotted.split("."):
+                cur = cur.get(part) if isinstance(cur, dict) else None
+            if cur is not None and cur not in allowed:
+                supported = ", ".join(f'"{a}"' for a in allowed)
+                causes.append((dotted, "FieldValueNotSupported", f'Unsupported value: "{cur}": supported values: {supported}'))
+        if causes:
+            raise Invalid.of(r, obj["metadata"]["name"], causes)
+
+    def _admit(self, op: str, r: Resource, new: Obj | None, old: Obj | None) -> None:
+        for hook in list(self._admission):
+            hook(op, r, new, old)
+
+    def _replace(self, obj: Obj, resource: ResourceRef | None, *, subresource: str | None, dry_run: bool,
+                 name: str | None = None, namespace: str | None = None) -> Obj:
+        r = self._resource_for(obj, resource)
+        if subresource == "status" and not r.status:
+            raise NotFound.path()
+        new = copy.deepcopy(obj)
+        meta = self._meta_of(new, r)
+        self._check_type(new, r)
+        if name is not None and meta.get("name") != name:
+            raise BadRequest("the name of the object does not match the name on the URL")
+        if namespace is not None and r.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = namespace
+        oname = meta.get("name") or ""
+        cur = self._peek(r, oname, meta.get("namespace"))
+        if cur is None:
+            raise NotFound.of(r, oname)
+        if meta.get("resourceVersion") and str(meta["resourceVersion"]) != cur["metadata"]["resourceVersion"]:
+            raise Conflict.stale(r, oname)
+        old_meta = cur["metadata"]
+        if subresource == "status":
+            # Only the status stanza moves; everything else stays as stored.
+            merged = copy.deepcopy(cur)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            new = merged
+        else:
+            if r.status:
+                if "status" in cur:
+                    new["status"] = copy.deepcopy(cur["status"])
+                else:
+                    new.pop("status", None)
+            for k in _CLIENT_IMMUTABLE_META:
+                if k in old_meta:
+                    meta[k] = old_meta[k]
+                else:
+                    meta.pop(k, None)
+            meta.pop("managedFields", None)
+            if r.namespaced:
+                meta["namespace"] = old_meta.get("namespace")
+            else:
+                meta.pop("namespace", None)
+            if old_meta.get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
+                if added:
+                    raise Invalid.of(r, oname, [("metadata.finalizers", "FieldValueForbidden",
+                                                 f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)!r}")])
+            if _spec_of(new) != _spec_of(cur):
+                meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        self._admit("UPDATE", r, new, cur)
+        self._validate(r, new)
+        ns = (old_meta.get("namespace") or "") if r.namespaced else ""
+        if new == cur:
+            return copy.deepcopy(cur)  # a no-op write changes nothing, not even the resourceVersion
+        if dry_run:
+            return new
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return self._commit(r, ns, oname, new, "DELETED", cur)
+        return self._commit(r, ns, oname, new, "MODIFIED", cur)
+
+    def _patch(self, resource: ResourceRef, name: str, namespace: str | None, subresource: str | None,
+               dry_run: bool, apply: Callable[[Obj], Any]) -> Obj:
+        r = self.resource(resource)
+        if subresource == "status" and not r.status:
+            raise NotFound.path()
+        cur = self._peek(r, name, namespace)
+        if cur is None:
+            raise NotFound.of(r, name)
+        try:
+            patched = apply(cur)
+        except PatchError as exc:
+            if exc.malformed:
+                raise BadRequest(str(exc)) from None
+            raise Invalid.of(r, name, [("", "FieldValueInvalid", str(exc))]) from None
+        if not isinstance(patched, dict):
+            raise BadRequest("the patch must produce an object")
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict) or meta.get("name") != name:
+            raise BadRequest("the name of the object cannot be changed by a patch")
+        if r.namespaced and meta.get("namespace") != cur["metadata"].get("namespace"):
+            raise BadRequest("the namespace of the object cannot be changed by a patch")
+        # The patch's resourceVersion (if it set one) stays in place and acts as a precondition.
+        return self._replace(patched, r, subresource=subresource, dry_run=dry_run)
+
+    def _commit(self, r: Resource, ns: str, name: str, obj: Obj, typ: str, old: Obj | None) -> Obj:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        if typ == "DELETED":
+            self._objects[r.key].pop((ns, name), None)
+        else:
+            self._objects[r.key][(ns, name)] = obj
+        ev = WatchEvent(typ, r, obj, self._rv, old if typ == "MODIFIED" else None)
+        if len(self._history) == self._history.maxlen:
+            self._floor = self._history[0].rv  # the oldest event falls out of the window
+        self._history.append(ev)
+        for sub in list(self._subscribers):
+            if sub.wants(ev):
+                sub._push(ev)
+        return copy.deepcopy(obj)
+
+
+__all__ = ["ObjectDB", "Subscription", "WatchEvent", "ApiError", "Admission"]

@@ -1,0 +1,216 @@
+"""The resources the simulated API server serves: the engine's KINDS plus what discovery needs.
+
+Short names and printer columns follow the real CRDs and built-ins. Kueue is modelled as a 0.15.x
+release: v1beta2 (storage, preferred) and v1beta1 both served, and Workload still answers to `wl`
+(removed in 0.16) as well as `kwl`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.kinds import KINDS, NEVER_READ, ResourceKind, lookup
+
+# Getter of one table cell from a raw object.
+Cell = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # "string" | "integer" | "date" (Table columnDefinitions)
+    cell: Cell
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str  # the kind served on the wire, e.g. "TauWorkspace"
+    group: str
+    versions: tuple[str, ...]  # served; the first is preferred and is the storage version
+    plural: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    status: bool = True  # has the /status subresource
+    optional: bool = False  # an API a cluster may not have (Ray)
+    engine_kind: str = ""  # the key in engine.model.KINDS
+    columns: tuple[Column, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.group, self.plural)
+
+    @property
+    def qualified(self) -> str:
+        """`plural.group` as the apiserver names a resource in messages (plain plural for core)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def storage_version(self) -> str:
+        return self.versions[0]
+
+    def api_version(self, version: str | None = None) -> str:
+        v = version or self.storage_version
+        return f"{self.group}/{v}" if self.group else v
+
+    @property
+    def builtin(self) -> bool:
+        """Built-in APIs accept strategic-merge patches; CRDs answer 415 like the real server."""
+        return self.group in _BUILTIN_GROUPS
+
+
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "rbac.authorization.k8s.io", "storage.k8s.io", "scheduling.k8s.io"})
+
+
+# --- table cells ---------------------------------------------------------------------------------
+
+
+def path(*alternatives: str) -> Cell:
+    """First non-empty value among dotted paths; `conditions[T]` picks condition T's status."""
+
+    def get(obj: dict[str, Any]) -> Any:
+        for alt in alternatives:
+            cur: Any = obj
+            for part in alt.split("."):
+                if cur is None:
+                    break
+                if part.startswith("conditions[") and part.endswith("]"):
+                    want = part[len("conditions["):-1]
+                    cur = next((c.get("status") for c in cur.get("conditions") or [] if c.get("type") == want), None)
+                else:
+                    cur = cur.get(part) if isinstance(cur, dict) else None
+            if cur not in (None, ""):
+                return cur
+        return None
+
+    return get
+
+
+def _node_status(obj: dict[str, Any]) -> str:
+    ready = path("status.conditions[Ready]")(obj)
+    text = "Ready" if ready == "True" else "NotReady" if ready == "False" else "Unknown"
+    if (obj.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
+_COLUMNS: dict[str, tuple[Column, ...]] = {
+    "Node": (Column("Status", "string", _node_status),),
+    "Namespace": (Column("Status", "string", path("status.phase")),),
+    "Job": (Column("Status", "string", path("status.conditions[Complete]")),),
+    "Deployment": (Column("Ready", "string", lambda o: f"{path('status.readyReplicas')(o) or 0}/{path('spec.replicas')(o) or 0}"),),
+    "RayJob": (Column("Job Status", "string", path("status.jobStatus")),
+               Column("Deployment Status", "string", path("status.jobDeploymentStatus"))),
+    "RayService": (Column("Service Status", "string", path("status.serviceStatus")),),
+    "ClusterQueue": (Column("Cohort", "string", path("spec.cohortName", "spec.cohort")),
+                     Column("Stop Policy", "string", path("spec.stopPolicy")),
+                     Column("Pending Workloads", "integer", path("status.pendingWorkloads")),
+                     Column("Admitted Workloads", "integer", path("status.admittedWorkloads"))),
+    "LocalQueue": (Column("ClusterQueue", "string", path("spec.clusterQueue")),
+                   Column("Pending Workloads", "integer", path("status.pendingWorkloads")),
+                   Column("Admitted Workloads", "integer", path("status.admittedWorkloads"))),
+    "Workload": (Column("Queue", "string", path("spec.queueName")),
+                 Column("Reserved in", "string", path("status.admission.clusterQueue")),
+                 Column("Admitted", "string", path("status.conditions[Admitted]")),
+                 Column("Finished", "string", path("status.conditions[Finished]"))),
+    "TauCluster": (Column("Mode", "string", path("spec.managementMode")),
+                   Column("Phase", "string", path("status.phase"))),
+    "TauTeam": (Column("Phase", "string", path("status.phase")),
+                Column("Cohort", "string", path("status.cohort"))),
+    "TauWorkspace": (Column("Phase", "string", path("status.phase")),
+                     Column("Namespace", "string", path("status.target.resolvedNamespace")),
+                     Column("Queue", "string", path("spec.queue"))),
+}
+
+_SHORT: dict[str, tuple[str, ...]] = {
+    "Node": ("no",),
+    "Namespace": ("ns",),
+    "ServiceAccount": ("sa",),
+    "PersistentVolumeClaim": ("pvc",),
+    "StorageClass": ("sc",),
+    "PriorityClass": ("pc",),
+    "Deployment": ("deploy",),
+    "ClusterQueue": ("cq",),
+    "LocalQueue": ("queue", "queues", "lq"),
+    "Cohort": ("co",),
+    "ResourceFlavor": ("flavor", "flavors", "rf"),
+    "Workload": ("wl", "kwl", "kueueworkload", "kueueworkloads"),
+    "AdmissionCheck": ("ac",),
+    "WorkloadPriorityClass": ("wpc",),
+    "Topology": ("topo",),
+    "MultiKueueConfig": ("mkconf",),
+    "MultiKueueCluster": ("mkc",),
+    "TauCluster": ("tc",),
+    "TauTeam": ("tt",),
+    "TauWorkspace": ("tw",),
+}
+
+# Kinds whose real API has no /status subresource.
+_NO_STATUS = frozenset({
+    "ServiceAccount", "RoleBinding", "StorageClass", "CSIDriver", "CSINode", "PriorityClass",
+    "ResourceFlavor", "WorkloadPriorityClass", "Topology", "MultiKueueConfig",
+})
+
+
+def _from_kind(k: ResourceKind) -> Resource:
+    return Resource(
+        kind=k.kind,
+        group=k.group,
+        versions=k.versions,
+        plural=k.plural,
+        namespaced=k.namespaced,
+        singular=k.kind.lower(),
+        short_names=_SHORT.get(k.kind, ()),
+        status=k.kind not in _NO_STATUS,
+        optional=k.optional,
+        engine_kind=k.kind,
+        columns=_COLUMNS.get(k.kind, ()),
+    )
+
+
+RESOURCES: tuple[Resource, ...] = tuple(_from_kind(k) for k in KINDS)
+
+
+class Registry:
+    """Lookup of served resources by (group, plural), kind name, `plural.group`, or short name."""
+
+    def __init__(self, resources: tuple[Resource, ...] = RESOURCES) -> None:
+        if any(r.kind in NEVER_READ or r.plural == "secrets" for r in resources):
+            raise ValueError("the simulator never holds Secrets")
+        self.all = resources
+        self._by_key = {r.key: r for r in resources}
+        self._by_name: dict[str, Resource] = {}
+        for r in resources:
+            for alias in (r.kind, r.kind.lower(), r.qualified, r.plural, r.singular, *r.short_names):
+                self._by_name.setdefault(alias, r)
+
+    def get(self, group: str, plural: str) -> Resource | None:
+        return self._by_key.get((group, plural))
+
+    def resolve(self, ref: str | Resource) -> Resource:
+        """`"ClusterQueue"`, `"clusterqueues.kueue.x-k8s.io"`, `"cq"` or a Resource → Resource."""
+        if isinstance(ref, Resource):
+            return ref
+        r = self._by_name.get(ref)
+        if r is None:
+            raise KeyError(f"unknown resource {ref!r}")
+        return r
+
+    def for_object(self, obj: dict[str, Any]) -> Resource:
+        """The resource an object belongs to, from its apiVersion and kind (accepts TauGrid's plain kinds)."""
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        info = lookup(api_version, kind)
+        r = self.resolve(info.kind) if info is not None else None
+        if r is None:
+            raise KeyError(f"{kind} {api_version} is not a resource the simulator serves")
+        return r
+
+    def groups(self) -> list[str]:
+        """API groups in first-appearance order (core "" first)."""
+        seen: dict[str, None] = {}
+        for r in self.all:
+            seen.setdefault(r.group, None)
+        return list(seen)

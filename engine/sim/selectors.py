@@ -1,0 +1,99 @@
+"""Label and field selectors with the apiserver's query syntax.
+
+Labels: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x,y)`, `a`, `!a`, comma-separated (AND).
+Fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=` (what the CRD endpoints support).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .errors import BadRequest
+
+Matcher = Callable[[dict[str, Any]], bool]
+
+_KEY = r"(?:[A-Za-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_VALUE = r"(?:[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_SET = re.compile(rf"^\s*({_KEY})\s+(in|notin)\s+\(([^)]*)\)\s*$")
+_CMP = re.compile(rf"^\s*({_KEY})\s*(==|!=|=)\s*({_VALUE})\s*$")
+_EXISTS = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Split on commas that are not inside `( ... )`."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p for p in parts if p.strip()]
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def parse_label_selector(text: str | None) -> Matcher:
+    if not text or not text.strip():
+        return lambda obj: True
+    checks: list[Matcher] = []
+    for req in _split_requirements(text):
+        if m := _SET.match(req):
+            key, op = m.group(1), m.group(3)
+            values = {v.strip() for v in m.group(4).split(",") if v.strip()}
+            if not values:
+                raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values set can't be empty")
+            if op == "in":
+                checks.append(lambda o, k=key, vs=values: _labels(o).get(k) in vs)
+            else:  # notin matches objects without the key too
+                checks.append(lambda o, k=key, vs=values: _labels(o).get(k) not in vs)
+        elif m := _CMP.match(req):
+            key, op, value = m.group(1), m.group(3), m.group(4)
+            if op == "!=":  # matches objects without the key too
+                checks.append(lambda o, k=key, v=value: _labels(o).get(k) != v)
+            else:
+                checks.append(lambda o, k=key, v=value: _labels(o).get(k) == v)
+        elif m := _EXISTS.match(req):
+            neg, key = m.group(1), m.group(2)
+            if neg:
+                checks.append(lambda o, k=key: k not in _labels(o))
+            else:
+                checks.append(lambda o, k=key: k in _labels(o))
+        else:
+            raise BadRequest(f"unable to parse requirement: {req.strip()!r}")
+    return lambda obj: all(c(obj) for c in checks)
+
+
+_FIELD = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$")
+_FIELDS = {"metadata.name": "name", "metadata.namespace": "namespace"}
+
+
+def parse_field_selector(text: str | None) -> Matcher:
+    if not text or not text.strip():
+        return lambda obj: True
+    checks: list[Matcher] = []
+    for req in text.split(","):
+        if not req.strip():
+            continue
+        m = _FIELD.match(req)
+        if not m:
+            raise BadRequest(f"invalid selector: '{text}'; can't understand '{req}'")
+        field, op, value = m.groups()
+        attr = _FIELDS.get(field)
+        if attr is None:
+            raise BadRequest(f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"')
+
+        def check(o: dict[str, Any], a: str = attr, v: str = value, neg: bool = op == "!=") -> bool:
+            return (((o.get("metadata") or {}).get(a) or "") == v) != neg
+
+        checks.append(check)
+    return lambda obj: all(c(obj) for c in checks)
