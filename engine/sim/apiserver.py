@@ -1,0 +1,671 @@
+"""A Kubernetes API server on loopback over an ObjectDB: what kubectl and kubernetes-asyncio need.
+
+Discovery (`/version`, `/api`, `/apis`, APIResourceLists), list (limit/continue, label and field
+selectors), watch (chunked JSON events, bookmarks, 410 for expired resourceVersions), get,
+create, update, merge and JSON patch, delete, the /status subresource, `dryRun=All`,
+optimistic concurrency, `kind: Status` errors, and a minimal `meta.k8s.io/v1` Table for
+kubectl's default output. Bound to 127.0.0.1 only, behind a bearer token.
+
+Tests reach in through `faults` (403/5xx/latency/dropped watches/410 storms), `writes` (write
+requests received, by verb: read-only mode asserts it stays empty) and `requests` (a log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import json
+import math
+import secrets
+import ssl
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from .errors import ApiError, BadRequest, Gone, MethodNotAllowed, NotFound, Unauthorized, UnsupportedMediaType
+from .faults import Faults
+from .objects import Obj, ObjectDB, WatchEvent
+from .resources import Resource
+from .selectors import parse_field_selector, parse_label_selector
+
+LOOPBACK = "127.0.0.1"
+KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim", "gitCommit": "0" * 40,
+                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
+                "compiler": "gc", "platform": "linux/amd64"}
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+_STATUS_VERBS = ["get", "patch", "update"]
+_MERGE = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
+_STRATEGIC = "application/strategic-merge-patch+json"
+_APPLY = "application/apply-patch+yaml"
+_TRUE = ("true", "1")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    method: str
+    path: str
+    query: str
+    verb: str  # get, list, watch, create, update, patch, delete, deletecollection, discovery
+    resource: str | None  # `plural.group`
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+    status: int
+    dry_run: bool
+    at: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class _Target:
+    resource: Resource
+    version: str
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+class _Watch:
+    """One open watch stream, so faults and shutdown can end it."""
+
+    def __init__(self, request: web.Request, sub: Any) -> None:
+        self.request = request
+        self.sub = sub
+
+    def end(self, abort: bool) -> None:
+        self.sub.close()
+        if abort and self.request.transport is not None:
+            self.request.transport.close()
+
+
+class ApiServer:
+    def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
+                 ray: bool = True, faults: Faults | None = None, bookmark_interval: float = 5.0,
+                 watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        if host != LOOPBACK:
+            raise ValueError(f"the simulated API server binds {LOOPBACK} only, not {host!r}")
+        if gone_as not in ("event", "http"):
+            raise ValueError("gone_as is 'event' (200 + ERROR event, like the watch cache) or 'http' (HTTP 410)")
+        self.db = db
+        self.host = host
+        self.ssl_context = ssl_context
+        self._requested_port = port
+        self.port: int | None = None
+        self.token = token or secrets.token_urlsafe(32)
+        self.disabled_groups: set[str] = set() if ray else {"ray.io"}
+        self.disabled_resources: set[tuple[str, str]] = set()
+        self.faults = faults or Faults(db.registry)
+        self.faults._on_drop.append(self._drop_watches)
+        self.faults._on_expire.append(db.compact)
+        self.bookmark_interval = bookmark_interval
+        self.watch_timeout = watch_timeout
+        self.gone_as = gone_as
+        self.writes: Counter[str] = Counter()
+        self.requests: deque[RequestRecord] = deque(maxlen=log_size)
+        self._watches: set[_Watch] = set()
+        self._runner: web.AppRunner | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the API server is not started")
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self._requested_port, ssl_context=self.ssl_context)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        self._drop_watches(False)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def set_group_enabled(self, group: str, enabled: bool) -> None:
+        """Install or remove an API group at runtime (ray.io for the optional-API paths)."""
+        (self.disabled_groups.discard if enabled else self.disabled_groups.add)(group)
+        if not enabled:
+            self._end_watches(lambda key: key[0] == group)
+
+    def set_resource_enabled(self, resource: str | Resource, enabled: bool) -> None:
+        """Serve or hide one resource (discovery and every path answer 404 while hidden)."""
+        key = self.db.registry.resolve(resource).key
+        (self.disabled_resources.discard if enabled else self.disabled_resources.add)(key)
+        if not enabled:
+            self._end_watches(lambda k: k == key)
+
+    def _end_watches(self, pred: Callable[[tuple[str, str]], bool]) -> None:
+        for w in list(self._watches):
+            if any(pred(k) for k in (w.sub.resources or ())):
+                w.end(False)
+
+    def reset_counters(self) -> None:
+        self.writes.clear()
+        self.requests.clear()
+
+    def _drop_watches(self, abort: bool) -> None:
+        for w in list(self._watches):
+            w.end(abort)
+
+    # --- the one handler ------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        q = request.rel_url.query
+        method = request.method
+        target: _Target | None = None
+        route_error: ApiError | None = None
+        discovery: Callable[[], Any] | None = None
+        try:
+            parsed = self._route(request.path)
+            if isinstance(parsed, _Target):
+                target = parsed
+            else:
+                discovery = parsed
+        except ApiError as exc:
+            route_error = exc
+        verb = self._verb(method, target, q) if discovery is None else "discovery"
+        if verb in WRITE_VERBS:
+            self.writes[verb] += 1  # counted on receipt: read-only mode must send none at all
+        dry_run = "dryRun" in q
+        status = 500
+        try:
+            if not _public(request.path):
+                self._authenticate(request)
+            if route_error is not None:
+                raise route_error
+            delay = self.faults.delay(target.resource if target else None)
+            if delay:
+                await asyncio.sleep(delay)
+            if discovery is not None:
+                if method != "GET":
+                    raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+                resp = self._json(discovery())
+            else:
+                assert target is not None
+                fault = self.faults.check(target.resource, verb, target.namespace, target.name)
+                if fault is not None:
+                    raise fault
+                if verb == "watch":
+                    status = 200
+                    return await self._watch(request, target)
+                resp = await self._dispatch(request, target, verb)
+            status = resp.status
+            return resp
+        except ApiError as exc:
+            status = exc.code
+            return self._json(exc.status(), exc.code)
+        finally:
+            t = target
+            self.requests.append(RequestRecord(
+                method, request.path, request.query_string, verb, t.resource.qualified if t else None,
+                t.subresource if t else None, t.namespace if t else None, t.name if t else None, status, dry_run,
+                time.time()))
+
+    def _authenticate(self, request: web.Request) -> None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token.encode()):
+            raise Unauthorized("Unauthorized")
+
+    @staticmethod
+    def _verb(method: str, t: _Target | None, q: Any) -> str:
+        item = t is not None and t.name is not None
+        if method == "GET":
+            if q.get("watch", "").lower() in _TRUE:
+                return "watch"
+            return "get" if item else "list"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if item or t is None else "deletecollection"
+        return method.lower()
+
+    # --- routing ----------------------------------------------------------------------------------
+    def _route(self, path: str) -> _Target | Callable[[], Any]:
+        segs = [s for s in path.split("/") if s]
+        if not segs:
+            return lambda: {"paths": ["/api", "/api/v1", "/apis", "/version"]}
+        if segs == ["version"]:
+            return lambda: KUBE_VERSION
+        if segs in (["healthz"], ["livez"], ["readyz"]):
+            return lambda: "ok"
+        if segs[0] == "api":
+            if len(segs) == 1:
+                return self._api_versions
+            if segs[1] != "v1":
+                raise NotFound.path()
+            if len(segs) == 2:
+                return lambda: self._resource_list("", "v1")
+            return self._resource_target("", "v1", segs[2:])
+        if segs[0] == "apis":
+            if len(segs) == 1:
+                return self._group_list
+            group = segs[1]
+            versions = self._group_versions(group)
+            if not versions:
+                raise NotFound.path()
+            if len(segs) == 2:
+                return lambda: self._group(group)
+            if segs[2] not in versions:
+                raise NotFound.path()
+            if len(segs) == 3:
+                return lambda: self._resource_list(group, segs[2])
+            return self._resource_target(group, segs[2], segs[3:])
+        raise NotFound.path()
+
+    def _served(self, group: str, version: str) -> list[Resource]:
+        if group in self.disabled_groups:
+            return []
+        return [r for r in self.db.registry.all
+                if r.group == group and version in r.versions and r.key not in self.disabled_resources]
+
+    def _resource_target(self, group: str, version: str, rest: list[str]) -> _Target:
+        served = {r.plural: r for r in self._served(group, version)}
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] in served and served[rest[2]].namespaced:
+            namespace, rest = rest[1], rest[2:]
+        r = served.get(rest[0])
+        if r is None or len(rest) > 3:
+            raise NotFound.path()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and (sub != "status" or not r.status):
+            raise NotFound.path()
+        return _Target(r, version, namespace, name, sub)
+
+    # --- discovery ------------------------------------------------------------------------------
+    def _group_versions(self, group: str) -> list[str]:
+        if group in self.disabled_groups:
+            return []
+        versions: dict[str, None] = {}
+        for r in self.db.registry.all:
+            if r.group == group and r.key not in self.disabled_resources:
+                for v in r.versions:
+                    versions.setdefault(v, None)
+        return list(versions)
+
+    def _api_versions(self) -> Obj:
+        return {"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"{self.host}:{self.port}"}]}
+
+    def _group(self, group: str) -> Obj:
+        versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in self._group_versions(group)]
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": versions[0]}
+
+    def _group_list(self) -> Obj:
+        groups = [self._group(g) for g in self.db.registry.groups() if g and self._group_versions(g)]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def _resource_list(self, group: str, version: str) -> Obj:
+        resources = []
+        for r in self._served(group, version):
+            entry: Obj = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
+                          "verbs": _VERBS}
+            if r.short_names:
+                entry["shortNames"] = list(r.short_names)
+            if r.optional:
+                entry["categories"] = ["all"]  # KubeRay's CRDs join `kubectl get all`
+            resources.append(entry)
+            if r.status:
+                resources.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
+                                  "kind": r.kind, "verbs": _STATUS_VERBS})
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
+                "resources": resources}
+
+    # --- resource verbs --------------------------------------------------------------------------
+    async def _dispatch(self, request: web.Request, t: _Target, verb: str) -> web.Response:
+        q = request.rel_url.query
+        db, r = self.db, t.resource
+        dry_run = _dry_run(q)
+        if verb == "list":
+            return self._list(request, t)
+        if verb == "get":
+            obj = db._peek(r, t.name or "", t.namespace)
+            if obj is None:
+                raise NotFound.of(r, t.name or "")
+            if _wants_table(request) and t.subresource is None:
+                return self._json(self._table(r, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}, q))
+            return self._json(self._out(obj, t))
+        if verb == "create":
+            if t.name is not None:
+                raise MethodNotAllowed("the server does not allow this method on the requested resource")
+            body = await _body(request)
+            created = db.create(body, resource=r, namespace=t.namespace, dry_run=dry_run)
+            return self._json(self._out(created, t), 201)
+        if verb == "update":
+            body = await _body(request)
+            fn = db.update_status if t.subresource == "status" else db.update
+            return self._json(self._out(fn(body, resource=r, name=t.name, namespace=t.namespace, dry_run=dry_run), t))
+        if verb == "patch":
+            body = await _body(request)
+            ctype = request.content_type
+            if ctype == _MERGE or (ctype == _STRATEGIC and r.builtin):
+                # Built-ins take strategic merge; without list merge keys it is a merge patch.
+                if not isinstance(body, dict):
+                    raise BadRequest("a merge patch must be a JSON object")
+                out = db.patch_merge(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run)
+            elif ctype == _JSON_PATCH:
+                out = db.patch_json(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run)
+            else:
+                accepted = [_JSON_PATCH, _MERGE, _APPLY] + ([_STRATEGIC] if r.builtin else [])
+                extra = " (server-side apply is not simulated)" if ctype == _APPLY else ""
+                raise UnsupportedMediaType(f"the body of the request was in an unknown format - accepted media types "
+                                           f"include: {', '.join(accepted)}{extra}")
+            return self._json(self._out(out, t))
+        if verb == "delete":
+            if t.subresource is not None:
+                raise MethodNotAllowed("the server does not allow this method on the requested resource")
+            raw = await request.read()
+            opts: Obj = {}
+            if raw.strip():
+                try:
+                    opts = json.loads(raw)
+                except ValueError:
+                    raise BadRequest("the DeleteOptions body is not valid JSON") from None
+            dry_run = dry_run or _dry_run_options(opts)
+            out = db.delete(r, t.name or "", t.namespace, preconditions=opts.get("preconditions"), dry_run=dry_run)
+            return self._json(self._out(out, t))
+        raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
+
+    def _list(self, request: web.Request, t: _Target) -> web.Response:
+        q = request.rel_url.query
+        db, r = self.db, t.resource
+        limit = _int(q.get("limit"), "limit") or 0
+        current = db.resource_version
+        after: tuple[str, str] | None = None
+        if q.get("continue"):
+            list_rv, after = _decode_continue(q["continue"])
+            if list_rv < db.oldest_resource_version:
+                raise Gone("The provided continue parameter is too old to display a consistent list result. "
+                           "You can start a new list without the continue parameter.")
+        else:
+            list_rv = current
+            rv = q.get("resourceVersion", "")
+            if rv not in ("", "0"):
+                n = _int(rv, "resourceVersion")
+                if n > current:
+                    raise ApiError(f"Too large resource version: {n}, current: {current}", code=504, reason="Timeout")
+                if q.get("resourceVersionMatch") == "Exact" and n != current:
+                    # The state at n equals the current one only when nothing in this resource moved since.
+                    db.events_since(n, r)  # raises Gone when n is out of the window
+                    if db.events_since(n, r):
+                        raise Gone(f"the simulator cannot serve an exact list at an older resourceVersion ({n})")
+                    list_rv = n
+        items = db._select(r, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+        if after is not None:
+            items = [o for o in items if _key(o) > after]
+        meta: Obj = {"resourceVersion": str(list_rv)}
+        if limit and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
+            if not q.get("labelSelector") and not q.get("fieldSelector"):
+                meta["remainingItemCount"] = remaining
+        if _wants_table(request):
+            return self._json(self._table(r, items, meta, q))
+        return self._json({"apiVersion": r.api_version(t.version), "kind": f"{r.kind}List", "metadata": meta,
+                           "items": [self._out(o, t) for o in items]})
+
+    async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
+        q = request.rel_url.query
+        db, r = self.db, t.resource
+        labels, fields = parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"))
+
+        def matches(o: Obj) -> bool:
+            ns_ok = t.namespace is None or not r.namespaced or o["metadata"].get("namespace") == t.namespace
+            return ns_ok and labels(o) and fields(o)
+
+        rv = q.get("resourceVersion", "")
+        send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
+        bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else self.watch_timeout
+        start_rv = _int(rv, "resourceVersion") if rv not in ("", "0") else None
+        # Subscribe and take the starting point in one synchronous step: no event is lost or doubled.
+        sub = db.subscribe([r])
+        initial: list[tuple[str, Obj]] = []
+        replay: deque[WatchEvent] = deque()
+        try:
+            if start_rv is None or send_initial:
+                initial = [("ADDED", o) for o in db._select(r, t.namespace) if matches(o)]
+            else:
+                if self.faults.take_gone():
+                    raise Gone(f"too old resource version: {start_rv} ({db.resource_version})")
+                replay.extend(db.events_since(start_rv, r))
+        except Gone as exc:
+            sub.close()
+            if self.gone_as == "http":
+                raise
+            resp = await self._stream(request)
+            await _send(resp, {"type": "ERROR", "object": exc.status()})
+            await _eof(resp)
+            return resp
+        watch = _Watch(request, sub)
+        self._watches.add(watch)
+        resp = await self._stream(request)
+        try:
+            for typ, obj in initial:
+                await _send(resp, {"type": typ, "object": self._out(obj, t)})
+            if send_initial and bookmarks:
+                await _send(resp, self._bookmark(t, initial_end=True))
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + self.bookmark_interval
+            while True:
+                ev = replay.popleft() if replay else sub.get_nowait()
+                if ev is None:
+                    now = time.monotonic()
+                    if sub.closed or now >= deadline:
+                        break
+                    if request.transport is None or request.transport.is_closing():
+                        break  # the client went away
+                    if bookmarks and now >= next_bookmark:
+                        await _send(resp, self._bookmark(t))
+                        next_bookmark = now + self.bookmark_interval
+                        continue
+                    wait = min(deadline - now, 1.0, (next_bookmark - now) if bookmarks else math.inf)
+                    ev = await sub.get(within=max(wait, 0.0))
+                    if ev is None:
+                        continue
+                out = _transition(ev, matches)
+                if out is not None:
+                    await _send(resp, {"type": out[0], "object": self._out(out[1], t)})
+            await _eof(resp)
+        except ConnectionError:
+            pass  # the client went away mid-write
+        finally:
+            sub.close()
+            self._watches.discard(watch)
+        return resp
+
+    def _bookmark(self, t: _Target, initial_end: bool = False) -> Obj:
+        # Only the resourceVersion (plus type identity) is meaningful in a bookmark.
+        meta: Obj = {"resourceVersion": str(self.db.resource_version)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return {"type": "BOOKMARK", "object": {"kind": t.resource.kind, "apiVersion": t.resource.api_version(t.version),
+                                               "metadata": meta}}
+
+    # --- rendering ------------------------------------------------------------------------------
+    @staticmethod
+    def _out(obj: Obj, t: _Target) -> Obj:
+        """The object in the requested version (no field conversion: the engine reads both spellings)."""
+        want = t.resource.api_version(t.version)
+        return obj if obj.get("apiVersion") == want else {**obj, "apiVersion": want}
+
+    def _table(self, r: Resource, objs: list[Obj], meta: Obj, q: Any) -> Obj:
+        include = q.get("includeObject", "PartialObjectMetadata")
+        cols = [{"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}]
+        cols += [{"name": c.name, "type": c.type, "format": "", "description": "", "priority": c.priority} for c in r.columns]
+        cols.append({"name": "Age", "type": "string", "format": "", "description": "Time since creation", "priority": 0})
+        now = self.db.clock()
+        rows = []
+        for o in objs:
+            m = o["metadata"]
+            cells = [m["name"]] + [_cell(c.cell(o)) for c in r.columns] + [_age(m.get("creationTimestamp"), now)]
+            row: Obj = {"cells": cells}
+            if include == "Object":
+                row["object"] = o
+            elif include != "None":
+                row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m}
+            rows.append(row)
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": cols, "rows": rows}
+
+    @staticmethod
+    def _json(body: Any, status: int = 200) -> web.Response:
+        if isinstance(body, str):
+            return web.Response(text=body, status=status, content_type="text/plain")
+        return web.Response(body=json.dumps(body, separators=(",", ":")), status=status, content_type="application/json")
+
+    @staticmethod
+    async def _stream(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        return resp
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def _public(path: str) -> bool:
+    """What a real cluster lets anonymous clients read (system:public-info-viewer)."""
+    return path.rstrip("/") in ("/version", "/healthz", "/livez", "/readyz")
+
+
+def _transition(ev: WatchEvent, matches: Callable[[Obj], bool]) -> tuple[str, Obj] | None:
+    """What a filtered watcher sees: objects moving in or out of its selection are ADDED/DELETED."""
+    if ev.type == "MODIFIED":
+        now, before = matches(ev.object), ev.old is not None and matches(ev.old)
+        if now:
+            return ("MODIFIED" if before else "ADDED", ev.object)
+        return ("DELETED", ev.object) if before else None
+    return (ev.type, ev.object) if matches(ev.object) else None
+
+
+async def _send(resp: web.StreamResponse, event: Obj) -> None:
+    await resp.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+
+
+async def _eof(resp: web.StreamResponse) -> None:
+    try:
+        await resp.write_eof()
+    except ConnectionError:
+        pass
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise BadRequest("the request body is not valid JSON") from None
+
+
+def _dry_run(q: Any) -> bool:
+    values = q.getall("dryRun", [])
+    for v in values:
+        if v != "All":
+            raise BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')
+    return bool(values)
+
+
+def _dry_run_options(opts: Any) -> bool:
+    """DeleteOptions may carry dryRun in the body (kubectl delete --dry-run=server does)."""
+    values = opts.get("dryRun") if isinstance(opts, dict) and isinstance(opts.get("dryRun"), list) else []
+    for v in values:
+        if v != "All":
+            raise BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')
+    return bool(values)
+
+
+def _wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _int(value: str | None, what: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise BadRequest(f"invalid {what}: {value!r}") from None
+    if n < 0:
+        raise BadRequest(f"invalid {what}: {value!r}")
+    return n
+
+
+def _key(o: Obj) -> tuple[str, str]:
+    return (o["metadata"].get("namespace") or "", o["metadata"]["name"])
+
+
+def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    raw = json.dumps({"v": 1, "rv": rv, "ns": key[0], "name": key[1]}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        return int(data["rv"]), (str(data["ns"]), str(data["name"]))
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise BadRequest("continue key is not valid") from None
+
+
+def _cell(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _age(ts: str | None, now: float) -> str:
+    if not ts:
+        return "<unknown>"
+    try:
+        created = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return "<invalid>"
+    return human_duration(now - created)
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's age style: 45s, 3m20s, 95m, 5h2m, 30h, 3d4h, 120d, 2y30d."""
+    s = int(seconds)
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if m < 180:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    d = h // 24
+    if h < 24 * 8:
+        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
+    if d < 365 * 2:
+        return f"{d}d"
+    y = d // 365
+    if y < 8:
+        return f"{y}y{d % 365}d" if d % 365 else f"{y}y"
+    return f"{y}y"

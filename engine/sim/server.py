@@ -1,0 +1,164 @@
+"""SimServer: a seeded ObjectDB behind the API server, with a kubeconfig, as one async context.
+
+    async with SimServer(snapshot="snapshots/demo.yaml") as sim:
+        sim.kubeconfig   # a 0600 kubeconfig for kubectl / kubernetes_asyncio
+        sim.db           # the cluster state; in-process reads, writes and subscriptions
+        sim.faults       # fault injection
+        sim.api.writes   # write requests received, by verb
+
+Controllers (added later) plug in as coroutine functions `async def run(sim): ...`, started as
+tasks after the API server is up and cancelled on stop; `sim.options` carries speed and seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..sources.snapshot import LoadResult
+from ..store import AccessState
+from .apiserver import LOOPBACK, ApiServer
+from .faults import Faults
+from .kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
+from .objects import ObjectDB
+from .tls import ServerCert, make_cert
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+# The demo scenario; until it lands, the small API-test fixture keeps `sim serve` useful.
+DEFAULT_SNAPSHOTS = (_REPO_ROOT / "snapshots" / "demo.yaml", _REPO_ROOT / "tests" / "fixtures" / "sim-cluster.yaml")
+
+
+def default_snapshot() -> Path | None:
+    return next((p for p in DEFAULT_SNAPSHOTS if p.is_file()), None)
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    speed: float = 1.0  # simulated seconds per wall-clock second, for the controllers
+    seed: int = 0  # every random choice of the simulation derives from it
+
+
+Controller = Callable[["SimServer"], Awaitable[Any]]
+
+_DEFAULT = object()
+
+
+class SimServer:
+    """Seeds an ObjectDB, serves it on 127.0.0.1 and writes a kubeconfig; stops cleanly.
+
+    `snapshot`: a file, None for an empty cluster, or (default) the demo scenario. `objects`:
+    extra raw objects seeded after it. `kubeconfig`: where to write it (default: a private temp
+    dir removed on stop). Access states in a snapshot envelope become faults when `apply_access`:
+    Forbidden → 403, Error → 500, Absent → the resource is not served. `tls` (default) serves
+    https with a per-run certificate pinned in the kubeconfig: kubectl sends tokens only over TLS.
+    """
+
+    def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
+                 port: int = 0, token: str | None = None, kubeconfig: str | Path | None = None,
+                 context: str = DEFAULT_CONTEXT, namespace: str | None = None, ray: bool = True,
+                 speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
+                 watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
+                 apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True) -> None:
+        self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
+        self.options = SimOptions(speed=speed, seed=seed)
+        self.db = ObjectDB(history=history, clock=clock, seed=seed)
+        self.faults = Faults(self.db.registry, seed=seed)
+        self.api = ApiServer(self.db, host=LOOPBACK, port=port, token=token, ray=ray, faults=self.faults,
+                             bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as)
+        self.context = context
+        self.namespace = namespace
+        self.apply_access = apply_access
+        self.load_result: LoadResult | None = None
+        self._objects = list(objects)
+        self._kubeconfig_arg = Path(kubeconfig) if kubeconfig else None
+        self._tmpdir: str | None = None
+        self.kubeconfig: Path | None = None
+        self.tls = tls
+        self.cert: ServerCert | None = None
+        self._controllers: list[Controller] = list(controllers)
+        self._tasks: list[asyncio.Task] = []
+        self.running = False
+        self.controller_errors: list[BaseException] = []
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    @property
+    def token(self) -> str:
+        return self.api.token
+
+    def add_controller(self, controller: Controller) -> None:
+        """Run `await controller(sim)` as a task while the server runs (now, if it already does)."""
+        self._controllers.append(controller)
+        if self.running:
+            self._start_task(controller)
+
+    async def start(self) -> SimServer:
+        if self.snapshot is not None:
+            self.load_result = self.db.seed_from_snapshot(self.snapshot)
+            if self.apply_access:
+                self._apply_access(self.load_result)
+        if self._objects:
+            self.db.seed(self._objects)
+        self._tmpdir = tempfile.mkdtemp(prefix="taudash-sim-")  # 0700: the key and token stay private
+        try:
+            if self.tls:
+                self.cert = await asyncio.to_thread(make_cert, self._tmpdir)
+                self.api.ssl_context = self.cert.server_context()
+            await self.api.start()
+            target = self._kubeconfig_arg or Path(self._tmpdir) / "kubeconfig"
+            self.kubeconfig = write_kubeconfig(target, self.api.url, self.api.token, self.context, self.namespace,
+                                               ca_pem=self.cert.pem() if self.cert else None)
+        except BaseException:
+            await self.api.stop()
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+            raise
+        self.running = True
+        for c in self._controllers:
+            self._start_task(c)
+        return self
+
+    async def stop(self) -> None:
+        self.running = False
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # a failed controller must not block shutdown; keep it for tests
+                self.controller_errors.append(exc)
+        self._tasks.clear()
+        await self.api.stop()
+        self.db.close_subscriptions()
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    async def __aenter__(self) -> SimServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _start_task(self, controller: Controller) -> None:
+        name = getattr(controller, "__name__", type(controller).__name__)
+        self._tasks.append(asyncio.create_task(controller(self), name=f"sim-controller-{name}"))
+
+    def _apply_access(self, result: LoadResult) -> None:
+        for r in self.db.registry.all:
+            state = result.store.access(r.engine_kind).state
+            if state is AccessState.FORBIDDEN:
+                self.faults.forbid(r)
+            elif state is AccessState.ERROR:
+                self.faults.fail(500, resource=r)
+            elif state is AccessState.ABSENT:
+                self.api.set_resource_enabled(r, False)
