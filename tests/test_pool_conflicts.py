@@ -77,6 +77,14 @@ def test_overlapping_flavor_needs_a_counted_pool_node():
     assert_clean(objs)
 
 
+def test_a_taugrid_named_flavor_outside_the_pool_can_still_overlap():
+    # "named like a pool flavor" means one of this pool's flavors, not any taugrid-gpu-* name
+    objs = healthy() + [rf("taugrid-gpu-any", {"kubernetes.io/os": "linux"}),
+                        cq("batch", labels=MANAGED, flavors={"taugrid-gpu-any": {GPU: "8"}})]
+    _, got, _ = conflicts(objs)
+    assert got == [("OverlappingFlavor", "ResourceFlavor", "taugrid-gpu-any")]
+
+
 def test_the_pool_flavor_itself_is_not_an_overlap():
     assert_clean(replace(healthy(), rf(H100, {})))
 
