@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauWorkspace
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .drain import UnknownInput, drain_mode
+from .pool import exclusion_reason
 
 GPU_CLASS = "tau.azure.com/gpu-class"
 AZURE_CSI_SUFFIX = ".csi.azure.com"
@@ -42,31 +43,11 @@ class StorageView(ViewModel):
     canary: str = ""
 
 
-def _is_linux(node: Node) -> bool:
-    os_label = node.labels.get("kubernetes.io/os")
-    if os_label is not None:
-        return os_label == "linux"
-    return bool(node.status.node_info) and node.status.node_info.operating_system == "linux"
-
-
 def _eligible_nodes(ctx: RuleContext) -> list[Node]:
-    """Pool nodes (DESIGN §5.2.1): GPU-class, Linux, TauCluster selector, Ready, schedulable, not deleting.
-
-    Private until engine/rules/pool.py exposes its own eligibility helper.
-    """
+    """The pool nodes (DESIGN §5.2.1), with the pool rule's own eligibility test."""
     tc = ctx.store.get("TauCluster", "cluster")
     selector = tc.spec.nodes.selector if tc is not None else {}
-    out = []
-    for node in ctx.store.list("Node"):
-        if not node.labels.get(GPU_CLASS) or not _is_linux(node):
-            continue
-        if any(node.labels.get(k) != v for k, v in selector.items()):
-            continue
-        ready = node.condition("Ready")
-        if ready is None or not ready.is_true or node.spec.unschedulable or node.deleting:
-            continue
-        out.append(node)
-    return out
+    return [n for n in ctx.store.list("Node") if n.labels.get(GPU_CLASS) and exclusion_reason(n, selector) is None]
 
 
 def _is_flex(node: Node) -> bool:
