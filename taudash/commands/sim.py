@@ -1,8 +1,84 @@
-"""`taudash sim serve` (issue 6)."""
+"""`taudash sim serve`: the simulated TauGrid cluster behind a Kubernetes API on loopback (issue 6)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import signal
+import sys
+
+from ..errors import EXIT_OK, UsageError
+
+_SERVE_HELP = """\
+Serve a simulated TauGrid cluster on https://127.0.0.1 (a per-run certificate, a bearer token)
+and write a kubeconfig for kubectl and taudash. Runs until Ctrl-C.
+
+The cluster is seeded from --snapshot (default: the demo scenario). --speed and --seed are
+accepted now and handed to the simulated controllers (TauGrid, Kueue, workloads, nodes), which
+arrive in a later release; until then the cluster only changes when a client writes to it."""
+
 
 def register(sub, add_source_args) -> None:
-    """TODO(issue 6): add `sim serve`."""
-    return None
+    p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
+                       description="The simulated TauGrid cluster.")
+    ssub = p.add_subparsers(dest="sim_command", metavar="SUBCOMMAND", parser_class=type(p))
+    s = ssub.add_parser("serve", help="run the simulated cluster's API server until Ctrl-C", description=_SERVE_HELP,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--snapshot", metavar="FILE", help="seed the cluster from this snapshot (default: the demo scenario)")
+    s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default 0: a free port)")
+    s.add_argument("--speed", type=float, default=1.0,
+                   help="simulated clock speed factor, for the controllers (accepted; controllers come later)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed of the simulation, for the controllers (accepted; controllers come later)")
+    s.add_argument("--kubeconfig-out", metavar="FILE",
+                   help="write the kubeconfig here (mode 0600; default: a private temp dir removed on exit)")
+    s.add_argument("--context-name", default="taudash-sim", metavar="NAME", help="context name in the kubeconfig")
+    s.add_argument("--no-ray", action="store_true", help="do not serve the ray.io API (an optional API, absent)")
+    s.set_defaults(func=cmd_serve)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def cmd_serve(args) -> int:
+    if args.port < 0 or args.port > 65535:
+        raise UsageError(f"--port {args.port}: not a TCP port")
+    if args.speed <= 0:
+        raise UsageError(f"--speed {args.speed}: must be greater than 0")
+    return asyncio.run(_serve(args))
+
+
+async def _serve(args) -> int:
+    from engine.sim.server import SimServer, default_snapshot
+    from engine.sim.tls import TlsError
+    from engine.sources.snapshot import SnapshotError
+
+    snapshot = args.snapshot or default_snapshot()
+    sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
+                    ray=not args.no_ray, speed=args.speed, seed=args.seed)
+    try:
+        await sim.start()
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
+    except TlsError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on the main thread / Windows
+            pass
+    try:
+        result = sim.load_result
+        seeded = f"{result.objects} objects from {snapshot}" if result is not None else "an empty cluster"
+        for issue in result.issues if result is not None else ():
+            print(f"taudash: {issue}", file=sys.stderr)
+        print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
+        print(f"kubeconfig: {sim.kubeconfig}", flush=True)
+        print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
+        print("Ctrl-C to stop.", flush=True)
+        await stop.wait()
+    finally:
+        await sim.stop()
+    return EXIT_OK
