@@ -331,6 +331,7 @@ class _Automatic:
         self.team = team
         self.ns = ctx.config.system_namespace
         self.findings: list[Finding] = []
+        self.givers: dict[str, list[str]] = {}  # ResourceFlavor -> "Kind name" budgeting it (for hints)
 
     def ok(self, *kinds: str) -> bool:
         return all(self.store.readable(k) for k in kinds)
@@ -475,6 +476,7 @@ class _Automatic:
                 if not selected:
                     continue
                 givers = [f"{k} {n}" for k, n, m in budgets if _nonzero(m, {rf.name})]
+                self.givers[rf.name] = givers
                 if givers:
                     add(
                         "OverlappingFlavor",
@@ -502,7 +504,8 @@ class _Automatic:
         if c.code == "ExternalReservation":
             return f"the owner of ClusterQueue {c.name} drains or moves those workloads off the pool flavors; TauGrid never adopts external queues"
         if c.code == "OverlappingFlavor":
-            return f"the owners of the queues/Cohorts named remove their quota on {c.name}, or the flavor's owner narrows spec.nodeLabels so it selects no pool node; {never}"
+            givers = _names(self.givers.get(c.name, []))
+            return f"the owners of {givers} remove their quota on {c.name}, or the flavor's owner narrows spec.nodeLabels so it selects no pool node; {never}"
         # OverlappingBudget
         co = self.store.get(c.kind, c.name)
         owner = co.labels.get(TEAM_LABEL) if co is not None and _managed(co) else None
@@ -519,7 +522,7 @@ class _Automatic:
         zeroed = valid is False and self.established
         self._conflict_findings(conflicts)
         ws_count = len(self.workspaces)
-        causes = _names([f"{c.code} {c.kind} {c.name}" for c in conflicts], 3)
+        causes = _names([f"{c.code} {c.kind} {c.name}" for c in conflicts])
         if zeroed:
             self.add(
                 Severity.CRITICAL,
