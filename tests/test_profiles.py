@@ -115,7 +115,8 @@ def test_missing_tau_cluster_is_unusable():
     view, findings = derive_profiles(ctx_of(workspace("w", "research")))
     assert not view.usable
     assert checks(view) == {"TauCluster": False}
-    assert ("PROFILES-UNAVAILABLE", Severity.WARNING) in rules(findings)
+    # No TauCluster at all: not (yet) a TauGrid cluster; the view says unusable, no finding.
+    assert findings == []
 
 
 def test_only_the_singleton_named_cluster_counts():
@@ -129,6 +130,7 @@ def test_unreadable_tau_cluster_fails_closed(state):
     view, findings = derive_profiles(ctx)
     assert not view.usable and view.profiles == []
     assert checks(view) == {"TauCluster": False}
+    assert ("PROFILES-UNAVAILABLE", Severity.WARNING) in rules(findings)
     assert select_profile(ctx, "research-ws", "research", "training").error == "Unusable"
 
 

@@ -127,6 +127,7 @@ class ProfileSet:
     notes: tuple[str, ...] = ()
     workspace_tuples: tuple[tuple[str, str], ...] = ()  # (namespace, team) of each TauWorkspace
     declared: bool = True  # False: no profiles declared in spec nor observed in status
+    readable_cluster: bool = True  # False: clusters.tau.azure.com is not Synced
     _by_name: dict[str, ResolvedWorkloadProfile] = field(default_factory=dict, compare=False)
 
     @property
@@ -194,7 +195,7 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
             f"clusters.tau.azure.com is {acc.state.value}" + (f": {acc.message}" if acc.message else "")
         )
         return ProfileSet(checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"cannot read TauCluster {CLUSTER_NAME!r}: {why}"),),
-                          workspace_tuples=ws_tuples)
+                          workspace_tuples=ws_tuples, readable_cluster=False)
     tc: TauCluster | None = store.get("TauCluster", CLUSTER_NAME)
     if tc is None:
         return ProfileSet(checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"TauCluster {CLUSTER_NAME!r} does not exist"),),
@@ -408,8 +409,8 @@ def derive_profiles(ctx: RuleContext) -> tuple[ProfilesView, list[Finding]]:
         )
     else:
         for c in ps.checks:
-            if c.ok:
-                continue
+            if c.ok or (c.id == CHECK_CLUSTER and ps.readable_cluster):
+                continue  # no TauCluster at all: not (yet) a TauGrid cluster; the view says unusable
             rule, sev = _CHECK_RULE[c.id]
             findings.append(finding(sev, rule, "TauCluster", CLUSTER_NAME, None, c.message, _HINTS[rule]))
 
