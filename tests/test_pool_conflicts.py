@@ -54,7 +54,7 @@ def test_a_flavor_with_empty_node_labels_selects_every_pool_node():
     assert ("OverlappingFlavor", "ResourceFlavor", "default-flavor") in got
     x = next(i for i in f if i.object.name == "default-flavor")
     assert "selects 2 counted pool node(s) (gpu-1, gpu-2)" in x.message and "ClusterQueue batch" in x.message
-    assert "owners of ClusterQueue batch remove their quota on default-cpu" in x.hint
+    assert "owners of ClusterQueue batch remove their quota on default-flavor" in x.hint
     assert "narrows spec.nodeLabels" in x.hint and "never divides the pool" in x.hint
 
 
