@@ -191,7 +191,9 @@ def verify_document(doc: Any, name: str = "<snapshot>") -> VerifiedSnapshot:
         raise ProfileSnapshotError(f"{name}: not a {KIND} (the document is not a mapping)")
     doc = _canon(doc, ["apiVersion", "kind", "tauClusterGeneration", "profileSetHash", "profiles"])
     if doc.get("apiVersion") != API_VERSION:
-        raise ProfileSnapshotError(f"{name}: unsupported workload profile snapshot apiVersion {doc.get('apiVersion')!r}")
+        raise ProfileSnapshotError(
+            f"{name}: unsupported workload profile snapshot apiVersion {doc.get('apiVersion')!r}"
+        )
     if doc.get("kind") != KIND:
         raise ProfileSnapshotError(f"{name}: unsupported workload profile snapshot kind {doc.get('kind')!r}")
     gen = doc.get("tauClusterGeneration")

@@ -11,8 +11,15 @@ from engine.rules.profilehash import profile_set_hash
 from taudash.cli import main
 
 GEN = 3
-ORDER = ["LocalQueuesResolved", "ClusterQueuesReady", "ExecutionReady", "ResourceFlavorsReady",
-         "TopologiesReady", "PriorityClassesReady", "Ready"]
+ORDER = [
+    "LocalQueuesResolved",
+    "ClusterQueuesReady",
+    "ExecutionReady",
+    "ResourceFlavorsReady",
+    "TopologiesReady",
+    "PriorityClassesReady",
+    "Ready",
+]
 
 
 def cond(ctype, status="True"):
@@ -41,8 +48,11 @@ def cluster_file(tmp_path, profiles, observed=GEN, name="cluster.yaml"):
         "metadata": {"name": "cluster", "generation": GEN},
         "status": {
             "conditions": [cond("WorkloadProfilesReady")],
-            "workloadProfiles": {"observedGeneration": observed, "profileSetHash": profile_set_hash(profiles),
-                                 "profiles": profiles},
+            "workloadProfiles": {
+                "observedGeneration": observed,
+                "profileSetHash": profile_set_hash(profiles),
+                "profiles": profiles,
+            },
         },
     }
     path = tmp_path / name
@@ -54,7 +64,9 @@ READY = [profile("research", ["research"]), profile("vision", ["vision"])]
 
 
 def select(path, *extra):
-    return main(["profiles", "select", "--snapshot", str(path), "--namespace", "ml", "--lane", "training", "-o", "json", *extra])
+    return main(
+        ["profiles", "select", "--snapshot", str(path), "--namespace", "ml", "--lane", "training", "-o", "json", *extra]
+    )
 
 
 def test_select_prints_the_contract_and_exits_0(tmp_path, capsys):
@@ -78,7 +90,11 @@ def test_select_prints_the_contract_and_exits_0(tmp_path, capsys):
     [
         (READY, ["--team", "ops"], "NoMatch"),
         (READY + [profile("research-2", ["research"])], ["--team", "research"], "Ambiguous"),
-        (READY + [profile("broken", ["research"], ready=False)], ["--team", "research", "--profile", "broken"], "NotEligible"),
+        (
+            READY + [profile("broken", ["research"], ready=False)],
+            ["--team", "research", "--profile", "broken"],
+            "NotEligible",
+        ),
         (READY, ["--team", "vision", "--profile", "research"], "NotEligible"),
     ],
     ids=["no-match", "ambiguous", "not-ready", "not-authorized"],
@@ -96,8 +112,20 @@ def test_unusable_set_exits_1(tmp_path, capsys):
 
 
 def test_select_table_output(tmp_path, capsys):
-    main(["profiles", "select", "--snapshot", str(cluster_file(tmp_path, READY)), "--namespace", "ml",
-          "--team", "vision", "--lane", "training"])
+    main(
+        [
+            "profiles",
+            "select",
+            "--snapshot",
+            str(cluster_file(tmp_path, READY)),
+            "--namespace",
+            "ml",
+            "--team",
+            "vision",
+            "--lane",
+            "training",
+        ]
+    )
     out = capsys.readouterr().out
     assert "profile:  vision" in out and "tau.azure.com/workload-profile: vision" in out
 
@@ -123,8 +151,12 @@ def test_export_then_verify(tmp_path, capsys):
     assert "valid TauWorkloadProfileSnapshot: TauCluster generation 3" in capsys.readouterr().out
     assert main(["profiles", "verify", str(out), "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data == {"valid": True, "tauClusterGeneration": 3, "profileSetHash": profile_set_hash(READY),
-                    "profiles": ["research", "vision"]}
+    assert data == {
+        "valid": True,
+        "tauClusterGeneration": 3,
+        "profileSetHash": profile_set_hash(READY),
+        "profiles": ["research", "vision"],
+    }
 
 
 def test_export_to_stdout(tmp_path, capsys):

@@ -15,8 +15,15 @@ from engine.store import AccessState
 
 GEN = 4
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
-ORDER = ["LocalQueuesResolved", "ClusterQueuesReady", "ExecutionReady", "ResourceFlavorsReady",
-         "TopologiesReady", "PriorityClassesReady", "Ready"]
+ORDER = [
+    "LocalQueuesResolved",
+    "ClusterQueuesReady",
+    "ExecutionReady",
+    "ResourceFlavorsReady",
+    "TopologiesReady",
+    "PriorityClassesReady",
+    "Ready",
+]
 KQ = "kueue.x-k8s.io/v1beta2"
 
 
@@ -47,42 +54,88 @@ REMOTE = profile("remote.batch", "multiKueue", "mk-queue", lanes=["batch"])
 def tau_cluster(profiles, mk_ready="True", mk_gen=GEN):
     conds = [cond("WorkloadProfilesReady")]
     if mk_ready is not None:
-        conds.append(cond("MultiKueueReady", mk_ready, mk_gen, "Ready" if mk_ready == "True" else "PrerequisitesNotReady",
-                          'AdmissionCheck "mk" has an active MultiKueue config and worker'))
+        conds.append(
+            cond(
+                "MultiKueueReady",
+                mk_ready,
+                mk_gen,
+                "Ready" if mk_ready == "True" else "PrerequisitesNotReady",
+                'AdmissionCheck "mk" has an active MultiKueue config and worker',
+            )
+        )
     return {
         "apiVersion": "tau.azure.com/v1alpha1",
         "kind": "TauCluster",
         "metadata": {"name": "cluster", "generation": GEN},
         "status": {
             "conditions": conds,
-            "workloadProfiles": {"observedGeneration": GEN, "profileSetHash": profile_set_hash(profiles), "profiles": profiles},
+            "workloadProfiles": {
+                "observedGeneration": GEN,
+                "profileSetHash": profile_set_hash(profiles),
+                "profiles": profiles,
+            },
         },
     }
 
 
 def admission_check(name="mk", active="True", config="mk-config", controller="kueue.x-k8s.io/multikueue"):
-    obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name},
-           "spec": {"controllerName": controller},
-           "status": {"conditions": [{"type": "Active", "status": active, "reason": "Active" if active == "True" else "BadConfig",
-                                      "message": ""}]}}
+    obj = {
+        "apiVersion": KQ,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {"controllerName": controller},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": active,
+                    "reason": "Active" if active == "True" else "BadConfig",
+                    "message": "",
+                }
+            ]
+        },
+    }
     if config:
         obj["spec"]["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}
     return obj
 
 
 def mk_config(name="mk-config", clusters=("worker-1", "worker-2")):
-    return {"apiVersion": KQ, "kind": "MultiKueueConfig", "metadata": {"name": name}, "spec": {"clusters": list(clusters)}}
+    return {
+        "apiVersion": KQ,
+        "kind": "MultiKueueConfig",
+        "metadata": {"name": name},
+        "spec": {"clusters": list(clusters)},
+    }
 
 
 def mk_cluster(name, active="True"):
     reason = "Active" if active == "True" else "ClientConnectionFailed"
-    return {"apiVersion": KQ, "kind": "MultiKueueCluster", "metadata": {"name": name},
-            "status": {"conditions": [{"type": "Active", "status": active, "reason": reason,
-                                       "message": "Connected" if active == "True" else "dial tcp: refused"}]}}
+    return {
+        "apiVersion": KQ,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": active,
+                    "reason": reason,
+                    "message": "Connected" if active == "True" else "dial tcp: refused",
+                }
+            ]
+        },
+    }
 
 
 def ready_objects():
-    return [tau_cluster([SINGLE, REMOTE]), admission_check(), mk_config(), mk_cluster("worker-1"), mk_cluster("worker-2", "False")]
+    return [
+        tau_cluster([SINGLE, REMOTE]),
+        admission_check(),
+        mk_config(),
+        mk_cluster("worker-1"),
+        mk_cluster("worker-2", "False"),
+    ]
 
 
 def run(objects, access=None):
@@ -113,7 +166,9 @@ def test_ready_when_all_checks_hold():
     assert oks(view) == {"M1": True, "M2": True, "M3": True, "M4": True, "M5": True}
     assert findings == []
     assert [(w.name, w.active, w.reason) for w in view.workers] == [
-        ("worker-1", True, "Active"), ("worker-2", False, "ClientConnectionFailed")]
+        ("worker-1", True, "Active"),
+        ("worker-2", False, "ClientConnectionFailed"),
+    ]
     assert view.workers[1].message == "dial tcp: refused" and view.workers[0].config == "mk-config"
 
 
@@ -138,7 +193,9 @@ def test_m1_unreadable_api_fails_closed():
     assert not oks(view)["M1"] and "Forbidden" in view.checks[0].message
 
 
-@pytest.mark.parametrize("status,gen", [("False", GEN), ("True", GEN - 1), (None, GEN)], ids=["false", "stale", "missing"])
+@pytest.mark.parametrize(
+    "status,gen", [("False", GEN), ("True", GEN - 1), (None, GEN)], ids=["false", "stale", "missing"]
+)
 def test_m2_multikueue_ready_condition_alone(status, gen):
     objs = replace(ready_objects(), "TauCluster", tau_cluster([SINGLE, REMOTE], mk_ready=status, mk_gen=gen))
     view, findings = run(objs)
@@ -149,12 +206,17 @@ def test_m2_multikueue_ready_condition_alone(status, gen):
 @pytest.mark.parametrize(
     "objects,expected",
     [
-        (lambda o: replace(o, "AdmissionCheck", admission_check(active="False")), 'AdmissionCheck "mk" is not Active'.replace('"', "'")),
+        (
+            lambda o: replace(o, "AdmissionCheck", admission_check(active="False")),
+            'AdmissionCheck "mk" is not Active'.replace('"', "'"),
+        ),
         (lambda o: replace(o, "AdmissionCheck", admission_check(config=None)), "does not reference a MultiKueueConfig"),
         (lambda o: replace(o, "MultiKueueConfig", None), "references missing MultiKueueConfig 'mk-config'"),
         (lambda o: replace(o, "MultiKueueConfig", mk_config(clusters=["worker-2"])), "has no Active worker clusters"),
-        (lambda o: replace(replace(o, "MultiKueueConfig", mk_config(clusters=["ghost"])), "MultiKueueCluster", None),
-         "has no Active worker clusters"),
+        (
+            lambda o: replace(replace(o, "MultiKueueConfig", mk_config(clusters=["ghost"])), "MultiKueueCluster", None),
+            "has no Active worker clusters",
+        ),
     ],
     ids=["check-inactive", "no-parameters", "config-missing", "no-active-worker", "worker-missing"],
 )
@@ -165,7 +227,9 @@ def test_m3_wiring_alone(objects, expected):
 
 
 def test_m3_lists_a_missing_worker():
-    objs = replace(replace(ready_objects(), "MultiKueueConfig", mk_config(clusters=["ghost"])), "MultiKueueCluster", None)
+    objs = replace(
+        replace(ready_objects(), "MultiKueueConfig", mk_config(clusters=["ghost"])), "MultiKueueCluster", None
+    )
     view, _ = run(objs)
     assert [(w.name, w.active, w.reason) for w in view.workers] == [("ghost", None, "NotFound")]
 

@@ -17,13 +17,26 @@ from engine.rules.profilehash import profile_set_hash
 from engine.sources.snapshot import store_from_objects
 
 GEN = 5
-ORDER = ["LocalQueuesResolved", "ClusterQueuesReady", "ExecutionReady", "ResourceFlavorsReady",
-         "TopologiesReady", "PriorityClassesReady", "Ready"]
+ORDER = [
+    "LocalQueuesResolved",
+    "ClusterQueuesReady",
+    "ExecutionReady",
+    "ResourceFlavorsReady",
+    "TopologiesReady",
+    "PriorityClassesReady",
+    "Ready",
+]
 
 
 def cond(ctype, status="True", gen=GEN):
-    return {"type": ctype, "status": status, "observedGeneration": gen, "reason": ctype, "message": "",
-            "lastTransitionTime": "2025-01-01T00:00:00Z"}
+    return {
+        "type": ctype,
+        "status": status,
+        "observedGeneration": gen,
+        "reason": ctype,
+        "message": "",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
 
 
 def profile(name, ready=True, description=""):
@@ -142,7 +155,9 @@ def good_doc():
 
 def write(tmp_path, doc, name="s.yaml"):
     p = tmp_path / name
-    p.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    p.write_text(
+        doc if isinstance(doc, str) else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
     return p
 
 
@@ -178,24 +193,49 @@ def _ready(doc, **changes):
 @pytest.mark.parametrize(
     "doc,message",
     [
-        (mutate(lambda d: d.update(apiVersion="tau.azure.com/v1beta1")),
-         "unsupported workload profile snapshot apiVersion 'tau.azure.com/v1beta1'"),
+        (
+            mutate(lambda d: d.update(apiVersion="tau.azure.com/v1beta1")),
+            "unsupported workload profile snapshot apiVersion 'tau.azure.com/v1beta1'",
+        ),
         (mutate(lambda d: d.update(kind="TauCluster")), "unsupported workload profile snapshot kind 'TauCluster'"),
         (mutate(lambda d: d.update(tauClusterGeneration=0)), "tauClusterGeneration must be a positive integer, got 0"),
         (mutate(lambda d: d.pop("tauClusterGeneration")), "tauClusterGeneration must be a positive integer, got None"),
-        (mutate(lambda d: _ready(d, status="False")), "profile 'a.first' Ready condition is not True at TauCluster generation 5"),
+        (
+            mutate(lambda d: _ready(d, status="False")),
+            "profile 'a.first' Ready condition is not True at TauCluster generation 5",
+        ),
         (mutate(lambda d: _ready(d, observedGeneration=4)), "observedGeneration 4"),
         (mutate(lambda d: d["profiles"][0].update(conditions=[])), "profile 'a.first' has no Ready condition"),
         (mutate(lambda d: d.update(profileSetHash="0" * 64)), "profileSetHash mismatch: file has '000"),
         (mutate(lambda d: d["profiles"][0].update(clusterQueues=["other"])), "profileSetHash mismatch"),
-        (mutate(lambda d: d["profiles"][0].update(placement="multi-node-nccl")), "profile 'a.first' is invalid: placement"),
-        (mutate(lambda d: d["profiles"].append(copy.deepcopy(d["profiles"][0]))), "duplicate workload profile 'a.first'"),
+        (
+            mutate(lambda d: d["profiles"][0].update(placement="multi-node-nccl")),
+            "profile 'a.first' is invalid: placement",
+        ),
+        (
+            mutate(lambda d: d["profiles"].append(copy.deepcopy(d["profiles"][0]))),
+            "duplicate workload profile 'a.first'",
+        ),
         (mutate(lambda d: d.update(profiles={"a": 1})), "profiles must be a list"),
         (mutate(lambda d: d["profiles"][0].update(workerCount="many")), "profiles[0]: workerCount"),
         (["a list"], "not a TauWorkloadProfileSnapshot"),
     ],
-    ids=["apiVersion", "kind", "generation-0", "generation-missing", "unready", "ready-old-generation", "no-ready",
-         "hash", "drifted-profile", "invalid-profile", "duplicate", "profiles-not-list", "bad-field", "not-mapping"],
+    ids=[
+        "apiVersion",
+        "kind",
+        "generation-0",
+        "generation-missing",
+        "unready",
+        "ready-old-generation",
+        "no-ready",
+        "hash",
+        "drifted-profile",
+        "invalid-profile",
+        "duplicate",
+        "profiles-not-list",
+        "bad-field",
+        "not-mapping",
+    ],
 )
 def test_verify_rejects_with_one_line(tmp_path, doc, message):
     path = write(tmp_path, doc)
@@ -208,8 +248,12 @@ def test_verify_rejects_with_one_line(tmp_path, doc, message):
 
 @pytest.mark.parametrize(
     "content,message",
-    [("apiVersion: [unclosed\n", "invalid YAML"), ("a: 1\n---\nb: 2\n", "expected one TauWorkloadProfileSnapshot document, found 2"),
-     ("", "found 0"), ("{not json", "invalid JSON")],
+    [
+        ("apiVersion: [unclosed\n", "invalid YAML"),
+        ("a: 1\n---\nb: 2\n", "expected one TauWorkloadProfileSnapshot document, found 2"),
+        ("", "found 0"),
+        ("{not json", "invalid JSON"),
+    ],
 )
 def test_verify_rejects_unparseable_files(tmp_path, content, message):
     with pytest.raises(ProfileSnapshotError, match=message):

@@ -24,15 +24,24 @@ from engine.view import derive
 
 GEN = 7
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
-ORDER = ["LocalQueuesResolved", "ClusterQueuesReady", "ExecutionReady", "ResourceFlavorsReady",
-         "TopologiesReady", "PriorityClassesReady", "Ready"]
+ORDER = [
+    "LocalQueuesResolved",
+    "ClusterQueuesReady",
+    "ExecutionReady",
+    "ResourceFlavorsReady",
+    "TopologiesReady",
+    "PriorityClassesReady",
+    "Ready",
+]
 
 
 def cond(ctype, status="True", gen=GEN, reason=None, message=""):
     return {"type": ctype, "status": status, "observedGeneration": gen, "reason": reason or ctype, "message": message}
 
 
-def profile(name, teams=(), lanes=(), namespaces=(), target="singleCluster", queue="jobqueue", ready=True, conditions=None):
+def profile(
+    name, teams=(), lanes=(), namespaces=(), target="singleCluster", queue="jobqueue", ready=True, conditions=None
+):
     return {
         "name": name,
         "applicability": {"teams": list(teams), "lanes": list(lanes), "namespaces": list(namespaces)},
@@ -54,10 +63,19 @@ def tau_cluster(profiles, gen=GEN, observed=GEN, ready="True", ready_gen=GEN, ha
         "apiVersion": "tau.azure.com/v1alpha1",
         "kind": "TauCluster",
         "metadata": {"name": name, "generation": gen},
-        "spec": {"workloadProfiles": [{k: v for k, v in p.items() if k in ("name", "applicability")} for p in profiles]},
+        "spec": {
+            "workloadProfiles": [{k: v for k, v in p.items() if k in ("name", "applicability")} for p in profiles]
+        },
         "status": {
-            "conditions": [cond("WorkloadProfilesReady", ready, ready_gen, "WorkloadProfilesReady" if ready == "True"
-                                else "WorkloadProfilesNotReady", "1 of 3 workload profiles are not ready")],
+            "conditions": [
+                cond(
+                    "WorkloadProfilesReady",
+                    ready,
+                    ready_gen,
+                    "WorkloadProfilesReady" if ready == "True" else "WorkloadProfilesNotReady",
+                    "1 of 3 workload profiles are not ready",
+                )
+            ],
             "workloadProfiles": {
                 "observedGeneration": observed,
                 "profileSetHash": profile_set_hash(profiles) if hash_value is None else hash_value,
@@ -105,7 +123,12 @@ def rules(findings):
 def test_ready_set_is_usable_and_hash_verified():
     view, findings = derive_profiles(ctx_of(tau_cluster(CATALOG)))
     assert view.usable
-    assert checks(view) == {"TauCluster": True, "ObservedGeneration": True, "WorkloadProfilesReady": True, "ProfileSetHash": True}
+    assert checks(view) == {
+        "TauCluster": True,
+        "ObservedGeneration": True,
+        "WorkloadProfilesReady": True,
+        "ProfileSetHash": True,
+    }
     assert view.generation == GEN
     assert view.profile_set_hash == view.computed_hash == profile_set_hash(CATALOG)
     assert not any(f.rule.startswith("PROFILES-") for f in findings)
@@ -137,7 +160,12 @@ def test_unreadable_tau_cluster_fails_closed(state):
 def test_stale_profile_status_alone():
     view, findings = derive_profiles(ctx_of(tau_cluster(CATALOG, gen=GEN, observed=GEN - 1)))
     assert not view.usable
-    assert checks(view) == {"TauCluster": True, "ObservedGeneration": False, "WorkloadProfilesReady": True, "ProfileSetHash": True}
+    assert checks(view) == {
+        "TauCluster": True,
+        "ObservedGeneration": False,
+        "WorkloadProfilesReady": True,
+        "ProfileSetHash": True,
+    }
     assert "observedGeneration 6 does not match metadata.generation 7" in view.checks[1].message
     assert ("PROFILES-STALE", Severity.CRITICAL) in rules(findings)
 
@@ -158,7 +186,12 @@ def test_missing_profile_status_is_stale():
 def test_workload_profiles_ready_not_true_at_generation_alone(ready, ready_gen):
     view, findings = derive_profiles(ctx_of(tau_cluster(CATALOG, ready=ready, ready_gen=ready_gen)))
     assert not view.usable
-    assert checks(view) == {"TauCluster": True, "ObservedGeneration": True, "WorkloadProfilesReady": False, "ProfileSetHash": True}
+    assert checks(view) == {
+        "TauCluster": True,
+        "ObservedGeneration": True,
+        "WorkloadProfilesReady": False,
+        "ProfileSetHash": True,
+    }
     assert ("PROFILES-NOT-READY", Severity.CRITICAL) in rules(findings)
 
 
@@ -183,7 +216,12 @@ def test_workload_profiles_ready_false_is_a_note_never_usable():
 def test_hash_mismatch_alone():
     view, findings = derive_profiles(ctx_of(tau_cluster(CATALOG, hash_value="0" * 64)))
     assert not view.usable
-    assert checks(view) == {"TauCluster": True, "ObservedGeneration": True, "WorkloadProfilesReady": True, "ProfileSetHash": False}
+    assert checks(view) == {
+        "TauCluster": True,
+        "ObservedGeneration": True,
+        "WorkloadProfilesReady": True,
+        "ProfileSetHash": False,
+    }
     assert view.computed_hash == profile_set_hash(CATALOG)
     assert "profileSetHash mismatch: status has 000" in view.checks[3].message
     assert ("PROFILES-HASH-MISMATCH", Severity.CRITICAL) in rules(findings)
@@ -212,7 +250,11 @@ def test_unhashable_set_fails_the_hash_check():
 
 
 def test_no_profiles_declared_is_one_info_finding():
-    tc = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster", "metadata": {"name": "cluster", "generation": 1}}
+    tc = {
+        "apiVersion": "tau.azure.com/v1alpha1",
+        "kind": "TauCluster",
+        "metadata": {"name": "cluster", "generation": 1},
+    }
     view, findings = derive_profiles(ctx_of(tc))
     assert not view.usable
     assert rules(findings) == [("PROFILES-NONE", Severity.INFO)]
@@ -222,14 +264,20 @@ def test_no_profiles_declared_is_one_info_finding():
 
 
 def test_first_failing_condition_is_the_reason_even_when_later_ones_have_no_message():
-    conds = [cond("LocalQueuesResolved", "True"),
-             cond("ClusterQueuesReady", "False", reason="ClusterQueuesNotReady", message='ClusterQueue "cq" is not Active')]
+    conds = [
+        cond("LocalQueuesResolved", "True"),
+        cond("ClusterQueuesReady", "False", reason="ClusterQueuesNotReady", message='ClusterQueue "cq" is not Active'),
+    ]
     conds += [cond(t, "False", reason=f"{t}NotReady", message="") for t in ORDER[2:]]
     p = profile("p", conditions=conds)
     view, findings = derive_profiles(ctx_of(tau_cluster([p])))
     row = view.profiles[0]
     assert (row.ready, row.condition, row.reason, row.message) == (
-        False, "ClusterQueuesReady", "ClusterQueuesNotReady", 'ClusterQueue "cq" is not Active')
+        False,
+        "ClusterQueuesReady",
+        "ClusterQueuesNotReady",
+        'ClusterQueue "cq" is not Active',
+    )
     assert ("PROFILE-NOT-READY", Severity.WARNING) in rules(findings)
 
 

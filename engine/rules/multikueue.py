@@ -55,7 +55,9 @@ def _active(obj) -> tuple[bool | None, str, str]:
 def _m1(ctx: RuleContext) -> Check:
     absent = [k for k in ("MultiKueueConfig", "MultiKueueCluster") if ctx.store.access(k).state is AccessState.ABSENT]
     if absent:
-        return Check(id="M1", ok=False, message=f"{' and '.join(absent)} API not installed: install Kueue's MultiKueue support")
+        return Check(
+            id="M1", ok=False, message=f"{' and '.join(absent)} API not installed: install Kueue's MultiKueue support"
+        )
     bad = _unreadable(ctx, "MultiKueueConfig", "MultiKueueCluster")
     if bad:
         return Check(id="M1", ok=False, message=f"cannot confirm the MultiKueue APIs: {bad}")
@@ -74,8 +76,11 @@ def _m2(ctx: RuleContext) -> Check:
     if c is None:
         return Check(id="M2", ok=False, message="TauCluster has no MultiKueueReady condition")
     if (c.observed_generation or 0) != gen:
-        return Check(id="M2", ok=False,
-                     message=f"MultiKueueReady observedGeneration {c.observed_generation or 0} does not match generation {gen}")
+        return Check(
+            id="M2",
+            ok=False,
+            message=f"MultiKueueReady observedGeneration {c.observed_generation or 0} does not match generation {gen}",
+        )
     text = f"MultiKueueReady={c.status} {c.reason}" + (f": {c.message}" if c.message else "")
     return Check(id="M2", ok=c.is_true, message=text)
 
@@ -115,8 +120,13 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
             for name in config.spec.clusters:
                 mc: MultiKueueCluster | None = ctx.store.get("MultiKueueCluster", name)
                 if mc is None:
-                    workers[name] = Worker(name=name, active=None, reason="NotFound",
-                                           message=f"listed by MultiKueueConfig {config.name!r} but does not exist", config=config.name)
+                    workers[name] = Worker(
+                        name=name,
+                        active=None,
+                        reason="NotFound",
+                        message=f"listed by MultiKueueConfig {config.name!r} but does not exist",
+                        config=config.name,
+                    )
                     continue
                 workers[name] = workers[name].model_copy(update={"config": config.name})
                 if workers[name].active:
@@ -128,8 +138,10 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
         if not active:
             issues.append(f"AdmissionCheck {ac.name!r} is not Active" + (f" ({reason})" if reason else ""))
         if active and config is not None and active_workers and not good:
-            good = (f"AdmissionCheck {ac.name!r} is Active with MultiKueueConfig {config.name!r} "
-                    f"and Active worker(s) {', '.join(active_workers)}")
+            good = (
+                f"AdmissionCheck {ac.name!r} is Active with MultiKueueConfig {config.name!r} "
+                f"and Active worker(s) {', '.join(active_workers)}"
+            )
     workers_out = sorted(workers.values(), key=lambda w: w.name)
     if good:
         return Check(id="M3", ok=True, message=good), workers_out
@@ -176,8 +188,11 @@ def _m4_m5(ps: ProfileSet) -> tuple[Check, Check]:
     if not candidates:
         m4 = Check(id="M4", ok=False, message="; ".join(issues))
         return m4, Check(id="M5", ok=False, message="no ready multiKueue profile with a dedicated LocalQueue")
-    m4 = Check(id="M4", ok=True,
-               message=f"ready multiKueue profile(s) with a dedicated LocalQueue: {', '.join(p.name for p in candidates)}")
+    m4 = Check(
+        id="M4",
+        ok=True,
+        message=f"ready multiKueue profile(s) with a dedicated LocalQueue: {', '.join(p.name for p in candidates)}",
+    )
 
     if not ps.usable:
         return m4, Check(id="M5", ok=False, message=ps.unusable_message)
@@ -187,12 +202,21 @@ def _m4_m5(ps: ProfileSet) -> tuple[Check, Check]:
         for ns, team, lane in catalog_tuples(ps, [p]):
             res, names = _select(ps, ns, team, lane)
             if res.profile != p.name:
-                clashes.append(f"namespace={ns or '*'} team={team or '*'} lane={lane or '*'} "
-                               + (f"also matches {', '.join(n for n in names if n != p.name)}" if res.error == AMBIGUOUS
-                                  else f"gives {res.error}"))
+                clashes.append(
+                    f"namespace={ns or '*'} team={team or '*'} lane={lane or '*'} "
+                    + (
+                        f"also matches {', '.join(n for n in names if n != p.name)}"
+                        if res.error == AMBIGUOUS
+                        else f"gives {res.error}"
+                    )
+                )
         if not clashes:
             return m4, Check(id="M5", ok=True, message=f"profile {p.name!r} resolves uniquely for its applicability")
-        m5_issues.append(f"profile {p.name!r}: " + "; ".join(clashes[:3]) + (f" (+{len(clashes) - 3} more)" if len(clashes) > 3 else ""))
+        m5_issues.append(
+            f"profile {p.name!r}: "
+            + "; ".join(clashes[:3])
+            + (f" (+{len(clashes) - 3} more)" if len(clashes) > 3 else "")
+        )
     return m4, Check(id="M5", ok=False, message="; ".join(m5_issues))
 
 
@@ -216,8 +240,15 @@ def derive_multikueue(ctx: RuleContext, profiles: ProfilesView) -> tuple[MultiKu
         sev, msg = Severity.CRITICAL, f"MultiKueue is configured but not ready: {failed}"
     else:  # cannot even tell whether it is configured
         sev, msg = Severity.WARNING, f"cannot tell whether MultiKueue is configured ({blind}): {failed}"
-    f = finding(sev, "MK-NOT-READY", "TauCluster", CLUSTER_NAME, None, msg,
-                "fix the first failing check; MultiKueue profiles cannot dispatch until all of M1-M5 hold")
+    f = finding(
+        sev,
+        "MK-NOT-READY",
+        "TauCluster",
+        CLUSTER_NAME,
+        None,
+        msg,
+        "fix the first failing check; MultiKueue profiles cannot dispatch until all of M1-M5 hold",
+    )
     return MultiKueueView(state=NOT_READY, checks=checks, workers=workers), [f]
 
 

@@ -152,7 +152,9 @@ def normalize_profile(p: ResolvedWorkloadProfile | Mapping[str, Any]) -> Resolve
     )
 
 
-def normalize_profiles(profiles: Iterable[ResolvedWorkloadProfile | Mapping[str, Any]]) -> list[ResolvedWorkloadProfile]:
+def normalize_profiles(
+    profiles: Iterable[ResolvedWorkloadProfile | Mapping[str, Any]],
+) -> list[ResolvedWorkloadProfile]:
     """Normalise every profile, reject duplicate names, sort by name."""
     out: list[ResolvedWorkloadProfile] = []
     seen: set[str] = set()
@@ -212,8 +214,11 @@ def hash_input(p: ResolvedWorkloadProfile) -> dict[str, Any]:
     if p.description:
         d["description"] = p.description
     app: dict[str, Any] = {}  # a struct: never omitted, even when empty
-    for key, values in (("teams", p.applicability.teams), ("lanes", p.applicability.lanes),
-                        ("namespaces", p.applicability.namespaces)):
+    for key, values in (
+        ("teams", p.applicability.teams),
+        ("lanes", p.applicability.lanes),
+        ("namespaces", p.applicability.namespaces),
+    ):
         if values:
             app[key] = list(values)
     d["applicability"] = app
@@ -272,9 +277,7 @@ def _dns1123_subdomain(value: str) -> bool:
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
     if any(c not in allowed for c in value):
         return False
-    return all(
-        part and part[0].isalnum() and part[-1].isalnum() for part in value.split(".")
-    )
+    return all(part and part[0].isalnum() and part[-1].isalnum() for part in value.split("."))
 
 
 def _label_value(value: str) -> bool:

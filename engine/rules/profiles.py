@@ -191,15 +191,22 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
 
     acc = store.access("TauCluster")
     if acc.state is not AccessState.SYNCED:
-        why = "the TauCluster API is not installed" if acc.state is AccessState.ABSENT else (
-            f"clusters.tau.azure.com is {acc.state.value}" + (f": {acc.message}" if acc.message else "")
+        why = (
+            "the TauCluster API is not installed"
+            if acc.state is AccessState.ABSENT
+            else (f"clusters.tau.azure.com is {acc.state.value}" + (f": {acc.message}" if acc.message else ""))
         )
-        return ProfileSet(checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"cannot read TauCluster {CLUSTER_NAME!r}: {why}"),),
-                          workspace_tuples=ws_tuples, readable_cluster=False)
+        return ProfileSet(
+            checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"cannot read TauCluster {CLUSTER_NAME!r}: {why}"),),
+            workspace_tuples=ws_tuples,
+            readable_cluster=False,
+        )
     tc: TauCluster | None = store.get("TauCluster", CLUSTER_NAME)
     if tc is None:
-        return ProfileSet(checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"TauCluster {CLUSTER_NAME!r} does not exist"),),
-                          workspace_tuples=ws_tuples)
+        return ProfileSet(
+            checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"TauCluster {CLUSTER_NAME!r} does not exist"),),
+            workspace_tuples=ws_tuples,
+        )
 
     gen = tc.metadata.generation
     status = tc.status.workload_profiles
@@ -220,22 +227,39 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
 
     # 1. the profile status describes this generation
     if status is None:
-        checks.append(Check(id=CHECK_GENERATION, ok=False,
-                            message=f"TauCluster {CLUSTER_NAME!r} has no status.workloadProfiles (not resolved yet)"))
+        checks.append(
+            Check(
+                id=CHECK_GENERATION,
+                ok=False,
+                message=f"TauCluster {CLUSTER_NAME!r} has no status.workloadProfiles (not resolved yet)",
+            )
+        )
     elif gen < 1:
         checks.append(Check(id=CHECK_GENERATION, ok=False, message="TauCluster metadata.generation is missing"))
     elif status.observed_generation != gen:
-        checks.append(Check(id=CHECK_GENERATION, ok=False, message=(
-            f"TauCluster {CLUSTER_NAME!r} workload profiles are stale: observedGeneration "
-            f"{status.observed_generation} does not match metadata.generation {gen}")))
+        checks.append(
+            Check(
+                id=CHECK_GENERATION,
+                ok=False,
+                message=(
+                    f"TauCluster {CLUSTER_NAME!r} workload profiles are stale: observedGeneration "
+                    f"{status.observed_generation} does not match metadata.generation {gen}"
+                ),
+            )
+        )
     else:
         checks.append(Check(id=CHECK_GENERATION, ok=True, message=f"status.workloadProfiles observed generation {gen}"))
 
     # 2. WorkloadProfilesReady=True at that generation (taudash follows the seed, not the public CLI)
     cond = tc.condition("WorkloadProfilesReady")
     if cond is None or (cond.observed_generation or 0) != gen:
-        checks.append(Check(id=CHECK_READY, ok=False,
-                            message=f"TauCluster {CLUSTER_NAME!r} is missing condition WorkloadProfilesReady at generation {gen}"))
+        checks.append(
+            Check(
+                id=CHECK_READY,
+                ok=False,
+                message=f"TauCluster {CLUSTER_NAME!r} is missing condition WorkloadProfilesReady at generation {gen}",
+            )
+        )
     elif not cond.is_true:
         checks.append(Check(id=CHECK_READY, ok=False, message=_cond_text(cond)))
         if cond.is_false:
@@ -260,8 +284,13 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
     elif computed is None:
         checks.append(Check(id=CHECK_HASH, ok=False, message=f"profileSetHash cannot be recomputed: {hash_error}"))
     elif computed != published:
-        checks.append(Check(id=CHECK_HASH, ok=False,
-                            message=f"profileSetHash mismatch: status has {published}, calculated {computed}"))
+        checks.append(
+            Check(
+                id=CHECK_HASH,
+                ok=False,
+                message=f"profileSetHash mismatch: status has {published}, calculated {computed}",
+            )
+        )
     else:
         checks.append(Check(id=CHECK_HASH, ok=True, message=f"profileSetHash {published} verified"))
 
@@ -293,12 +322,20 @@ def _workspace_tuples(store: Store, system_ns: str) -> tuple[tuple[str, str], ..
 
 def applies(p: ResolvedWorkloadProfile, namespace: str, team: str, lane: str) -> bool:
     a = p.applicability
-    return contains_or_global(a.namespaces, namespace) and contains_or_global(a.teams, team) and contains_or_global(a.lanes, lane)
+    return (
+        contains_or_global(a.namespaces, namespace)
+        and contains_or_global(a.teams, team)
+        and contains_or_global(a.lanes, lane)
+    )
 
 
 def _authorization_error(p: ResolvedWorkloadProfile, namespace: str, team: str, lane: str) -> str | None:
     a = p.applicability
-    for what, allowed, value in (("namespace", a.namespaces, namespace), ("team", a.teams, team), ("lane", a.lanes, lane)):
+    for what, allowed, value in (
+        ("namespace", a.namespaces, namespace),
+        ("team", a.teams, team),
+        ("lane", a.lanes, lane),
+    ):
         if not contains_or_global(allowed, value):
             return f"workload profile {p.name!r} does not authorize {what} {value!r}; allowed {what}s: {', '.join(allowed)}"
     return None
@@ -332,12 +369,15 @@ def _select(
         name = normalize_name(profile)
         p = ps.get(name)
         if p is None:
-            return SelectionResult(error=NOT_ELIGIBLE, message=f"workload profile {name!r} is not declared on TauCluster {CLUSTER_NAME!r}"), []
+            return SelectionResult(
+                error=NOT_ELIGIBLE, message=f"workload profile {name!r} is not declared on TauCluster {CLUSTER_NAME!r}"
+            ), []
         ready, ctype, reason, msg = ps.readiness(p)
         if not ready:
             detail = f"{ctype} {reason}" + (f": {msg}" if msg else "")
             return SelectionResult(
-                error=NOT_ELIGIBLE, message=f"workload profile {name!r} is not Ready at generation {ps.generation} ({detail})"
+                error=NOT_ELIGIBLE,
+                message=f"workload profile {name!r} is not Ready at generation {ps.generation} ({detail})",
             ), []
         denied = _authorization_error(p, ns, tm, ln)
         if denied:
@@ -346,11 +386,17 @@ def _select(
 
     eligible = [p for p in ps.profiles if applies(p, ns, tm, ln) and ps.is_ready(p)]
     if not eligible:
-        return SelectionResult(error=NO_MATCH, message=f"no ready workload profile matches {where}; set policy.profile explicitly"), []
+        return SelectionResult(
+            error=NO_MATCH, message=f"no ready workload profile matches {where}; set policy.profile explicitly"
+        ), []
     if len(eligible) > 1:
         names = ", ".join(p.name for p in eligible)
-        return SelectionResult(error=AMBIGUOUS, message=f"multiple ready workload profiles match {where}: {names}"), [p.name for p in eligible]
-    return _selected(ps, eligible[0], f"workload profile {eligible[0].name!r} is the only ready profile for {where}"), [eligible[0].name]
+        return SelectionResult(error=AMBIGUOUS, message=f"multiple ready workload profiles match {where}: {names}"), [
+            p.name for p in eligible
+        ]
+    return _selected(ps, eligible[0], f"workload profile {eligible[0].name!r} is the only ready profile for {where}"), [
+        eligible[0].name
+    ]
 
 
 def _selected(ps: ProfileSet, p: ResolvedWorkloadProfile, message: str) -> SelectionResult:
@@ -403,9 +449,15 @@ def derive_profiles(ctx: RuleContext) -> tuple[ProfilesView, list[Finding]]:
     if not ps.declared and all(c.ok for c in ps.checks[:1]):
         # Nothing declared nor observed: nothing to select from; report once, quietly.
         findings.append(
-            finding(Severity.INFO, "PROFILES-NONE", "TauCluster", CLUSTER_NAME, None,
-                    "no workload profiles are declared or observed: TauGrid submissions that need a profile stop",
-                    "declare spec.workloadProfiles on TauCluster cluster (see docs/profiles.md)")
+            finding(
+                Severity.INFO,
+                "PROFILES-NONE",
+                "TauCluster",
+                CLUSTER_NAME,
+                None,
+                "no workload profiles are declared or observed: TauGrid submissions that need a profile stop",
+                "declare spec.workloadProfiles on TauCluster cluster (see docs/profiles.md)",
+            )
         )
     else:
         for c in ps.checks:
@@ -434,25 +486,39 @@ def derive_profiles(ctx: RuleContext) -> tuple[ProfilesView, list[Finding]]:
         )
         if not ready and ps.generation:
             findings.append(
-                finding(Severity.WARNING, "PROFILE-NOT-READY", "TauCluster", CLUSTER_NAME, None,
-                        f"workload profile {p.name!r} is not Ready: {ctype} {reason}" + (f": {msg}" if msg else ""),
-                        "start from the first failing condition; later conditions fail because of it")
+                finding(
+                    Severity.WARNING,
+                    "PROFILE-NOT-READY",
+                    "TauCluster",
+                    CLUSTER_NAME,
+                    None,
+                    f"workload profile {p.name!r} is not Ready: {ctype} {reason}" + (f": {msg}" if msg else ""),
+                    "start from the first failing condition; later conditions fail because of it",
+                )
             )
 
     selections: list[Selection] = []
     ambiguous: dict[str, list[tuple[str, str, str]]] = {}
     for ns, team, lane in catalog_tuples(ps):
         res, candidates = _select(ps, ns, team, lane)
-        selections.append(Selection(namespace=ns, team=team, lane=lane, profile=res.profile, error=res.error, message=res.message))
+        selections.append(
+            Selection(namespace=ns, team=team, lane=lane, profile=res.profile, error=res.error, message=res.message)
+        )
         if res.error == AMBIGUOUS:
             ambiguous.setdefault(", ".join(candidates), []).append((ns, team, lane))
     for group, tuples in sorted(ambiguous.items()):
         first = ", ".join(f"namespace={n or '*'} team={t or '*'} lane={ln or '*'}" for n, t, ln in tuples[:3])
         more = f" (+{len(tuples) - 3} more)" if len(tuples) > 3 else ""
         findings.append(
-            finding(Severity.WARNING, "PROFILE-AMBIGUOUS", "TauCluster", CLUSTER_NAME, None,
-                    f"ready workload profiles {group} all match {first}{more}: implicit selection fails there",
-                    "narrow the profiles' applicability or have submitters set policy.profile explicitly")
+            finding(
+                Severity.WARNING,
+                "PROFILE-AMBIGUOUS",
+                "TauCluster",
+                CLUSTER_NAME,
+                None,
+                f"ready workload profiles {group} all match {first}{more}: implicit selection fails there",
+                "narrow the profiles' applicability or have submitters set policy.profile explicitly",
+            )
         )
 
     view = ProfilesView(

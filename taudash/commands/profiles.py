@@ -78,7 +78,12 @@ def cmd_verify(args) -> int:
         raise UsageError(str(exc)) from None
     names = [p.name for p in snap.profiles]
     if args.output == "json":
-        out = {"valid": True, "tauClusterGeneration": snap.generation, "profileSetHash": snap.profile_set_hash, "profiles": names}
+        out = {
+            "valid": True,
+            "tauClusterGeneration": snap.generation,
+            "profileSetHash": snap.profile_set_hash,
+            "profiles": names,
+        }
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
