@@ -622,7 +622,7 @@ class _Automatic:
             "POOL-OVERCOMMITTED",
             "ResourceFlavor",
             fl,
-            f"{fl}: {detail}{why}; nothing is evicted; new admissions wait until reservations drop below the budget",
+            f"{detail}{why}; nothing is evicted; new admissions wait until reservations drop below the budget",
             "no action is required for safety; to admit sooner, restore the missing nodes or let running work finish",
         )
 
