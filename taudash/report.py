@@ -34,7 +34,7 @@ def render_table(view: ClusterView) -> Group:
     if src.context:
         head.append(f" · context {src.context}")
     if src.path:
-        head.append(f" · {src.path}", style="dim")
+        head.append(f" · {src.path.rsplit('/', 1)[-1]}", style="dim")
     if view.cluster:
         c = view.cluster
         head.append(f" · TauCluster gen {c.generation} ({c.phase or 'no phase'})")
@@ -95,6 +95,25 @@ def render_table(view: ClusterView) -> Group:
                 str(len(w.drain.blockers)) if w.drain.blockers else "",
             )
         parts.append(t)
+    for w in view.workspaces:
+        d = w.drain
+        if d.state in ("NotDraining", "Clear"):
+            continue
+        line = Text(f"DRAIN {w.name} ", style="bold")
+        line.append(f"{d.mode or ''} {d.old_namespace or '?'} → {d.new_namespace or '(deleted)'}: ")
+        line.append(d.state, style="yellow" if d.state == "Blocked" else "bold red")
+        parts.append(line)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=3)
+        grid.add_column()
+        for r in d.routes:
+            grid.add_row("", Text(f"route {r.local_queue or '(workload)'} → {r.cluster_queue}: {r.state}"
+                                   + (f" ({r.reason})" if r.reason else "")))
+        for b in d.blockers:
+            grid.add_row("•", Text(b.action or f"{b.kind} {b.namespace}/{b.name}: {b.reason}"))
+        for u in d.unknown:
+            grid.add_row("?", Text(f"{u.resource}: {u.reason}"))
+        parts.append(grid)
 
     if view.cluster_queues:
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_justify="left")
@@ -112,24 +131,38 @@ def render_table(view: ClusterView) -> Group:
         ready = sum(1 for p in prof.profiles if p.ready)
         pl.append("✓ usable" if prof.usable else "✖ not usable", style="green" if prof.usable else "red")
         pl.append(f" · {ready}/{len(prof.profiles)} ready")
+        if prof.profile_set_hash and prof.profile_set_hash == prof.computed_hash:
+            pl.append(" · hash verified")
+        elif prof.profile_set_hash:
+            pl.append(" · hash MISMATCH", style="bold red")
     else:
         pl.append("none declared")
+    mk = view.multikueue
     pl.append("    MULTIKUEUE ", style="bold")
-    pl.append(view.multikueue.state)
+    mark = {"Ready": "✓ ", "NotReady": "✖ "}.get(mk.state, "")
+    pl.append(f"{mark}{mk.state}", style={"Ready": "green", "NotReady": "red"}.get(mk.state, ""))
+    if mk.workers:
+        active = sum(1 for w in mk.workers if w.active)
+        pl.append(f" · {active}/{len(mk.workers)} workers active")
     parts.append(pl)
 
     c = view.counts()
     fl = Text("FINDINGS ", style="bold")
     fl.append(f"{c['critical']} critical · {c['warning']} warning · {c['info']} info")
     parts.append(fl)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=1)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
     for f in view.findings:
         mark, style = SEV_MARK[f.severity.value]
         obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
-        row = Text(f" {mark} ", style=style)
-        row.append(f"{f.rule:<22}", style=style)
-        row.append(f" {obj}: ")
-        row.append(f.message)  # Text.append never interprets markup: cluster strings stay literal
-        parts.append(row)
+        body = Text(f"{obj}: ", style="bold")
+        body.append(f.message)  # Text.append never interprets markup: cluster strings stay literal
+        if f.hint:
+            body.append(f"\n→ {f.hint}", style="dim")
+        grid.add_row(Text(mark, style=style), Text(f.rule, style=style), body)
+    parts.append(grid)
     return Group(*parts)
 
 

@@ -125,3 +125,12 @@ def test_parse_never_crashes_unexpectedly(text):
         Quantity.parse(text)
     except QuantityError:
         pass
+
+
+@pytest.mark.parametrize(
+    "text,shown",
+    [("287070m", "287.07"), ("5475389136Ki", "5.1Ti"), ("500m", "500m"), ("24", "24"), ("1536Mi", "1.5Gi"),
+     ("2Gi", "2Gi"), ("1500000", "1.5M"), ("0", "0"), ("-8", "-8")],
+)
+def test_human_form(text, shown):
+    assert Quantity.parse(text).human() == shown

@@ -177,13 +177,23 @@ class Quantity:
         return f"{sign}{mant}{_DECIMAL_BY_EXP[best_exp]}"
 
     def human(self) -> str:
-        """A short display form: binary units for byte-like quantities, else decimal."""
+        """A short display form: binary units for byte-like quantities, plain numbers otherwise
+        (`287.07` rather than `287070m`); exact values stay available through `canonical()`."""
+        mag = abs(self.value)
         if self.format == BINARY_SI:
-            mag = abs(self.value)
             for suffix, exp in (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)):
                 unit = Decimal(2) ** exp
                 if mag >= unit:
                     v = self.value / unit
+                    return f"{v:.0f}{suffix}" if v == v.to_integral_value() else f"{v:.1f}{suffix}"
+        if mag >= 1 and mag < 10**6:
+            if self.value == self.value.to_integral_value():
+                return f"{int(self.value)}"
+            return f"{self.value:.2f}".rstrip("0").rstrip(".")
+        if mag >= 10**6 and self.format != BINARY_SI:
+            for suffix, exp in (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6)):
+                if mag >= Decimal(10) ** exp:
+                    v = self.value / Decimal(10) ** exp
                     return f"{v:.0f}{suffix}" if v == v.to_integral_value() else f"{v:.1f}{suffix}"
         return self.canonical()
 
