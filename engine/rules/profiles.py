@@ -129,6 +129,7 @@ class ProfileSet:
     declared: bool = True  # False: no profiles declared in spec nor observed in status
     readable_cluster: bool = True  # False: clusters.tau.azure.com is not Synced
     _by_name: dict[str, ResolvedWorkloadProfile] = field(default_factory=dict, compare=False)
+    _ready: dict[int, bool] = field(default_factory=dict, compare=False)  # by id(profile): selection asks often
 
     @property
     def usable(self) -> bool:
@@ -146,7 +147,10 @@ class ProfileSet:
         return profile_readiness(p, self.generation or 0)
 
     def is_ready(self, p: ResolvedWorkloadProfile) -> bool:
-        return self.readiness(p)[0]
+        ready = self._ready.get(id(p))
+        if ready is None:
+            ready = self._ready[id(p)] = self.readiness(p)[0]
+        return ready
 
 
 def _at(c: Condition | None, generation: int) -> bool:
@@ -418,10 +422,14 @@ def _dimension(values: set[str]) -> list[str]:
 
 def catalog_tuples(ps: ProfileSet, profiles: list[ResolvedWorkloadProfile] | None = None) -> list[tuple[str, str, str]]:
     """(namespace, team, lane) tuples worth selecting for: each profile's explicit lists crossed
-    (a global list stands for every value the catalog or a workspace names), plus every workspace's
-    (namespace, team) with the catalog's lanes. `profiles` limits the catalog part to those profiles."""
-    all_ns = {n for p in ps.profiles for n in p.applicability.namespaces} | {ns for ns, _ in ps.workspace_tuples}
-    all_teams = {t for p in ps.profiles for t in p.applicability.teams} | {t for _, t in ps.workspace_tuples}
+    (a global list stands for every value the catalog names), plus every workspace's (namespace,
+    team) with the catalog's lanes. `profiles` limits the catalog part to those profiles.
+
+    Workspace values do not widen a global list: a workspace namespace only ever submits with its
+    own team, and crossing every namespace with every team would grow with the cluster, not the
+    catalog."""
+    all_ns = {n for p in ps.profiles for n in p.applicability.namespaces}
+    all_teams = {t for p in ps.profiles for t in p.applicability.teams}
     all_lanes = {ln for p in ps.profiles for ln in p.applicability.lanes}
     out: set[tuple[str, str, str]] = set()
     for p in ps.profiles if profiles is None else profiles:
