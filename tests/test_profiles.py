@@ -400,3 +400,12 @@ def test_cluster_view_carries_the_profiles_contract():
     assert data["usable"] is True and data["profileSetHash"] == profile_set_hash(CATALOG)
     assert {"name", "ready", "reason", "executionTarget", "placement", "defaultLocalQueue"} <= set(data["profiles"][0])
     assert {"namespace", "team", "lane", "profile", "error"} <= set(data["selections"][0])
+
+
+def test_workspaces_do_not_widen_global_lists():
+    # A workspace contributes its own (namespace, team) only; it never crosses with other teams.
+    catalog = [profile("any"), profile("research", teams=["research"], lanes=["training"])]
+    ctx = ctx_of(tau_cluster(catalog), workspace("a", "alpha"), workspace("b", "beta"))
+    view, _ = derive_profiles(ctx)
+    got = sorted((s.namespace, s.team, s.lane) for s in view.selections)
+    assert got == [("", "research", "training"), ("a", "alpha", "training"), ("b", "beta", "training")]
