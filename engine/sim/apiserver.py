@@ -49,8 +49,10 @@ _APPLY = "application/apply-patch+yaml"
 _TRUE = ("true", "1")
 
 
-@dataclass(frozen=True)
+@dataclass
 class RequestRecord:
+    """One request, logged on receipt (so open watches show up); `status` is 0 until answered."""
+
     method: str
     path: str
     query: str
@@ -181,7 +183,12 @@ class ApiServer:
         verb = self._verb(method, target, q) if discovery is None else "discovery"
         if verb in WRITE_VERBS:
             self.writes[verb] += 1  # counted on receipt: read-only mode must send none at all
-        dry_run = "dryRun" in q
+        t = target
+        record = RequestRecord(
+            method, request.path, request.query_string, verb, t.resource.qualified if t else None,
+            t.subresource if t else None, t.namespace if t else None, t.name if t else None, 0, "dryRun" in q,
+            time.time())
+        self.requests.append(record)
         status = 500
         try:
             if not _public(request.path):
@@ -201,7 +208,7 @@ class ApiServer:
                 if fault is not None:
                     raise fault
                 if verb == "watch":
-                    status = 200
+                    record.status = status = 200
                     return await self._watch(request, target)
                 resp = await self._dispatch(request, target, verb)
             status = resp.status
@@ -210,11 +217,7 @@ class ApiServer:
             status = exc.code
             return self._json(exc.status(), exc.code)
         finally:
-            t = target
-            self.requests.append(RequestRecord(
-                method, request.path, request.query_string, verb, t.resource.qualified if t else None,
-                t.subresource if t else None, t.namespace if t else None, t.name if t else None, status, dry_run,
-                time.time()))
+            record.status = status
 
     def _authenticate(self, request: web.Request) -> None:
         header = request.headers.get("Authorization", "")
