@@ -773,7 +773,7 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
     unknown = _unknown(ctx, EXPLICIT_KINDS)
     if tc is None:
         mode = "None"
-    elif teams or workspaces or any(k in ("TauTeam", "TauWorkspace") for k in _unreadable_kinds(ctx)):
+    elif teams or workspaces or not (s.readable("TauTeam") and s.readable("TauWorkspace")):
         mode = "Explicit"
     else:
         mode = "None"
@@ -840,10 +840,6 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
         )
     covered = sorted({r for fl in flavors for r in (*fl.budget, *fl.observed_budget)})
     return PoolView(mode=mode, flavors=flavors, queues=queues, covered_resources=covered, teams=_teams(ctx)), findings
-
-
-def _unreadable_kinds(ctx: RuleContext) -> list[str]:
-    return [k for k in ("TauTeam", "TauWorkspace") if not ctx.store.readable(k)]
 
 
 def _retained(ctx: RuleContext) -> list[Finding]:
