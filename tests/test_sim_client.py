@@ -150,7 +150,7 @@ async def test_watch_live_events_and_label_transitions(api, sim):
                     return
 
     task = asyncio.create_task(consume())
-    await _until(lambda: sim.api._watches)
+    await sim.api.wait_for_watches(1, "workloads")
     sim.db.create(wl("w1", **{"sim/watched": "yes"}))
     sim.db.create(wl("w2"))
     sim.db.patch_merge("workloads", "w2", {"metadata": {"labels": {"sim/watched": "yes"}}}, "training")  # moves in
@@ -375,7 +375,7 @@ async def test_dropped_watch_reconnects_from_the_last_resource_version(api, sim)
                     return
 
     task = asyncio.create_task(consume())
-    await _until(lambda: sim.api._watches)
+    await sim.api.wait_for_watches(1, "workloads")
     sim.db.create(wl("before-drop"))
     await _until(lambda: names)
     sim.faults.drop_watches()

@@ -143,3 +143,21 @@ async def test_dry_run_server_stores_nothing(sim):
 async def test_kubectl_with_a_wrong_token_is_refused(sim):
     code, _, err = await kubectl(sim, "get", "nodes", "--token=wrong", ok=False)
     assert code != 0 and ("Unauthorized" in err or "provide credentials" in err)
+
+
+async def test_get_watch_prints_rows_in_the_same_columns(sim):
+    env = {**os.environ, "HOME": str(sim.kubeconfig.parent)}
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(sim.kubeconfig), "get", "cq", "tau-ws-training", "-w",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    try:
+        header = (await asyncio.wait_for(proc.stdout.readline(), 10)).decode().split()
+        assert header[:3] == ["NAME", "COHORT", "STOP"]
+        assert "None" in (await asyncio.wait_for(proc.stdout.readline(), 10)).decode()
+        await sim.api.wait_for_watches(1, "clusterqueues")
+        sim.db.patch_merge("cq", "tau-ws-training", {"spec": {"stopPolicy": "Hold"}})
+        row = (await asyncio.wait_for(proc.stdout.readline(), 10)).decode().split()
+        assert row[:3] == ["tau-ws-training", "tau-team-vision", "Hold"]  # no second header
+    finally:
+        proc.terminate()
+        await proc.wait()

@@ -114,6 +114,7 @@ class ApiServer:
         self.writes: Counter[str] = Counter()
         self.requests: deque[RequestRecord] = deque(maxlen=log_size)
         self._watches: set[_Watch] = set()
+        self._watch_changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------
@@ -156,6 +157,21 @@ class ApiServer:
         for w in list(self._watches):
             if any(pred(k) for k in (w.sub.resources or ())):
                 w.end(False)
+
+    def open_watches(self, resource: str | Resource | None = None) -> int:
+        """How many watch streams are open (on one resource, or on all)."""
+        key = self.db.registry.resolve(resource).key if resource is not None else None
+        return sum(1 for w in self._watches if key is None or key in (w.sub.resources or ()))
+
+    async def wait_for_watches(self, count: int = 1, resource: str | Resource | None = None,
+                               within: float = 5.0) -> None:
+        """Wait until `count` watches are open, e.g. until an informer under test has synced."""
+        async with asyncio.timeout(within), self._watch_changed:
+            await self._watch_changed.wait_for(lambda: self.open_watches(resource) >= count)
+
+    async def _notify_watches(self) -> None:
+        async with self._watch_changed:
+            self._watch_changed.notify_all()
 
     def reset_counters(self) -> None:
         self.writes.clear()
@@ -442,6 +458,13 @@ class ApiServer:
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
         timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else self.watch_timeout
         start_rv = _int(rv, "resourceVersion") if rv not in ("", "0") else None
+        table = _wants_table(request)  # kubectl get -w: each event carries a one-row Table
+
+        def render(o: Obj) -> Obj:
+            if table:
+                return self._table(r, [o], {"resourceVersion": o["metadata"]["resourceVersion"]}, q)
+            return self._out(o, t)
+
         # Subscribe and take the starting point in one synchronous step: no event is lost or doubled.
         sub = db.subscribe([r])
         initial: list[tuple[str, Obj]] = []
@@ -464,9 +487,10 @@ class ApiServer:
         watch = _Watch(request, sub)
         self._watches.add(watch)
         resp = await self._stream(request)
+        await self._notify_watches()
         try:
             for typ, obj in initial:
-                await _send(resp, {"type": typ, "object": self._out(obj, t)})
+                await _send(resp, {"type": typ, "object": render(obj)})
             if send_initial and bookmarks:
                 await _send(resp, self._bookmark(t, initial_end=True))
             deadline = time.monotonic() + timeout
@@ -489,7 +513,7 @@ class ApiServer:
                         continue
                 out = _transition(ev, matches)
                 if out is not None:
-                    await _send(resp, {"type": out[0], "object": self._out(out[1], t)})
+                    await _send(resp, {"type": out[0], "object": render(out[1])})
             await _eof(resp)
         except ConnectionError:
             pass  # the client went away mid-write
