@@ -161,3 +161,28 @@ async def test_get_watch_prints_rows_in_the_same_columns(sim):
     finally:
         proc.terminate()
         await proc.wait()
+
+
+async def test_default_seed_is_the_demo_scenario(tmp_path):
+    async with SimServer(kubeconfig=tmp_path / "config") as demo:
+        assert demo.snapshot is not None and demo.load_result is not None and not demo.load_result.issues
+        _, out, _ = await kubectl(demo, "get", "clusterqueues", "-o", "name")
+        assert len(out.split()) == demo.db.counts()["ClusterQueue"] > 0
+        _, out, _ = await kubectl(demo, "get", "workloads", "-A", "--no-headers")
+        assert len(out.splitlines()) == demo.db.counts()["Workload"]
+
+
+async def test_apply_creates_then_configures(sim, tmp_path):
+    manifest = tmp_path / "cq.yaml"
+    doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "applied"},
+           "spec": {"stopPolicy": "Hold"}}
+    manifest.write_text(yaml.safe_dump(doc))
+    # No OpenAPI is served, so client-side validation is off.
+    _, out, _ = await kubectl(sim, "apply", "--validate=false", "-f", str(manifest))
+    assert "created" in out
+    doc["spec"]["stopPolicy"] = "HoldAndDrain"
+    manifest.write_text(yaml.safe_dump(doc))
+    _, out, _ = await kubectl(sim, "apply", "--validate=false", "-f", str(manifest))
+    assert "configured" in out
+    got = sim.db.get("cq", "applied")
+    assert got["spec"]["stopPolicy"] == "HoldAndDrain" and got["metadata"]["generation"] == 2
