@@ -128,6 +128,8 @@ class KubeSource:
         watch_timeout: int = 300,
         request_timeout: float = 15.0,
         absent_recheck: float = 60.0,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
     ) -> None:
         self.store = store
         self.target = target
@@ -136,6 +138,7 @@ class KubeSource:
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
         self.absent_recheck = absent_recheck
+        self.backoff = (backoff_base, backoff_cap)
         self.status: dict[str, KindStatus] = {k.kind: KindStatus(k) for k in kinds}
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
@@ -218,7 +221,7 @@ class KubeSource:
     # informer ----------------------------------------------------------------------------
     async def _run(self, k: ResourceKind) -> None:
         st = self.status[k.kind]
-        backoff = Backoff()
+        backoff = Backoff(*self.backoff)
         while not self._stopping:
             try:
                 if st.version is None:
@@ -231,8 +234,18 @@ class KubeSource:
                         continue
                 await self._list(k, st)
                 backoff.reset()
+                cuts = 0
                 while not self._stopping:
-                    await self._watch(k, st)
+                    try:
+                        await self._watch(k, st)
+                        cuts = 0
+                    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, ConnectionResetError):
+                        # A stream cut mid-watch: resume from the last version without a re-list;
+                        # only repeated cuts count as an error.
+                        cuts += 1
+                        if cuts > 5:
+                            raise
+                        await asyncio.sleep(0.05 * cuts)
                     st.watch_restarts += 1
             except Gone:
                 st.relists += 1
