@@ -396,10 +396,12 @@ async def test_gone_storm_forces_a_relist(api, sim):
                 pass
     assert exc.value.status == 410
     relisted = await co.list_cluster_custom_object(KUEUE, V2, "workloads")
+    sim.db.create(wl("after-storm"))
     async with Watch() as w:  # a fresh RV after the re-list works again
-        async for _ in w.stream(co.list_cluster_custom_object, KUEUE, V2, "workloads",
-                                resource_version=relisted["metadata"]["resourceVersion"], timeout_seconds=0.2):
-            pass
+        async for ev in w.stream(co.list_cluster_custom_object, KUEUE, V2, "workloads",
+                                 resource_version=relisted["metadata"]["resourceVersion"], timeout_seconds=5):
+            assert (ev["type"], ev["object"]["metadata"]["name"]) == ("ADDED", "after-storm")
+            break
 
 
 async def test_read_only_session_sends_no_writes(api, sim):
@@ -408,8 +410,8 @@ async def test_read_only_session_sends_no_writes(api, sim):
     await co.list_cluster_custom_object(KUEUE, V2, "clusterqueues")
     await co.get_namespaced_custom_object("tau.azure.com", "v1alpha1", "tau-system", "workspaces", "training")
     async with Watch() as w:
-        async for _ in w.stream(co.list_cluster_custom_object, KUEUE, V2, "workloads", timeout_seconds=0.2):
-            pass
+        async for _ in w.stream(co.list_cluster_custom_object, KUEUE, V2, "workloads", timeout_seconds=5):
+            break  # the current state arrives first
     assert sim.api.writes == {}
     assert {r.verb for r in sim.api.requests} >= {"list", "get", "watch"}
 

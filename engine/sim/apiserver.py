@@ -215,6 +215,9 @@ class ApiServer:
             if delay:
                 await asyncio.sleep(delay)
             if discovery is not None:
+                fault = self.faults.check(None, "discovery", None, None)
+                if fault is not None:
+                    raise fault
                 if method != "GET":
                     raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
                 resp = self._json(discovery())
@@ -232,6 +235,9 @@ class ApiServer:
         except ApiError as exc:
             status = exc.code
             return self._json(exc.status(), exc.code)
+        except Exception as exc:  # a simulator bug: still answer like an apiserver, with a Status
+            status = 500
+            return self._json(ApiError(f"simulator error: {type(exc).__name__}: {exc}").status(), 500)
         finally:
             record.status = status
 
@@ -399,7 +405,9 @@ class ApiServer:
                 try:
                     opts = json.loads(raw)
                 except ValueError:
-                    raise BadRequest("the DeleteOptions body is not valid JSON") from None
+                    opts = None
+                if not isinstance(opts, dict):
+                    raise BadRequest("the DeleteOptions body is not a JSON object")
             dry_run = dry_run or _dry_run_options(opts)
             out = db.delete(r, t.name or "", t.namespace, preconditions=opts.get("preconditions"), dry_run=dry_run)
             return self._json(self._out(out, t))
@@ -456,7 +464,7 @@ class ApiServer:
         rv = q.get("resourceVersion", "")
         send_initial = q.get("sendInitialEvents", "").lower() in _TRUE
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
-        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else self.watch_timeout
+        timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds") or self.watch_timeout
         start_rv = _int(rv, "resourceVersion") if rv not in ("", "0") else None
         table = _wants_table(request)  # kubectl get -w: each event carries a one-row Table
 
