@@ -49,8 +49,14 @@ def render_table(view: ClusterView) -> Group:
     if pool.mode == "None":
         line.append("no TauCluster capacity configuration")
     else:
-        line.append(f"{pool.mode.lower()} · team {pool.team or '-'} · cohort {pool.cohort or '-'} · ")
-        line.append("valid" if pool.valid else "INVALID", style="green" if pool.valid else "bold red")
+        line.append(f"{pool.mode.lower()} · team {pool.team or '-'} · cohort {pool.cohort or '-'}")
+        if pool.valid is True:
+            line.append(" · valid", style="green")
+        elif pool.valid is False:
+            line.append(" · INVALID", style="bold red")
+        elif pool.mode == "Automatic" or getattr(pool, "unknown", None):
+            why = ", ".join(f"{u.resource} {u.reason}" for u in getattr(pool, "unknown", []) or [])
+            line.append(f" · unknown ({why or 'inputs unreadable'})", style="yellow")
         if pool.zeroed:
             line.append(" · ZEROED", style="bold red")
     parts.append(line)

@@ -66,7 +66,7 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     from kubernetes_asyncio.config.config_exception import ConfigException
 
     path = kubeconfig_path(kubeconfig)
-    existing = [p for p in path.split(os.pathsep) if p and Path(p).expanduser().exists()]
+    existing = _existing_files(path)
     if not existing:
         raise ConfigError(f"kubeconfig {path}: no such file (use --kubeconfig or KUBECONFIG, or try `taudash demo`)")
     cfg = client.Configuration()
@@ -84,6 +84,10 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     except OSError as exc:
         raise ConfigError(f"kubeconfig {path}: {exc.strerror}") from None
     return ClusterTarget(context=name or "?", server=cfg.host, api_client=client.ApiClient(configuration=cfg))
+
+
+def _existing_files(path: str) -> list[str]:
+    return [p for p in path.split(os.pathsep) if p and Path(p).expanduser().exists()]
 
 
 class ConfigError(Exception):
