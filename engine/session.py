@@ -1,0 +1,377 @@
+"""Session: what the dashboard reads through — the store, its source, the rule config, a cached view.
+
+Headless (no Textual). A live source will mutate the store on the event loop while the dashboard
+derives views in a worker thread, so store reads and writes share `lock`: writers apply a batch of
+events under it, `view()` derives under it. The derived view is cached per store revision and access
+states, so an idle cluster costs nothing per tick.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .model import BY_KIND, KINDS
+from .rules.base import ObjRef, RuleConfig
+from .store import AccessState, Store
+from .view import ClusterView, SourceInfo, derive
+
+DeriveFn = Callable[[Store, datetime, RuleConfig, SourceInfo], ClusterView]
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.nvidia.com")
+
+
+def gpu_resource(keys) -> str | None:
+    """The GPU resource name among a flavor's resources, if any (NVIDIA first)."""
+    keys = set(keys)
+    for k in GPU_RESOURCES:
+        if k in keys:
+            return k
+    return next((k for k in sorted(keys) if k.endswith("/gpu")), None)
+
+
+@dataclass(frozen=True)
+class SyncProblem:
+    """A kind whose data cannot be trusted right now; verdicts that need it are Unknown."""
+
+    kind: str
+    resource: str
+    state: str
+    since: float | None = None
+    message: str = ""
+
+    def describe(self, now: float | None = None) -> str:
+        text = f"{self.resource} {self.state.lower()}"
+        if self.since is not None and now is not None and self.state in ("Error", "Forbidden"):
+            text += f" (stale {max(0, int(now - self.since))} s)"
+        return text
+
+
+@dataclass(frozen=True)
+class Freshness:
+    mode: str  # LIVE | SNAPSHOT | DEMO
+    read_only: bool
+    age: float | None  # seconds since the last watch event; None: no event yet (snapshots)
+    observed_at: str | None  # a snapshot's capture time
+    revision: int
+    problems: tuple[SyncProblem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One tick's worth of data for every screen: built off the UI thread, read on it."""
+
+    view: ClusterView
+    freshness: Freshness
+    now: datetime
+    revision: int
+    # reserved GPUs per pool flavor, one value per time bucket (None: no sample yet, never zero)
+    history: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Related:
+    relation: str  # "owner", "workload", "local queue", ...
+    ref: ObjRef
+
+
+HISTORY_WINDOW = 1800.0  # seconds shown by the sparklines (30 min)
+HISTORY_BUCKETS = 16
+_RELATED_LIMIT = 50
+
+
+class Session:
+    def __init__(
+        self,
+        store: Store,
+        source: SourceInfo,
+        config: RuleConfig | None = None,
+        *,
+        read_only: bool = False,
+        demo: bool = False,
+        derive_fn: DeriveFn | None = None,
+        issues: tuple[str, ...] = (),
+    ) -> None:
+        self.store = store
+        self.source = source
+        self.config = config or RuleConfig()
+        # A snapshot is an observed revision, never something to write back to.
+        self.read_only = read_only or source.type == "snapshot"
+        self.demo = demo
+        self.issues = issues  # objects the source could not load ("file:line: why"), shown once
+        self.lock = threading.RLock()
+        self._derive = derive_fn or derive
+        self._cache_key: tuple | None = None
+        self._cache: ClusterView | None = None
+        self._history_lock = threading.Lock()
+        self._samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=4096)
+        self.last_frame: Frame | None = None
+
+    # mode -------------------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        if self.demo or self.source.type == "sim":
+            return "DEMO"
+        return "LIVE" if self.source.type == "kube" else "SNAPSHOT"
+
+    @contextmanager
+    def writing(self) -> Iterator[Store]:
+        """For live sources: apply a batch of events while no derive reads the store."""
+        with self.lock:
+            yield self.store
+
+    # derived state -----------------------------------------------------------------------
+    def _key(self) -> tuple:
+        acc = tuple((k, a.state.value, a.since) for k, a in sorted(self.store.access_states().items()))
+        return (self.store.revision, acc)
+
+    def view(self, now: datetime) -> ClusterView:
+        """The derived view; re-derived only when the store's revision or access states changed."""
+        with self.lock:
+            key = self._key()
+            if key != self._cache_key or self._cache is None:
+                self._cache = self._derive(self.store, now, self.config, self.source)
+                self._cache_key = key
+                self._sample(now.timestamp(), self._cache)
+            return self._cache
+
+    def freshness(self, now: datetime) -> Freshness:
+        ts = now.timestamp()
+        last = self.store.last_event_at
+        problems = []
+        for kind, acc in sorted(self.store.access_states().items()):
+            info = BY_KIND[kind]
+            if acc.state is AccessState.SYNCED or (acc.state is AccessState.ABSENT and info.optional):
+                continue
+            problems.append(SyncProblem(kind, info.resource, acc.state.value, acc.since, acc.message))
+        return Freshness(
+            mode=self.mode,
+            read_only=self.read_only,
+            age=None if last is None else max(0.0, ts - last),
+            observed_at=self.source.observed_at,
+            revision=self.store.revision,
+            problems=tuple(problems),
+        )
+
+    def frame(self, now: datetime) -> Frame:
+        """Everything a tick renders. Safe to call from a worker thread."""
+        view = self.view(now)
+        fr = Frame(
+            view=view,
+            freshness=self.freshness(now),
+            now=now,
+            revision=self.store.revision,
+            history=self.history(now.timestamp(), [f.name for f in view.pool.flavors]),
+        )
+        self.last_frame = fr
+        return fr
+
+    # history ------------------------------------------------------------------------------
+    def _sample(self, ts: float, view: ClusterView) -> None:
+        values: dict[str, float] = {}
+        for f in view.pool.flavors:
+            gpu = gpu_resource(f.reserved.keys() | f.inventory.keys() | f.budget.keys())
+            if gpu is not None:
+                q = f.reserved.get(gpu)
+                values[f.name] = q.as_float() if q is not None else 0.0
+        with self._history_lock:
+            self._samples.append((ts, values))
+
+    def history(
+        self, now: float, flavors: list[str], buckets: int = HISTORY_BUCKETS, window: float = HISTORY_WINDOW
+    ) -> dict[str, tuple[float | None, ...]]:
+        """Reserved GPUs per flavor in time buckets ending at `now`: each bucket holds the last value
+        sampled at or before its end; buckets before the first sample are None (not zero)."""
+        with self._history_lock:
+            samples = list(self._samples)
+        step = window / buckets
+        ends = [now - window + step * (i + 1) for i in range(buckets)]
+        out: dict[str, tuple[float | None, ...]] = {}
+        for name in flavors:
+            series: list[float | None] = []
+            j, last = 0, None
+            for end in ends:
+                while j < len(samples) and samples[j][0] <= end:
+                    last = samples[j][1].get(name, last)
+                    j += 1
+                series.append(last)
+            out[name] = tuple(series)
+        return out
+
+    # objects ------------------------------------------------------------------------------
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Any:
+        if kind not in BY_KIND:
+            return None
+        return self.store.get(kind, name, namespace)
+
+    def raw(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        if kind not in BY_KIND:
+            return None
+        return self.store.raw(kind, name, namespace)
+
+    def labels(self, kind: str, name: str, namespace: str | None = None) -> dict[str, str]:
+        obj = self.get(kind, name, namespace)
+        return dict(obj.metadata.labels) if obj is not None else {}
+
+    def objects(self) -> list[ObjRef]:
+        """Every object the store holds (palette search), grouped by kind."""
+        with self.lock:
+            return [
+                ObjRef(kind=k.kind, namespace=o.metadata.namespace, name=o.metadata.name)
+                for k in KINDS
+                for o in self.store.list(k.kind)
+            ]
+
+    def related(self, ref: ObjRef) -> list[Related]:
+        """Objects linked to `ref`: owners and owned, Workload ↔ queues ↔ flavors ↔ nodes, workspace ↔ namespace."""
+        with self.lock:
+            return _related(self, ref)
+
+
+def _ref(kind: str, name: str, namespace: str | None = None) -> ObjRef:
+    return ObjRef(kind=kind, namespace=namespace or None, name=name)
+
+
+def _related(s: Session, ref: ObjRef) -> list[Related]:
+    store = s.store
+    obj = s.get(ref.kind, ref.name, ref.namespace)
+    if obj is None:
+        return []
+    out: list[Related] = []
+    seen: set[tuple] = set()
+
+    def add(relation: str, kind: str, name: str | None, ns: str | None = None) -> None:
+        if not name or kind not in BY_KIND:
+            return
+        ns = ns if BY_KIND[kind].namespaced else None
+        key = (relation, kind, ns, name)
+        if key in seen or (kind, ns or None, name) == (ref.kind, ref.namespace, ref.name):
+            return
+        seen.add(key)
+        if len(out) < _RELATED_LIMIT * 4:
+            out.append(Related(relation, _ref(kind, name, ns)))
+
+    ns = obj.metadata.namespace
+    for o in obj.metadata.owner_references:
+        kind = _owner_kind(o.kind, o.api_version)
+        add("owner", kind, o.name, ns)
+    if obj.metadata.uid:
+        for child in store.by_owner(obj.metadata.uid)[:_RELATED_LIMIT]:
+            add("owns", _kind_name(child), child.name, child.namespace)
+
+    kind = ref.kind
+    sysns = s.config.system_namespace
+    if kind in ("Job", "RayJob", "RayService", "Deployment"):
+        q = obj.labels.get("kueue.x-k8s.io/queue-name")
+        if kind == "Deployment":
+            q = q or obj.spec.template.metadata.labels.get("kueue.x-k8s.io/queue-name")
+        add("local queue", "LocalQueue", q, ns)
+        if obj.metadata.uid:
+            for wl in store.by_label("Workload", "kueue.x-k8s.io/job-uid", obj.metadata.uid, ns):
+                add("workload", "Workload", wl.name, ns)
+    elif kind == "Workload":
+        add("local queue", "LocalQueue", obj.spec.queue_name, ns)
+        lq = store.get("LocalQueue", obj.spec.queue_name, ns) if obj.spec.queue_name else None
+        if obj.status.admission and obj.status.admission.cluster_queue:
+            add("cluster queue (admitted)", "ClusterQueue", obj.status.admission.cluster_queue)
+            for psa in obj.status.admission.pod_set_assignments:
+                for flavor in sorted(set(psa.flavors.values())):
+                    add("flavor", "ResourceFlavor", flavor)
+                    for node in _flavor_nodes(s, flavor)[:_RELATED_LIMIT]:
+                        add("node (of flavor)", "Node", node)
+        elif lq is not None:
+            add("cluster queue", "ClusterQueue", lq.spec.cluster_queue)
+    elif kind == "LocalQueue":
+        add("cluster queue", "ClusterQueue", obj.spec.cluster_queue)
+        for wl in store.list("Workload", ns):
+            if wl.spec.queue_name == obj.name:
+                add("workload", "Workload", wl.name, ns)
+        add("namespace", "Namespace", ns)
+    elif kind == "ClusterQueue":
+        add("cohort", "Cohort", obj.spec.cohort_name)
+        for lq in store.list("LocalQueue"):
+            if lq.spec.cluster_queue == obj.name:
+                add("local queue", "LocalQueue", lq.name, lq.namespace)
+        for ac in obj.spec.admission_check_names:
+            add("admission check", "AdmissionCheck", ac)
+        for rg in obj.spec.resource_groups:
+            for fl in rg.flavors:
+                add("flavor", "ResourceFlavor", fl.name)
+        ws = obj.labels.get("tau.azure.com/workspace")
+        add("workspace", "TauWorkspace", ws, sysns)
+    elif kind == "Cohort":
+        add("parent", "Cohort", obj.spec.parent_name)
+        for cq in store.list("ClusterQueue"):
+            if cq.spec.cohort_name == obj.name:
+                add("member", "ClusterQueue", cq.name)
+        for c in store.list("Cohort"):
+            if c.spec.parent_name == obj.name:
+                add("child", "Cohort", c.name)
+        add("team", "TauTeam", obj.labels.get("tau.azure.com/team"), sysns)
+    elif kind == "ResourceFlavor":
+        for node in _flavor_nodes(s, obj.name)[:_RELATED_LIMIT]:
+            add("node", "Node", node)
+    elif kind == "Node":
+        cls = obj.labels.get("tau.azure.com/gpu-class")
+        if cls:
+            add("pool flavor", "ResourceFlavor", f"taugrid-gpu-{cls}")
+        add("csi node", "CSINode", obj.name)
+    elif kind == "TauWorkspace":
+        target = obj.status.target.resolved_namespace or obj.desired_namespace
+        add("namespace", "Namespace", target)
+        if obj.desired_namespace != target:
+            add("new namespace", "Namespace", obj.desired_namespace)
+        add("team", "TauTeam", obj.team, sysns)
+        add("local queue", "LocalQueue", obj.status.queue.local_queue or obj.spec.queue, target)
+        add("cluster queue", "ClusterQueue", obj.status.queue.cluster_queue)
+        if obj.spec.workload_identity:
+            add("service account", "ServiceAccount", obj.spec.workload_identity.service_account_name, target)
+    elif kind == "TauTeam":
+        add("cohort", "Cohort", obj.status.cohort or f"tau-team-{obj.name}")
+        for ws in store.list("TauWorkspace", sysns):
+            if ws.team == obj.name:
+                add("workspace", "TauWorkspace", ws.name, sysns)
+    elif kind == "Namespace":
+        for ws in store.list("TauWorkspace", sysns):
+            if obj.name in (ws.status.target.resolved_namespace, ws.desired_namespace):
+                add("workspace", "TauWorkspace", ws.name, sysns)
+        for lq in store.list("LocalQueue", obj.name):
+            add("local queue", "LocalQueue", lq.name, obj.name)
+    elif kind == "AdmissionCheck":
+        params = obj.spec.parameters
+        if params is not None and params.kind == "MultiKueueConfig":
+            add("config", "MultiKueueConfig", params.name)
+    elif kind == "MultiKueueConfig":
+        for c in obj.spec.clusters:
+            add("worker", "MultiKueueCluster", c)
+    elif kind == "PersistentVolumeClaim":
+        add("storage class", "StorageClass", obj.spec.storage_class_name)
+    return out
+
+
+def _flavor_nodes(s: Session, flavor: str) -> list[str]:
+    rf = s.store.get("ResourceFlavor", flavor)
+    if flavor.startswith("taugrid-gpu-"):
+        cls = flavor[len("taugrid-gpu-") :]
+        return [n.name for n in s.store.by_label("Node", "tau.azure.com/gpu-class", cls)]
+    if rf is None or not rf.spec.node_labels:
+        return []  # empty nodeLabels select every node: too broad to list as "related"
+    return [n.name for n in s.store.list("Node") if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
+
+
+def _owner_kind(kind: str, api_version: str) -> str:
+    if api_version.startswith("tau.azure.com/") and kind in ("Cluster", "Team", "Workspace"):
+        return "Tau" + kind
+    return kind
+
+
+def _kind_name(obj: Any) -> str:
+    for k in KINDS:
+        if type(obj) is k.model:
+            return k.kind
+    return type(obj).__name__
