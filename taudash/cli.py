@@ -76,6 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Operator console for TauGrid GPU clusters. Without a command, opens the dashboard.",
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
+    # Options of the dashboard itself (no command); distinct dests so sub-commands keep their own.
+    dash = p.add_argument_group("dashboard (no command)")
+    dash.add_argument("--snapshot", dest="dash_snapshot", metavar="FILE", help="open the dashboard on a snapshot file (read-only)")
+    dash.add_argument("--context", dest="dash_context", metavar="NAME", help="open the dashboard on a live context")
+    dash.add_argument("--read-only", dest="dash_read_only", action="store_true", help="never send a write request (snapshots always are)")
+    dash.add_argument("--system-namespace", dest="dash_system_namespace", default="tau-system", metavar="NS",
+                      help="where TauGrid objects live (default tau-system)")
+    dash.add_argument("--pvc", dest="dash_pvc", action="append", default=[], metavar="CLAIM",
+                      help="storage claim to check in each workspace namespace (repeatable)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     s = sub.add_parser("status", help="print the derived cluster status (the output contract)")

@@ -1,0 +1,138 @@
+"""DashScreen: what every dashboard screen shares — header, footer, filter, drill-down and back.
+
+A screen never pulls data on its own schedule: the app hands it a `Frame` once per tick while it is
+the visible screen, and on resume it renders the newest frame it missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable
+
+from engine.rules.base import ObjRef
+from engine.session import Frame, Session
+
+from .filtering import RowMeta, parse_filter
+from .messages import OpenObject
+from .text import Tones, tones_for
+from .widgets.filter_bar import FilterBar
+from .widgets.footer_bar import FooterBar
+from .widgets.header_bar import HeaderBar
+from .widgets.keyed_table import KeyedTable
+
+
+class DashScreen(Screen):
+    AUTO_FOCUS = "KeyedTable"  # arrows and enter work at once; never the (hidden) filter input
+    NAV: str | None = None  # the footer entry this screen belongs to
+    HELP: str = ""  # what this screen answers and its own keys; shown by `?`
+    TITLE_TEXT: str = ""
+
+    DEFAULT_CSS = """
+    DashScreen > .bottom-bars {
+        dock: bottom;
+        height: auto;
+    }
+    """
+
+    BINDINGS = [
+        Binding("slash", "filter", "filter", show=False),
+        Binding("escape", "back", "back", show=False),
+    ]
+
+    def __init__(self, session: Session, nav: str | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.nav = nav or self.NAV
+        self.frame: Frame | None = None
+
+    # composition -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        with Vertical(classes="bottom-bars"):  # one docked stack: the filter line sits above the footer
+            yield FilterBar()
+            yield FooterBar(active=self.nav)
+        yield from self.compose_body()
+
+    def compose_body(self) -> ComposeResult:  # pragma: no cover - every screen overrides
+        yield from ()
+
+    @property
+    def tones(self) -> Tones:
+        return tones_for(self.app.get_css_variables())
+
+    # data --------------------------------------------------------------------------------
+    def show(self, frame: Frame) -> None:
+        """Render one frame (called by the app on the visible screen only)."""
+        self.frame = frame
+        self.query_one(HeaderBar).show(frame)
+        self.render_frame(frame)
+
+    def render_frame(self, frame: Frame) -> None:  # pragma: no cover - every screen overrides
+        pass
+
+    def on_mount(self) -> None:
+        if self.session.last_frame is not None:
+            self.show(self.session.last_frame)
+
+    def on_screen_resume(self) -> None:
+        last = self.session.last_frame
+        if last is not None and last is not self.frame:
+            self.show(last)
+
+    # filter ------------------------------------------------------------------------------
+    @property
+    def filter_table(self) -> KeyedTable | None:
+        """The table `/` filters: the focused KeyedTable, else the screen's first one."""
+        focused = self.focused
+        if isinstance(focused, KeyedTable):
+            return focused
+        tables = list(self.query(KeyedTable))
+        return tables[0] if tables else None
+
+    def labels_of(self, meta: RowMeta) -> Mapping[str, str]:
+        return self.session.labels(meta.kind, meta.name, meta.namespace) if meta.kind else {}
+
+    def action_filter(self) -> None:
+        table = self.filter_table
+        if table is None:
+            self.notify("this screen has no table to filter", severity="warning")
+            return
+        self._filter_target = table
+        self.query_one(FilterBar).open(table.filter.raw)
+
+    def on_filter_bar_applied(self, event: FilterBar.Applied) -> None:
+        table = getattr(self, "_filter_target", None) or self.filter_table
+        if table is None:
+            return
+        table.set_filter(parse_filter(event.raw), self.labels_of)
+        if event.done:
+            table.focus()
+
+    def action_back(self) -> None:
+        bar = self.query_one(FilterBar)
+        if bar.is_open:
+            bar.close()
+            return
+        table = self.filter_table
+        if table is not None and table.filter.active:
+            table.set_filter(parse_filter(""), self.labels_of)
+            return
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    # drill-down --------------------------------------------------------------------------
+    def open_meta(self, meta: RowMeta | None) -> None:
+        if meta is None or not meta.kind or not meta.name:
+            return
+        self.post_message(OpenObject(ObjRef(kind=meta.kind, namespace=meta.namespace, name=meta.name)))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        table = event.data_table
+        if isinstance(table, KeyedTable) and event.row_key.value is not None:
+            event.stop()
+            self.open_meta(table.meta(event.row_key.value))

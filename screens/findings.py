@@ -1,0 +1,88 @@
+"""8 Findings: everything the rules found, most severe first; filter by severity (s) or any term (/)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from engine.session import Frame
+
+from .base import DashScreen
+from .filtering import parse_filter
+from .format import kv_grid, ref_text, severity_cell
+from .overview import FINDING_COLS, finding_key, finding_rows
+from .text import lit
+from .widgets.keyed_table import KeyedTable
+from .widgets.section import Section
+
+SEVERITY_CYCLE = ("", "critical", "warning", "info")
+
+
+class FindingsScreen(DashScreen):
+    NAV = "findings"
+    HELP = """\
+Findings: every verdict the rules reached, most severe first (critical, warning, info), each naming
+the object it is about. The pane below shows the highlighted finding's message and next step.
+
+s       cycle the severity filter: all → critical → warning → info
+/       filter: sev:warn  rule:POOL  kind:ClusterQueue  ns:eval  or any text
+enter   open the finding's object (conditions, related objects, YAML)"""
+
+    BINDINGS = [Binding("s", "cycle_severity", "severity", show=False)]
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="body"):
+            yield Static(id="fd-counts", classes="tile")
+            yield Section("FINDINGS", KeyedTable(FINDING_COLS, empty="✓ no findings", id="all-findings"), classes="primary")
+            with VerticalScroll(classes="detail-scroll"):
+                yield Static(id="fd-detail", classes="detail")
+
+    def render_frame(self, frame: Frame) -> None:
+        tones = self.tones
+        c = frame.view.counts()
+        t = Text(end="")
+        t.append(severity_cell("critical", tones))
+        t.append(f" {c['critical']}   ")
+        t.append(severity_cell("warning", tones))
+        t.append(f" {c['warning']}   ")
+        t.append(severity_cell("info", tones))
+        t.append(f" {c['info']}")
+        t.append("      s: severity filter · /: rule:, kind:, ns:, text", style=tones.muted)
+        self.query_one("#fd-counts", Static).update(t)
+        table = self.query_one("#all-findings", KeyedTable)
+        table.sync(finding_rows(frame.view, tones))
+        self._detail(table.selected_key())
+
+    def action_cycle_severity(self) -> None:
+        table = self.query_one("#all-findings", KeyedTable)
+        terms = table.filter.raw.split()
+        current = next((x.split(":", 1)[1] for x in terms if x.startswith("sev:")), "")
+        nxt = SEVERITY_CYCLE[(SEVERITY_CYCLE.index(current) + 1) % len(SEVERITY_CYCLE)] if current in SEVERITY_CYCLE else ""
+        terms = [x for x in terms if not x.startswith("sev:")] + ([f"sev:{nxt}"] if nxt else [])
+        table.set_filter(parse_filter(" ".join(terms)), self.labels_of)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.row_key.value)
+
+    def _detail(self, key: str | None) -> None:
+        pane = self.query_one("#fd-detail", Static)
+        f = next((x for x in self.frame.view.findings if finding_key(x) == (key or "").rstrip("+")), None) \
+            if self.frame else None
+        if f is None:
+            pane.update("")
+            return
+        tones = self.tones
+        t = Text()
+        t.append(severity_cell(f.severity.value, tones))
+        t.append("  ")
+        t.append(lit(f.rule, "bold"))
+        t.append("  ")
+        t.append(ref_text(f.object))
+        rows = [("finding", lit(f.message))]
+        if f.hint:
+            rows.append(("next step", lit(f.hint, tones.accent)))
+        pane.update(Group(t, kv_grid(rows, tones.muted)))

@@ -1,0 +1,124 @@
+"""Shared cell builders: quantities, object names, verdict marks. All return literal `Text`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from engine.model import Quantity
+from engine.rules.base import Finding, ObjRef
+from engine.session import gpu_resource
+
+from .filtering import RowMeta
+from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit
+
+UNKNOWN = "unknown"
+
+
+def qty(m: Mapping[str, Quantity] | None, res: str | None) -> str:
+    """A quantity for display; a missing entry is "–" (absent), never "0"."""
+    if m is None or res is None:
+        return "–"
+    q = m.get(res)
+    return "–" if q is None else q.human()
+
+
+def qfloat(m: Mapping[str, Quantity] | None, res: str | None) -> float | None:
+    if m is None or res is None:
+        return None
+    q = m.get(res)
+    return None if q is None else q.as_float()
+
+
+def gpu_of(*maps: Mapping[str, Quantity]) -> str | None:
+    keys: set[str] = set()
+    for m in maps:
+        keys |= set(m)
+    return gpu_resource(keys)
+
+
+def short_flavor(name: str) -> str:
+    return name[len("taugrid-gpu-") :] if name.startswith("taugrid-gpu-") else name
+
+
+def objname(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+# TauGrid honours these only in its system namespace: naming it in every row is noise.
+SYSTEM_SCOPED = ("TauWorkspace", "TauTeam")
+
+
+def ref_text(ref: ObjRef) -> Text:
+    t = Text(f"{ref.kind} ", style="dim", end="")
+    t.append(lit(ref.name if ref.kind in SYSTEM_SCOPED else objname(ref.namespace, ref.name)))
+    return t
+
+
+def kv_grid(rows: list[tuple[str, Text | str]], label_style: Style | str = "dim") -> Table:
+    """Label/value lines whose values wrap under themselves (not under the label)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style=label_style)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, value if isinstance(value, Text) else lit(value))
+    return grid
+
+
+def ref_meta(ref: ObjRef, *extra: str, severity: str = "", rule: str = "") -> RowMeta:
+    return RowMeta(kind=ref.kind, namespace=ref.namespace, name=ref.name, text=" ".join(extra), severity=severity, rule=rule)
+
+
+def severity_cell(sev: str, tones: Tones) -> Text:
+    tone = SEVERITY_TONE.get(sev, "unknown")
+    return Text(f"{SEVERITY_MARK.get(sev, '?')} {sev}", style=tones.of(tone), end="")
+
+
+def finding_meta(f: Finding) -> RowMeta:
+    return ref_meta(f.object, f.message, f.hint, f.rule, severity=f.severity.value, rule=f.rule)
+
+
+def phase_cell(phase: str, tones: Tones) -> Text:
+    if not phase:
+        return Text("? none", style=tones.unknown, end="")
+    tone = PHASE_TONE.get(phase, "unknown")
+    return tones.mark(tone, phase)
+
+
+def tri(value: bool | None, tones: Tones, yes: str = "yes", no: str = "no", unknown: str = UNKNOWN) -> Text:
+    """True/False/None as ✓ word / ✖ word / ? unknown."""
+    if value is None:
+        return tones.mark("unknown", unknown)
+    return tones.mark("ok", yes) if value else tones.mark("bad", no)
+
+
+# Conditions whose True is the problem (Kubernetes "abnormal-true" polarity).
+ABNORMAL_TRUE = frozenset({"DriftDetected", "OwnershipConflict", "DeletionBlocked", "ObserveOnly", "ReconcilePaused",
+                           "Stalled", "Failed", "Evicted", "Preempted", "Degraded"})
+
+
+def condition_cell(status: str, tones: Tones, ctype: str = "") -> Text:
+    good, bad = ("False", "True") if ctype in ABNORMAL_TRUE else ("True", "False")
+    if status == good:
+        return tones.mark("ok", status)
+    if status == bad:
+        return tones.mark("bad", status)
+    return tones.mark("unknown", status or "Unknown")
+
+
+def drain_cell(state: str, tones: Tones, blockers: int = 0) -> Text:
+    tone = {"NotDraining": "muted", "Clear": "ok", "Blocked": "warn", "Unknown": "bad"}.get(state, "unknown")
+    if tone == "muted":
+        return Text("– not draining", style=tones.muted, end="")
+    mark = {"ok": MARK["ok"], "warn": MARK["warn"], "bad": MARK["unknown"]}.get(tone, "?")
+    t = Text(f"{mark} {state}", style=tones.of(tone), end="")
+    if blockers:
+        t.append(f" ({blockers})", style=tones.of(tone))
+    return t
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")

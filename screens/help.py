@@ -1,0 +1,107 @@
+"""`?` help: what the current screen answers and its keys, then the keys that work everywhere."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+GLOBAL_KEYS = """\
+1–8      Overview · Pool · Queues · Workspaces · Sources · MultiKueue · Profiles · Findings
+         (the current screen's number returns to its top level)
+enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
+esc      back (and: close the filter, clear a filter)
+/        filter the table: words, kind:Job,RayJob  ns:eval*  label:k=v  label:k  sev:warn  rule:POOL
+?        this help
+ctrl+p   palette: go to any screen or object by name
+q        quit
+mouse    click rows, footer entries and overview tiles; scroll with the wheel
+
+Reading the screen: ✓ ok · ⚠ warning · ✖ failing · ◐ in progress · ? unknown (never shown as 0).
+The dashboard only reads. Guided operations (hold, drain, catalog change) will ask for
+confirmation naming their exact targets; no single key ever writes."""
+
+
+_ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")
+
+
+def help_renderable(text: str) -> RenderableType:
+    """Help text as label/description grids, so descriptions wrap under themselves at any width.
+
+    "LABEL  text" starts an entry, a more deeply indented line continues it, anything else is a paragraph.
+    """
+    parts: list[RenderableType] = []
+    grid: Table | None = None
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        nonlocal grid
+        if rows:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True, style="bold")
+            grid.add_column()
+            for label, value in rows:
+                grid.add_row(Text(label), Text(value))
+            parts.append(grid)
+            rows.clear()
+
+    for line in text.splitlines():
+        m = _ENTRY.match(line)
+        if not line.strip():
+            flush()
+            parts.append(Text(""))
+        elif m and (not line[0].isspace() or not rows or len(m.group(1)) < 6):
+            rows.append([m.group(1) + m.group(2), m.group(3)])
+        elif line[0].isspace() and rows:
+            rows[-1][1] += " " + line.strip()
+        else:
+            flush()
+            parts.append(Text(line))
+    flush()
+    return Group(*parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 100;
+        max-width: 96%;
+        height: auto;
+        max-height: 90%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    HelpScreen .help-title { text-style: bold; color: $text-primary; margin-bottom: 1; }
+    HelpScreen .help-global { margin-top: 1; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "dismiss_help", "close"),
+        Binding("question_mark", "dismiss_help", "close"),
+        Binding("q", "dismiss_help", "close"),
+    ]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.help_title = title
+        self.help_text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "help"
+            box.border_subtitle = "esc / ? close"
+            yield Static(Text(self.help_title), classes="help-title")
+            yield Static(help_renderable(self.help_text or "no screen help"), id="help-screen-text")
+            yield Static(help_renderable(GLOBAL_KEYS), classes="help-global", id="help-global-text")
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,23 @@
+"""Typed navigation messages: screens, widgets and the palette ask; the app decides how to show."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from engine.rules.base import ObjRef
+
+
+class Navigate(Message):
+    """Show one of the numbered screens (by its name, e.g. "pool")."""
+
+    def __init__(self, screen: str) -> None:
+        super().__init__()
+        self.screen = screen
+
+
+class OpenObject(Message):
+    """Drill down into one object: a TauWorkspace opens the workspace detail, anything else the object detail."""
+
+    def __init__(self, ref: ObjRef) -> None:
+        super().__init__()
+        self.ref = ref

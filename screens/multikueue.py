@@ -1,0 +1,103 @@
+"""6 MultiKueue: is it usable? The M1–M5 checks with their messages, and every worker cluster."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from engine.model import MULTIKUEUE_CONTROLLER
+from engine.session import Frame
+
+from .base import DashScreen
+from .filtering import RowMeta
+from .format import tri
+from .text import lit
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+
+CHECK_TEXT = {
+    "M1": "MultiKueue APIs installed",
+    "M2": "TauCluster MultiKueueReady",
+    "M3": "active check → config → worker",
+    "M4": "ready multiKueue profile, own queue",
+    "M5": "profile resolves uniquely",
+}
+CHECK_COLS = [Col("id", "check", 5), Col("what", "what it needs", 36), Col("ok", "result", 8), Col("msg", "message", flex=True)]
+WORKER_COLS = [Col("name", "worker cluster", 20), Col("config", "config", 14), Col("active", "Active", 9),
+               Col("reason", "reason", 24), Col("msg", "message", flex=True)]
+OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24), Col("state", "state", flex=True)]
+
+
+class MultiKueueScreen(DashScreen):
+    NAV = "multikueue"
+    HELP = """\
+MultiKueue: can work be dispatched to worker clusters right now?
+
+NotConfigured   no profile targets multiKueue and no AdmissionCheck uses kueue.x-k8s.io/multikueue.
+Ready           only when every check holds:
+  M1  the MultiKueueConfig and MultiKueueCluster APIs are installed
+  M2  TauCluster condition MultiKueueReady is True at the current generation
+  M3  an Active MultiKueue AdmissionCheck references an existing MultiKueueConfig that lists at
+      least one Active MultiKueueCluster
+  M4  a ready profile with executionTarget multiKueue has a dedicated LocalQueue
+  M5  that profile resolves uniquely for its applicability
+WORKERS         each MultiKueueCluster with its Active reason and message (connection errors).
+OBJECTS         the MultiKueue objects in the store (enter opens them).
+The platform owner owns worker credentials, rotation and revocation."""
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="body"):
+            yield Static(id="mk-state", classes="tile")
+            yield Section("CHECKS", KeyedTable(CHECK_COLS, empty="no checks evaluated", id="mk-checks"))
+            yield Section("WORKERS", KeyedTable(WORKER_COLS, empty="no MultiKueueClusters", id="mk-workers"))
+            yield Section("OBJECTS", KeyedTable(OBJECT_COLS, empty="no MultiKueue objects in the store", id="mk-objects"))
+
+    def render_frame(self, frame: Frame) -> None:
+        tones = self.tones
+        mk = frame.view.multikueue
+        t = Text("MULTIKUEUE ", style=tones.heading, end="")
+        if mk.state == "NotConfigured":
+            t.append("– not configured: ", style=tones.muted)
+            t.append("no profile targets multiKueue and no AdmissionCheck uses "
+                     f"{MULTIKUEUE_CONTROLLER}", style=tones.muted)
+        else:
+            t.append(tones.mark("ok" if mk.state == "Ready" else "bad", mk.state))
+            failing = [c.id for c in mk.checks if not c.ok]
+            if failing:
+                t.append(f" · failing {', '.join(failing)}", style=tones.bad)
+            active = sum(1 for w in mk.workers if w.active)
+            t.append(f" · {active}/{len(mk.workers)} workers active")
+        self.query_one("#mk-state", Static).update(t)
+        self.query_one("#mk-checks", KeyedTable).sync([
+            Row(c.id, (lit(c.id, "bold"), lit(CHECK_TEXT.get(c.id, ""), tones.muted), tri(c.ok, tones, "ok", "fail"),
+                       lit(c.message)), RowMeta(text=f"{c.id} {c.message}"))
+            for c in mk.checks
+        ])
+        self.query_one("#mk-workers", KeyedTable).sync([
+            Row(w.name, (lit(w.name), lit(w.config or "– none"), tri(w.active, tones, "True", "False"),
+                         lit(w.reason), lit(w.message)),
+                RowMeta(kind="MultiKueueCluster", name=w.name, text=f"{w.reason} {w.message}"))
+            for w in mk.workers
+        ])
+        self.query_one("#mk-objects", KeyedTable).sync(self._objects(tones))
+
+    def _objects(self, tones) -> list[Row]:
+        rows = []
+        s = self.session
+        for ac in s.store.list("AdmissionCheck"):
+            if ac.spec.controller_name != MULTIKUEUE_CONTROLLER:
+                continue
+            active = ac.condition("Active")
+            params = ac.spec.parameters
+            state = tri(None if active is None else active.is_true, tones, "Active", "not Active")
+            if params is not None and params.name:
+                state.append(lit(f" · {params.kind} {params.name}", tones.muted))
+            rows.append(Row(f"ac|{ac.name}", (lit("AdmissionCheck"), lit(ac.name), state),
+                            RowMeta(kind="AdmissionCheck", name=ac.name)))
+        for cfg in s.store.list("MultiKueueConfig"):
+            rows.append(Row(f"cfg|{cfg.name}", (lit("MultiKueueConfig"), lit(cfg.name),
+                                                lit(f"workers: {', '.join(cfg.spec.clusters) or 'none'}")),
+                            RowMeta(kind="MultiKueueConfig", name=cfg.name)))
+        return rows

@@ -1,0 +1,272 @@
+"""1 Overview: is anything wrong, and where? Pool per flavor, borrowing, workspaces, drains, profiles,
+MultiKueue, then every finding ranked by severity (Enter jumps to its object)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.events import Click
+from textual.widgets import Static
+
+from engine.rules.base import Finding
+from engine.session import Frame
+from engine.view import ClusterView
+
+from .base import DashScreen
+from .format import finding_meta, gpu_of, plural, qfloat, qty, ref_text, severity_cell, short_flavor
+from .messages import Navigate
+from .text import Tones, lit
+from .widgets.bars import bar, sparkline
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+
+FINDING_COLS = [
+    Col("sev", "severity", 10),
+    Col("rule", "rule", 21),
+    Col("object", "object", 26),
+    Col("message", "message", flex=True),
+]
+
+
+def finding_key(f: Finding) -> str:
+    return "|".join((f.rule, f.object.kind, f.object.namespace or "", f.object.name, f.message))
+
+
+def finding_rows(view: ClusterView, tones: Tones, with_hint: bool = False) -> list[Row]:
+    rows, seen = [], set()
+    for f in view.findings:
+        key = finding_key(f)
+        while key in seen:  # the same finding twice: keep both rows
+            key += "+"
+        seen.add(key)
+        cells = [severity_cell(f.severity.value, tones), lit(f.rule), ref_text(f.object), lit(f.message)]
+        rows.append(Row(key=key, cells=tuple(cells), meta=finding_meta(f)))
+    return rows
+
+
+def pool_summary(view: ClusterView, tones: Tones) -> Text:
+    pool = view.pool
+    t = Text("GPU POOL ", style=tones.heading, end="")
+    if pool.mode == "None":
+        t.append("no capacity configuration", style=tones.muted)
+        if view.cluster is None:
+            t.append(" (no TauCluster)", style=tones.muted)
+        return t
+    t.append(f"{pool.mode.lower()} · team ")
+    t.append(lit(pool.team or "–"))
+    t.append(" · cohort ")
+    t.append(lit(pool.cohort or "–"))
+    t.append(" · ")
+    if pool.valid is None:
+        t.append("? validity unknown", style=tones.unknown)
+    elif pool.valid:
+        t.append("✓ valid", style=tones.ok)
+    else:
+        t.append(f"✖ invalid ({plural(len(pool.conflicts), 'conflict')})", style=tones.bad)
+    if pool.zeroed:
+        t.append(" · ✖ ZEROED: budget 0 until fixed", style=tones.bad)
+    elif pool.mode == "Automatic" and not pool.established:
+        t.append(" · ◐ not established", style=tones.warn)
+    return t
+
+
+def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False) -> Table:
+    view = frame.view
+    t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
+    t.add_column("flavor", no_wrap=True, overflow="ellipsis", max_width=24)
+    t.add_column("nodes", justify="right")
+    t.add_column("GPUs", justify="right")
+    t.add_column("reserved of budget", no_wrap=True)
+    t.add_column("", justify="right", no_wrap=True)
+    t.add_column("used", justify="right")
+    t.add_column("headroom", justify="right", no_wrap=True)
+    t.add_column("last 30 min", no_wrap=True)
+    for f in view.pool.flavors:
+        gpu = gpu_of(f.inventory, f.budget, f.reserved)
+        budget = f.observed_budget if f.observed_budget else f.budget
+        res_v, bud_v = qfloat(f.reserved, gpu), qfloat(budget, gpu)
+        if res_v is None and gpu is not None:
+            res_v = 0.0  # a flavor nobody reserves: the status lists it with no entry
+        head = f.headroom.get(gpu) if gpu else None
+        head_t = Text("–", style=tones.unknown) if head is None else Text(head.human(), end="")
+        if head is not None and head.negative:
+            head_t = Text(f"{head.human()} ⚠", style=tones.warn)
+        name = lit(short_flavor(f.name) if short else f.name)
+        if f.disappeared:
+            name.append(" (gone)", style=tones.warn)
+        t.add_row(
+            name,
+            f"{f.nodes}/{f.nodes + len(f.excluded)}",
+            qty(f.inventory, gpu),
+            bar(res_v, bud_v, bar_width, tones),
+            f"{qty(f.reserved, gpu) if f.reserved.get(gpu or '') is not None else '0'} / {qty(budget, gpu)}",
+            qty(f.used, gpu) if f.used.get(gpu or "") is not None else "0",
+            head_t,
+            sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v),
+        )
+    return t
+
+
+def borrowing_line(view: ClusterView, tones: Tones) -> Text:
+    t = Text("BORROWING ", style=tones.heading, end="")
+    parts: list[Text] = []
+    for c in view.cohorts:
+        per_q = []
+        members = {q.name: q for q in view.cluster_queues if q.cohort == c.name}
+        for name in c.members:
+            q = members.get(name)
+            if q is None:
+                continue
+            total = 0.0
+            for fl in q.flavors:
+                for r in fl.resources:
+                    if r.name.endswith("/gpu"):
+                        total += r.borrowed.as_float()
+            if total:
+                per_q.append((name, total))
+        if per_q:
+            p = Text(end="")
+            p.append(lit(c.name, "bold"))
+            p.append(": ")
+            for i, (name, total) in enumerate(sorted(per_q, key=lambda x: (-x[1], x[0]))):
+                if i:
+                    p.append(" · ")
+                p.append(lit(name))
+                p.append(f" {total:g}")
+            p.append(" GPUs")
+            parts.append(p)
+    if not parts:
+        t.append("no queue borrows GPUs from its cohort", style=tones.muted)
+    for i, p in enumerate(parts):
+        if i:
+            t.append("   ")
+        t.append(p)
+    return t
+
+
+def status_lines(view: ClusterView, tones: Tones) -> Text:
+    counts = {"Ready": 0, "Pending": 0, "Degraded": 0}
+    stale = 0
+    for w in view.workspaces:
+        key = "Ready" if w.counted_ready else ("Pending" if w.expected_phase == "Ready" else w.expected_phase)
+        counts[key] = counts.get(key, 0) + 1
+        stale += w.stale
+    t = Text("WORKSPACES ", style=tones.heading, end="")
+    if not view.workspaces:
+        t.append("none", style=tones.muted)
+    else:
+        t.append(tones.mark("ok", f"{counts['Ready']} Ready"))
+        t.append("  ")
+        t.append(tones.mark("partial", f"{counts['Pending']} Pending"))
+        t.append("  ")
+        t.append(tones.mark("bad", f"{counts['Degraded']} Degraded"))
+        if stale:
+            t.append(f"  ({stale} stale)", style=tones.warn)
+    t.append("\nDRAINS ", style=tones.heading)
+    draining = [w for w in view.workspaces if w.drain.state != "NotDraining"]
+    if not draining:
+        t.append("✓ none in progress", style=tones.ok)
+    for i, w in enumerate(draining):
+        d = w.drain
+        if i:
+            t.append(" · ")
+        tone = {"Clear": "ok", "Blocked": "warn", "Unknown": "bad"}.get(d.state, "unknown")
+        mark = {"ok": "✓", "warn": "⚠", "bad": "?"}.get(tone, "?")
+        t.append(f"{mark} ", style=tones.of(tone))
+        t.append(lit(w.name, tones.of(tone)))
+        if d.mode == "Retarget":
+            t.append(" → ")
+            t.append(lit(d.new_namespace or "?"))
+        elif d.mode == "Deletion":
+            t.append(" (deleting)")
+        t.append(f": {d.state}", style=tones.of(tone))
+        if d.blockers:
+            t.append(f", {plural(len(d.blockers), 'blocker')}")
+        if d.unknown:
+            t.append(", unreadable: ")
+            t.append(lit(", ".join(u.resource for u in d.unknown), tones.warn))
+    t.append("\nPROFILES ", style=tones.heading)
+    p = view.profiles
+    if not p.profiles and not p.checks:
+        t.append("– none declared", style=tones.muted)
+    else:
+        t.append(tones.mark("ok", "usable") if p.usable else tones.mark("bad", "not usable"))
+        ready = sum(1 for r in p.profiles if r.ready)
+        t.append(f" · {ready}/{len(p.profiles)} ready · hash ")
+        if not p.profile_set_hash:
+            t.append("✖ not published", style=tones.bad)
+        elif p.computed_hash is None:
+            t.append("? not verifiable", style=tones.unknown)
+        elif p.computed_hash == p.profile_set_hash:
+            t.append("✓ verified", style=tones.ok)
+        else:
+            t.append("✖ mismatch", style=tones.bad)
+    t.append("\nMULTIKUEUE ", style=tones.heading)
+    mk = view.multikueue
+    if mk.state == "NotConfigured":
+        t.append("– not configured", style=tones.muted)
+    else:
+        t.append(tones.mark("ok" if mk.state == "Ready" else "bad", mk.state))
+        active = sum(1 for w in mk.workers if w.active)
+        t.append(f" · {active}/{len(mk.workers)} workers active")
+        failed = [c.id for c in mk.checks if not c.ok]
+        if failed:
+            t.append(" · failing ")
+            t.append(lit(", ".join(failed), tones.bad))
+    return t
+
+
+class OverviewScreen(DashScreen):
+    NAV = "overview"
+    HELP = """\
+Overview answers "is anything wrong, and where?" in one glance.
+
+GPU POOL     per flavor: counted/total nodes, allocatable GPUs, reservations against the budget
+             (bar), used, headroom (budget − reserved; negative ⚠ = overcommitted, nothing is
+             evicted, new admissions wait) and reserved GPUs over the last 30 minutes.
+             Inventory is allocatable capacity, not free capacity.
+BORROWING    GPUs each ClusterQueue borrows from its cohort right now.
+WORKSPACES   counted by the phase their conditions imply (a stale workspace is never Ready).
+DRAINS       workspaces being deleted or retargeted, and what blocks them.
+FINDINGS     everything the rules found, most severe first.
+
+enter        open the highlighted finding's object
+click        a tile opens its screen (pool → 2, workspaces/drains → 4, profiles → 7, MultiKueue → 6)"""
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="body"):
+            yield Static(id="ov-pool-title", classes="tile")
+            yield Static(id="ov-pool", classes="tile")
+            yield Static(id="ov-pool-note", classes="note")
+            yield Static(id="ov-borrow", classes="tile")
+            yield Static(id="ov-status", classes="tile")
+            yield Section("FINDINGS", KeyedTable(FINDING_COLS, empty="✓ no findings", id="findings"), id="ov-findings",
+                          classes="primary")
+
+    def render_frame(self, frame: Frame) -> None:
+        view, tones = frame.view, self.tones
+        self.query_one("#ov-pool-title", Static).update(pool_summary(view, tones))
+        pool = self.query_one("#ov-pool", Static)
+        pool.display = bool(view.pool.flavors)
+        if view.pool.flavors:
+            wide = self.size.width >= 110
+            pool.update(pool_table(frame, tones, bar_width=16 if wide else 12, short=not wide))
+        note = self.query_one("#ov-pool-note", Static)
+        note.display = bool(view.pool.flavors)
+        note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that work runs",
+                         style=tones.muted))
+        self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones))
+        self.query_one("#ov-status", Static).update(status_lines(view, tones))
+        self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones))
+
+    def on_click(self, event: Click) -> None:
+        target = {"ov-pool-title": "pool", "ov-pool": "pool", "ov-borrow": "queues", "ov-status": None}
+        wid = event.widget.id if event.widget is not None else None
+        if wid in target and target[wid]:
+            self.post_message(Navigate(target[wid]))
+        elif wid == "ov-status":
+            line = event.y
+            self.post_message(Navigate(["workspaces", "workspaces", "profiles"][min(line, 2)]
+                                       if event.x < 50 or line < 2 else "multikueue"))

@@ -1,0 +1,71 @@
+"""ctrl+p palette: go to any screen, or to any object in the store by name.
+
+The fuzzy matcher's own highlighter parses its input as markup, so hits are highlighted here on a
+literal Text: an object named "[bold]x" shows exactly that.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from rich.text import Text
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from engine.rules.base import ObjRef
+
+from .format import objname
+from .messages import Navigate, OpenObject
+from .text import lit
+from .widgets.footer_bar import NAV
+
+MAX_OBJECT_HITS = 40
+
+
+def _highlight(text: str, offsets: tuple[int, ...]) -> Text:
+    t = lit(text)
+    for o in offsets:
+        if o < len(t.plain) and not t.plain[o].isspace():
+            t.stylize("bold underline", o, o + 1)
+    return t
+
+
+class NavigationProvider(Provider):
+    """Screens by number and name; objects as "Kind namespace/name"."""
+
+    async def startup(self) -> None:
+        session = getattr(self.screen, "session", None) or getattr(self.app, "session", None)
+        self._objects: list[ObjRef] = session.objects() if session is not None else []
+
+    def _go(self, name: str) -> None:
+        self.app.post_message(Navigate(name))
+
+    def _open(self, ref: ObjRef) -> None:
+        self.app.post_message(OpenObject(ref))
+
+    async def discover(self) -> Hits:
+        for i, (name, title, _short) in enumerate(NAV, start=1):
+            yield DiscoveryHit(f"{i} {title}", partial(self._go, name), help="go to screen")
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for i, (name, title, _short) in enumerate(NAV, start=1):
+            label = f"{i} {title}"
+            score = matcher.match(f"go {label}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), partial(self._go, name), text=label, help="go to screen")
+        hits = []
+        for ref in self._objects:
+            label = f"{ref.kind} {objname(ref.namespace, ref.name)}"
+            score, offsets = matcher.fuzzy_search.match(query, label)
+            if score > 0:
+                q = query.strip().lower()
+                if ref.name.lower() == q:  # the object named exactly so comes first
+                    score *= 4
+                elif ref.name.lower().startswith(q):
+                    score *= 2
+                hits.append((score, label, ref, offsets))
+        hits.sort(key=lambda h: (-h[0], h[1]))
+        for score, label, ref, offsets in hits[:MAX_OBJECT_HITS]:
+            # Scores from fuzzy_search are unbounded; the palette wants 0..1 and screens first.
+            yield Hit(min(0.99, score / (score + 10)), _highlight(label, offsets), partial(self._open, ref),
+                      text=label, help="open object")

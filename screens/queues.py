@@ -1,0 +1,233 @@
+"""3 Cohorts & queues: each cohort with its member ClusterQueues — quota, reservations, borrowing, limits,
+stop policy, Active reason and workload counts. The pane below details the highlighted row."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from engine.rules.queues import ClusterQueueView, CohortView
+from engine.session import Frame
+
+from .base import DashScreen
+from .filtering import RowMeta
+from .format import short_flavor, tri
+from .text import Tones, lit
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+
+COLS = [
+    Col("name", "cohort / cluster queue", flex=True),
+    Col("stop", "stopPolicy", 14),
+    Col("active", "Active", 12),
+    Col("counts", "pnd·rsv·adm", 11, right=True),
+    Col("nominal", "nom", 4, right=True),
+    Col("reserved", "resv", 4, right=True),
+    Col("used", "used", 4, right=True),
+    Col("borrowed", "borrow", 6, right=True),
+]
+NO_COHORT = "(no cohort)"
+
+
+def _gpu_total(flavors, field: str) -> float:
+    total = 0.0
+    for fl in flavors:
+        for r in fl.resources:
+            if r.name.endswith("/gpu"):
+                total += getattr(r, field).as_float()
+    return total
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
+
+
+def stop_cell(stop: str, tones: Tones) -> Text:
+    if stop == "None":
+        return Text("None", style=tones.muted)
+    return Text(f"◐ {stop}", style=tones.warn)
+
+
+def active_cell(q: ClusterQueueView, tones: Tones) -> Text:
+    if q.active is None:
+        return tones.mark("unknown", q.active_reason or "unknown")
+    if q.active:
+        return tones.mark("ok", q.active_reason or "True")
+    return tones.mark("bad", q.active_reason or "False")
+
+
+class QueuesScreen(DashScreen):
+    NAV = "queues"
+    HELP = """\
+Cohorts & queues: every cohort (explicit or only named by a ClusterQueue's cohortName) and its
+member ClusterQueues.
+
+GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue reservations,
+                                 usage, and borrowed = reservation above nominal.
+stopPolicy                       None admits; Hold and HoldAndDrain stop new admissions.
+Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
+pend·resv·adm                    pending, reserving and admitted Workloads from the queue status.
+
+The pane below shows the highlighted row per flavor and resource, its limits, the Active message
+and the Workload counts cross-checked against the Workloads in the store.
+enter   open the highlighted cohort or ClusterQueue"""
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="body"):
+            yield Section("COHORTS AND CLUSTER QUEUES (GPUs)", KeyedTable(COLS, empty="no ClusterQueues", id="queues"),
+                          classes="primary")
+            with VerticalScroll(classes="detail-scroll"):
+                yield Static(id="queue-detail", classes="detail")
+
+    def render_frame(self, frame: Frame) -> None:
+        view, tones = frame.view, self.tones
+        queues = {q.name: q for q in view.cluster_queues}
+        rows: list[Row] = []
+        grouped: list[tuple[CohortView | None, list[ClusterQueueView]]] = [
+            (c, [queues[m] for m in c.members if m in queues]) for c in view.cohorts
+        ]
+        loose = [q for q in view.cluster_queues if not q.cohort]
+        if loose:
+            grouped.append((None, loose))
+        for cohort, members in grouped:
+            if cohort is not None:
+                name = Text("▾ ", end="")
+                name.append(lit(cohort.name, "bold"))
+                tags = []
+                if cohort.implicit:
+                    tags.append("implicit")
+                if cohort.parent:
+                    tags.append(f"parent {cohort.parent}")
+                if cohort.managed:
+                    tags.append("TauGrid")
+                if tags:
+                    name.append(lit(f"  {', '.join(tags)}", tones.muted))
+                own = sum(r.nominal.as_float() for fl in cohort.flavors for r in fl.resources if r.name.endswith("/gpu"))
+                rows.append(Row(f"cohort:{cohort.name}", (
+                    name, "", "",
+                    Text(f"{len(members)} queues", style=tones.muted),
+                    _num(own) if own else Text("–", style=tones.muted),
+                    _num(_gpu_total(cohort.flavors, "reserved")),
+                    _num(_gpu_total(cohort.flavors, "used")),
+                    _num(_gpu_total(cohort.flavors, "borrowed")),
+                ), RowMeta(kind="Cohort", name=cohort.name, text=" ".join(cohort.members))))
+            else:
+                rows.append(Row("cohort:", (Text(f"▾ {NO_COHORT}", style=tones.muted), "", "", "", "", "", "", ""),
+                                RowMeta(text=NO_COHORT)))
+            for i, q in enumerate(members):
+                branch = "└ " if i == len(members) - 1 else "├ "
+                name = Text(f"  {branch}", style=tones.muted, end="")
+                name.append(lit(q.name))
+                if q.workspace:
+                    name.append(lit(f"  ws {q.workspace}", tones.muted))
+                borrowed = _gpu_total(q.flavors, "borrowed")
+                rows.append(Row(f"cq:{q.name}", (
+                    name,
+                    stop_cell(q.stop_policy, tones),
+                    active_cell(q, tones),
+                    f"{q.pending}·{q.reserving}·{q.admitted}",
+                    _num(_gpu_total(q.flavors, "nominal")),
+                    _num(_gpu_total(q.flavors, "reserved")),
+                    _num(_gpu_total(q.flavors, "used")),
+                    Text(_num(borrowed), style=tones.accent if borrowed else ""),
+                ), RowMeta(kind="ClusterQueue", name=q.name, text=" ".join(filter(None, [q.cohort, q.workspace, q.team])))))
+        table = self.query_one("#queues", KeyedTable)
+        table.sync(rows)
+        self._detail(table.selected_key())
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.row_key.value)
+
+    def _detail(self, key: str | None) -> None:
+        pane = self.query_one("#queue-detail", Static)
+        if self.frame is None or not key:
+            pane.update(Text("highlight a row for its flavors and limits", style="dim"))
+            return
+        view, tones = self.frame.view, self.tones
+        kind, _, name = key.partition(":")
+        if kind == "cq":
+            q = next((x for x in view.cluster_queues if x.name == name), None)
+            if q is not None:
+                pane.update(self._cq_detail(q, tones))
+                return
+        if kind == "cohort":
+            c = next((x for x in view.cohorts if x.name == name), None)
+            if c is not None:
+                pane.update(self._cohort_detail(c, tones))
+                return
+        pane.update(Text("ClusterQueues without a cohort cannot borrow or lend", style="dim"))
+
+    @staticmethod
+    def _cq_detail(q: ClusterQueueView, tones: Tones) -> Group:
+        head = Text("ClusterQueue ", style=tones.heading, end="")
+        head.append(lit(q.name, "bold"))
+        head.append(" · cohort ")
+        head.append(lit(q.cohort or "none"))
+        head.append(f" · {q.queueing_strategy} · ")
+        head.append(active_cell(q, tones))
+        if q.active_message:
+            head.append(" ")
+            head.append(lit(q.active_message, tones.muted))
+        counts = Text(f"status: pending {q.pending} · reserving {q.reserving} · admitted {q.admitted}", end="")
+        if q.observed is None:
+            counts.append("   store: ? Workloads unreadable", style=tones.unknown)
+        else:
+            o = q.observed
+            same = (o.pending, o.reserving, o.admitted) == (q.pending, q.reserving, q.admitted)
+            counts.append(f"   store: {o.pending} · {o.reserving} · {o.admitted}", style="" if same else tones.warn)
+            if not same:
+                counts.append(" ⚠ differs (status lags or Workloads are missing)", style=tones.warn)
+        if q.stop_policy != "None":
+            counts.append("   drained: ")
+            counts.append(tri(q.drained, tones, "yes", "not yet"))
+        if q.admission_checks:
+            counts.append("   admission checks: ")
+            counts.append(lit(", ".join(q.admission_checks)))
+        head.end = counts.end = "\n"
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
+        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow limit", "lend limit"):
+            t.add_column(c, justify="left" if c in ("flavor", "resource") else "right", no_wrap=True,
+                         overflow="ellipsis", max_width=28 if c == "resource" else None)
+        for fl in q.flavors:
+            for i, r in enumerate(fl.resources):
+                t.add_row(
+                    lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), r.nominal.human(), r.reserved.human(),
+                    r.used.human(),
+                    Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""),
+                    "none" if r.borrowing_limit is None else r.borrowing_limit.human(),
+                    "none" if r.lending_limit is None else r.lending_limit.human(),
+                )
+        if not q.flavors:
+            return Group(head, counts, Text("no resource groups: this queue admits nothing", style=tones.warn))
+        return Group(head, counts, t)
+
+    @staticmethod
+    def _cohort_detail(c: CohortView, tones: Tones) -> Group:
+        head = Text("Cohort ", style=tones.heading, end="")
+        head.append(lit(c.name, "bold"))
+        head.append(" · implicit (named by cohortName only)" if c.implicit else " · Cohort object")
+        if c.parent:
+            head.append(" · parent ")
+            head.append(lit(c.parent))
+        if c.children:
+            head.append(" · children ")
+            head.append(lit(", ".join(c.children)))
+        if c.team:
+            head.append(" · team ")
+            head.append(lit(c.team))
+        head.end = "\n"
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
+        for col in ("flavor", "resource", "nominal", "members", "reserved", "used", "borrowed"):
+            t.add_column(col, justify="left" if col in ("flavor", "resource") else "right", no_wrap=True,
+                         overflow="ellipsis", max_width=28 if col == "resource" else None)
+        for fl in c.flavors:
+            for i, r in enumerate(fl.resources):
+                t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), r.nominal.human(),
+                          r.member_nominal.human(), r.reserved.human(),
+                          r.used.human(), Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""))
+        return Group(head, t)

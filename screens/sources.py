@@ -1,0 +1,148 @@
+"""5 Sources: Jobs, RayJobs, RayServices, Deployments and Workloads that wait for admission or hold a
+drain open — and why each one waits (QuotaReserved/Admitted reason and message, admission checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from engine.session import Frame
+
+from .base import DashScreen
+from .filtering import RowMeta
+from .format import kv_grid, objname
+from .text import Tones, lit
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+
+SOURCE_KINDS = {"Job", "RayJob", "RayService", "Deployment", "Workload", "LocalQueue"}
+COLS = [
+    Col("kind", "kind", 10),
+    Col("name", "object", 24),
+    Col("queue", "cluster queue", 16),
+    Col("state", "state", 13),
+    Col("why", "why it waits", flex=True),
+]
+STATE_WORD = {"pending": "pending", "quotaReserved": "checks"}
+
+
+@dataclass
+class _Item:
+    key: str
+    kind: str
+    namespace: str
+    name: str
+    queue: str
+    state: Text
+    why: Text
+    detail: list[tuple[str, str]]
+    blocks: list[str]
+
+
+class SourcesScreen(DashScreen):
+    NAV = "sources"
+    HELP = """\
+Sources: every object that waits — pending Workloads (shown by their owner: Job, RayJob,
+RayService, Deployment) and sources that keep a workspace drain open.
+
+why it waits   the Workload's QuotaReserved reason and message (e.g. insufficient quota in a
+               flavor), then Admitted, then its admission checks (e.g. a MultiKueue check that no
+               worker can satisfy). A deactivated Workload (spec.active=false) is never admitted.
+⚠ blocks       the object holds a Required route of a deleting/retargeted workspace open.
+
+Kinds that cannot be read are listed above the table as unknown: their objects are missing from
+this list, not absent from the cluster.
+enter   open the object (owner, Workload, queue and node links, YAML)"""
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="body"):
+            yield Static(id="src-unknown", classes="note")
+            yield Section("WAITING AND BLOCKING", KeyedTable(COLS, empty="✓ nothing waits for admission or blocks a drain",
+                                                             id="sources"), classes="primary")
+            with VerticalScroll(classes="detail-scroll"):
+                yield Static(id="src-detail", classes="detail")
+
+    def render_frame(self, frame: Frame) -> None:
+        tones = self.tones
+        unknown = [p for p in frame.freshness.problems if p.kind in SOURCE_KINDS]
+        note = self.query_one("#src-unknown", Static)
+        note.display = bool(unknown)
+        if unknown:
+            t = Text("? unknown: ", style=tones.warn, end="")
+            t.append(lit(" · ".join(p.describe(frame.now.timestamp()) for p in unknown), tones.warn))
+            t.append(" — objects of these kinds cannot be listed here", style=tones.muted)
+            note.update(t)
+        self._items = self._collect(frame, tones)
+        rows = []
+        for it in self._items.values():
+            name = lit(objname(it.namespace, it.name))
+            rows.append(Row(it.key, (lit(it.kind), name, lit(it.queue), it.state, it.why),
+                            RowMeta(kind=it.kind, namespace=it.namespace, name=it.name,
+                                    text=f"{it.queue} {it.why.plain} {' '.join(it.blocks)}")))
+        table = self.query_one("#sources", KeyedTable)
+        table.sync(rows)
+        self._detail(table.selected_key())
+
+    def _collect(self, frame: Frame, tones: Tones) -> dict[str, _Item]:
+        view = frame.view
+        blockers: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+        for w in view.workspaces:
+            for b in w.drain.blockers:
+                blockers.setdefault((b.kind, b.namespace, b.name), []).append((w.name, b.action or b.message))
+        items: dict[str, _Item] = {}
+        for wl in view.waiting:
+            kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
+            key = f"{kind}|{wl.namespace}|{name}"
+            blocks = blockers.pop((kind, wl.namespace, name), []) + blockers.pop(("Workload", wl.namespace, wl.name), [])
+            word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
+            state = Text(f"◐ {word}", style=tones.warn if wl.active else tones.muted, end="")
+            if blocks:
+                state = Text(f"⚠ {word}·blocks", style=tones.warn)
+            why = Text(end="")
+            why.append(lit(wl.reason, "bold"))
+            if wl.message:
+                why.append(": ")
+                why.append(lit(wl.message))
+            queue = wl.cluster_queue or "? unknown"
+            detail = [
+                ("Workload", objname(wl.namespace, wl.name)),
+                ("waits on", f"{wl.condition} {wl.reason}"),
+                ("message", wl.message),
+                ("route", f"LocalQueue {wl.namespace}/{wl.queue_name} → ClusterQueue {wl.cluster_queue or 'unknown'}"),
+            ]
+            detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
+            items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks])
+        for (kind, ns, name), blocks in blockers.items():
+            key = f"{kind}|{ns}|{name}"
+            if key in items:
+                continue
+            b = next(b for w in view.workspaces for b in w.drain.blockers if (b.kind, b.namespace, b.name) == (kind, ns, name))
+            why = Text(end="")
+            why.append(lit(b.reason, "bold"))
+            why.append(": ")
+            why.append(lit(b.message))
+            detail = [("holds route", b.route or "unknown"), ("why", b.message)]
+            detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
+            items[key] = _Item(key, kind, ns, name, b.route or "", Text("⚠ blocks", style=tones.warn), why, detail,
+                               [ws for ws, _ in blocks])
+        return dict(sorted(items.items(), key=lambda kv: (kv[1].namespace, kv[1].kind, kv[1].name)))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.row_key.value)
+
+    def _detail(self, key: str | None) -> None:
+        pane = self.query_one("#src-detail", Static)
+        it = getattr(self, "_items", {}).get(key or "")
+        if it is None:
+            pane.update("")
+            return
+        tones = self.tones
+        t = Text(f"{it.kind} ", style=tones.heading)
+        t.append(lit(objname(it.namespace, it.name), "bold"))
+        rows = [(label, lit(value, tones.accent if label == "blocks drain of" else "")) for label, value in it.detail]
+        pane.update(Group(t, kv_grid(rows, tones.muted)))

@@ -1,0 +1,126 @@
+"""Literal text from the cluster, and the dashboard's symbols and semantic colours.
+
+Every string that comes from the cluster (names, reasons, messages, labels) goes through `lit()`:
+it builds a `rich.text.Text` (never parsed as markup) after making control characters visible,
+so a message like "[bold]x[/]" or "\\x1b[2J" is shown as written and never styles or clears the screen.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rich.style import Style
+from rich.text import Text
+from textual.color import Color, ColorParseError
+
+MARK = {"ok": "✓", "warn": "⚠", "bad": "✖", "partial": "◐", "unknown": "?", "info": "ℹ"}
+SEVERITY_TONE = {"critical": "bad", "warning": "warn", "info": "info"}
+SEVERITY_MARK = {"critical": MARK["bad"], "warning": MARK["warn"], "info": MARK["info"]}
+PHASE_TONE = {"Ready": "ok", "Pending": "partial", "Degraded": "bad"}
+
+
+def clean(value: object, multiline: bool = False) -> str:
+    """The string with control and format characters (ESC, BEL, bidi overrides…) made visible."""
+    s = "" if value is None else str(value)
+    if s.isprintable() and "\n" not in s:
+        return s
+    out = []
+    for ch in s:
+        if ch == "\n":
+            out.append("\n" if multiline else " ⏎ ")
+        elif ch == "\t":
+            out.append("    " if multiline else " ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
+            cp = ord(ch)
+            out.append(f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def lit(value: object, style: Style | str = "", multiline: bool = False) -> Text:
+    """A Text holding `value` literally (no markup, no escape sequences)."""
+    return Text(clean(value, multiline), style=style, end="")
+
+
+def join(*parts: Text | str, sep: str = "") -> Text:
+    """Concatenate; plain `str` parts are our own fixed labels, also appended literally."""
+    out = Text(end="")
+    for i, p in enumerate(parts):
+        if i and sep:
+            out.append(sep)
+        out.append(p if isinstance(p, Text) else Text(p))
+    return out
+
+
+@dataclass(frozen=True)
+class Tones:
+    """Semantic styles resolved from the active Textual theme (cells are Rich Text, not CSS)."""
+
+    ok: Style
+    warn: Style
+    bad: Style
+    info: Style
+    partial: Style
+    unknown: Style
+    accent: Style
+    heading: Style
+    muted: Style
+    badge_warn: Style
+    badge_mode: Style
+    bar_fill: Style
+    bar_over: Style
+    bar_empty: Style
+
+    def of(self, tone: str) -> Style:
+        return getattr(self, tone, self.unknown)
+
+    def mark(self, tone: str, word: str = "") -> Text:
+        """Symbol plus word in the tone's colour: colour never carries meaning alone."""
+        t = Text(MARK.get(tone, "?"), style=self.of(tone), end="")
+        if word:
+            t.append(" ")
+            t.append(lit(word, self.of(tone)))
+        return t
+
+
+def _color(variables: dict[str, str], name: str, fallback: str) -> str:
+    try:
+        return Color.parse(variables.get(name, fallback)).hex
+    except ColorParseError:
+        return Color.parse(fallback).hex
+
+
+@lru_cache(maxsize=16)
+def _tones(key: tuple[tuple[str, str], ...]) -> Tones:
+    v = dict(key)
+    ok = _color(v, "success", "#4EBF71")
+    warn = _color(v, "warning", "#FFA62B")
+    bad = _color(v, "error", "#BA3C5B")
+    primary = _color(v, "primary", "#0178D4")
+    accent = _color(v, "accent", "#FFA62B")
+    secondary = _color(v, "secondary", "#004578")
+    background = _color(v, "background", "#121212")
+    return Tones(
+        ok=Style(color=ok),
+        warn=Style(color=warn),
+        bad=Style(color=bad, bold=True),
+        info=Style(color=primary),
+        partial=Style(color=warn),
+        unknown=Style(dim=True, italic=True),
+        accent=Style(color=accent),
+        heading=Style(bold=True, color=primary),
+        muted=Style(dim=True),
+        badge_warn=Style(color=background, bgcolor=warn, bold=True),
+        badge_mode=Style(color="#ffffff", bgcolor=secondary, bold=True),
+        bar_fill=Style(color=primary),
+        bar_over=Style(color=bad),
+        bar_empty=Style(dim=True),
+    )
+
+
+def tones_for(variables: dict[str, str]) -> Tones:
+    keys = ("success", "warning", "error", "primary", "accent", "secondary", "background")
+    return _tones(tuple((k, variables.get(k, "")) for k in keys))

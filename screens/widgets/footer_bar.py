@@ -1,0 +1,78 @@
+"""The bottom bar: the numbered screens (current one highlighted) and the global keys.
+
+Clicking a screen's name switches to it, so the mouse works as well as the number keys.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.events import Click, Resize
+from textual.widget import Widget
+
+from ..messages import Navigate
+from ..text import tones_for
+
+NAV = (
+    ("overview", "Overview", "Over"),
+    ("pool", "Pool", "Pool"),
+    ("queues", "Queues", "Queues"),
+    ("workspaces", "Workspaces", "Wksp"),
+    ("sources", "Sources", "Src"),
+    ("multikueue", "MultiKueue", "MK"),
+    ("profiles", "Profiles", "Prof"),
+    ("findings", "Findings", "Find"),
+)
+KEYS_LONG = (("/", "filter"), ("?", "help"), ("^p", "palette"), ("esc", "back"), ("q", "quit"))
+KEYS_SHORT = (("/", ""), ("?", ""), ("^p", ""), ("q", ""))
+
+
+class FooterBar(Widget):
+    DEFAULT_CSS = """
+    FooterBar {
+        height: 1;
+        background: $panel;
+    }
+    """
+
+    def __init__(self, active: str | None = None) -> None:
+        super().__init__()
+        self.active = active
+        self._spans: list[tuple[int, int, str]] = []
+
+    def _layout(self, width: int) -> Text:
+        tones = tones_for(self.app.get_css_variables())
+        key_style = Style(bold=True, color=tones.accent.color)
+        for long_names, keys in ((True, KEYS_LONG), (True, KEYS_SHORT), (False, KEYS_SHORT)):
+            t = Text(end="", no_wrap=True, overflow="crop")
+            spans = []
+            for i, (name, long, short) in enumerate(NAV, start=1):
+                start = len(t)
+                label = long if long_names else short
+                current = name == self.active
+                t.append(" ", style=tones.badge_mode if current else "")
+                t.append(f"{i}", style=key_style if not current else tones.badge_mode)
+                t.append(f" {label}", style=tones.badge_mode if current else "")
+                spans.append((start, len(t), name))
+            t.append(" │")
+            for k, word in keys:
+                t.append(f" {k}", style=key_style)
+                if word:
+                    t.append(f" {word}")
+            if t.cell_len <= width:
+                self._spans = spans
+                return t
+        self._spans = spans
+        return t
+
+    def render(self) -> Text:
+        return self._layout(self.size.width or 100)
+
+    def on_resize(self, event: Resize) -> None:
+        self.refresh()
+
+    def on_click(self, event: Click) -> None:
+        for start, end, name in self._spans:
+            if start <= event.x < end:
+                self.post_message(Navigate(name))
+                return

@@ -1,0 +1,124 @@
+"""The top bar: where the data comes from, how fresh it is, and that nothing can be written.
+
+Mode and freshness are always visible (UI.md principle 4); the READ-ONLY badge uses the warning
+colour so it reads in any theme and in a screenshot.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widget import Widget
+from textual.widgets import Static
+
+from engine.session import Frame
+
+from ..text import Tones, lit, tones_for
+
+
+def _age(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{int(seconds)} s"
+    if seconds < 7200:
+        return f"{int(seconds // 60)} min"
+    return f"{int(seconds // 3600)} h"
+
+
+def _captured(observed_at: str | None, now: datetime, wide: bool) -> str:
+    """How old the snapshot is; the timestamp itself only where there is room for it."""
+    if not observed_at:
+        return "capture time not recorded"
+    try:
+        ts = datetime.fromisoformat(observed_at.replace("Z", "+00:00"))
+    except ValueError:
+        return f"captured {observed_at}"
+    if ts.tzinfo is None:
+        return f"captured {observed_at}"
+    age = f"captured {_age(max(0.0, (now - ts).total_seconds()))} ago"
+    return f"{age} ({ts.strftime('%Y-%m-%d %H:%M:%SZ')})" if wide else age
+
+
+class HeaderBar(Widget):
+    DEFAULT_CSS = """
+    HeaderBar {
+        dock: top;
+        height: auto;
+        background: $panel;
+    }
+    HeaderBar > Horizontal { height: 1; }
+    HeaderBar #hb-left { width: 1fr; height: 1; }
+    HeaderBar #hb-right { width: auto; height: 1; }
+    HeaderBar #hb-problems { height: 1; display: none; }
+    HeaderBar.-problems #hb-problems { display: block; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Static(Text(" taudash  loading…", style="bold"), id="hb-left")
+            yield Static("", id="hb-right")
+        yield Static("", id="hb-problems")
+
+    def show(self, frame: Frame) -> None:
+        tones = tones_for(self.app.get_css_variables())
+        self.query_one("#hb-left", Static).update(self._left(frame, tones, self.size.width >= 140))
+        self.query_one("#hb-right", Static).update(self._right(frame, tones))
+        problems = self._problems(frame, tones)
+        self.query_one("#hb-problems", Static).update(problems or "")
+        self.set_class(problems is not None, "-problems")
+
+    @staticmethod
+    def _left(frame: Frame, tones: Tones, wide: bool = False) -> Text:
+        view, fresh = frame.view, frame.freshness
+        src = view.source
+        t = Text(" taudash ", style="bold", end="", no_wrap=True, overflow="ellipsis")
+        t.append(" ")
+        t.append(lit(src.context or src.path or "no context", "bold"))
+        t.append(" · ")
+        t.append(f" {fresh.mode} ", style=tones.badge_mode)
+        t.append(" ")
+        if fresh.mode == "LIVE":
+            if fresh.age is None:
+                t.append("● waiting for the first event", style=tones.warn)
+            else:
+                tone = tones.ok if fresh.age < 5 else tones.warn if fresh.age < 60 else tones.bad
+                t.append(f"● {_age(fresh.age)}", style=tone)
+        else:
+            t.append(_captured(fresh.observed_at, frame.now, wide), style=tones.muted)
+        c = view.cluster
+        t.append(" · ")
+        if c is None:
+            t.append("no TauCluster", style=tones.warn)
+        else:
+            t.append(f"TauCluster gen {c.generation}")
+            if c.observed_generation != c.generation:
+                t.append(f" (observed {c.observed_generation} ⚠)", style=tones.warn)
+        return t
+
+    @staticmethod
+    def _right(frame: Frame, tones: Tones) -> Text:
+        t = Text(end="")
+        if frame.freshness.read_only:
+            t.append("▌READ-ONLY▐", style=tones.badge_warn)
+        else:
+            t.append(" read/write ", style=tones.muted)
+        t.append(" ")
+        return t
+
+    @staticmethod
+    def _problems(frame: Frame, tones: Tones) -> Text | None:
+        probs = frame.freshness.problems
+        if not probs:
+            return None
+        now = frame.now.timestamp()
+        t = Text(" ⚠ unknown: ", style=tones.warn, end="", no_wrap=True, overflow="ellipsis")
+        for i, p in enumerate(probs):
+            if i:
+                t.append(" · ", style=tones.warn)
+            t.append(lit(p.describe(now), tones.warn))
+        t.append("  (verdicts that need them are Unknown)", style=tones.muted)
+        return t

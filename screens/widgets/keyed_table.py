@@ -1,0 +1,222 @@
+"""A DataTable whose rows are keyed by object and updated in place every tick.
+
+Why not clear-and-refill: that loses the operator's selection and scroll position once a second.
+`sync()` diffs against the rows on screen inside `batch_update()`: stale keys removed, new keys added,
+only changed cells updated, order restored only when it changed (stable: the caller sorts). Columns have
+fixed widths so the layout does not jitter as data changes; one `flex` column takes the remaining width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.events import Resize
+from textual.message import Message
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from ..filtering import Filter, LabelsOf, RowMeta
+from ..text import lit
+
+EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list
+
+
+@dataclass(frozen=True)
+class Col:
+    key: str
+    label: str
+    width: int = 10
+    flex: bool = False  # takes the width the other columns leave
+    right: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    cells: tuple[Text, ...]
+    meta: RowMeta | None = None
+
+
+def _cell(value: Text | str, right: bool = False) -> Text:
+    t = value.copy() if isinstance(value, Text) else lit(value)
+    # One line per row: crop with an ellipsis instead of wrapping away the end of a name.
+    t.no_wrap = True
+    t.overflow = "ellipsis"
+    if right:
+        t.justify = "right"
+    return t
+
+
+class KeyedTable(DataTable):
+    DEFAULT_CSS = """
+    KeyedTable {
+        height: auto;
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    KeyedTable > .datatable--header {
+        text-style: bold;
+        background: $panel;
+        color: $text-primary;
+    }
+    KeyedTable:focus > .datatable--cursor {
+        background: $block-cursor-background;
+    }
+    """
+
+    class Counted(Message):
+        """How many rows show after the filter (sent when it changes): section titles read it."""
+
+        def __init__(self, table: KeyedTable, shown: int, total: int, raw: str) -> None:
+            super().__init__()
+            self.table = table
+            self.shown = shown
+            self.total = total
+            self.raw = raw
+
+    def __init__(self, columns: list[Col], *, empty: str = "nothing to show", id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False, cell_padding=1)
+        self.spec = columns
+        self.empty_text = empty
+        self._rows: list[Row] = []
+        self._meta: dict[str, RowMeta | None] = {}
+        self._filter = Filter()
+        self._labels_of: LabelsOf | None = None
+        self._built_width: int | None = None
+        self.shown = 0  # rows visible after the filter
+        self._counted: tuple[int, int, str] | None = None
+
+    # public ------------------------------------------------------------------------------
+    @property
+    def filter(self) -> Filter:
+        return self._filter
+
+    @property
+    def total(self) -> int:
+        return len(self._rows)
+
+    def set_filter(self, flt: Filter, labels_of: LabelsOf | None = None) -> None:
+        self._filter = flt
+        self._labels_of = labels_of
+        self._apply()
+
+    def sync(self, rows: list[Row]) -> None:
+        """Make the table show `rows` (in this order), touching only what changed."""
+        self._rows = rows
+        self._apply()
+
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except CellDoesNotExist:
+            return None
+        return None if key == EMPTY_KEY else key
+
+    def selected_meta(self) -> RowMeta | None:
+        key = self.selected_key()
+        return self._meta.get(key) if key is not None else None
+
+    def meta(self, key: str) -> RowMeta | None:
+        return self._meta.get(key)
+
+    def visible_keys(self) -> list[str]:
+        """Keys of the rows on screen, in order (the empty placeholder excluded)."""
+        return [k for k in self._keys_on_screen() if k != EMPTY_KEY]
+
+    def _keys_on_screen(self) -> list[str]:
+        return [r.key.value for r in self.ordered_rows if r.key.value is not None]
+
+    # internals ---------------------------------------------------------------------------
+    def _widths(self) -> dict[str, int]:
+        avail = self.size.width or (self.app.size.width if self.is_attached else 100)
+        fixed = sum(c.width + 2 for c in self.spec if not c.flex)
+        # The flex column's own padding, and room for a vertical scrollbar when the table scrolls.
+        rest = max(8, avail - fixed - 2 - 1)
+        return {c.key: (rest if c.flex else c.width) for c in self.spec}
+
+    def _build_columns(self) -> None:
+        widths = self._widths()
+        self.clear(columns=True)
+        for c in self.spec:
+            self.add_column(Text(c.label, justify="right" if c.right else "left"), key=c.key, width=widths[c.key])
+        self._built_width = self.size.width
+
+    def _visible(self) -> list[Row]:
+        if not self._filter.active:
+            return self._rows
+        return [r for r in self._rows if r.meta is None or self._filter.matches(r.meta, self._labels_of)]
+
+    def _placeholder(self) -> Row:
+        text = f"no rows match “{self._filter.raw}”" if self._rows else self.empty_text
+        at = next((i for i, c in enumerate(self.spec) if c.flex), 0)
+        cells = [Text("")] * len(self.spec)
+        cells[at] = Text(text, style="dim italic")
+        return Row(EMPTY_KEY, tuple(cells), None)
+
+    def _apply(self) -> None:
+        if not self.is_attached:
+            return
+        rows = self._visible()
+        self.shown = len(rows)
+        self._meta = {r.key: r.meta for r in self._rows}
+        counted = (self.shown, len(self._rows), self._filter.raw if self._filter.active else "")
+        if counted != self._counted:
+            self._counted = counted
+            self.post_message(self.Counted(self, *counted))
+        if not rows:
+            rows = [self._placeholder()]
+        prev = self.selected_key()
+        with self.app.batch_update():
+            if not self.columns or self._built_width != self.size.width:
+                self._build_columns()
+            wanted = {r.key for r in rows}
+            current = self._keys_on_screen()
+            stale = [k for k in current if k not in wanted]
+            if len(stale) > 8 and len(stale) * 2 > len(current):
+                self.clear()  # cheaper than many O(n) remove_row calls
+                current = []
+            else:
+                for k in stale:
+                    self.remove_row(k)
+                current = [k for k in current if k in wanted]
+            have = set(current)
+            keys = [c.key for c in self.spec]
+            right = {c.key: c.right for c in self.spec}
+            for r in rows:
+                cells = [_cell(v, right[k]) for k, v in zip(keys, r.cells, strict=False)]
+                cells += [Text("")] * (len(keys) - len(cells))
+                if r.key in have:
+                    for k, new in zip(keys, cells, strict=True):
+                        try:
+                            if self.get_cell(r.key, k) != new:
+                                self.update_cell(r.key, k, new)
+                        except CellDoesNotExist:
+                            pass
+                else:
+                    self.add_row(*cells, key=r.key, height=1)
+            order = [r.key for r in rows]
+            if self._keys_on_screen() != order:
+                rank = {k: i for i, k in enumerate(order)}
+                first = keys[0]
+                # DataTable sorts by cell values; map each row's (unique) first-cell object to its rank.
+                by_cell = {id(self.get_cell(k, first)): rank[k] for k in order}
+                self.sort(first, key=lambda cell: by_cell.get(id(cell), 0))
+            if prev is not None:
+                try:
+                    self.move_cursor(row=self.get_row_index(prev), animate=False, scroll=False)
+                except RowDoesNotExist:
+                    pass
+        now = self.selected_key()
+        if now != prev and now is not None:
+            # The highlighted row vanished (filter, deletion): panes that explain it must follow.
+            self.post_message(DataTable.RowHighlighted(self, self.cursor_row, self.coordinate_to_cell_key(
+                self.cursor_coordinate).row_key))
+
+    def on_resize(self, event: Resize) -> None:
+        if self.columns and self._built_width != self.size.width:
+            self.clear(columns=True)
+            self._apply()

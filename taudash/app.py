@@ -1,0 +1,155 @@
+"""TaudashApp: the composition root of the dashboard — session in, screens out.
+
+Refresh chain (never overlapping): timer → derive in a worker thread → render the visible screen →
+next timer. A hidden screen is not rendered; it catches up from `session.last_frame` when shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from engine.model import BY_KIND
+from engine.session import Frame, Session
+from screens.base import DashScreen
+from screens.findings import FindingsScreen
+from screens.help import HelpScreen
+from screens.messages import Navigate, OpenObject
+from screens.multikueue import MultiKueueScreen
+from screens.object_detail import ObjectDetailScreen
+from screens.overview import OverviewScreen
+from screens.palette import NavigationProvider
+from screens.pool import PoolScreen
+from screens.profiles import ProfilesScreen
+from screens.queues import QueuesScreen
+from screens.sources import SourcesScreen
+from screens.widgets.footer_bar import NAV
+from screens.workspace_detail import WorkspaceDetailScreen
+from screens.workspaces import WorkspacesScreen
+
+SCREENS: dict[str, type[DashScreen]] = {
+    "overview": OverviewScreen,
+    "pool": PoolScreen,
+    "queues": QueuesScreen,
+    "workspaces": WorkspacesScreen,
+    "sources": SourcesScreen,
+    "multikueue": MultiKueueScreen,
+    "profiles": ProfilesScreen,
+    "findings": FindingsScreen,
+}
+TITLES = {name: title for name, title, _ in NAV}
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class TaudashApp(App):
+    CSS_PATH = "theme.tcss"
+    TITLE = "taudash"
+    COMMANDS = App.COMMANDS | {NavigationProvider}
+    BINDINGS = [
+        *(Binding(str(i), f"go('{name}')", TITLES[name], show=False) for i, (name, _, _) in enumerate(NAV, start=1)),
+        Binding("question_mark", "help", "help", show=False),
+        Binding("q", "quit", "quit", show=False),
+    ]
+
+    def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0) -> None:
+        super().__init__()
+        self.session = session
+        self.clock = clock or utc_now
+        self.tick = tick
+        self.frames = 0  # rendered ticks (tests and the bench read it)
+
+    # lifecycle -----------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        for name, cls in SCREENS.items():
+            self.add_mode(name, partial(cls, self.session, name))
+        # The first frame is derived before the first paint, so nobody stares at an empty dashboard.
+        try:
+            self.session.frame(self.clock())
+        except Exception as exc:  # a rule bug must not keep the operator out: later ticks retry
+            self.notify(f"could not derive the view: {exc}", severity="error", markup=False)
+        self.switch_mode("overview")
+        if self.session.issues:
+            first = self.session.issues[0]
+            more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
+            self.notify(f"skipped objects the source could not load: {first}{more}", severity="warning",
+                        markup=False, timeout=10)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        self.set_timer(self.tick, self._tick, name="taudash-tick")
+
+    def _tick(self) -> None:
+        self._derive()
+
+    @work(thread=True, exclusive=True, group="derive", exit_on_error=False, description="derive the view")
+    def _derive(self) -> Frame:
+        return self.session.frame(self.clock())
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "derive":
+            return
+        if event.state is WorkerState.SUCCESS:
+            self.render_frame(event.worker.result)
+            self._schedule()
+        elif event.state is WorkerState.ERROR:
+            self.notify(f"could not derive the view: {event.worker.error}", severity="error", markup=False)
+            self._schedule()
+        elif event.state is WorkerState.CANCELLED:
+            self._schedule()
+
+    def render_frame(self, frame: Frame | None) -> None:
+        """Render on the visible screen only; a modal on top (help, palette) pauses rendering."""
+        screen = self.screen
+        if frame is None or not isinstance(screen, DashScreen):
+            return
+        with self.batch_update():
+            screen.show(frame)
+        self.frames += 1
+
+    # navigation ----------------------------------------------------------------------------
+    def action_go(self, name: str) -> None:
+        if name not in SCREENS:
+            return
+        while isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        if name == self.current_mode:
+            while len(self.screen_stack) > 1:  # the same number again: back to that screen's top
+                self.pop_screen()
+        else:
+            self.switch_mode(name)
+
+    def on_navigate(self, message: Navigate) -> None:
+        self.action_go(message.screen)
+
+    def on_open_object(self, message: OpenObject) -> None:
+        ref = message.ref
+        if ref.kind not in BY_KIND:
+            self.notify(f"{ref.kind} {ref.name} is not an object taudash stores", markup=False)
+            return
+        nav = self.current_mode if self.current_mode in SCREENS else None
+        if ref.kind == "TauWorkspace" and (ref.namespace or self.session.config.system_namespace) == \
+                self.session.config.system_namespace:
+            self.push_screen(WorkspaceDetailScreen(self.session, ref.name, nav))
+        else:
+            self.push_screen(ObjectDetailScreen(self.session, ref, nav))
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            screen.dismiss(None)
+            return
+        if isinstance(screen, DashScreen):
+            title = TITLES.get(screen.nav or "", "") if type(screen) in SCREENS.values() else type(screen).__name__
+            title = {"WorkspaceDetailScreen": "Workspace detail", "ObjectDetailScreen": "Object detail"}.get(title, title)
+            self.push_screen(HelpScreen(f"{title} — help", screen.HELP))
