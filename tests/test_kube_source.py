@@ -202,3 +202,38 @@ async def test_status_live_equals_status_of_its_export(tmp_path, capsys):
         assert live[key] == snap[key], key
     text = out.read_text()
     assert "kind: Secret" not in text and sim.token not in text
+
+
+async def test_writes_wait_for_a_reader_without_blocking_the_loop():
+    import threading
+
+    lock = threading.RLock()
+    async with SimServer() as sim:
+        target = await connect(kubeconfig=str(sim.kubeconfig))
+        store = Store()
+        source = KubeSource(store, target, lock=lock)
+        await source.start()
+        assert await source.wait_synced(15)
+        assert await eventually(lambda: source.pending_writes == 0)
+        await sim.api.wait_for_watches(1, CQ)
+        held, release = threading.Event(), threading.Event()
+
+        def reader():  # the dashboard's derive worker, holding the store
+            with lock:
+                held.set()
+                release.wait(5)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        held.wait(5)
+        sim.db.patch_merge(CQ, "tau-ws-train", {"spec": {"stopPolicy": "Hold"}})
+        sim.db.patch_merge(CQ, "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
+        assert await eventually(lambda: source.pending_writes >= 2)  # the loop kept running
+        assert store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "None"
+        release.set()
+        t.join()
+        # applied in order, in one batch, once the reader let go
+        assert await eventually(lambda: store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "HoldAndDrain")
+        assert source.pending_writes == 0
+        await source.stop()
+        await target.close()

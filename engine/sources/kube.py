@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,7 @@ class KubeSource:
         absent_recheck: float = 60.0,
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
+        lock: Any = None,
     ) -> None:
         self.store = store
         self.target = target
@@ -143,6 +145,12 @@ class KubeSource:
         self.request_timeout = request_timeout
         self.absent_recheck = absent_recheck
         self.backoff = (backoff_base, backoff_cap)
+        # A reader in another thread (the dashboard's derive worker) holds `lock` while it reads
+        # the store. Writes never block the event loop on it: they queue and are applied in
+        # order, in one batch, as soon as the lock is free (this also coalesces event bursts).
+        self.lock = lock
+        self._pending: deque[Callable[[], None]] = deque()
+        self._flush_handle: asyncio.TimerHandle | None = None
         self.status: dict[str, KindStatus] = {k.kind: KindStatus(k) for k in kinds}
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
@@ -153,8 +161,32 @@ class KubeSource:
         for k in self.kinds:
             self._tasks.append(asyncio.create_task(self._run(k), name=f"informer:{k.kind}"))
 
+    def _mutate(self, fn: Callable[[], None]) -> None:
+        self._pending.append(fn)
+        self._flush()
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        if not self._pending:
+            return
+        if self.lock is None or self.lock.acquire(blocking=False):
+            try:
+                while self._pending:
+                    self._pending.popleft()()
+            finally:
+                if self.lock is not None:
+                    self.lock.release()
+        elif self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_later(0.01, self._flush)
+
+    @property
+    def pending_writes(self) -> int:
+        return len(self._pending)
+
     async def stop(self) -> None:
         self._stopping = True
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -231,8 +263,9 @@ class KubeSource:
                 if st.version is None:
                     st.version = await self._served_version(k)
                     if st.version is None:
-                        self.store.replace(k.kind, [], at=self.clock())
-                        self.store.set_access(k.kind, AccessState.ABSENT, "API not served")
+                        now = self.clock()
+                        self._mutate(lambda k=k, now=now: self.store.replace(k.kind, [], at=now))
+                        self._set_access(k.kind, AccessState.ABSENT, "API not served")
                         st.synced.set()
                         await asyncio.sleep(self.absent_recheck)
                         continue
@@ -258,18 +291,20 @@ class KubeSource:
                 raise
             except ApiStatusError as exc:
                 if exc.status == 403:
-                    self.store.set_access(k.kind, AccessState.FORBIDDEN, str(exc), since=self.clock())
-                elif exc.status == 404:
-                    st.version = None  # the API went away: rediscover
-                    self.store.set_access(k.kind, AccessState.ERROR, str(exc), since=self.clock())
+                    self._set_access(k.kind, AccessState.FORBIDDEN, str(exc), since=self.clock())
                 else:
-                    self.store.set_access(k.kind, AccessState.ERROR, str(exc), since=self.clock())
+                    if exc.status == 404:
+                        st.version = None  # the API went away: rediscover
+                    self._set_access(k.kind, AccessState.ERROR, str(exc), since=self.clock())
                 st.synced.set()
                 await asyncio.sleep(backoff.next())
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                self.store.set_access(k.kind, AccessState.ERROR, _why(exc), since=self.clock())
+                self._set_access(k.kind, AccessState.ERROR, _why(exc), since=self.clock())
                 st.synced.set()
                 await asyncio.sleep(backoff.next())
+
+    def _set_access(self, kind: str, state: AccessState, message: str = "", since: float | None = None) -> None:
+        self._mutate(lambda: self.store.set_access(kind, state, message, since))
 
     def _decode(self, k: ResourceKind, st: KindStatus, raw: dict) -> Any | None:
         raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.version))
@@ -300,8 +335,9 @@ class KubeSource:
             cont = meta.get("continue")
             if not cont:
                 break
-        self.store.replace(k.kind, items, at=self.clock())
-        self.store.set_access(k.kind, AccessState.SYNCED)
+        now = self.clock()
+        self._mutate(lambda: self.store.replace(k.kind, items, at=now))
+        self._set_access(k.kind, AccessState.SYNCED)
         st.resource_version = rv
         st.synced.set()
 
@@ -350,11 +386,12 @@ class KubeSource:
         st.events += 1
         now = self.clock()
         if typ == "DELETED":
-            self.store.delete(k.kind, meta.get("name", ""), meta.get("namespace"), at=now)
+            name, ns = meta.get("name", ""), meta.get("namespace")
+            self._mutate(lambda: self.store.delete(k.kind, name, ns, at=now))
         elif typ in ("ADDED", "MODIFIED"):
             obj = self._decode(k, st, raw)
             if obj is not None:
-                self.store.upsert(obj, raw=raw, at=now)
+                self._mutate(lambda: self.store.upsert(obj, raw=raw, at=now))
         if rv:
             st.resource_version = rv
 
