@@ -427,3 +427,42 @@ async def _until(cond, within: float = 2.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached")
         await asyncio.sleep(0.005)
+
+
+async def _stream_lines(sim: SimServer, path: str, until: int) -> list[dict]:
+    """Read `until` watch events (or up to EOF / a cut connection) from a raw watch request."""
+    events: list[dict] = []
+    headers = {"Authorization": f"Bearer {sim.token}"}
+    async with aiohttp.ClientSession() as s, s.get(sim.url + path, headers=headers, ssl=sim.cert.client_context()) as r:
+        assert r.status == 200
+        try:
+            while len(events) < until:
+                line = await asyncio.wait_for(r.content.readline(), 5)
+                if not line:
+                    break
+                events.append(json.loads(line))
+        except aiohttp.ClientPayloadError:
+            events.append({"type": "CUT"})
+    return events
+
+
+async def test_streaming_list_ends_initial_events_with_an_annotated_bookmark(sim):
+    events = await _stream_lines(
+        sim, "/apis/tau.azure.com/v1alpha1/namespaces/tau-system/workspaces?watch=1&sendInitialEvents=true"
+             "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=5", until=3)
+    assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_aborted_watch_cuts_the_connection(sim):
+    async def cut():
+        await sim.api.wait_for_watches(1, "nodes")
+        sim.faults.drop_watches(abort=True)
+
+    task = asyncio.create_task(cut())
+    events = await _stream_lines(sim, f"/api/v1/nodes?watch=1&resourceVersion={sim.db.resource_version}", until=5)
+    await task
+    assert events in ([], [{"type": "CUT"}])  # no clean end of stream
+    assert sim.api.open_watches() == 0
+    status, body = await raw(sim, "GET", "/api/v1/nodes")  # the server carries on
+    assert status == 200 and len(body["items"]) == 3

@@ -161,7 +161,7 @@ class ApiServer:
     def open_watches(self, resource: str | Resource | None = None) -> int:
         """How many watch streams are open (on one resource, or on all)."""
         key = self.db.registry.resolve(resource).key if resource is not None else None
-        return sum(1 for w in self._watches if key is None or key in (w.sub.resources or ()))
+        return sum(1 for w in self._watches if not w.sub.closed and (key is None or key in (w.sub.resources or ())))
 
     async def wait_for_watches(self, count: int = 1, resource: str | Resource | None = None,
                                within: float = 5.0) -> None:
