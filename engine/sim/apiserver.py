@@ -40,6 +40,7 @@ KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim"
                 "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
                 "compiler": "gc", "platform": "linux/amd64"}
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
 _MERGE = "application/merge-patch+json"
@@ -183,6 +184,8 @@ class ApiServer:
 
     # --- the one handler ------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path.rstrip("/") == ACCESS_REVIEW_PATH:
+            return await self._access_review(request)
         q = request.rel_url.query
         method = request.method
         target: _Target | None = None
@@ -240,6 +243,39 @@ class ApiServer:
             return self._json(ApiError(f"simulator error: {type(exc).__name__}: {exc}").status(), 500)
         finally:
             record.status = status
+
+    async def _access_review(self, request: web.Request) -> web.StreamResponse:
+        """SelfSubjectAccessReview: allowed unless a fault forbids that resource and verb.
+
+        Not a write (nothing is stored), so it is logged as verb "review" and never counted in
+        `writes`."""
+        record = RequestRecord(request.method, request.path, request.query_string, "review", None, None, None,
+                               None, 0, False, time.time())
+        self.requests.append(record)
+        try:
+            self._authenticate(request)
+            if request.method != "POST":
+                raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({request.method})")
+            body = await _body(request)
+            attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
+            group, plural = attrs.get("group", ""), attrs.get("resource", "")
+            qualified = f"{plural}.{group}" if group else plural
+            allowed, reason = True, ""
+            try:
+                resource = self.db.resource(qualified)
+            except ApiError:
+                resource = None
+            if resource is not None:
+                fault = self.faults.check(resource, attrs.get("verb", ""), attrs.get("namespace"), attrs.get("name"))
+                if fault is not None and fault.code == 403:
+                    allowed, reason = False, "forbidden by the simulator's fault injection"
+            out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                   "spec": (body or {}).get("spec") or {}, "status": {"allowed": allowed, "reason": reason}}
+            record.status = 201
+            return self._json(out, 201)
+        except ApiError as exc:
+            record.status = exc.code
+            return self._json(exc.status(), exc.code)
 
     def _authenticate(self, request: web.Request) -> None:
         header = request.headers.get("Authorization", "")

@@ -1,0 +1,85 @@
+"""Guided operations: resumable, journaled step machines (see base.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import Context, Runner, Workflow
+from .catalog import catalog_workflow, rollback_workflow
+from .drain import drain_workflow
+from .hold import hold_workflow, release_workflow
+from .journal import Journal, JournalError, new_id, workflows_dir
+
+BUILDERS = {
+    "hold": hold_workflow,
+    "release": release_workflow,
+    "catalog": catalog_workflow,
+    "rollback": rollback_workflow,
+    "drain": drain_workflow,
+}
+
+
+def build(kind: str, params: dict[str, Any]) -> Workflow:
+    return BUILDERS[kind](params)
+
+
+def artifacts_dir(journal: Journal) -> Path:
+    return journal.path.parent / journal.id
+
+
+def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted((directory or workflows_dir()).glob("*.jsonl")):
+        try:
+            j = Journal.open(str(p))
+        except JournalError as exc:
+            out.append({"id": p.stem, "kind": "?", "state": "Unreadable", "error": str(exc)})
+            continue
+        steps = j.steps()
+        done = sum(1 for s in steps.values() if s.verified)
+        out.append({"id": j.id, "kind": j.kind, "context": j.header.get("context"), "state": j.state,
+                    "startedAt": j.records[0]["at"], "stepsDone": done,
+                    "steps": len(build(j.kind, j.params).steps) if j.kind in BUILDERS else None})
+    return out
+
+
+def status(journal: Journal) -> dict[str, Any]:
+    wf = build(journal.kind, journal.params)
+    recs = journal.steps()
+    steps = []
+    for s in wf.steps:
+        r = recs.get(s.id)
+        if r is None:
+            state = "Pending"
+        elif r.failed:
+            state = "Failed"
+        elif r.verified:
+            state = "Done"
+        elif r.observed is not None or r.executed_done:
+            state = "Waiting"
+        elif r.planned is not None:
+            state = "Planned"
+        else:
+            state = "Pending"
+        steps.append({
+            "id": s.id, "title": s.title, "state": state,
+            "plan": (r.planned or {}).get("operations", []) if r else [],
+            "executed": [e.get("result") or e.get("local") for e in (r.executed if r else [])],
+            "observed": r.observed if r else None, "error": r.failed if r else None,
+        })
+    return {"apiVersion": "taudash/v1", "kind": "WorkflowStatus", "id": journal.id, "workflow": journal.kind,
+            "context": journal.header.get("context"), "state": journal.state, "params": _public_params(journal.params),
+            "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path)}
+
+
+def _public_params(params: dict[str, Any]) -> dict[str, Any]:
+    out = dict(params)
+    for key in ("catalog", "previous_catalog"):
+        if key in out:
+            out[key] = [p.get("name") for p in out[key]]
+    return out
+
+
+__all__ = ["BUILDERS", "Context", "Journal", "JournalError", "Runner", "Workflow", "artifacts_dir", "build",
+           "new_id", "status", "summaries"]

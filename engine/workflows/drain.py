@@ -1,0 +1,70 @@
+"""Workspace drain supervision: delete blockers one by one (each confirmed), wait until Clear."""
+
+from __future__ import annotations
+
+from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
+
+# Blockers an operator can remove by deleting an object. An unfinished Workload is running or
+# reserved work: it is waited for (or its owner cancelled by hand), never deleted here.
+_DELETABLE = {"RayService", "Deployment", "Job", "RayJob"}
+
+
+def _workspace_view(ctx: Context, name: str):
+    return next((w for w in ctx.view().workspaces if w.name == name), None)
+
+
+class RemoveBlockers(Step):
+    def __init__(self, workspace: str) -> None:
+        self.id = "blockers"
+        self.workspace = workspace
+        self.title = f"Remove drain blockers of workspace {workspace}"
+
+    async def plan(self, ctx: Context) -> Plan:
+        ws = _workspace_view(ctx, self.workspace)
+        ops, notes = [], []
+        if ws is None:
+            return Plan([], [f"workspace {self.workspace} not found"])
+        for b in ws.drain.blockers:
+            if b.kind not in _DELETABLE:
+                notes.append(f"{b.kind} {b.namespace}/{b.name}: {b.action or b.reason} (waited for, not deleted)")
+                continue
+            obj = ctx.store.get(b.kind, b.name, b.namespace)
+            uid = obj.uid if obj is not None else ""
+            ops.append(Operation(
+                "delete", b.kind, b.namespace, b.name,
+                b.action or f"delete {b.kind} {b.namespace}/{b.name}",
+                still_wanted=lambda cur, uid=uid: (cur.get("metadata") or {}).get("uid") == uid,
+                destructive=True,
+            ))
+        return Plan(ops, notes, confirm_each=True)
+
+    def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
+        ws = _workspace_view(ctx, self.workspace)
+        if ws is None:
+            return [Check(False, f"workspace {self.workspace} not found in {ctx.config.system_namespace}")]
+        if ws.drain.state == "Unknown":
+            why = "; ".join(f"{u.resource}: {u.reason}" for u in ws.drain.unknown)
+            return [Check(False, f"the drain state is Unknown ({why}): blockers cannot be trusted")]
+        if ws.drain.state == "NotDraining":
+            return [Check(False, f"workspace {self.workspace} is not being deleted or retargeted")]
+        return [Check(True, f"drain {ws.drain.state}")]
+
+
+class WaitClear(Step):
+    def __init__(self, workspace: str) -> None:
+        self.id = "clear"
+        self.workspace = workspace
+        self.title = f"Wait until the drain of {workspace} is Clear"
+
+    def progress(self, ctx: Context) -> Progress:
+        ws = _workspace_view(ctx, self.workspace)
+        if ws is None or ws.drain.state in ("Clear", "NotDraining"):
+            return Progress(True, "drain clear: the controller can finish the cleanup", remaining=0)
+        n = len(ws.drain.blockers)
+        return Progress(False, f"drain {ws.drain.state}: {n} blocker(s): "
+                        + ", ".join(f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers[:5]), remaining=n)
+
+
+def drain_workflow(params: dict) -> Workflow:
+    ws = params["workspace"]
+    return Workflow("drain", f"Supervise the drain of workspace {ws}", [RemoveBlockers(ws), WaitClear(ws)], params)

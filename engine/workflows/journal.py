@@ -1,0 +1,161 @@
+"""Workflow journal: JSON lines, one fsync per record, mode 0600.
+
+Records say what happened to each step — planned, confirmed, executed, observed, verified — so a
+resumed workflow (after a crash or a closed terminal) knows what was already done. A torn last
+line (kill -9 mid-write) is ignored; a torn line anywhere else is corruption and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..paths import append_private, state_dir
+
+
+class JournalError(Exception):
+    pass
+
+
+def workflows_dir() -> Path:
+    d = state_dir() / "workflows"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def new_id() -> str:
+    return secrets.token_hex(3)
+
+
+@dataclass
+class StepRecord:
+    planned: dict | None = None
+    confirmed: bool = False
+    declined: bool = False
+    executed: list[dict] = field(default_factory=list)
+    executed_done: bool = False
+    observed: dict | None = None
+    verified: bool = False
+    failed: str | None = None
+
+
+@dataclass
+class Journal:
+    path: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    torn_tail: bool = False
+
+    @classmethod
+    def create(cls, workflow_id: str, kind: str, params: dict[str, Any], context: str | None,
+               directory: Path | None = None) -> Journal:
+        d = directory or workflows_dir()
+        path = d / f"{workflow_id}.jsonl"
+        if path.exists():
+            raise JournalError(f"workflow {workflow_id} already exists ({path})")
+        j = cls(path)
+        j.append("created", None, {"id": workflow_id, "kind": kind, "params": params, "context": context})
+        return j
+
+    @classmethod
+    def open(cls, workflow_id_or_path: str, directory: Path | None = None) -> Journal:
+        p = Path(workflow_id_or_path)
+        if not p.suffix:
+            p = (directory or workflows_dir()) / f"{workflow_id_or_path}.jsonl"
+        if not p.exists():
+            raise JournalError(f"no workflow {workflow_id_or_path} (looked for {p})")
+        j = cls(p)
+        lines = p.read_bytes().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        for i, raw in enumerate(lines):
+            try:
+                j.records.append(json.loads(raw))
+            except ValueError:
+                if i == len(lines) - 1:
+                    j.torn_tail = True  # killed mid-write: the record never happened
+                    break
+                raise JournalError(f"{p}:{i + 1}: corrupt journal record") from None
+        if not j.records or j.records[0].get("event") != "created":
+            raise JournalError(f"{p}: not a taudash workflow journal")
+        if j.torn_tail:
+            # Rewrite without the torn tail so later appends start on a clean line.
+            text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in j.records)
+            tmp = p.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.chmod(0o600)
+            tmp.replace(p)
+        return j
+
+    # writing -----------------------------------------------------------------------------
+    def append(self, event: str, step: str | None, data: dict[str, Any] | None = None) -> dict:
+        rec = {"seq": len(self.records), "at": time.time(), "event": event, "step": step, "data": data or {}}
+        append_private(self.path, json.dumps(rec, separators=(",", ":"), default=str))
+        self.records.append(rec)
+        return rec
+
+    # reading -----------------------------------------------------------------------------
+    @property
+    def header(self) -> dict[str, Any]:
+        return self.records[0]["data"]
+
+    @property
+    def id(self) -> str:
+        return self.header["id"]
+
+    @property
+    def kind(self) -> str:
+        return self.header["kind"]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.header["params"]
+
+    def steps(self) -> dict[str, StepRecord]:
+        out: dict[str, StepRecord] = {}
+        for r in self.records[1:]:
+            if r["step"] is None:
+                continue
+            s = out.setdefault(r["step"], StepRecord())
+            ev, data = r["event"], r["data"]
+            if ev == "planned":
+                s.planned = data
+            elif ev == "confirmed":
+                s.confirmed = True
+            elif ev == "declined":
+                s.declined = True
+            elif ev == "executed":
+                s.executed.append(data)
+            elif ev == "executed-all":
+                s.executed_done = True
+            elif ev == "observed":
+                s.observed = data
+            elif ev == "verified":
+                s.verified = True
+            elif ev == "failed":
+                s.failed = data.get("error")
+        return out
+
+    def last(self, event: str) -> dict | None:
+        for r in reversed(self.records):
+            if r["event"] == event:
+                return r
+        return None
+
+    @property
+    def state(self) -> str:
+        state = "InProgress"
+        for r in self.records:
+            state = {"failed": "Failed", "resumed": "InProgress", "aborted": "Aborted",
+                     "completed": "Completed"}.get(r["event"], state)
+        return state
+
+    def artifacts(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for r in self.records:
+            if r["event"] == "artifact":
+                out[r["data"]["name"]] = r["data"]["path"]
+        return out
