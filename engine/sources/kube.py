@@ -52,6 +52,7 @@ class ClusterTarget:
     context: str
     server: str
     api_client: Any  # kubernetes_asyncio.client.ApiClient
+    user: str = ""  # the kubeconfig user of the context: who writes, for the audit log
 
     async def close(self) -> None:
         await self.api_client.close()
@@ -74,6 +75,8 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     try:
         contexts, current = config.list_kube_config_contexts(existing[0])
         name = context or (current or {}).get("name")
+        entry = next((c for c in contexts if c["name"] == name), None) or {}
+        user = (entry.get("context") or {}).get("user", "")
         if context and context not in {c["name"] for c in contexts}:
             known = ", ".join(sorted(c["name"] for c in contexts)) or "none"
             raise ConfigException(f"context {context!r} is not in {path} (known: {known})")
@@ -84,7 +87,7 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
         raise ConfigError(f"kubeconfig {path}: no such file") from None
     except OSError as exc:
         raise ConfigError(f"kubeconfig {path}: {exc.strerror}") from None
-    return ClusterTarget(context=name or "?", server=cfg.host, api_client=client.ApiClient(configuration=cfg))
+    return ClusterTarget(context=name or "?", server=cfg.host, api_client=client.ApiClient(configuration=cfg), user=user)
 
 
 def _existing_files(path: str) -> list[str]:

@@ -1,0 +1,47 @@
+"""A live connection for commands that act: store kept in sync + the guarded write path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.actions import Actions, AuditLog
+from engine.paths import state_dir
+from engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
+from engine.sources.kube import Unreachable as SourceUnreachable
+from engine.store import Store
+
+from .errors import Unreachable, UsageError
+
+
+@dataclass
+class LiveCluster:
+    context: str | None
+    kubeconfig: str | None
+    read_only: bool = False
+    sync_timeout: float = 30.0
+    lock: Any = None
+
+    async def __aenter__(self) -> LiveCluster:
+        try:
+            self.target: ClusterTarget = await connect(self.context, self.kubeconfig)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        self.store = Store()
+        self.source = KubeSource(self.store, self.target, lock=self.lock)
+        try:
+            await self.source.start()
+        except SourceUnreachable as exc:
+            await self.target.close()
+            raise Unreachable(str(exc)) from None
+        await self.source.wait_synced(self.sync_timeout)
+        if self.read_only:
+            self.actions = Actions.read_only("read-only mode (--read-only)", self.target.context)
+        else:
+            self.actions = Actions.live(self.target.api_client, self.target.user or "unknown", self.target.context,
+                                        AuditLog(state_dir() / "audit.log"))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.source.stop()
+        await self.target.close()
