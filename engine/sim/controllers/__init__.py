@@ -1,0 +1,1 @@
+"""The simulated cluster's controllers (TauGrid, Kueue, workloads, nodes, garbage collection); see world.py."""

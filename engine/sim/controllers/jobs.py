@@ -1,0 +1,174 @@
+"""Kueue's job framework for the simulator (reference/kueue.md §2-3): which sources get a Workload,
+what it looks like, and how each kind is suspended, resumed and seen as finished.
+
+Sources: batch/v1 Job, RayJob, RayService (one Workload each) and Kueue-managed Deployments (one
+single-pod Workload per replica; without simulated Pods the Deployment owns them directly).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+
+from .admission import PodSetRequest
+from .base import JOB_UID_LABEL, MANAGED_LABEL, PRIORITY_LABEL, QUEUE_LABEL, Obj, is_true, labels, meta, qres
+
+KUEUE_V = "kueue.x-k8s.io/v1beta2"
+SOURCE_KINDS = ("Job", "RayJob", "RayService", "Deployment")
+API = {"Job": "batch/v1", "RayJob": "ray.io/v1", "RayService": "ray.io/v1", "Deployment": "apps/v1"}
+_SUBMITTER = {"containers": [{"name": "submitter", "resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]}
+
+
+def short_hash(*parts: str, n: int = 5) -> str:
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:n]
+
+
+def workload_name(kind: str, name: str, uid: str, extra: str = "") -> str:
+    """`<kind>-<name>-<5 hex of sha1(kind, group, name, uid[, extra])>`, like jobframework."""
+    group = API[kind].rsplit("/", 1)[0] if "/" in API[kind] else ""
+    prefix = f"{kind.lower()}-{name}"[:247].rstrip("-.")
+    return f"{prefix}-{short_hash(kind, group, name, uid, *([extra] if extra else []))}"
+
+
+def queue_name(src: Obj) -> str:
+    """The LocalQueue a source asks for ('' when Kueue does not manage it)."""
+    if src["kind"] == "Deployment":
+        tmpl = ((src.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        tl = tmpl.get("labels") or {}
+        return (tl.get(QUEUE_LABEL) or labels(src).get(QUEUE_LABEL) or "") if tl.get(MANAGED_LABEL) == "true" else ""
+    if src["kind"] == "RayJob" and (src.get("spec") or {}).get("clusterSelector"):
+        return ""  # Kueue ignores RayJobs that run on an existing cluster
+    return labels(src).get(QUEUE_LABEL, "")
+
+
+def podsets(src: Obj) -> list[tuple[str, int, Obj]]:
+    """(name, count, pod template) per podset of a source."""
+    spec = src.get("spec") or {}
+    kind = src["kind"]
+    if kind == "Job":
+        count = min(
+            int(spec.get("parallelism", 1) or 1), int(spec.get("completions") or spec.get("parallelism", 1) or 1)
+        )
+        return [("main", count, spec.get("template") or {})]
+    if kind == "Deployment":
+        return [("main", 1, spec.get("template") or {})]
+    cluster = spec.get("rayClusterSpec" if kind == "RayJob" else "rayClusterConfig") or {}
+    out = [("head", 1, (cluster.get("headGroupSpec") or {}).get("template") or {})]
+    for g in cluster.get("workerGroupSpecs") or ():
+        count = g.get("replicas", g.get("minReplicas", 1))
+        out.append((g.get("groupName") or "workers", int(count or 0), g.get("template") or {}))
+    if kind == "RayJob" and (spec.get("submissionMode") or "K8sJobMode") == "K8sJobMode":
+        head = out[0][2].get("spec") or {}
+        sub = dict(_SUBMITTER)
+        for k in ("nodeSelector", "tolerations", "priorityClassName"):
+            if k in head:
+                sub[k] = head[k]
+        out.append(("submitter", 1, {"spec": sub}))
+    return out
+
+
+def pod_requests(template: Obj) -> dict[str, Decimal]:
+    """Summed container requests of one pod (limits stand in for missing requests, as defaulting does)."""
+    total: dict[str, Decimal] = {}
+    for c in ((template.get("spec") or {}).get("containers")) or ():
+        res = c.get("resources") or {}
+        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for r, v in merged.items():
+            total[r] = total.get(r, Decimal(0)) + qres(r, v)
+    return total
+
+
+def requests_of(workload: Obj) -> list[PodSetRequest]:
+    out = []
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        tspec = (ps.get("template") or {}).get("spec") or {}
+        reqs = {r: v for r, v in pod_requests(ps.get("template") or {}).items() if r != "pods"}
+        out.append(
+            PodSetRequest(
+                ps.get("name", "main"),
+                int(ps.get("count", 1)),
+                reqs,
+                dict(tspec.get("nodeSelector") or {}),
+                list(tspec.get("tolerations") or []),
+            )
+        )
+    return out
+
+
+def build_workload(src: Obj, priority: int, priority_class: str, name: str | None = None) -> Obj:
+    m = meta(src)
+    kind = src["kind"]
+    pod_sets = []
+    for ps_name, count, tmpl in podsets(src):
+        spec = dict(tmpl.get("spec") or {})
+        if kind != "Deployment":
+            spec["restartPolicy"] = "Never"
+        pod_sets.append({"name": ps_name, "count": count, "template": {"spec": spec}})
+    wl_spec: Obj = {"active": True, "podSets": pod_sets, "priority": priority, "queueName": queue_name(src)}
+    if priority_class:
+        wl_spec["priorityClassRef"] = {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": priority_class,
+        }
+    return {
+        "apiVersion": KUEUE_V,
+        "kind": "Workload",
+        "metadata": {
+            "name": name or workload_name(kind, m["name"], m["uid"]),
+            "namespace": m["namespace"],
+            "labels": {JOB_UID_LABEL: m["uid"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": src.get("apiVersion") or API[kind],
+                    "kind": kind,
+                    "name": m["name"],
+                    "uid": m["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+        },
+        "spec": wl_spec,
+    }
+
+
+def priority_label(src: Obj) -> str:
+    if src["kind"] == "Deployment":
+        tl = (((src.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+        return tl.get(PRIORITY_LABEL) or labels(src).get(PRIORITY_LABEL, "")
+    return labels(src).get(PRIORITY_LABEL, "")
+
+
+# --- per-kind state -------------------------------------------------------------------------------
+
+
+def finished(src: Obj) -> tuple[bool, bool, str]:
+    """(finished, succeeded, message). RayServices and Deployments never finish."""
+    kind, st = src["kind"], src.get("status") or {}
+    if kind == "Job":
+        if is_true(src, "Failed"):
+            return True, False, "Job failed"
+        if is_true(src, "Complete"):
+            return True, True, "Job finished successfully"
+        return False, False, ""
+    if kind == "RayJob":
+        dep = st.get("jobDeploymentStatus") or ""
+        if dep in ("Complete", "Failed"):
+            ok = dep == "Complete" and st.get("jobStatus", "SUCCEEDED") == "SUCCEEDED"
+            return True, ok, st.get("message") or f"RayJob {dep.lower()}"
+    return False, False, ""
+
+
+def suspended(src: Obj) -> bool | None:
+    """Whether the source is held back; None for kinds Kueue does not suspend here."""
+    if src["kind"] in ("Job", "RayJob"):
+        return bool((src.get("spec") or {}).get("suspend"))
+    return None
+
+
+def suspend_patch(src: Obj, suspend: bool) -> Obj | None:
+    if src["kind"] in ("Job", "RayJob"):
+        return {"spec": {"suspend": suspend}}
+    return None

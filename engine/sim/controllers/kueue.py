@@ -1,0 +1,481 @@
+"""The simulated Kueue: Workloads for sources, admission, stop policies, checks, queue status.
+
+One pass per step, only when something changed: (1) the Workload lifecycle (finalizers, creation,
+Finished, deactivation, stopPolicy, admission checks, the source's suspend flag); (2) scheduling
+cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionCheck status.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .admission import FR, Assignment, Capacity, assign
+from .base import (
+    FORMATS,
+    Controller,
+    Obj,
+    condition,
+    controller_owner,
+    deleting,
+    is_true,
+    labels,
+    meta,
+    qfmt,
+    qres,
+    with_condition,
+)
+from .jobs import (
+    SOURCE_KINDS,
+    build_workload,
+    finished,
+    priority_label,
+    queue_name,
+    requests_of,
+    short_hash,
+    suspend_patch,
+    suspended,
+)
+from .queues import (
+    MULTIKUEUE,
+    Tally,
+    ac_active,
+    check_names,
+    cq_active,
+    cq_status,
+    differs,
+    lq_status,
+    mk_workers,
+    namespace_matches,
+    stop_policy,
+)
+
+STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
+
+
+def usage_of(wl: Obj) -> dict[FR, Decimal]:
+    out: dict[FR, Decimal] = {}
+    for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ():
+        flavors = psa.get("flavors") or {}
+        for r, v in (psa.get("resourceUsage") or {}).items():
+            if r in flavors:
+                fr = (flavors[r], r)
+                out[fr] = out.get(fr, Decimal(0)) + qres(r, v)
+    return out
+
+
+def _order(wl: Obj) -> tuple:
+    m = meta(wl)
+    return (-int((wl.get("spec") or {}).get("priority") or 0), m.get("creationTimestamp") or "", m.get("uid") or "")
+
+
+class KueueController(Controller):
+    name = "kueue"
+
+    def __init__(self, world) -> None:
+        super().__init__(world)
+        self._requests: dict[tuple[str, int], list] = {}
+
+    def reconcile(self, events) -> None:
+        if not events and not self.first:
+            return  # Kueue reacts to changes; a quiet cluster needs no pass
+        self._lifecycle()
+        self.world.sync()
+        self._schedule()
+        self.world.sync()
+        self._publish()
+
+    # --- helpers -----------------------------------------------------------------------------------
+    def _status(self, wl: Obj, status: Obj) -> None:
+        m = meta(wl)
+        self.w.status("Workload", m["name"], m["namespace"], status)
+
+    def _owner(self, wl: Obj) -> Obj | None:
+        o = controller_owner(wl)
+        if not o or o.get("kind") not in SOURCE_KINDS:
+            return None
+        src = self.m.get(o["kind"], o.get("name", ""), meta(wl).get("namespace"))
+        return src if src is not None and meta(src).get("uid") == o.get("uid") else None
+
+    def _priority(self, src: Obj) -> tuple[int, str]:
+        name = priority_label(src)
+        wpc = self.m.get("WorkloadPriorityClass", name) if name else None
+        return (int(wpc.get("value") or 0), name) if wpc is not None else (0, "")
+
+    def _queue_of(self, wl: Obj) -> tuple[Obj | None, Obj | None]:
+        m, spec = meta(wl), wl.get("spec") or {}
+        lq = self.m.get("LocalQueue", spec.get("queueName") or "", m.get("namespace"))
+        cq_name = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or (
+            ((lq or {}).get("spec") or {}).get("clusterQueue")
+        )
+        return lq, self.m.get("ClusterQueue", cq_name) if cq_name else None
+
+    # --- (1) lifecycle ---------------------------------------------------------------------------
+    def _lifecycle(self) -> None:
+        wls = self.m.list("Workload")
+        owned: dict[str, list[Obj]] = {}
+        for wl in wls:
+            uid = (controller_owner(wl) or {}).get("uid") or labels(wl).get("kueue.x-k8s.io/job-uid")
+            if uid:
+                owned.setdefault(uid, []).append(wl)
+            if deleting(wl) and meta(wl).get("finalizers"):
+                self.w.patch("Workload", meta(wl)["name"], meta(wl)["namespace"], {"metadata": {"finalizers": None}})
+        for kind in SOURCE_KINDS:
+            for src in self.m.list(kind):
+                if deleting(src) or not queue_name(src):
+                    continue
+                mine = [w for w in owned.get(meta(src)["uid"], []) if not deleting(w)]
+                if kind == "Deployment":
+                    self._pods(src, mine)
+                elif not mine and not finished(src)[0]:
+                    prio, pc = self._priority(src)
+                    self.w.create(build_workload(src, prio, pc))
+                    if suspended(src) is False:  # no Workload, no admission: hold the job back
+                        self.w.patch(kind, meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True))
+        for wl in wls:
+            if not deleting(wl) and not is_true(wl, "Finished"):
+                self._workload(wl)
+
+    def _pods(self, dep: Obj, mine: list[Obj]) -> None:
+        """One single-pod Workload per replica; scale-in removes the newest."""
+        m = meta(dep)
+        want = (dep.get("spec") or {}).get("replicas", 1)
+        want = 1 if want is None else int(want)
+        live = sorted(mine, key=lambda w: (meta(w).get("creationTimestamp") or "", meta(w)["name"]))
+        for wl in live[want:][::-1]:
+            self.w.delete("Workload", meta(wl)["name"], m["namespace"])
+        names = {meta(w)["name"] for w in mine}
+        prio, pc = self._priority(dep)
+        n = 0
+        for _ in range(want - len(live)):
+            while True:
+                pod = f"{m['name']}-{short_hash(m['uid'], 'rs', n=10)}-{short_hash(m['uid'], str(n))}"
+                name = f"pod-{pod}-{short_hash('Pod', '', pod, m['uid'])}"
+                n += 1
+                if name not in names:
+                    break
+            names.add(name)
+            self.w.create(build_workload(dep, prio, pc, name=name))
+
+    def _workload(self, wl: Obj) -> None:
+        src = self._owner(wl)
+        if src is None:
+            return  # an orphan: the garbage collector removes it
+        now, m = self.stamp, meta(wl)
+        conds = (wl.get("status") or {}).get("conditions") or []
+        done, ok, msg = finished(src)
+        if done:
+            self._status(
+                wl, {"conditions": with_condition(conds, "Finished", "True", "Succeeded" if ok else "Failed", msg, now)}
+            )
+            return
+        lq, cq = self._queue_of(wl)
+        reserved, admitted = is_true(wl, "QuotaReserved"), is_true(wl, "Admitted")
+        if reserved:
+            if not (wl.get("spec") or {}).get("active", True):
+                return self._evict(wl, src, "Deactivated", "The workload is deactivated")
+            for obj, kind in ((cq, "ClusterQueue"), (lq, "LocalQueue")):
+                policy = stop_policy(obj)
+                if policy == "HoldAndDrain" and admitted:
+                    return self._evict(wl, src, f"{kind}Stopped", f"The {kind} is stopped")
+                if policy != "None" and not admitted:  # Hold and HoldAndDrain: reservations are released
+                    return self._release(wl, f"{kind} {meta(obj)['name']} is stopped")
+            if not admitted and cq is not None:
+                admitted = self._checks(wl, cq)
+        else:
+            ev = condition(wl, "Evicted")
+            kind = STOPPED_BY.get((ev or {}).get("reason", ""))
+            obj = cq if kind == "ClusterQueue" else lq
+            if (
+                ev
+                and ev.get("status") == "True"
+                and kind
+                and obj is not None
+                and stop_policy(obj) == "None"
+                and not is_true(wl, "Requeued")
+            ):
+                self._status(
+                    wl,
+                    {
+                        "conditions": with_condition(
+                            conds,
+                            "Requeued",
+                            "True",
+                            f"{kind}Restarted",
+                            f"The {kind} was restarted after being stopped",
+                            now,
+                        )
+                    },
+                )
+        hold = suspended(src)
+        if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
+            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, not admitted))
+
+    def _evict(self, wl: Obj, src: Obj, reason: str, message: str) -> None:
+        now = self.stamp
+        st = wl.get("status") or {}
+        conds = with_condition(st.get("conditions"), "Evicted", "True", reason, message, now)
+        conds = with_condition(conds, "QuotaReserved", "False", "Pending", message, now)
+        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        conds = with_condition(conds, "Requeued", "False", reason, message, now)
+        if condition(wl, "PodsReady"):
+            conds = with_condition(
+                conds, "PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", now
+            )
+        stats = [dict(e) for e in ((st.get("schedulingStats") or {}).get("evictions") or ())]
+        hit = next((e for e in stats if e.get("reason") == reason and not e.get("underlyingCause")), None)
+        if hit is None:
+            stats.append({"reason": reason, "count": 1})
+        else:
+            hit["count"] = int(hit.get("count") or 0) + 1
+        self._status(
+            wl,
+            {
+                "conditions": conds,
+                "admission": None,
+                "admissionChecks": None,
+                "clusterName": None,
+                "schedulingStats": {"evictions": stats},
+            },
+        )
+        patch = suspend_patch(src, True)
+        if patch and suspended(src) is False:
+            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], patch)
+
+    def _release(self, wl: Obj, message: str) -> None:
+        now = self.stamp
+        conds = with_condition(
+            (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False", "Inadmissible", message, now
+        )
+        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        self._status(wl, {"conditions": conds, "admission": None, "admissionChecks": None})
+
+    def _checks(self, wl: Obj, cq: Obj) -> bool:
+        """Admission checks of a reserved Workload; True once all are Ready (then Admitted)."""
+        now = self.stamp
+        st = wl.get("status") or {}
+        current = {c.get("name"): c for c in st.get("admissionChecks") or ()}
+        states, cluster = [], None
+        for name in check_names(cq):
+            ac = self.m.get("AdmissionCheck", name)
+            state, message = "Ready", ""
+            if ac is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE:
+                _, active, _ = mk_workers(ac, self.m)
+                if active:
+                    cluster = active[0]
+                    message = f'The workload got reservation on "{cluster}"'
+                else:
+                    state, message = "Pending", "The workload is waiting for a reservation on a worker cluster"
+            old = current.get(name) or {}
+            states.append(
+                {
+                    "name": name,
+                    "state": state,
+                    "message": message,
+                    "lastTransitionTime": old.get("lastTransitionTime") if old.get("state") == state else now,
+                }
+            )
+        ready = all(s["state"] == "Ready" for s in states)
+        update: Obj = {"admissionChecks": states}
+        if ready:
+            update["conditions"] = with_condition(
+                st.get("conditions"), "Admitted", "True", "Admitted", "The workload is admitted", now
+            )
+            if cluster:
+                update["clusterName"] = cluster
+        if differs(st, update):
+            self._status(wl, update)
+        return ready
+
+    # --- (2) scheduling ----------------------------------------------------------------------------
+    def _schedule(self) -> None:
+        cqs = {meta(c)["name"]: c for c in self.m.list("ClusterQueue")}
+        cap = Capacity(list(cqs.values()), self.m.list("Cohort"))
+        flavors = {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
+        active = {n: cq_active(c, self.m)[0] for n, c in cqs.items()}
+        queues: dict[str, list[Obj]] = {}
+        waiting: list[tuple[Obj, str, str]] = []
+        for wl in self.m.list("Workload"):
+            if deleting(wl) or is_true(wl, "Finished"):
+                continue
+            if is_true(wl, "QuotaReserved"):
+                cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+                if cqn in cap.cqs:
+                    cap.add(cqn, usage_of(wl))
+                continue
+            if not (wl.get("spec") or {}).get("active", True):
+                continue
+            why = self._route(wl, cqs, active)
+            if isinstance(why, str):
+                queues.setdefault(why, []).append(wl)
+            else:
+                waiting.append((wl, *why))
+        for q in queues.values():
+            q.sort(key=_order)
+        pos = dict.fromkeys(queues, 0)
+        blocked: set[str] = set()
+        while True:
+            heads = []
+            for cqn in sorted(queues):
+                if cqn not in blocked and pos[cqn] < len(queues[cqn]):
+                    wl = queues[cqn][pos[cqn]]
+                    heads.append((cqn, wl, assign(cqs[cqn], self._reqs(wl), cap, flavors, FORMATS)))
+            if not heads:
+                break
+            # Non-borrowing before borrowing, then priority, then age (§4.3).
+            heads.sort(key=lambda h: (h[2].borrows, *_order(h[1])))
+            changed = False
+            for cqn, wl, a in heads:
+                if a.fits and changed:
+                    a = assign(cqs[cqn], self._reqs(wl), cap, flavors, FORMATS)  # earlier admissions this cycle
+                if a.fits:
+                    cap.add(cqn, a.usage)
+                    self._admit(wl, cqs[cqn], a)
+                    changed = True
+                    pos[cqn] += 1
+                    continue
+                waiting.append((wl, a.reason, a.message))
+                if ((cqs[cqn].get("spec") or {}).get("queueingStrategy") or "BestEffortFIFO") == "StrictFIFO":
+                    blocked.add(cqn)  # the head keeps its place and blocks the queue
+                    head = meta(wl)["name"]
+                    for behind in queues[cqn][pos[cqn] + 1 :]:
+                        waiting.append(
+                            (behind, "Pending", f"StrictFIFO: waiting behind the head {head} of ClusterQueue {cqn}")
+                        )
+                else:
+                    pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
+        for wl, reason, message in waiting:
+            qr = condition(wl, "QuotaReserved") or {}
+            if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message):
+                self._status(
+                    wl,
+                    {
+                        "conditions": with_condition(
+                            (wl.get("status") or {}).get("conditions"),
+                            "QuotaReserved",
+                            "False",
+                            reason,
+                            message,
+                            self.stamp,
+                        )
+                    },
+                )
+
+    def _route(self, wl: Obj, cqs: dict[str, Obj], active: dict[str, bool]) -> str | tuple[str, str]:
+        """The ClusterQueue a pending Workload queues in, or (reason, message) why it cannot."""
+        ns, q = meta(wl)["namespace"], (wl.get("spec") or {}).get("queueName") or ""
+        lq = self.m.get("LocalQueue", q, ns)
+        if lq is None:
+            return "Inadmissible", f"LocalQueue {q} doesn't exist"
+        cqn = (lq.get("spec") or {}).get("clusterQueue") or ""
+        cq = cqs.get(cqn)
+        if cq is None:
+            return "Inadmissible", f"ClusterQueue {cqn} doesn't exist"
+        if stop_policy(lq) != "None":
+            return "Inadmissible", f"LocalQueue {q} is stopped"
+        if not active[cqn]:
+            state = "stopped" if stop_policy(cq) != "None" else "inactive"
+            return "Inadmissible", f"ClusterQueue {cqn} is {state}"
+        ns_obj = self.m.get("Namespace", ns)
+        if not namespace_matches(cq, labels(ns_obj) if ns_obj else {}):
+            return "Inadmissible", "Workload namespace doesn't match ClusterQueue selector"
+        return cqn
+
+    def _reqs(self, wl: Obj) -> list:
+        key = (meta(wl).get("uid") or meta(wl)["name"], int(meta(wl).get("generation") or 0))
+        if key not in self._requests:
+            if len(self._requests) > 4096:
+                self._requests.clear()
+            self._requests[key] = requests_of(wl)
+        return self._requests[key]
+
+    def _admit(self, wl: Obj, cq: Obj, a: Assignment) -> None:
+        now, cqn = self.stamp, meta(cq)["name"]
+        st = wl.get("status") or {}
+        conds = with_condition(
+            st.get("conditions"), "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cqn}", now
+        )
+        for ctype in ("Evicted", "Preempted"):
+            c = condition(wl, ctype)
+            if c and c.get("status") == "True":
+                conds = with_condition(
+                    conds, ctype, "False", "QuotaReserved", f"Previously: {c.get('message', '')}", now
+                )
+        checks = check_names(cq)
+        if checks:
+            conds = with_condition(
+                conds,
+                "Admitted",
+                "False",
+                "UnsatisfiedAdmissionChecks",
+                "The workload has not all admission checks",
+                now,
+            )
+        else:
+            conds = with_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
+        counts = {ps.get("name", "main"): int(ps.get("count", 1)) for ps in (wl.get("spec") or {}).get("podSets") or ()}
+        assignments = [
+            {
+                "name": ps,
+                "count": counts.get(ps, 1),
+                "flavors": dict(sorted(a.flavors[ps].items())),
+                "resourceUsage": {r: qfmt(v, FORMATS.get(r, "DecimalSI")) for r, v in sorted(tot.items())},
+            }
+            for ps, tot in a.per_podset.items()
+        ]
+        status: Obj = {
+            "admission": {"clusterQueue": cqn, "podSetAssignments": assignments},
+            "conditions": conds,
+            "requeueState": None,
+        }
+        if checks:
+            status["admissionChecks"] = [
+                {"name": c, "state": "Pending", "message": "", "lastTransitionTime": now} for c in checks
+            ]
+        self._status(wl, status)
+
+    # --- (3) queue and check status --------------------------------------------------------------
+    def _publish(self) -> None:
+        now = self.stamp
+        cq_tally: dict[str, Tally] = {}
+        lq_tally: dict[tuple[str, str], Tally] = {}
+        for wl in self.m.list("Workload"):
+            if deleting(wl) or is_true(wl, "Finished"):
+                continue
+            ns, q = meta(wl)["namespace"], (wl.get("spec") or {}).get("queueName") or ""
+            lq = self.m.get("LocalQueue", q, ns)
+            lt = lq_tally.setdefault((ns, q), Tally())
+            if is_true(wl, "QuotaReserved"):
+                cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""
+                use = usage_of(wl)
+                cq_tally.setdefault(cqn, Tally()).add(use, is_true(wl, "Admitted"))
+                lt.add(use, is_true(wl, "Admitted"))
+            elif (wl.get("spec") or {}).get("active", True) and lq is not None:
+                cq_tally.setdefault((lq.get("spec") or {}).get("clusterQueue") or "", Tally()).pending += 1
+                lt.pending += 1
+        active: dict[str, bool] = {}
+        for cq in self.m.list("ClusterQueue"):
+            name = meta(cq)["name"]
+            state = cq_active(cq, self.m)
+            active[name] = state[0]
+            tally = cq_tally.get(name, Tally())
+            desired = cq_status(cq, tally, state, now)
+            if differs(cq.get("status"), desired):
+                self.w.status("ClusterQueue", name, None, desired)
+            if deleting(cq) and tally.reserving == 0 and meta(cq).get("finalizers"):
+                self.w.patch("ClusterQueue", name, None, {"metadata": {"finalizers": None}})
+        for lq in self.m.list("LocalQueue"):
+            m = meta(lq)
+            cqn = (lq.get("spec") or {}).get("clusterQueue") or ""
+            cq = self.m.get("ClusterQueue", cqn)
+            desired = lq_status(lq, cq, active.get(cqn, False), lq_tally.get((m["namespace"], m["name"]), Tally()), now)
+            if differs(lq.get("status"), desired):
+                self.w.status("LocalQueue", m["name"], m["namespace"], desired)
+        for ac in self.m.list("AdmissionCheck"):
+            state = ac_active(ac, self.m)
+            if state is None:
+                continue
+            conds = with_condition(
+                (ac.get("status") or {}).get("conditions"), "Active", *state, now, meta(ac).get("generation")
+            )
+            if differs(ac.get("status"), {"conditions": conds}):
+                self.w.status("AdmissionCheck", meta(ac)["name"], None, {"conditions": conds})
