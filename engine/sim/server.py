@@ -63,7 +63,8 @@ class SimServer:
                  context: str = DEFAULT_CONTEXT, namespace: str | None = None, ray: bool = True,
                  speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
                  watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
-                 apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True) -> None:
+                 apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
+                 simulate: bool = False, scenario: Any = None) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         self.db = ObjectDB(history=history, clock=clock, seed=seed)
@@ -84,6 +85,10 @@ class SimServer:
         self._tasks: list[asyncio.Task] = []
         self.running = False
         self.controller_errors: list[BaseException] = []
+        # The simulated world (engine.sim.world): with `simulate`, built once seeded and ticked in real time.
+        self.simulate = simulate
+        self.scenario = scenario
+        self.world: Any = None
 
     @property
     def url(self) -> str:
@@ -120,6 +125,11 @@ class SimServer:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
             raise
+        if self.simulate and self.world is None:
+            from .world import World
+
+            self.world = World.for_server(self, self.scenario)
+            self._controllers.append(self.world.serve)
         self.running = True
         for c in self._controllers:
             self._start_task(c)

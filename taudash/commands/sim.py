@@ -13,9 +13,11 @@ _SERVE_HELP = """\
 Serve a simulated TauGrid cluster on https://127.0.0.1 (a per-run certificate, a bearer token)
 and write a kubeconfig for kubectl and taudash. Runs until Ctrl-C.
 
-The cluster is seeded from --snapshot (default: the demo scenario). --speed and --seed are
-accepted now and handed to the simulated controllers (TauGrid, Kueue, workloads, nodes), which
-arrive in a later release; until then the cluster only changes when a client writes to it."""
+The cluster is seeded from --snapshot (default: the demo scenario) and moved by the simulated
+controllers (TauGrid, Kueue, workloads, nodes) on a simulated clock: --speed simulated seconds
+per wall second, every random choice from --seed (same seed and snapshot, same story).
+--scenario FILE scripts events and knobs (docs/simulator.md); --no-controllers serves the
+snapshot frozen, changing only when a client writes."""
 
 
 def register(sub, add_source_args) -> None:
@@ -27,9 +29,11 @@ def register(sub, add_source_args) -> None:
     s.add_argument("--snapshot", metavar="FILE", help="seed the cluster from this snapshot (default: the demo scenario)")
     s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default 0: a free port)")
     s.add_argument("--speed", type=float, default=1.0,
-                   help="simulated clock speed factor, for the controllers (accepted; controllers come later)")
+                   help="simulated seconds per wall-clock second, for the controllers (default 1)")
     s.add_argument("--seed", type=int, default=0,
-                   help="random seed of the simulation, for the controllers (accepted; controllers come later)")
+                   help="random seed of the simulation, for the controllers (default 0)")
+    s.add_argument("--scenario", metavar="FILE", help="scripted events and knobs for the controllers (YAML)")
+    s.add_argument("--no-controllers", action="store_true", help="serve the snapshot frozen: no simulated controllers")
     s.add_argument("--kubeconfig-out", metavar="FILE",
                    help="write the kubeconfig here (mode 0600; default: a private temp dir removed on exit)")
     s.add_argument("--context-name", default="taudash-sim", metavar="NAME", help="context name in the kubeconfig")
@@ -47,13 +51,19 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(args) -> int:
+    from engine.sim.controllers.scenario import Scenario, ScenarioError
     from engine.sim.server import SimServer, default_snapshot
     from engine.sim.tls import TlsError
     from engine.sources.snapshot import SnapshotError
 
     snapshot = args.snapshot or default_snapshot()
+    try:
+        scenario = Scenario.load(args.scenario) if getattr(args, "scenario", None) else None
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
     sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
-                    ray=not args.no_ray, speed=args.speed, seed=args.seed)
+                    ray=not args.no_ray, speed=args.speed, seed=args.seed,
+                    simulate=not getattr(args, "no_controllers", False), scenario=scenario)
     try:
         await sim.start()
     except SnapshotError as exc:
@@ -77,6 +87,8 @@ async def _serve(args) -> int:
         print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
         print(f"kubeconfig: {sim.kubeconfig}", flush=True)
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
+        if sim.world is not None:
+            print(f"simulating: from {sim.world.clock.stamp()} at {args.speed:g}x, seed {args.seed}", flush=True)
         print("Ctrl-C to stop.", flush=True)
         await stop.wait()
     finally:
