@@ -63,11 +63,6 @@ def usage_of(wl: Obj) -> dict[FR, Decimal]:
     return out
 
 
-def _order(wl: Obj) -> tuple:
-    m = meta(wl)
-    return (-int((wl.get("spec") or {}).get("priority") or 0), m.get("creationTimestamp") or "", m.get("uid") or "")
-
-
 class KueueController(Controller):
     name = "kueue"
 
@@ -85,6 +80,19 @@ class KueueController(Controller):
         self._publish()
 
     # --- helpers -----------------------------------------------------------------------------------
+    def _order(self, wl: Obj) -> tuple:
+        """Queue order: priority, then age. Workloads made in one step share a creation second, so ties
+        go to the older source (where Kueue's UID tie-break would be arbitrary)."""
+        m = meta(wl)
+        src = self._owner(wl)
+        born = meta(src).get("creationTimestamp") or "" if src is not None else ""
+        return (
+            -int((wl.get("spec") or {}).get("priority") or 0),
+            m.get("creationTimestamp") or "",
+            born,
+            m.get("uid") or "",
+        )
+
     def _status(self, wl: Obj, status: Obj) -> None:
         m = meta(wl)
         self.w.status("Workload", m["name"], m["namespace"], status)
@@ -310,7 +318,7 @@ class KueueController(Controller):
             else:
                 waiting.append((wl, *why))
         for q in queues.values():
-            q.sort(key=_order)
+            q.sort(key=self._order)
         pos = dict.fromkeys(queues, 0)
         blocked: set[str] = set()
         while True:
@@ -322,7 +330,7 @@ class KueueController(Controller):
             if not heads:
                 break
             # Non-borrowing before borrowing, then priority, then age (§4.3).
-            heads.sort(key=lambda h: (h[2].borrows, *_order(h[1])))
+            heads.sort(key=lambda h: (h[2].borrows, *self._order(h[1])))
             changed = False
             for cqn, wl, a in heads:
                 if a.fits and changed:
