@@ -1,0 +1,325 @@
+"""Pilot tests of the dashboard: navigation (number keys, palette, mouse), filter, drill-down and back,
+help, the refresh chain, and hostile strings. They assert on widget state and captured messages."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from textual.command import CommandPalette
+
+from engine.session import Session
+from engine.sources.snapshot import load_snapshot
+from engine.view import SourceInfo
+from screens.help import HelpScreen
+from screens.messages import Navigate, OpenObject
+from screens.object_detail import ObjectDetailScreen
+from screens.pool import PoolScreen
+from screens.widgets.filter_bar import FilterBar
+from screens.widgets.footer_bar import FooterBar
+from screens.widgets.header_bar import HeaderBar
+from screens.widgets.keyed_table import KeyedTable
+from screens.workspace_detail import WorkspaceDetailScreen
+from screens.workspaces import WorkspacesScreen
+from taudash.app import TaudashApp
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
+
+
+def make_app(name: str = "ui-demo.yaml", tick: float = 3600.0) -> TaudashApp:
+    path = FIXTURES / name
+    r = load_snapshot(path)
+    src = SourceInfo(type="snapshot", context=r.context, path=str(path), observed_at=r.captured_at)
+    return TaudashApp(Session(r.store, src), clock=lambda: NOW, tick=tick)
+
+
+def plain(widget) -> str:
+    """What a Static shows, as plain text."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def table(app, selector: str) -> KeyedTable:
+    return app.screen.query_one(selector, KeyedTable)
+
+
+def cell_texts(t: KeyedTable, key: str) -> list[str]:
+    return [c.plain for c in t.get_row(key)]
+
+
+def assert_columns_fit(app, where: str) -> None:
+    """Fixed columns fit the table: only the flex column gives way on narrow terminals."""
+    for t in app.screen.query(KeyedTable):
+        assert t.columns, (where, t.id)
+        width = sum(c.get_render_width(t) for c in t.columns.values())
+        assert width <= t.size.width, (where, t.id, width, t.size.width)
+
+
+async def test_number_keys_switch_screens_and_every_screen_fits_both_sizes():
+    app = make_app()
+    order = (("2", "pool"), ("3", "queues"), ("4", "workspaces"), ("5", "sources"),
+             ("6", "multikueue"), ("7", "profiles"), ("8", "findings"), ("1", "overview"))
+    async with app.run_test(size=(100, 30)) as pilot:  # the tmux sizes: 100×30, then resized to 200×60
+        assert app.current_mode == "overview"
+        assert_columns_fit(app, "overview")
+        for key, mode in order:
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.current_mode == mode
+            assert app.screen.query_one(FooterBar).active == mode
+            assert_columns_fit(app, mode)
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause()
+        for key, mode in order:
+            await pilot.press(key)
+            await pilot.pause()
+            assert_columns_fit(app, f"{mode} at 200×60")
+            flex = [t for t in app.screen.query(KeyedTable) if t.size.width > 150]
+            assert flex, mode  # tables follow the terminal width
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, PoolScreen)
+        # the pool screen rendered the fixture's flavors, with the budget/reservation numbers
+        inv = table(app, "#pool-inventory")
+        assert inv.visible_keys() == ["taugrid-gpu-a100-80gb", "taugrid-gpu-h100-80gb", "taugrid-gpu-h200-141gb"]
+        res = cell_texts(table(app, "#pool-reserved"), "taugrid-gpu-h200-141gb")
+        assert res[2] == "12/8" and res[4] == "-4 ⚠"  # overcommitted: headroom negative, with a symbol
+
+
+async def test_footer_click_navigates():
+    app = make_app()
+    messages: list = []
+    async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
+        footer = app.screen.query_one(FooterBar)
+        start, _end, name = next(s for s in footer._spans if s[2] == "profiles")
+        await pilot.click(FooterBar, offset=(start + 2, 0))
+        await pilot.pause()
+        assert app.current_mode == "profiles"
+        assert any(isinstance(m, Navigate) and m.screen == "profiles" for m in messages)
+
+
+async def test_palette_opens_screen_and_object():
+    app = make_app()
+    messages: list = []
+    async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"llm")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        opened = [m.ref for m in messages if isinstance(m, OpenObject)]
+        assert opened and (opened[-1].kind, opened[-1].namespace, opened[-1].name) == ("RayService", "eval", "llm")
+        assert isinstance(app.screen, ObjectDetailScreen)
+        assert app.screen.ref.name == "llm"
+        # its Workload is linked, and following the link opens it
+        related = table(app, "#od-related")
+        assert any("rayservice-llm-9f8e7" in k for k in related.visible_keys())
+
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"go multik")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.current_mode == "multikueue"
+
+
+async def test_filter_terms_enter_keeps_escape_clears():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        ws = table(app, "#workspaces")
+        assert ws.visible_keys() == ["eval", "notebooks", "train", "vision"]
+        await pilot.press("slash")
+        await pilot.pause()
+        bar = app.screen.query_one(FilterBar)
+        assert bar.is_open and app.focused is bar
+        await pilot.press(*"tra")  # digits and q would go into the input too, never to the app
+        await pilot.pause()
+        assert ws.visible_keys() == ["train"]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not bar.is_open and app.focused is ws and ws.visible_keys() == ["train"]
+        title = plain(app.screen.query_one(".section-title"))
+        assert "1 of 4" in title and "tra" in title
+        await pilot.press("escape")  # first esc clears the filter, the next one would go back
+        await pilot.pause()
+        assert ws.visible_keys() == ["eval", "notebooks", "train", "vision"]
+
+        # kind:/ns:/label: terms on the sources screen
+        await pilot.press("5")
+        await pilot.pause()
+        src = table(app, "#sources")
+        await pilot.press("slash")
+        bar = app.screen.query_one(FilterBar)
+        bar.value = "kind:rayservice,job ns:eval"  # as if typed: Input.Changed drives the filter
+        await pilot.pause()
+        assert src.visible_keys() == ["Job|eval|prep-4", "RayService|eval|llm"]
+        bar.value = "label:kueue.x-k8s.io/queue-name=burst"
+        await pilot.pause()
+        assert src.visible_keys() == ["RayJob|train|sweep-9"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(src.visible_keys()) == 6
+
+
+async def test_drill_down_and_back():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        assert table(app, "#workspaces").selected_key() == "eval"
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, WorkspaceDetailScreen) and screen.ws_name == "eval"
+        conds = table(app, "#wsd-conditions")
+        assert cell_texts(conds, "WorkloadIdentityReady")[1:3] == ["✖ False", "ServiceAccountNotReady"]
+        assert cell_texts(conds, "DriftDetected")[1] == "✓ False"  # False is the healthy value here
+        blockers = table(app, "#wsd-blockers")
+        assert "RayService|eval|llm" in blockers.visible_keys()
+        assert "delete RayService eval/llm" in plain(app.screen.query_one("#wsd-steps"))
+        assert "deployments.apps (Forbidden)" in plain(app.screen.query_one("#wsd-title"))
+        # drill from a blocker to the object, then back twice
+        blockers.focus()
+        blockers.move_cursor(row=blockers.get_row_index("RayService|eval|llm"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ObjectDetailScreen) and app.screen.ref.kind == "RayService"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkspaceDetailScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkspacesScreen)
+        assert table(app, "#workspaces").selected_key() == "eval"  # selection kept
+        # the number of the current screen returns to its top from any depth
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("o")  # the workspace detail's key for the TauWorkspace object and its YAML
+        await pilot.pause()
+        assert isinstance(app.screen, ObjectDetailScreen) and app.screen.ref.kind == "TauWorkspace"
+        await pilot.press("4")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkspacesScreen)
+
+
+async def test_finding_jumps_to_its_object():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        findings = table(app, "#findings")
+        key = next(k for k in findings.visible_keys() if k.startswith("POOL-OVERCOMMITTED"))
+        findings.move_cursor(row=findings.get_row_index(key))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ObjectDetailScreen)
+        assert (app.screen.ref.kind, app.screen.ref.name) == ("ResourceFlavor", "taugrid-gpu-h200-141gb")
+        mine = table(app, "#od-findings")
+        assert any("POOL-OVERCOMMITTED" in k for k in mine.visible_keys())
+        yaml_text = plain(app.screen.query_one("#od-yaml"))
+        assert "nodeLabels" in yaml_text and "h200-141gb" in yaml_text
+
+
+async def test_help_shows_this_screens_keys_and_closes():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("8", "question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "Findings" in plain(app.screen.query_one(".help-title"))
+        body = plain(app.screen.query_one("#help-screen-text"))
+        assert "cycle the severity filter" in body
+        assert "palette" in plain(app.screen.query_one("#help-global-text"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen) and app.current_mode == "findings"
+        await pilot.press("s")  # the findings screen's own key: critical only
+        await pilot.pause()
+        keys = table(app, "#all-findings").visible_keys()
+        assert keys and all(app.screen.query_one("#all-findings", KeyedTable).meta(k).severity == "critical" for k in keys)
+
+
+async def test_header_shows_mode_read_only_and_unknown_kinds():
+    app = make_app()
+    async with app.run_test(size=(120, 36)):
+        header = app.screen.query_one(HeaderBar)
+        left, right = plain(header.query_one("#hb-left")), plain(header.query_one("#hb-right"))
+        assert "SNAPSHOT" in left and "aks-eastus-prod" in left and "TauCluster gen 12" in left
+        assert "captured 5 min ago" in left
+        assert "READ-ONLY" in right
+        problems = plain(header.query_one("#hb-problems"))
+        assert "unknown" in problems and "deployments.apps forbidden" in problems
+
+
+async def test_refresh_chain_updates_rows_in_place_and_keeps_selection():
+    app = make_app(tick=0.05)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4", "down", "down")  # select "train"
+        await pilot.pause()
+        ws = table(app, "#workspaces")
+        assert ws.selected_key() == "train"
+        frames = app.frames
+        # a live source adds a workspace that sorts before "train" (under the session lock)
+        from engine.sources.snapshot import load_documents
+        doc = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
+               "metadata": {"name": "aardvark", "namespace": "tau-system", "generation": 1},
+               "status": {"phase": "Pending", "observedGeneration": 1}}
+        with app.session.writing() as store:
+            load_documents([(None, doc)], store=store)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if "aardvark" in ws.visible_keys():
+                break
+        assert ws.visible_keys() == ["aardvark", "eval", "notebooks", "train", "vision"]
+        assert ws.selected_key() == "train"  # the cursor followed its row
+        assert app.frames > frames
+        # hidden screens are not rendered: the overview kept its older frame
+        overview = app._screen_stacks["overview"][0]
+        assert overview.frame is not app.session.last_frame
+        await pilot.press("1")
+        await pilot.pause()
+        assert overview.frame is app.session.last_frame  # caught up on resume
+
+
+async def test_hostile_strings_are_shown_literally():
+    app = make_app("ui-hostile.yaml")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        ws = table(app, "#workspaces")
+        assert ws.visible_keys() == ["[bold]evil[/bold]"]
+        name = ws.get_row("[bold]evil[/bold]")[0]
+        assert name.plain == "[bold]evil[/bold]"
+        await pilot.press("enter")
+        await pilot.pause()
+        conds = table(app, "#wsd-conditions")
+        reason, message = cell_texts(conds, "QueueReady")[2:4]
+        assert reason == "[/]"
+        assert "[link=https://evil.example]click[/link]" in message
+        assert "\x1b" not in message and "\a" not in message and "\u202e" not in message and "\n" not in message
+        assert "\\x1b[2J" in message and "\\u202e" in message
+        # nothing from the cluster became a style: every span in the rendered row is ours
+        row = conds.get_row("QueueReady")
+        assert all(not span.style or "link" not in str(span.style) for c in row for span in c.spans)
+        header = plain(app.screen.query_one(HeaderBar).query_one("#hb-left"))
+        assert "[bold red]ctx[/]" in header
+        await pilot.press("5")
+        await pilot.pause()
+        src = table(app, "#sources")
+        why = cell_texts(src, src.visible_keys()[0])[4]
+        assert "[bold magenta]quota[/]" in why and "\\x1b[31m" in why
+        # the palette shows such names literally too
+        await pilot.press("ctrl+p", *"evil")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkspaceDetailScreen) and app.screen.ws_name == "[bold]evil[/bold]"
+        # and the whole screen exports without a markup error
+        assert "[bold]evil[/bold]" in app.export_screenshot()
