@@ -249,7 +249,7 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
         if not name or kind not in BY_KIND:
             return
         ns = ns if BY_KIND[kind].namespaced else None
-        key = (relation, kind, ns, name)
+        key = (kind, ns, name)  # one row per object: the first (most direct) relation wins
         if key in seen or (kind, ns or None, name) == (ref.kind, ref.namespace, ref.name):
             return
         seen.add(key)

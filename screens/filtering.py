@@ -71,7 +71,7 @@ def parse_filter(raw: str) -> Filter:
     try:
         terms = shlex.split(raw)
     except ValueError:  # an unbalanced quote while typing: fall back to plain words
-        terms = raw.split()
+        terms = raw.replace('"', " ").replace("'", " ").split()
     text: list[str] = []
     kinds: list[frozenset[str]] = []
     namespaces: list[str] = []

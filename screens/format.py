@@ -13,7 +13,7 @@ from engine.rules.base import Finding, ObjRef
 from engine.session import gpu_resource
 
 from .filtering import RowMeta
-from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit
+from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit, span
 
 UNKNOWN = "unknown"
 
@@ -53,7 +53,7 @@ SYSTEM_SCOPED = ("TauWorkspace", "TauTeam")
 
 
 def ref_text(ref: ObjRef) -> Text:
-    t = Text(f"{ref.kind} ", style="dim", end="")
+    t = span(f"{ref.kind} ", "dim")
     t.append(lit(ref.name if ref.kind in SYSTEM_SCOPED else objname(ref.namespace, ref.name)))
     return t
 
@@ -97,7 +97,9 @@ def tri(value: bool | None, tones: Tones, yes: str = "yes", no: str = "no", unkn
 
 # Conditions whose True is the problem (Kubernetes "abnormal-true" polarity).
 ABNORMAL_TRUE = frozenset({"DriftDetected", "OwnershipConflict", "DeletionBlocked", "ObserveOnly", "ReconcilePaused",
-                           "Stalled", "Failed", "Evicted", "Preempted", "Degraded"})
+                           "Stalled", "Failed", "Evicted", "Preempted", "Degraded", "UpgradeInProgress", "Suspended",
+                           "Requeued", "Terminating", "DisruptionTarget", "MemoryPressure", "DiskPressure",
+                           "PIDPressure", "NetworkUnavailable"})
 
 
 def condition_cell(status: str, tones: Tones, ctype: str = "") -> Text:

@@ -18,6 +18,7 @@ class Navigate(Message):
 class OpenObject(Message):
     """Drill down into one object: a TauWorkspace opens the workspace detail, anything else the object detail."""
 
-    def __init__(self, ref: ObjRef) -> None:
+    def __init__(self, ref: ObjRef, raw: bool = False) -> None:
         super().__init__()
         self.ref = ref
+        self.raw = raw  # the object detail (YAML) even for a TauWorkspace

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -13,7 +12,7 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import tri
-from .text import lit
+from .text import lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
@@ -57,7 +56,7 @@ The platform owner owns worker credentials, rotation and revocation."""
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
         mk = frame.view.multikueue
-        t = Text("MULTIKUEUE ", style=tones.heading, end="")
+        t = span("MULTIKUEUE ", tones.heading)
         if mk.state == "NotConfigured":
             t.append("– not configured: ", style=tones.muted)
             t.append("no profile targets multiKueue and no AdmissionCheck uses "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import yaml
 from rich.syntax import Syntax
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -17,7 +16,7 @@ from engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, finding_meta, objname, severity_cell
-from .text import clean, lit
+from .text import clean, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
@@ -27,6 +26,7 @@ REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name"
 
 
 class ObjectDetailScreen(DashScreen):
+    AUTO_FOCUS = "#od-related"  # enter follows a link from here
     HELP = """\
 Object detail: one object as taudash sees it.
 
@@ -55,7 +55,7 @@ esc        back"""
         tones = self.tones
         ref = self.ref
         obj = self.session.get(ref.kind, ref.name, ref.namespace)
-        title = Text(f"{ref.kind} ", style=tones.heading, end="")
+        title = span(f"{ref.kind} ", tones.heading)
         title.append(lit(objname(ref.namespace, ref.name), "bold"))
         if ref.kind not in BY_KIND:
             title.append("  — a resource type, not an object taudash stores", style=tones.muted)
@@ -103,7 +103,7 @@ esc        back"""
         raw = self.session.raw(ref.kind, ref.name, ref.namespace)
         if raw is not self._yaml_source:  # re-render only when the object changed: keeps the scroll position
             self._yaml_source = raw
-            heading = Text("YAML", style=tones.heading)
+            heading = span("YAML", tones.heading)
             if raw is None:
                 heading.append("  not available (the source kept no raw copy of this object)", style=tones.muted)
                 self.query_one("#od-yaml", Static).update("")

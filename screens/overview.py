@@ -17,7 +17,7 @@ from engine.view import ClusterView
 from .base import DashScreen
 from .format import finding_meta, gpu_of, plural, qfloat, qty, ref_text, severity_cell, short_flavor
 from .messages import Navigate
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -48,7 +48,7 @@ def finding_rows(view: ClusterView, tones: Tones, with_hint: bool = False) -> li
 
 def pool_summary(view: ClusterView, tones: Tones) -> Text:
     pool = view.pool
-    t = Text("GPU POOL ", style=tones.heading, end="")
+    t = span("GPU POOL ", tones.heading)
     if pool.mode == "None":
         t.append("no capacity configuration", style=tones.muted)
         if view.cluster is None:
@@ -90,9 +90,9 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
         if res_v is None and gpu is not None:
             res_v = 0.0  # a flavor nobody reserves: the status lists it with no entry
         head = f.headroom.get(gpu) if gpu else None
-        head_t = Text("–", style=tones.unknown) if head is None else Text(head.human(), end="")
+        head_t = span("–", tones.unknown) if head is None else Text(head.human(), end="")
         if head is not None and head.negative:
-            head_t = Text(f"{head.human()} ⚠", style=tones.warn)
+            head_t = span(f"{head.human()} ⚠", tones.warn)
         name = lit(short_flavor(f.name) if short else f.name)
         if f.disappeared:
             name.append(" (gone)", style=tones.warn)
@@ -110,7 +110,7 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
 
 
 def borrowing_line(view: ClusterView, tones: Tones) -> Text:
-    t = Text("BORROWING ", style=tones.heading, end="")
+    t = span("BORROWING ", tones.heading)
     parts: list[Text] = []
     for c in view.cohorts:
         per_q = []
@@ -153,7 +153,7 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
         key = "Ready" if w.counted_ready else ("Pending" if w.expected_phase == "Ready" else w.expected_phase)
         counts[key] = counts.get(key, 0) + 1
         stale += w.stale
-    t = Text("WORKSPACES ", style=tones.heading, end="")
+    t = span("WORKSPACES ", tones.heading)
     if not view.workspaces:
         t.append("none", style=tones.muted)
     else:

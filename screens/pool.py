@@ -14,7 +14,7 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import gpu_of, qfloat, qty, ref_meta, ref_text, short_flavor
 from .overview import pool_summary
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -28,7 +28,7 @@ EXCLUSION_TEXT = {
 }
 
 INVENTORY_COLS = [
-    Col("flavor", "flavor", flex=True),
+    Col("flavor", "flavor", flex=True, max_width=40),
     Col("nodes", "nodes", 7, right=True),
     Col("gpu", "GPUs", 5, right=True),
     Col("cpu", "CPU", 6, right=True),
@@ -38,7 +38,7 @@ INVENTORY_COLS = [
     Col("observed", "in Cohort", 11),
 ]
 RESERVE_COLS = [
-    Col("flavor", "flavor", flex=True),
+    Col("flavor", "flavor", flex=True, max_width=40),
     Col("bar", "reserved of budget", 18),
     Col("res", "reserved", 9, right=True),
     Col("used", "used", 5, right=True),
@@ -119,13 +119,13 @@ enter          open the object of the highlighted row"""
             name = lit(f.name)
             if f.disappeared:
                 name.append(" (nodes gone)", style=tones.warn)
-            observed = Text("–", style=tones.unknown)
+            observed = span("–", tones.unknown)
             if f.observed_budget:
                 same = f.observed_budget.get(gpu or "") == f.budget.get(gpu or "")
                 observed = Text(qty(f.observed_budget, gpu), end="")
                 observed.append(" ✓" if same else " ⚠ drift", style=tones.ok if same else tones.warn)
             elif pool.mode == "Automatic":
-                observed = Text("? no Cohort", style=tones.warn)
+                observed = span("? no Cohort", tones.warn)
             inv_rows.append(Row(f.name, (
                 name,
                 Text(f"{f.nodes}/{f.nodes + len(f.excluded)}", style=tones.warn if f.excluded else ""),
@@ -140,9 +140,9 @@ enter          open the object of the highlighted row"""
             res_v = qfloat(f.reserved, gpu)
             res_v = 0.0 if res_v is None and gpu else res_v
             head = f.headroom.get(gpu) if gpu else None
-            head_t = Text("–", style=tones.unknown) if head is None else Text(head.human(), end="")
+            head_t = span("–", tones.unknown) if head is None else Text(head.human(), end="")
             if head is not None and head.negative:
-                head_t = Text(f"{head.human()} ⚠", style=tones.warn)
+                head_t = span(f"{head.human()} ⚠", tones.warn)
             reserved = qty(f.reserved, gpu) if gpu in f.reserved else "0"
             res_rows.append(Row(f.name, (
                 lit(f.name),
@@ -193,9 +193,9 @@ enter          open the object of the highlighted row"""
                            f"/{qty(q.used.get(fl, {}), g) if g in q.used.get(fl, {}) else '0'}")
             name = lit(q.cluster_queue)
             if q.missing:
-                name = Text("✖ ", style=tones.bad)
+                name = span("✖ ", tones.bad)
                 name.append(lit(q.cluster_queue))
-                per = Text("the ClusterQueue named by the workspace does not exist", style=tones.bad)
+                per = span("the ClusterQueue named by the workspace does not exist", tones.bad)
             rows.append(Row(q.cluster_queue, (
                 name,
                 lit(q.workspace or "–"),
@@ -208,7 +208,7 @@ enter          open the object of the highlighted row"""
 
 
 def _exclusion(reason: str, tones: Tones) -> Text:
-    t = Text(f"⚠ {reason}", style=tones.warn, end="")
+    t = span(f"⚠ {reason}", tones.warn)
     explain = EXCLUSION_TEXT.get(reason)
     if explain:
         t.append(f"  {explain}", style=tones.muted)

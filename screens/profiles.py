@@ -13,13 +13,13 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import kv_grid, tri
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 CHECK_COLS = [Col("id", "check", 22), Col("ok", "result", 8), Col("msg", "message", flex=True)]
 PROFILE_COLS = [
-    Col("name", "profile", flex=True),
+    Col("name", "profile", flex=True, max_width=48),
     Col("ready", "ready (first failing)", 22),
     Col("target", "target", 13),
     Col("placement", "placement", 15),
@@ -71,7 +71,7 @@ enter       open the TauCluster"""
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
         p = frame.view.profiles
-        t = Text("PROFILES ", style=tones.heading, end="")
+        t = span("PROFILES ", tones.heading)
         if not p.profiles and not p.checks:
             t.append("– none declared", style=tones.muted)
         else:
@@ -134,7 +134,7 @@ enter       open the TauCluster"""
         pane = self.query_one("#pr-stamps", Static)
         p = self.frame.view.profiles if self.frame else None
         tones = self.tones
-        t = Text("STAMPS ", style=tones.heading, end="")
+        t = span("STAMPS ", tones.heading)
         sel = next((s for s in (p.selections if p else []) if f"{s.namespace}|{s.team}|{s.lane}" == key), None)
         if p is None or sel is None:
             t.append("highlight a selection to see the annotations it stamps", style=tones.muted)

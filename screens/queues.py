@@ -17,12 +17,12 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor, tri
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 COLS = [
-    Col("name", "cohort / cluster queue", flex=True),
+    Col("name", "cohort / cluster queue", flex=True, max_width=48),
     Col("stop", "stopPolicy", 14),
     Col("active", "Active", 12),
     Col("counts", "pnd·rsv·adm", 11, right=True),
@@ -121,7 +121,7 @@ enter   open the highlighted cohort or ClusterQueue"""
                                 RowMeta(text=NO_COHORT)))
             for i, q in enumerate(members):
                 branch = "└ " if i == len(members) - 1 else "├ "
-                name = Text(f"  {branch}", style=tones.muted, end="")
+                name = span(f"  {branch}", tones.muted)
                 name.append(lit(q.name))
                 if q.workspace:
                     name.append(lit(f"  ws {q.workspace}", tones.muted))
@@ -164,7 +164,7 @@ enter   open the highlighted cohort or ClusterQueue"""
 
     @staticmethod
     def _cq_detail(q: ClusterQueueView, tones: Tones) -> Group:
-        head = Text("ClusterQueue ", style=tones.heading, end="")
+        head = span("ClusterQueue ", tones.heading)
         head.append(lit(q.name, "bold"))
         head.append(" · cohort ")
         head.append(lit(q.cohort or "none"))
@@ -208,7 +208,7 @@ enter   open the highlighted cohort or ClusterQueue"""
 
     @staticmethod
     def _cohort_detail(c: CohortView, tones: Tones) -> Group:
-        head = Text("Cohort ", style=tones.heading, end="")
+        head = span("Cohort ", tones.heading)
         head.append(lit(c.name, "bold"))
         head.append(" · implicit (named by cohortName only)" if c.implicit else " · Cohort object")
         if c.parent:

@@ -16,7 +16,7 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import kv_grid, objname
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
@@ -73,7 +73,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         note = self.query_one("#src-unknown", Static)
         note.display = bool(unknown)
         if unknown:
-            t = Text("? unknown: ", style=tones.warn, end="")
+            t = span("? unknown: ", tones.warn)
             t.append(lit(" · ".join(p.describe(frame.now.timestamp()) for p in unknown), tones.warn))
             t.append(" — objects of these kinds cannot be listed here", style=tones.muted)
             note.update(t)
@@ -102,7 +102,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
             state = Text(f"◐ {word}", style=tones.warn if wl.active else tones.muted, end="")
             if blocks:
-                state = Text(f"⚠ {word}·blocks", style=tones.warn)
+                state = span(f"⚠ {word}·blocks", tones.warn)
             why = Text(end="")
             why.append(lit(wl.reason, "bold"))
             if wl.message:
@@ -142,7 +142,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             pane.update("")
             return
         tones = self.tones
-        t = Text(f"{it.kind} ", style=tones.heading)
+        t = span(f"{it.kind} ", tones.heading, end="\n")
         t.append(lit(objname(it.namespace, it.name), "bold"))
         rows = [(label, lit(value, tones.accent if label == "blocks drain of" else "")) for label, value in it.detail]
         pane.update(Group(t, kv_grid(rows, tones.muted)))

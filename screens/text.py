@@ -41,8 +41,20 @@ def clean(value: object, multiline: bool = False) -> str:
 
 
 def lit(value: object, style: Style | str = "", multiline: bool = False) -> Text:
-    """A Text holding `value` literally (no markup, no escape sequences)."""
-    return Text(clean(value, multiline), style=style, end="")
+    """A Text holding `value` literally (no markup, no escape sequences); `style` covers only it."""
+    t = Text(end="")
+    t.append(clean(value, multiline), style=style or None)
+    return t
+
+
+def span(label: str, style: Style | str, end: str = "") -> Text:
+    """A Text starting with `label` in `style`; what is appended later keeps its own style.
+
+    (`Text(label, style=…)` would style everything appended to it as well.)
+    """
+    t = Text(end=end)
+    t.append(label, style=style)
+    return t
 
 
 def join(*parts: Text | str, sep: str = "") -> Text:
@@ -79,7 +91,8 @@ class Tones:
 
     def mark(self, tone: str, word: str = "") -> Text:
         """Symbol plus word in the tone's colour: colour never carries meaning alone."""
-        t = Text(MARK.get(tone, "?"), style=self.of(tone), end="")
+        t = Text(end="")
+        t.append(MARK.get(tone, "?"), style=self.of(tone))
         if word:
             t.append(" ")
             t.append(lit(word, self.of(tone)))

@@ -18,7 +18,7 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, drain_cell, kv_grid, objname
 from .messages import OpenObject
-from .text import Tones, lit
+from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 from .workspaces import phase_text
@@ -81,7 +81,7 @@ esc    back"""
         return ObjRef(kind="TauWorkspace", namespace=self.session.config.system_namespace, name=self.ws_name)
 
     def action_open_object(self) -> None:
-        self.post_message(OpenObject(self.ref))
+        self.post_message(OpenObject(self.ref, raw=True))
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
@@ -122,7 +122,7 @@ esc    back"""
         steps = self.query_one("#wsd-steps", Static)
         steps.display = bool(d.blockers)
         if d.blockers:
-            head = Text("NEXT STEPS", style=tones.heading)
+            head = span("NEXT STEPS", tones.heading, end="\n")
             head.append("  to finish the drain (taudash only reads: do these with kubectl or the workflow)",
                         style=tones.muted)
             steps.update(Group(head, kv_grid([(f"{i}.", lit(b.action or b.message, tones.accent))
@@ -131,7 +131,7 @@ esc    back"""
         self.query_one("#wsd-storage", Static).update(self._storage(w, tones))
 
     def _title(self, w: WorkspaceView, tones: Tones) -> Text:
-        t = Text("workspace ", style=tones.heading, end="")
+        t = span("workspace ", tones.heading)
         t.append(lit(w.name, "bold"))
         t.append("  ")
         d = w.drain
@@ -160,14 +160,15 @@ esc    back"""
     @staticmethod
     def _identity(w: WorkspaceView, tones: Tones) -> Group:
         i = w.identity
-        head = Text("IDENTITY ", style=tones.heading)
+        head = span("IDENTITY ", tones.heading, end="\n")
         if i.service_account:
             head.append(lit(f"ServiceAccount {i.service_account}"))
             if i.client_id:
                 head.append(lit(f" (client id {i.client_id})", tones.muted))
             head.append(" · ")
-        head.append(tones.mark("ok" if i.state in ("Current", "NotConfigured") else
-                               "unknown" if i.state == "Unknown" else "warn", i.state))
+        id_tone = {"Current": "ok", "NotConfigured": "ok", "Unknown": "unknown", "Retained": "partial",
+                   "CleanupPending": "partial"}.get(i.state, "warn")
+        head.append(tones.mark(id_tone, i.state))
         rows: list[tuple[str, Text]] = []
         for a in i.accounts:
             v = lit(a.status, tones.warn if a.status in ("Obsolete", "CleanupPending") else "")
@@ -178,7 +179,7 @@ esc    back"""
             rows.append(("  ✖ revoke now", lit(o, tones.bad)))
         if i.revocation_confirmed is None:
             rows.append(("  ? revocation", Text("unconfirmed: ServiceAccounts unreadable", style=tones.unknown)))
-        access = Text("ACCESS   ", style=tones.heading)
+        access = span("ACCESS   ", tones.heading, end="\n")
         access.append(lit(f"{i.authorization_mode} · researcher {i.researcher or '–'} · "))
         tone = {"Ok": "ok", "Missing": "warn", "ClusterWide": "info"}.get(
             i.access_state, "unknown" if i.access_state == "Unknown" else "bad")
@@ -208,7 +209,7 @@ esc    back"""
     @staticmethod
     def _storage(w: WorkspaceView, tones: Tones) -> Group:
         s = w.storage
-        head = Text("STORAGE  ", style=tones.heading)
+        head = span("STORAGE  ", tones.heading, end="\n")
         if s.state == "NotConfigured":
             head.append("no claims configured (start taudash with --pvc CLAIM to check them)", style=tones.muted)
         else:
@@ -240,4 +241,4 @@ def _uid(continuity: str | None, tones: Tones) -> Text:
         return tones.mark("bad", "replaced")
     if continuity == "Unchanged":
         return tones.mark("ok", "same")
-    return Text("– not recorded", style=tones.muted)
+    return span("– none", tones.muted)  # no UID recorded in the workspace status

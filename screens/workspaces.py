@@ -20,7 +20,7 @@ from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 COLS = [
-    Col("name", "workspace", flex=True),
+    Col("name", "workspace", flex=True, max_width=40),
     Col("ns", "namespace", 14),
     Col("phase", "phase (expected)", 18),
     Col("drain", "drain", 14),

@@ -138,8 +138,8 @@ class TaudashApp(App):
             self.notify(f"{ref.kind} {ref.name} is not an object taudash stores", markup=False)
             return
         nav = self.current_mode if self.current_mode in SCREENS else None
-        if ref.kind == "TauWorkspace" and (ref.namespace or self.session.config.system_namespace) == \
-                self.session.config.system_namespace:
+        if not message.raw and ref.kind == "TauWorkspace" and \
+                (ref.namespace or self.session.config.system_namespace) == self.session.config.system_namespace:
             self.push_screen(WorkspaceDetailScreen(self.session, ref.name, nav))
         else:
             self.push_screen(ObjectDetailScreen(self.session, ref, nav))

@@ -75,7 +75,8 @@ class HeaderBar(Widget):
     def _left(frame: Frame, tones: Tones, wide: bool = False) -> Text:
         view, fresh = frame.view, frame.freshness
         src = view.source
-        t = Text(" taudash ", style="bold", end="", no_wrap=True, overflow="ellipsis")
+        t = Text(end="", no_wrap=True, overflow="ellipsis")
+        t.append(" taudash ", style="bold")
         t.append(" ")
         t.append(lit(src.context or src.path or "no context", "bold"))
         t.append(" · ")
@@ -115,7 +116,8 @@ class HeaderBar(Widget):
         if not probs:
             return None
         now = frame.now.timestamp()
-        t = Text(" ⚠ unknown: ", style=tones.warn, end="", no_wrap=True, overflow="ellipsis")
+        t = Text(end="", no_wrap=True, overflow="ellipsis")
+        t.append(" ⚠ unknown: ", style=tones.warn)
         for i, p in enumerate(probs):
             if i:
                 t.append(" · ", style=tones.warn)

@@ -29,6 +29,7 @@ class Col:
     width: int = 10
     flex: bool = False  # takes the width the other columns leave
     right: bool = False
+    max_width: int | None = None  # a flex column stops growing here (wide terminals)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class KeyedTable(DataTable):
         fixed = sum(c.width + 2 for c in self.spec if not c.flex)
         # The flex column's own padding, and room for a vertical scrollbar when the table scrolls.
         rest = max(8, avail - fixed - 2 - 1)
-        return {c.key: (rest if c.flex else c.width) for c in self.spec}
+        return {c.key: (min(rest, c.max_width or rest) if c.flex else c.width) for c in self.spec}
 
     def _build_columns(self) -> None:
         widths = self._widths()
@@ -169,6 +170,7 @@ class KeyedTable(DataTable):
             self.post_message(self.Counted(self, *counted))
         if not rows:
             rows = [self._placeholder()]
+        self.show_cursor = self.has_focus and rows[0].key != EMPTY_KEY
         prev = self.selected_key()
         with self.app.batch_update():
             if not self.columns or self._built_width != self.size.width:
@@ -215,6 +217,16 @@ class KeyedTable(DataTable):
             # The highlighted row vanished (filter, deletion): panes that explain it must follow.
             self.post_message(DataTable.RowHighlighted(self, self.cursor_row, self.coordinate_to_cell_key(
                 self.cursor_coordinate).row_key))
+
+    # Only the focused table shows its cursor: a highlighted row in every table reads as "selected".
+    def on_focus(self) -> None:
+        self.show_cursor = bool(self.visible_keys())
+
+    def on_blur(self) -> None:
+        self.show_cursor = False
+
+    def on_mount(self) -> None:
+        self.show_cursor = self.has_focus and bool(self.visible_keys())
 
     def on_resize(self, event: Resize) -> None:
         if self.columns and self._built_width != self.size.width:

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ..text import lit, tones_for
+from ..text import lit, span, tones_for
 from .keyed_table import KeyedTable
 
 
@@ -38,7 +38,7 @@ class Section(Vertical):
 
     def _title_text(self) -> Text:
         tones = tones_for(self.app.get_css_variables()) if self.is_attached else None
-        t = Text(self.heading, style=tones.heading if tones else "bold", end="")
+        t = span(self.heading, tones.heading if tones else "bold")
         shown, total, raw = self._count
         if raw:
             t.append(f"  {shown} of {total} · filter “")
