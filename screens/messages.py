@@ -22,3 +22,14 @@ class OpenObject(Message):
         super().__init__()
         self.ref = ref
         self.raw = raw  # the object detail (YAML) even for a TauWorkspace
+
+
+class RequestOperation(Message):
+    """A guided operation (issue 9) asks to write. Nothing posts it yet; the app refuses it in read-only
+    mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""
+
+    def __init__(self, title: str, targets: list[str], reversible: bool) -> None:
+        super().__init__()
+        self.title = title
+        self.targets = targets
+        self.reversible = reversible

@@ -6,6 +6,7 @@ from __future__ import annotations
 import yaml
 from rich.syntax import Syntax
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -27,6 +28,7 @@ REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name"
 
 class ObjectDetailScreen(DashScreen):
     AUTO_FOCUS = "#od-related"  # enter follows a link from here
+    BINDINGS = [Binding("y", "yaml", "YAML", show=False)]
     HELP = """\
 Object detail: one object as taudash sees it.
 
@@ -35,6 +37,7 @@ CONDITIONS status.conditions: type, status, reason, message as published.
 RELATED    linked objects: owner and owned objects, Workload ↔ LocalQueue ↔ ClusterQueue ↔ Cohort,
            flavors and their nodes, workspace ↔ namespace. enter follows a link.
 YAML       the object exactly as the source delivered it (read-only; Secrets are never read).
+y          jump to the YAML (the mouse wheel scrolls it)
 esc        back"""
 
     def __init__(self, session: Session, ref: ObjRef, nav: str | None = None) -> None:
@@ -50,6 +53,9 @@ esc        back"""
             yield Section("RELATED", KeyedTable(REL_COLS, empty="no related objects in the store", id="od-related"))
             yield Static(id="od-yaml-title", classes="section-heading")
             yield Static(id="od-yaml", classes="yaml")
+
+    def action_yaml(self) -> None:
+        self.query_one("#od-yaml-title", Static).scroll_visible(top=True, animate=False)
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones

@@ -18,9 +18,10 @@ from textual.worker import Worker, WorkerState
 from engine.model import BY_KIND
 from engine.session import Frame, Session
 from screens.base import DashScreen
+from screens.confirm import ConfirmScreen
 from screens.findings import FindingsScreen
 from screens.help import HelpScreen
-from screens.messages import Navigate, OpenObject
+from screens.messages import Navigate, OpenObject, RequestOperation
 from screens.multikueue import MultiKueueScreen
 from screens.object_detail import ObjectDetailScreen
 from screens.overview import OverviewScreen
@@ -143,6 +144,15 @@ class TaudashApp(App):
             self.push_screen(WorkspaceDetailScreen(self.session, ref.name, nav))
         else:
             self.push_screen(ObjectDetailScreen(self.session, ref, nav))
+
+    # writes (issue 9) ---------------------------------------------------------------------
+    def on_request_operation(self, message: RequestOperation) -> None:
+        """The one door for writes from the UI: refused when read-only, else confirmed target by target."""
+        if self.session.read_only:
+            self.notify(f"read-only: {message.title} was not run ({self.session.mode.lower()} source)",
+                        severity="warning", markup=False)
+            return
+        self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
 
     def action_help(self) -> None:
         screen = self.screen

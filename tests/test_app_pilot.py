@@ -13,8 +13,9 @@ from textual.command import CommandPalette
 from engine.session import Session
 from engine.sources.snapshot import load_snapshot
 from engine.view import SourceInfo
+from screens.confirm import ConfirmScreen
 from screens.help import HelpScreen
-from screens.messages import Navigate, OpenObject
+from screens.messages import Navigate, OpenObject, RequestOperation
 from screens.object_detail import ObjectDetailScreen
 from screens.pool import PoolScreen
 from screens.widgets.filter_bar import FilterBar
@@ -323,3 +324,16 @@ async def test_hostile_strings_are_shown_literally():
         assert isinstance(app.screen, WorkspaceDetailScreen) and app.screen.ws_name == "[bold]evil[/bold]"
         # and the whole screen exports without a markup error
         assert "[bold]evil[/bold]" in app.export_screenshot()
+
+
+async def test_writes_are_refused_in_read_only_mode_and_tiles_are_clickable():
+    app = make_app()
+    messages: list = []
+    async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
+        app.post_message(RequestOperation("HoldAndDrain tau-ws-train", ["ClusterQueue tau-ws-train"], True))
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)  # snapshot sessions never ask to write
+        assert any("read-only" in n.message for n in app._notifications)
+        await pilot.click("#ov-pool")
+        await pilot.pause()
+        assert app.current_mode == "pool"
