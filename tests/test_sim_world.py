@@ -63,7 +63,7 @@ def test_a_seeded_half_hour_is_deterministic_and_the_seed_matters():
         )
         assert w.clock.stamp() == "2026-11-30T09:00:00Z"  # the snapshot's capture time
         w.run_for(30 * 60, dt=10)
-        assert w.writer.errors == []
+        assert not w.writer.errors
         return w.event_log()
 
     one, again, other = run(7), run(7), run(8)

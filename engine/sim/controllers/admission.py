@@ -125,6 +125,17 @@ class Capacity:
             node.usage[fr] = node.usage.get(fr, ZERO) + v
 
 
+def usage_of(wl: Obj) -> dict[FR, Decimal]:
+    out: dict[FR, Decimal] = {}
+    for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ():
+        flavors = psa.get("flavors") or {}
+        for r, v in (psa.get("resourceUsage") or {}).items():
+            if r in flavors:
+                fr = (flavors[r], r)
+                out[fr] = out.get(fr, Decimal(0)) + qres(r, v)
+    return out
+
+
 # --- flavor assignment ---------------------------------------------------------------------------
 
 

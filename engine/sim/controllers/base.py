@@ -9,7 +9,7 @@ validate, and most ticks change a handful of objects, so the Store is kept incre
 
 from __future__ import annotations
 
-import copy
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -242,6 +242,9 @@ def _key(obj: Obj) -> Key:
 # --- the logged writer -------------------------------------------------------------------------
 
 
+LOG_LIMIT = 200_000
+
+
 @dataclass(frozen=True)
 class LogEntry:
     """One effective write: (sim seconds since the start, verb, kind, namespace/name)."""
@@ -263,8 +266,8 @@ class Writer:
     def __init__(self, db: ObjectDB, clock: SimClock) -> None:
         self.db = db
         self.clock = clock
-        self.log: list[LogEntry] = []
-        self.errors: list[str] = []
+        self.log: deque[LogEntry] = deque(maxlen=LOG_LIMIT)  # bounded: `sim serve` may run for days
+        self.errors: deque[str] = deque(maxlen=1000)
 
     def _write(self, verb: str, kind: str, fn, *args, **kwargs) -> Obj | None:
         before = self.db.resource_version  # moves only when a write changes something
@@ -298,10 +301,6 @@ class Writer:
 
 def now_stamp(clock: SimClock) -> str:
     return rfc3339(clock.now())
-
-
-def deep(obj: Obj) -> Obj:
-    return copy.deepcopy(obj)
 
 
 class Controller:

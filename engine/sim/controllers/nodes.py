@@ -28,6 +28,11 @@ class NodesController(Controller):
         self._undo: dict[tuple[str, str], float] = {}  # (node, "flap"|"cordon") -> when it ends
 
     def reconcile(self, events) -> None:
+        for ev in events:
+            if ev.type == "DELETED" and ev.resource.kind == "Node":
+                for what in ("flap", "cordon"):
+                    self._next.pop((ev.name, what), None)
+                    self._undo.pop((ev.name, what), None)
         clock = self.world.clock
         while self._events and self._events[0].at <= clock.elapsed:
             self._act(self._events.pop(0))

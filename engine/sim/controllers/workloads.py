@@ -78,6 +78,11 @@ class WorkloadsController(Controller):
         self._expiry: dict[str, float] = {}  # uid -> when a finished source is deleted
 
     def reconcile(self, events) -> None:
+        for ev in events:  # forget the timers of sources that are gone
+            if ev.type == "DELETED" and ev.resource.kind in ("Job", "RayJob"):
+                uid = meta(ev.object).get("uid")
+                for book in (self._until, self._remaining, self._expiry):
+                    book.pop(uid, None)
         now = self.world.clock.now()
         self._arrivals(now)
         for job in self.m.list("Job"):
