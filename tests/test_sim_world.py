@@ -276,6 +276,22 @@ def test_published_profiles_verify_and_a_catalog_change_gets_a_new_hash():
     assert profile_set_hash(list(ps.profiles)) == published["workloadProfiles"]["profileSetHash"]
 
 
+def test_a_catalog_change_under_hold_and_drain_becomes_ready():
+    """Seed 000's procedure holds the queues, then waits for the new catalog to be Ready: a held
+    (Stopped) queue must not make the profiles that resolve to it unready."""
+    w = world()
+    w.step(5)
+    w.db.patch_merge("ClusterQueue", "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
+    w.step(5)
+    tc = w.db.get("TauCluster", "cluster")
+    lanes = [{**p, "description": p.get("description", "") + " (v2)"} for p in tc["spec"]["workloadProfiles"]]
+    w.db.patch_merge("TauCluster", "cluster", {"spec": {"workloadProfiles": lanes}})
+    w.step(5)
+    view = db_view(w)
+    assert view.profiles.usable and all(p.ready for p in view.profiles.profiles)
+    assert next(q for q in view.cluster_queues if q.name == "tau-ws-train").active is False
+
+
 def test_a_profile_with_a_missing_queue_is_not_ready_and_the_set_is_unusable():
     w = world()
     tc = w.db.get("TauCluster", "cluster")

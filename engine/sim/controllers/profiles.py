@@ -141,7 +141,9 @@ class _Resolver:
             active = cq.condition("Active") if cq is not None else None
             if cq is None:
                 issues.append(f'ClusterQueue "{n}" not found')
-            elif active is None or not active.is_true:
+            elif active is None or not (active.is_true or active.reason == "Stopped"):
+                # Stopped is the change procedure's own HoldAndDrain, not broken wiring: seed 000 waits for
+                # every profile Ready while the queues are held, so a held queue must not fail it.
                 issues.append(f'ClusterQueue "{n}" is not Active' + (f" ({active.reason})" if active else ""))
             cqs.append(cq)
         ok = out[-1][1] and not issues
