@@ -10,6 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from engine.rules.base import ObjRef
 from engine.session import Session
@@ -186,3 +188,25 @@ async def test_keyed_table_updates_in_place_keeps_selection_and_order():
         t.set_filter(parse_filter(""))
         t.sync([])
         assert t.visible_keys() == [] and t.row_count == 1  # the empty placeholder says so
+
+
+class _ScrollApp(App):
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="body"):
+            yield Static("above\n" * 3)
+            yield KeyedTable([Col("name", "name", 10), Col("value", "value", flex=True)], id="t")
+
+
+async def test_cursor_in_a_growing_table_stays_visible_in_its_scroller():
+    app = _ScrollApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        t = app.query_one(KeyedTable)
+        t.sync(_rows(*[(f"r{i:02}", str(i)) for i in range(40)]))
+        t.focus()
+        await pilot.pause()
+        body = app.query_one("#body", VerticalScroll)
+        for key in ("end", "home", "end"):
+            await pilot.press(key)
+            await pilot.pause()
+            row_y = t.content_region.y + t.header_height + t.cursor_row - int(t.scroll_y)
+            assert body.content_region.y <= row_y < body.content_region.bottom, (t.cursor_row, body.scroll_y)

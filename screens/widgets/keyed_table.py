@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.containers import ScrollableContainer
 from textual.events import Resize
+from textual.geometry import Region, Spacing
 from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
@@ -217,6 +219,19 @@ class KeyedTable(DataTable):
             # The highlighted row vanished (filter, deletion): panes that explain it must follow.
             self.post_message(DataTable.RowHighlighted(self, self.cursor_row, self.coordinate_to_cell_key(
                 self.cursor_coordinate).row_key))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Inside a scrolling screen body the table may be partly out of view: scroll the body so the
+        cursor row shows (the table itself only scrolls once it is taller than the body)."""
+        if event.data_table is not self or not self.has_focus:
+            return
+        scroller = next((a for a in self.ancestors if isinstance(a, ScrollableContainer)), None)
+        if scroller is None or scroller.max_scroll_y == 0:
+            return
+        row_y = self.content_region.y + self.header_height + event.cursor_row - int(self.scroll_y)
+        virtual_y = row_y - scroller.content_region.y + int(scroller.scroll_y)
+        scroller.scroll_to_region(Region(0, virtual_y, 1, 1), spacing=Spacing(self.header_height + 1, 0, 1, 0),
+                                  animate=False, immediate=True)
 
     # Only the focused table shows its cursor: a highlighted row in every table reads as "selected".
     def on_focus(self) -> None:
