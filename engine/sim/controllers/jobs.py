@@ -161,6 +161,18 @@ def finished(src: Obj) -> tuple[bool, bool, str]:
     return False, False, ""
 
 
+def running(src: Obj) -> bool:
+    """Whether the source's pods are up (Kueue's PodsReady)."""
+    kind, st = src["kind"], src.get("status") or {}
+    if kind == "Job":
+        return int(st.get("active") or 0) > 0 and not (src.get("spec") or {}).get("suspend")
+    if kind == "RayJob":
+        return st.get("jobDeploymentStatus") == "Running"
+    if kind == "RayService":
+        return is_true(src, "Ready")
+    return True
+
+
 def suspended(src: Obj) -> bool | None:
     """Whether the source is held back; None for kinds Kueue does not suspend here."""
     if src["kind"] in ("Job", "RayJob"):

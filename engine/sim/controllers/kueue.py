@@ -25,6 +25,7 @@ from .jobs import (
     finished,
     priority_label,
     queue_name,
+    running,
     short_hash,
     suspend_patch,
     suspended,
@@ -187,6 +188,15 @@ class KueueController(Controller):
         hold = suspended(src)
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
             self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, not admitted))
+        if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
+            want = (
+                ("True", "Started", "All pods reached readiness and the workload is running")
+                if running(src)
+                else ("False", "WaitForStart", "Not all pods are ready or succeeded")
+            )
+            have = condition(wl, "PodsReady") or {}
+            if (have.get("status"), have.get("reason")) != want[:2]:
+                self._status(wl, {"conditions": with_condition(conds, "PodsReady", *want, now)})
 
     def _evict(self, wl: Obj, src: Obj, reason: str, message: str) -> None:
         now = self.stamp
