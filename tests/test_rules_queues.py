@@ -78,6 +78,9 @@ def test_stopped_queue_drained_only_when_workloads_agree():
     # a pending Workload routed through a LocalQueue to the queue also counts
     v = view_of(*objs, local_queue("jobqueue", "ns", "cq"), workload("w2", "ns"))
     assert v.cluster_queues[0].drained is False and v.cluster_queues[0].observed.pending == 1
+    # deactivated pending work (spec.active=false) is not pending any more
+    v = view_of(*objs, local_queue("jobqueue", "ns", "cq"), workload("w4", "ns", active=False))
+    assert v.cluster_queues[0].drained is True
     # finished work does not hold a drain
     v = view_of(*objs, workload("w3", "ns", admitted_to="cq", state="finished"))
     assert v.cluster_queues[0].drained is True

@@ -141,6 +141,8 @@ def observed_counts(ctx: RuleContext) -> dict[str, ObservedCounts]:
     for wl in ctx.store.list("Workload"):
         if wl.finished:
             continue
+        if not wl.spec.active and not wl.quota_reserved:
+            continue  # deactivated and not holding quota: Kueue does not count it as pending
         cq = workload_cluster_queue(ctx, wl)
         if cq is None:
             continue

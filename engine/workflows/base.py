@@ -106,6 +106,7 @@ class Progress:
     done: bool
     message: str
     remaining: float | None = None  # a number that falls to zero as the wait completes (for an ETA)
+    replan: bool = False  # new work for this step's action appeared while waiting (plan it again)
     items: list[tuple[str, float, float]] = field(default_factory=list)  # (label, current, target)
 
 
@@ -211,7 +212,9 @@ class Runner:
                     if outcome == "aborted":
                         return "Aborted"
                 if rec is None or rec.observed is None:
-                    await self._wait(step)
+                    while await self._wait(step) == "replan":
+                        if await self._plan_and_execute(step, None) == "aborted":
+                            return "Aborted"
                 checks = step.verify(self.ctx)
                 if asyncio.iscoroutine(checks):
                     checks = await checks
@@ -278,7 +281,7 @@ class Runner:
         except Exception as exc:  # an API failure: stop here, resumable
             raise StepFailed(f"{op.ref}: {exc}") from None
 
-    async def _wait(self, step: Step) -> None:
+    async def _wait(self, step: Step) -> str:
         start = self.ctx.clock()
         samples: list[tuple[float, float]] = []
         first = True
@@ -295,7 +298,10 @@ class Runner:
             if prog.done:
                 self.journal.append("observed", step.id, {"message": prog.message, "after": now - start})
                 self.ctx.hook(f"{step.id}:observed")
-                return
+                return "done"
+            if prog.replan:
+                self.journal.append("replan", step.id, {"message": prog.message})
+                return "replan"
             if now - start > step.wait_timeout:
                 raise StepFailed(f"{step.title}: still waiting after {int(now - start)} s: {prog.message}")
             if first:

@@ -116,7 +116,9 @@ class CancelPending(Step):
                 undone.append(q.name)
         if undone:
             msg = f"pending+reserving+admitted {remaining} in {', '.join(undone)}"
-            return Progress(False, msg, remaining=remaining, items=items)
+            # Evicted work comes back as pending (still active): cancel it too, with a new plan.
+            fresh = pending_workloads(ctx, set(self.cqs))
+            return Progress(False, msg, remaining=remaining, items=items, replan=bool(fresh))
         return Progress(True, f"{', '.join(self.cqs)} drained", remaining=0, items=items)
 
     def verify(self, ctx: Context) -> list[Check]:
