@@ -5,6 +5,7 @@ deterministically and fast.
 """
 
 import asyncio
+from pathlib import Path
 
 import pytest
 import yaml
@@ -137,9 +138,9 @@ async def test_catalog_change_then_rollback_restores_catalog_and_hash(h):
     assert tc["status"]["workloadProfiles"]["profileSetHash"] not in ("", hash0)
     assert [p["name"] for p in tc["spec"]["workloadProfiles"]] == [p["name"] for p in new]
     art = journal.artifacts()
-    exported = yaml.safe_load(open(art["taucluster"]))
+    exported = yaml.safe_load(Path(art["taucluster"]).read_text())
     assert exported["metadata"]["generation"] == gen0 and exported["spec"]["workloadProfiles"] == old
-    snap = yaml.safe_load(open(art["profiles"]))
+    snap = yaml.safe_load(Path(art["profiles"]).read_text())
     assert snap["kind"] == "TauWorkloadProfileSnapshot" and snap["profileSetHash"] == hash0
     for name in params["cqs"]:  # admission restored
         assert h.sim.db.get(CQ, name)["spec"].get("stopPolicy", "None") == "None"
