@@ -611,7 +611,7 @@ class _Automatic:
 
     def _overcommitted(self, fl: str, cls: ClassNodes | None, headroom, budget, reserved) -> None:
         over = [r for r, q in headroom.items() if q.negative]
-        detail = "; ".join(f"{r}: reserved {reserved.get(r, ZERO)} > budget {budget.get(r, ZERO)}" for r in over)
+        detail = "; ".join(f"{r}: reserved {reserved.get(r, ZERO).human()} > budget {budget.get(r, ZERO).human()}" for r in over)
         why = ""
         if cls and cls.excluded:
             why = " (excluded: " + _names([f"{e.node} {e.reason}" for e in cls.excluded], 3) + ")"
