@@ -35,14 +35,14 @@ _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")
 def help_renderable(text: str) -> RenderableType:
     """Help text as label/description grids, so descriptions wrap under themselves at any width.
 
-    "LABEL  text" starts an entry, a more deeply indented line continues it, anything else is a paragraph.
+    "LABEL  text" starts an entry, a more deeply indented line continues it; other lines are prose,
+    joined into paragraphs (the source is hard-wrapped for reading, the screen re-wraps it).
     """
     parts: list[RenderableType] = []
-    grid: Table | None = None
     rows: list[list[str]] = []
+    prose: list[str] = []
 
     def flush() -> None:
-        nonlocal grid
         if rows:
             grid = Table.grid(padding=(0, 2))
             grid.add_column(no_wrap=True, style="bold")
@@ -51,6 +51,9 @@ def help_renderable(text: str) -> RenderableType:
                 grid.add_row(Text(label), Text(value))
             parts.append(grid)
             rows.clear()
+        if prose:
+            parts.append(Text(" ".join(prose)))
+            prose.clear()
 
     for line in text.splitlines():
         m = _ENTRY.match(line)
@@ -58,12 +61,15 @@ def help_renderable(text: str) -> RenderableType:
             flush()
             parts.append(Text(""))
         elif m and (not line[0].isspace() or not rows or len(m.group(1)) < 6):
+            if prose:
+                flush()
             rows.append([m.group(1) + m.group(2), m.group(3)])
         elif line[0].isspace() and rows:
             rows[-1][1] += " " + line.strip()
         else:
-            flush()
-            parts.append(Text(line))
+            if rows:
+                flush()
+            prose.append(line.strip())
     flush()
     return Group(*parts)
 

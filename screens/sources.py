@@ -102,7 +102,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
             state = Text(f"◐ {word}", style=tones.warn if wl.active else tones.muted, end="")
             if blocks:
-                state = span(f"⚠ {word}·blocks", tones.warn)
+                state = span(f"⚠ {word[:4]}·blocks", tones.warn)
             why = Text(end="")
             why.append(lit(wl.reason, "bold"))
             if wl.message:
