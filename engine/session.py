@@ -104,6 +104,10 @@ class Session:
         self.read_only = read_only or source.type == "snapshot"
         self.demo = demo
         self.issues = issues  # objects the source could not load ("file:line: why"), shown once
+        # The only way to write; a read-only session holds one with no client at all.
+        from .actions import Actions
+
+        self.actions = Actions.read_only("read-only session" if self.read_only else "no write path configured")
         self.lock = threading.RLock()
         self._derive = derive_fn or derive
         self._cache_key: tuple | None = None

@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     dash = p.add_argument_group("dashboard (no command)")
     dash.add_argument("--snapshot", dest="dash_snapshot", metavar="FILE", help="open the dashboard on a snapshot file (read-only)")
     dash.add_argument("--context", dest="dash_context", metavar="NAME", help="open the dashboard on a live context")
+    dash.add_argument("--kubeconfig", dest="dash_kubeconfig", metavar="FILE",
+                      help="kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)")
     dash.add_argument("--read-only", dest="dash_read_only", action="store_true", help="never send a write request (snapshots always are)")
     dash.add_argument("--system-namespace", dest="dash_system_namespace", default="tau-system", metavar="NS",
                       help="where TauGrid objects live (default tau-system)")

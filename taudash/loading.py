@@ -39,7 +39,8 @@ def load_from_args(args) -> Loaded:
     if len(chosen) > 1:
         raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")
     if context or not (snapshot or demo):
-        return load_live(context, getattr(args, "kubeconfig", None), getattr(args, "sync_timeout", 30.0))
+        return load_live(context, getattr(args, "kubeconfig", None), getattr(args, "sync_timeout", 30.0),
+                         getattr(args, "source_type", "kube"))
     path = Path(snapshot) if snapshot else demo_snapshot_path()
     try:
         result = load_snapshot(path)
@@ -57,7 +58,8 @@ def load_from_args(args) -> Loaded:
     )
 
 
-def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float = 30.0) -> Loaded:
+def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float = 30.0,
+              source_type: str = "kube") -> Loaded:
     """Connect, sync every kind once (bounded), disconnect: for one-shot commands."""
     import asyncio
 
@@ -85,7 +87,7 @@ def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float =
         return Loaded(
             store=store,
             source=SourceInfo(
-                type="kube",
+                type=source_type,
                 context=target.context,
                 path=target.server,
                 observed_at=datetime.now(UTC).isoformat(timespec="seconds"),

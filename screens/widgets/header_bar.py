@@ -82,7 +82,7 @@ class HeaderBar(Widget):
         t.append(" · ")
         t.append(f" {fresh.mode} ", style=tones.badge_mode)
         t.append(" ")
-        if fresh.mode == "LIVE":
+        if src.type in ("kube", "sim"):  # a live source: seconds since the last watch event
             if fresh.age is None:
                 t.append("● waiting for the first event", style=tones.warn)
             else:

@@ -1,72 +1,139 @@
-"""`taudash --snapshot FILE`, `taudash demo`: open the Textual dashboard (issue 8).
+"""`taudash` (no command), `taudash --snapshot FILE`, `taudash demo`: the Textual dashboard.
 
-`taudash` with no source (or `--context`) needs the live dashboard source, which is not wired yet:
-it says so in one line and exits 2.
+`taudash demo` starts the simulated TauGrid cluster in-process on a free loopback port (HTTPS +
+token) and runs the dashboard against it through the same live source a real cluster uses.
+`taudash` / `taudash --context C` open it on a live cluster.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
+from datetime import UTC, datetime
+
+from engine.actions import Actions, AuditLog
+from engine.paths import state_dir
 from engine.rules.base import RuleConfig
 from engine.session import Session
+from engine.sources.kube import ConfigError, KubeSource, connect
+from engine.sources.kube import Unreachable as SourceUnreachable
+from engine.store import Store
+from engine.view import SourceInfo
 
-from ..errors import UsageError
-from ..loading import REPO_ROOT, load_from_args, report_issues
-
-# Until the simulator serves the demo, `taudash demo` opens the generated demo snapshot; a checkout
-# without it falls back to the dashboard's own small test fixture.
-FALLBACK_DEMO = REPO_ROOT / "tests" / "fixtures" / "ui-demo.yaml"
+from ..errors import Unreachable, UsageError
+from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
 
 
 def register(sub, add_source_args) -> None:
-    d = sub.add_parser("demo", help="open the dashboard on the embedded demo cluster (read-only)")
+    d = sub.add_parser("demo", help="open the dashboard on the embedded simulated cluster")
     d.add_argument("--status", action="store_true", help="print the status once instead of opening the dashboard")
     d.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     d.add_argument("--system-namespace", default="tau-system")
     d.add_argument("--pvc", action="append", default=[])
-    d.add_argument("--read-only", action="store_true", help="accepted for symmetry: the demo is always read-only")
+    d.add_argument("--read-only", action="store_true", help="never send a write request to the simulator")
+    d.add_argument("--speed", type=float, default=10.0, help="simulated seconds per wall second (default 10)")
+    d.add_argument("--seed", type=int, default=1, help="random seed of the simulated world")
+    d.add_argument("--snapshot-only", action="store_true",
+                   help="open the demo snapshot file instead of the running simulator (no live changes)")
     d.set_defaults(func=run_demo)
 
 
-def run_demo(args) -> int:
-    from ..cli import cmd_status
-    from ..loading import DEMO_SNAPSHOT
+def _config(args) -> RuleConfig:
+    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
 
-    args.snapshot, args.context, args.demo = None, None, True
-    if not DEMO_SNAPSHOT.exists() and FALLBACK_DEMO.exists():
-        args.snapshot, args.demo = str(FALLBACK_DEMO), False
-    if args.status:
-        return cmd_status(args)
-    return open_dashboard(args, demo=True)
+
+def run_demo(args) -> int:
+    if args.snapshot_only:
+        args.snapshot, args.context, args.demo = str(DEMO_SNAPSHOT), None, False
+        if args.status:
+            from ..cli import cmd_status
+
+            return cmd_status(args)
+        return open_snapshot_dashboard(args, demo=True)
+    if not DEMO_SNAPSHOT.exists():
+        raise UsageError(f"{DEMO_SNAPSHOT}: the demo cluster is missing from this installation")
+    return asyncio.run(_demo(args))
+
+
+async def _demo(args) -> int:
+    from engine.sim.server import SimServer
+
+    async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed) as sim:
+        if args.status:
+            return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))
+        return await _live_dashboard(args, context=None, kubeconfig=str(sim.kubeconfig), demo=True,
+                                     read_only=args.read_only, source_type="sim")
+
+
+def _status_once(args, kubeconfig: str) -> int:
+    from ..cli import cmd_status
+
+    args.snapshot, args.demo, args.context, args.kubeconfig = None, False, None, kubeconfig
+    args.source_type = "sim"
+    return cmd_status(args)
 
 
 def run_default(args) -> int:
     snapshot = getattr(args, "dash_snapshot", None)
-    if not snapshot:
-        where = f"--context {args.dash_context}" if getattr(args, "dash_context", None) else "the current kube context"
-        raise UsageError(
-            f"the live dashboard ({where}) needs the live source, which is not wired into the dashboard yet; "
-            "use `taudash --snapshot FILE` or `taudash demo`"
-        )
-    args.snapshot, args.context, args.demo = snapshot, None, False
     args.system_namespace = args.dash_system_namespace
     args.pvc = getattr(args, "dash_pvc", [])
-    return open_dashboard(args, demo=False)
+    if snapshot:
+        args.snapshot, args.context, args.demo = snapshot, None, False
+        return open_snapshot_dashboard(args, demo=False)
+    return asyncio.run(_live_dashboard(args, context=getattr(args, "dash_context", None),
+                                       kubeconfig=getattr(args, "dash_kubeconfig", None), demo=False,
+                                       read_only=getattr(args, "dash_read_only", False), source_type="kube"))
 
 
-def open_dashboard(args, demo: bool) -> int:
+async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool, source_type: str) -> int:
+    try:
+        target = await connect(context, kubeconfig)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    store = Store()
+    session = Session(
+        store,
+        SourceInfo(type=source_type, context=target.context, path=target.server,
+                   observed_at=datetime.now(UTC).isoformat(timespec="seconds")),
+        _config(args),
+        read_only=read_only,
+        demo=demo,
+    )
+    source = KubeSource(store, target, lock=session.lock)
+    try:
+        try:
+            await source.start()
+        except SourceUnreachable as exc:
+            raise Unreachable(str(exc)) from None
+        print(f"taudash: syncing {target.context} ({target.server}) …", file=sys.stderr)
+        await source.wait_synced(30)
+        if read_only:
+            session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
+        else:
+            session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
+                                           AuditLog(state_dir() / "audit.log"))
+        from ..app import TaudashApp
+
+        await TaudashApp(session).run_async()
+    finally:
+        await source.stop()
+        await target.close()
+    return 0
+
+
+def open_snapshot_dashboard(args, demo: bool) -> int:
     loaded = load_from_args(args)
-    config = RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
     session = Session(
         loaded.store,
         loaded.source,
-        config,
-        read_only=True,  # nothing writes yet (guided operations are issue 9); snapshots always are
+        _config(args),
+        read_only=True,  # a snapshot is an observed revision: never written back
         demo=demo,
         issues=tuple(str(i) for i in loaded.issues),
     )
+    session.actions = Actions.read_only("snapshot source: nothing to write to")
     from ..app import TaudashApp
 
     TaudashApp(session).run()
     report_issues(loaded.issues)  # after the screen is restored, so they stay readable
     return 0
-
