@@ -1,0 +1,265 @@
+"""`taudash bench [--size S|M|L] [-o json]`: measure taudash at fleet scale on a synthetic cluster.
+
+One run: generate the cluster (engine.bench.generate) and serve it from the simulator in its own
+process; sync it through the live source; compare with decoding the same bytes and with kubectl;
+derive the view; open the dashboard headless and measure paints, ticks and key presses while
+events stream at --rate per second; report peak memory. Every figure is printed with its target.
+Progress goes to stderr; `-o json` prints one machine-readable object on stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import time
+from datetime import UTC, datetime
+
+from engine.bench.generate import SIZES
+from engine.bench.measure import (
+    DECODER,
+    Figure,
+    LatencyProbe,
+    SimProcess,
+    ViewFollower,
+    decode_seconds,
+    derive_seconds,
+    initial_sync,
+    kubectl_seconds,
+    list_bodies,
+    median,
+    peak_rss_mib,
+    percentile,
+)
+from engine.rules.base import RuleConfig
+from engine.session import Session
+from engine.view import SourceInfo, derive
+
+UI_SIZE = (160, 48)
+
+
+def register(sub, add_source_args) -> None:
+    b = sub.add_parser("bench", help="measure sync, derivation, UI and memory on a synthetic fleet-scale cluster")
+    b.add_argument("--size", choices=sorted(SIZES), default="S", type=str.upper,
+                   help="S: 100 nodes/2k Workloads, M: 1k/20k, L: 5k/100k (default S)")
+    b.add_argument("--seed", type=int, default=0, help="the synthetic cluster is deterministic per seed")
+    b.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    b.add_argument("--rate", type=float, default=1000.0, help="events per second during the load phase")
+    b.add_argument("--stream-seconds", type=float, default=None,
+                   help="length of the load phase (default: 6 s for S, 10 s for M and L)")
+    b.add_argument("--no-kubectl", action="store_true", help="skip the kubectl peer measurement")
+    b.set_defaults(func=run_bench)
+
+
+def _progress(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_bench(args) -> int:
+    results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl))
+    if args.output == "json":
+        json.dump(results, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_table(results)
+    return 0
+
+
+async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: float | None = None,
+                kubectl: bool = True, progress=_progress) -> dict:
+    started = time.perf_counter()
+    secs = stream_seconds if stream_seconds is not None else (6.0 if size == "S" else 10.0)
+    figs: dict[str, Figure] = {}
+
+    def fig(f: Figure) -> None:
+        figs[f.key] = f
+        mark = {True: "ok", False: "MISS", None: ""}[f.ok]
+        val = "n/a" if f.value is None else f"{f.value:.4g} {f.unit}"
+        progress(f"  {f.label}: {val} {mark}")
+
+    sim = SimProcess(size, seed)
+    progress(f"generating size {size} (seed {seed}) and starting the simulator in its own process")
+    setup = sim.start()
+    progress(f"simulator serving {sim.objects} objects ({setup:.1f} s)")
+    store_session = None
+    sync = None
+    try:
+        from engine.store import Store
+
+        store = Store()
+        session = Session(store, SourceInfo(type="sim", context="taudash-bench", path=sim.url), RuleConfig())
+        store_session = session
+
+        progress("initial sync through engine.sources.kube (list, decode, store)")
+        sync = await initial_sync(sim.kubeconfig, store, lock=session.lock)
+        if sync.not_synced:
+            progress(f"  not synced: {', '.join(sync.not_synced)}")
+        fig(Figure("sync_s", "initial sync", sync.seconds, "s"))
+        progress(f"  ({sum(sync.counts.values())} objects, client CPU {sync.cpu_seconds:.2f} s)")
+
+        progress(f"raw decode of the same list bytes with {DECODER}")
+        bodies = await list_bodies(sync.source)
+        size_mb = sum(len(b) for b in bodies) / 1e6
+        dec = decode_seconds(bodies)
+        del bodies
+        fig(Figure("decode_s", f"raw decode ({DECODER}, {size_mb:.0f} MB)", dec, "s"))
+        fig(Figure("sync_vs_decode", "initial sync / raw decode", sync.seconds / dec if dec else None, "x", 2.0))
+
+        if kubectl:
+            progress("kubectl get <every resource> -A -o json against the same server")
+            kt, note = await asyncio.to_thread(kubectl_seconds, sim.kubeconfig)
+            fig(Figure("kubectl_s", "kubectl (same lists)", kt, "s", note=note))
+            fig(Figure("sync_vs_kubectl", "initial sync / kubectl", sync.seconds / kt if kt else None, "x", 1.0,
+                       note="below 1: faster than kubectl"))
+
+        now = datetime.now(UTC)
+        progress("full derivation of the ClusterView (every rule)")
+        with session.lock:
+            full = derive_seconds(lambda: derive(store, now, session.config, session.source))
+        fig(Figure("derive_full_s", "full derivation", full, "s", 0.5))
+
+        with session.lock:
+            t = time.perf_counter()
+            session.view(now)  # the session's first view (what the incremental path starts from)
+            first_view = time.perf_counter() - t
+        fig(Figure("session_first_view_s", "session: first view", first_view, "s"))
+
+        await _ui_phase(session, sim, sync.store, rate, secs, fig, progress)
+        fig(Figure("peak_rss_mib", "peak resident memory (client)", peak_rss_mib(), "MiB", 800.0))
+        rss = sim.command("rss")
+        if rss.startswith("RSS"):
+            fig(Figure("sim_rss_mib", "peak resident memory (simulator process)", int(rss.split()[1]) / 1024, "MiB"))
+    finally:
+        if sync is not None:
+            await sync.source.stop()
+            await sync.target.close()
+        sim.stop()
+    total = time.perf_counter() - started
+    progress(f"done in {total:.0f} s")
+    del store_session
+    return {
+        "apiVersion": "taudash/v1",
+        "kind": "BenchResult",
+        "size": size,
+        "seed": seed,
+        "rate": rate,
+        "streamSeconds": secs,
+        "objects": sim.objects,
+        "counts": sync.counts if sync else {},
+        "decoder": DECODER,
+        "setupSeconds": round(setup, 3),
+        "totalSeconds": round(total, 3),
+        "figures": {k: f.to_json() for k, f in figs.items()},
+    }
+
+
+async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs: float, fig, progress) -> None:
+    from screens.widgets.footer_bar import NAV
+    from taudash.app import SCREENS, TaudashApp
+
+    keys = {name: str(i) for i, (name, _, _) in enumerate(NAV, start=1)}
+    app = TaudashApp(session, tick=1.0)
+    tick_costs: list[float] = []
+    orig = app.render_frame
+
+    def timed(frame) -> None:  # per-tick render on the visible screen (the synchronous part)
+        t = time.perf_counter()
+        orig(frame)
+        tick_costs.append(time.perf_counter() - t)
+
+    app.render_frame = timed  # type: ignore[method-assign]
+
+    async def switch(pilot, name: str) -> float:
+        t = time.perf_counter()
+        await pilot.press(keys[name])
+        for _ in range(2000):
+            if isinstance(app.screen, SCREENS[name]) and app.screen.frame is not None:
+                break
+            await pilot.pause(0.001)
+        await pilot.pause()
+        return time.perf_counter() - t
+
+    progress(f"headless dashboard at {UI_SIZE[0]}x{UI_SIZE[1]}: first paint and switch of each screen")
+    t = time.perf_counter()
+    async with app.run_test(size=UI_SIZE) as pilot:
+        await pilot.pause()
+        fig(Figure("ui_start_s", "dashboard start (overview painted)", time.perf_counter() - t, "s"))
+        first = {n: await switch(pilot, n) for n in keys if n != "overview"}
+        first["overview"] = await switch(pilot, "overview")
+        worst = max(first, key=first.get)
+        fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
+        again = {n: await switch(pilot, n) for n in keys}
+        worst = max(again, key=again.get)
+        fig(Figure("switch_max_s", f"screen switch, slowest screen ({worst})", again[worst], "s", 0.150))
+
+        progress("per-tick render cost on each screen")
+        per_screen: dict[str, float] = {}
+        for n in keys:
+            await switch(pilot, n)
+            runs = []
+            for _ in range(3):
+                frame = session.frame(datetime.now(UTC))
+                t = time.perf_counter()
+                orig(frame)
+                await pilot.pause()
+                runs.append(time.perf_counter() - t)
+            per_screen[n] = median(runs) or 0.0
+        worst = max(per_screen, key=per_screen.get)
+        fig(Figure("tick_render_max_s", f"per-tick render, slowest screen ({worst})", per_screen[worst], "s", 0.030))
+
+        progress(f"load: {rate:.0f} events/s for {secs:.0f} s with the dashboard open")
+        probe = LatencyProbe(store)
+
+        def refresh(now: datetime) -> int:
+            with session.lock:
+                session.view(now)
+                return store.revision
+
+        follower = ViewFollower(store, refresh, lambda: datetime.now(UTC), probe,
+                                inline=getattr(session, "incremental_ready", None))
+        tick_costs.clear()
+        probe.active = True
+        follower.start()
+        stream = asyncio.create_task(sim.acommand(f"stream {rate} {secs}"))
+        presses: list[float] = []
+        rng = random.Random(7)
+        names = list(keys)
+        await asyncio.sleep(0.5)
+        while not stream.done():
+            presses.append(await switch(pilot, rng.choice([n for n in names if n != app.current_mode])))
+            await asyncio.sleep(0.2)
+        answer = await stream
+        await asyncio.sleep(0.5)  # the last events land and are derived
+        probe.active = False
+        await follower.stop()
+        written = int(answer.split()[1]) if answer.startswith("STREAMED") else 0
+        fig(Figure("events_per_s", "events applied to the store per second", probe.events / secs, "/s",
+                   note=f"{written} writes at the simulator"))
+        fig(Figure("incr_p50_s", "event → view ready, p50", median(probe.samples), "s"))
+        fig(Figure("incr_p99_s", "event → view ready, p99", percentile(probe.samples, 99), "s", 0.010))
+        fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s", 0.100))
+        fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s", 0.030))
+        progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
+                 f"{len(presses)} key presses, {len(tick_costs)} ticks)")
+
+
+def print_table(results: dict) -> None:
+    print(f"taudash bench --size {results['size']} (seed {results['seed']}, {results['objects']} objects, "
+          f"decoder {results['decoder']}, {results['totalSeconds']:.0f} s)")
+    print(f"{'figure':<52} {'value':>12} {'target':>10}  result")
+    for f in results["figures"].values():
+        unit = f["unit"]
+        val = "n/a" if f["value"] is None else _fmt(f["value"], unit)
+        tgt = "" if f["target"] is None else f"≤ {_fmt(f['target'], unit)}"
+        res = {True: "pass", False: "MISS", None: ""}[f["pass"]]
+        note = f"  ({f['note']})" if f["note"] else ""
+        print(f"{f['label']:<52} {val:>12} {tgt:>10}  {res}{note}")
+
+
+def _fmt(v: float, unit: str) -> str:
+    if unit == "s":
+        return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
+    if unit == "x":
+        return f"{v:.2f}×"
+    return f"{v:.0f} {unit}"
