@@ -7,7 +7,6 @@ so a message like "[bold]x[/]" or "\\x1b[2J" is shown as written and never style
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -15,29 +14,12 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color, ColorParseError
 
+from engine.text import clean
+
 MARK = {"ok": "✓", "warn": "⚠", "bad": "✖", "partial": "◐", "unknown": "?", "info": "ℹ"}
 SEVERITY_TONE = {"critical": "bad", "warning": "warn", "info": "info"}
 SEVERITY_MARK = {"critical": MARK["bad"], "warning": MARK["warn"], "info": MARK["info"]}
 PHASE_TONE = {"Ready": "ok", "Pending": "partial", "Degraded": "bad"}
-
-
-def clean(value: object, multiline: bool = False) -> str:
-    """The string with control and format characters (ESC, BEL, bidi overrides…) made visible."""
-    s = "" if value is None else str(value)
-    if s.isprintable() and "\n" not in s:
-        return s
-    out = []
-    for ch in s:
-        if ch == "\n":
-            out.append("\n" if multiline else " ⏎ ")
-        elif ch == "\t":
-            out.append("    " if multiline else " ")
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
-            cp = ord(ch)
-            out.append(f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def lit(value: object, style: Style | str = "", multiline: bool = False) -> Text:

@@ -9,6 +9,7 @@ import sys
 import yaml
 
 from engine.rules.base import RuleConfig
+from engine.text import clean
 
 from . import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, Unreachable, UsageError
@@ -59,7 +60,7 @@ def cmd_check(args) -> int:
     for f in view.findings:
         if f.severity.value == "critical" or args.verbose:
             obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
-            print(f"{f.severity.value:<8} {f.rule:<24} {obj}: {_one_line(f.message)}")
+            print(f"{f.severity.value:<8} {f.rule:<24} {clean(obj)}: {_one_line(f.message)}")
     print(f"{c['critical']} critical, {c['warning']} warning, {c['info']} info")
     if loaded.issues:
         return EXIT_BAD_INPUT
@@ -67,7 +68,7 @@ def cmd_check(args) -> int:
 
 
 def _one_line(s: str) -> str:
-    return s.replace("\n", " ").replace("\r", " ")
+    return clean(s)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,10 +7,16 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from engine.text import clean
 from engine.view import ClusterView
 
 SEV_MARK = {"critical": ("✖", "bold red"), "warning": ("⚠", "yellow"), "info": ("ℹ", "cyan")}
 PHASE_MARK = {"Ready": "✓", "Pending": "◐", "Degraded": "✖"}
+
+
+def L(value: object, style: str = "") -> Text:
+    """A literal cell: rich would parse a plain str cell as markup; control characters are defused."""
+    return Text(clean(value), style=style)
 
 
 def _q(m: dict, res: str) -> str:
@@ -49,7 +55,7 @@ def render_table(view: ClusterView) -> Group:
     if pool.mode == "None":
         line.append("no TauCluster capacity configuration")
     else:
-        line.append(f"{pool.mode.lower()} · team {pool.team or '-'} · cohort {pool.cohort or '-'}")
+        line.append(clean(f"{pool.mode.lower()} · team {pool.team or '-'} · cohort {pool.cohort or '-'}"))
         if pool.valid is True:
             line.append(" · valid", style="green")
         elif pool.valid is False:
@@ -69,7 +75,7 @@ def render_table(view: ClusterView) -> Group:
             head_q = f.headroom.get(gpu)
             head_s = "-" if head_q is None else head_q.human() + (" ⚠" if head_q.negative else "")
             t.add_row(
-                f.name + (" (gone)" if f.disappeared else ""),
+                L(f.name + (" (gone)" if f.disappeared else "")),
                 f"{f.nodes}/{f.nodes + len(f.excluded)}",
                 _q(f.inventory, gpu),
                 _q(f.budget, gpu),
@@ -93,9 +99,9 @@ def render_table(view: ClusterView) -> Group:
             t.add_column(col)
         for w in view.workspaces:
             t.add_row(
-                w.name,
-                w.namespace,
-                (w.phase or "-") + (" (stale)" if w.stale else ""),
+                L(w.name),
+                L(w.namespace),
+                L((w.phase or "-") + (" (stale)" if w.stale else "")),
                 f"{PHASE_MARK.get(w.expected_phase, '')} {w.expected_phase}",
                 w.drain.state + (f" ({w.drain.mode})" if w.drain.mode else ""),
                 str(len(w.drain.blockers)) if w.drain.blockers else "",
@@ -105,20 +111,20 @@ def render_table(view: ClusterView) -> Group:
         d = w.drain
         if d.state in ("NotDraining", "Clear"):
             continue
-        line = Text(f"DRAIN {w.name} ", style="bold")
-        line.append(f"{d.mode or ''} {d.old_namespace or '?'} → {d.new_namespace or '(deleted)'}: ")
+        line = Text(f"DRAIN {clean(w.name)} ", style="bold")
+        line.append(clean(f"{d.mode or ''} {d.old_namespace or '?'} → {d.new_namespace or '(deleted)'}: "))
         line.append(d.state, style="yellow" if d.state == "Blocked" else "bold red")
         parts.append(line)
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=3)
         grid.add_column()
         for r in d.routes:
-            grid.add_row("", Text(f"route {r.local_queue or '(workload)'} → {r.cluster_queue}: {r.state}"
-                                   + (f" ({r.reason})" if r.reason else "")))
+            grid.add_row("", L(f"route {r.local_queue or '(workload)'} → {r.cluster_queue}: {r.state}"
+                               + (f" ({r.reason})" if r.reason else "")))
         for b in d.blockers:
-            grid.add_row("•", Text(b.action or f"{b.kind} {b.namespace}/{b.name}: {b.reason}"))
+            grid.add_row("•", L(b.action or f"{b.kind} {b.namespace}/{b.name}: {b.reason}"))
         for u in d.unknown:
-            grid.add_row("?", Text(f"{u.resource}: {u.reason}"))
+            grid.add_row("?", L(f"{u.resource}: {u.reason}"))
         parts.append(grid)
 
     if view.cluster_queues:
@@ -127,7 +133,8 @@ def render_table(view: ClusterView) -> Group:
             t.add_column(col, justify="right" if col in ("pend", "resv", "adm") else "left")
         for q in view.cluster_queues:
             act = "?" if q.active is None else ("✓" if q.active else f"✖ {q.active_reason}")
-            t.add_row(q.name, q.cohort or "-", q.stop_policy, act, str(q.pending), str(q.reserving), str(q.admitted))
+            t.add_row(L(q.name), L(q.cohort or "-"), L(q.stop_policy), L(act), str(q.pending), str(q.reserving),
+                      str(q.admitted))
         parts.append(Text("QUEUES", style="bold"))
         parts.append(t)
 
@@ -163,10 +170,10 @@ def render_table(view: ClusterView) -> Group:
     for f in view.findings:
         mark, style = SEV_MARK[f.severity.value]
         obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
-        body = Text(f"{obj}: ", style="bold")
-        body.append(f.message)  # Text.append never interprets markup: cluster strings stay literal
+        body = Text(f"{clean(obj)}: ", style="bold")
+        body.append(clean(f.message))  # Text.append never interprets markup; clean() defuses escapes
         if f.hint:
-            body.append(f"\n→ {f.hint}", style="dim")
+            body.append(f"\n→ {clean(f.hint)}", style="dim")
         grid.add_row(Text(mark, style=style), Text(f.rule, style=style), body)
     parts.append(grid)
     return Group(*parts)

@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from factories import cluster_queue, cond, workspace
@@ -87,3 +89,18 @@ def test_console_script_never_prints_a_traceback(tmp_path):
     assert "Traceback" not in r.stderr and "12Q" in r.stderr
     r = subprocess.run([sys.executable, "-m", "taudash.cli", "status", "--bogus"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["status", "-o", "table"], ["check", "-v"], ["status", "-o", "json"]])
+def test_hostile_cluster_strings_are_inert_in_cli_output(args):
+    """Names and messages with Rich markup, ANSI/OSC escapes and bidi overrides print literally."""
+    hostile = str(Path(__file__).parent / "fixtures" / "ui-hostile.yaml")
+    r = subprocess.run([sys.executable, "-m", "taudash.cli", *args, "--snapshot", hostile],
+                       capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"})
+    assert r.returncode in (0, 1), r.stderr
+    if args[-1] == "json":
+        assert "\\u001b[2J" in r.stdout  # JSON escapes it; the contract keeps the exact string
+        return
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\u202e" not in r.stdout
+    assert "[bold]evil[/bold]" in r.stdout  # markup shown as written, not applied
+    assert "\\x1b[2J" in r.stdout  # the escape sequence made visible

@@ -1,0 +1,28 @@
+"""Cluster strings made safe to print: control and format characters become visible escapes.
+
+Object names, labels and condition messages come from whoever can write to the cluster; a message
+holding ESC sequences must never move the cursor, clear the screen or set a terminal title.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def clean(value: object, multiline: bool = False) -> str:
+    """The string with control and format characters (ESC, BEL, bidi overrides…) made visible."""
+    s = "" if value is None else str(value)
+    if s.isprintable() and "\n" not in s:
+        return s
+    out = []
+    for ch in s:
+        if ch == "\n":
+            out.append("\n" if multiline else " ⏎ ")
+        elif ch == "\t":
+            out.append("    " if multiline else " ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
+            cp = ord(ch)
+            out.append(f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
