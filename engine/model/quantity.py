@@ -31,6 +31,9 @@ DECIMAL_EXPONENT = "DecimalExponent"
 
 _NANO = Decimal("1e-9")
 
+_PARSED: dict[str, Quantity] = {}  # parse cache (see Quantity.parse)
+_PARSED_MAX = 4096
+
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
@@ -66,6 +69,19 @@ class Quantity:
             return cls(text)
         if not isinstance(text, str):
             raise QuantityError(f"quantity {text!r} is not a string")
+        # Quantities are immutable and a cluster uses few distinct strings ("8", "1600Gi", ...):
+        # parsing each once takes Decimal work off the ingest path of every object.
+        hit = _PARSED.get(text)
+        if hit is not None:
+            return hit
+        q = cls._parse_str(text)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = q
+        return q
+
+    @classmethod
+    def _parse_str(cls, text: str) -> Quantity:
         m = _RE.match(text.strip())
         if not m:
             raise QuantityError(f"invalid quantity {text!r}")
