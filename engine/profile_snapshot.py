@@ -9,8 +9,6 @@ This module does file I/O; the rules it calls stay pure.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from . import paths
 from .model.tau import ResolvedWorkloadProfile
 from .rules.base import RuleContext
 from .rules.profilehash import (
@@ -97,33 +96,9 @@ def render_snapshot(doc: dict[str, Any]) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Temp file in the same directory, fsync, chmod 0644, rename: readers never see a partial file."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a review artifact is world-readable
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(dfd)
+    """Atomic like every file taudash writes, but 0644: a snapshot is a review artifact meant to be
+    shared (TauGrid's own export does the same); it holds profile declarations, no credentials."""
+    paths.write_atomic(path, text, mode=0o644)
 
 
 def export_snapshot(source: RuleContext | Store | ProfileSet, path: str | Path) -> dict[str, Any]:

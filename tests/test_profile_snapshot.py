@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from engine import profile_snapshot
+from engine import paths
 from engine.profile_snapshot import ProfileSnapshotError, build_snapshot, export_snapshot, verify
 from engine.rules.base import RuleContext
 from engine.rules.profilehash import profile_set_hash
@@ -140,7 +140,7 @@ def test_failed_write_removes_the_temp_file(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(profile_snapshot.os, "replace", boom)
+    monkeypatch.setattr(paths.os, "replace", boom)  # the one atomic writer lives in engine.paths
     with pytest.raises(ProfileSnapshotError, match="cannot write: No space left on device"):
         export_snapshot(ctx(), out)
     assert os.listdir(tmp_path) == []

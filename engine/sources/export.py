@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..model import BY_KIND, KINDS
+from ..paths import write_atomic
 from ..store import Store
 
 
@@ -31,27 +30,6 @@ def snapshot_document(store: Store, context: str | None, captured_at: str) -> di
         ],
         "objects": objects,
     }
-
-
-def write_atomic(path: str | Path, text: str, mode: int = 0o600) -> None:
-    """Temp file in the same directory, fsync, chmod, rename: a crash never leaves half a file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent or Path("."), os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def export_snapshot(store: Store, path: str | Path, context: str | None, captured_at: str) -> int:

@@ -11,10 +11,10 @@ import yaml
 
 from ..actions import ApiFailure
 from ..model.tau import WorkloadProfile
+from ..paths import write_atomic
 from ..profile_snapshot import ProfileSnapshotError, export_snapshot
 from ..rules.base import RuleContext
 from ..rules.profiles import targets_multikueue
-from ..sources.export import write_atomic
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 from .steps import CancelPending, SetStopPolicy
 
