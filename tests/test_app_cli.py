@@ -1,5 +1,6 @@
-"""`taudash demo`, `taudash --snapshot F` open the dashboard read-only; `taudash` without a source
-explains in one line that the live dashboard is not wired yet (exit 2); status/check keep working."""
+"""`taudash --snapshot F` opens the dashboard read-only; `taudash demo` opens it on the simulator
+through the live source (writable unless --read-only); `taudash` / `--context` open a live cluster
+and explain a missing kubeconfig or context in one line (exit 2); status/check keep working."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ FIXTURE = Path(__file__).parent / "fixtures" / "ui-demo.yaml"
 def opened(monkeypatch):
     """Replace the terminal UI with a recorder of the app it would have run."""
     apps: list = []
+
+    async def run_async(self, *a, **kw):
+        apps.append(self)
+
     monkeypatch.setattr(taudash.app.TaudashApp, "run", lambda self, *a, **kw: apps.append(self))
+    monkeypatch.setattr(taudash.app.TaudashApp, "run_async", run_async)
     return apps
 
 
@@ -29,19 +35,33 @@ def test_snapshot_opens_a_read_only_dashboard(opened):
     assert s.config.system_namespace == "tau-system"
 
 
-def test_demo_opens_the_demo_snapshot_in_demo_mode(opened):
+def test_demo_opens_the_simulator_through_the_live_source(opened, tmp_path, monkeypatch):
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
     assert main(["demo"]) == 0
     (app,) = opened
-    assert app.session.read_only and app.session.mode == "DEMO"
-    assert app.session.store.count("TauWorkspace") > 0
+    s = app.session
+    assert s.mode == "DEMO" and s.source.type == "sim" and s.source.path.startswith("https://127.0.0.1:")
+    assert not s.read_only and s.actions.writable  # a simulator is safe to rehearse on
+    assert s.store.count("TauWorkspace") == 3 and s.store.readable("ClusterQueue")
 
 
-def test_no_source_says_the_live_dashboard_is_not_wired(opened, capsys):
+def test_demo_read_only_has_no_write_path(opened):
+    assert main(["demo", "--read-only"]) == 0
+    (app,) = opened
+    assert app.session.read_only and not app.session.actions.writable
+
+
+def test_live_dashboard_without_kubeconfig_or_context_is_one_line_exit_2(opened, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     assert main([]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "live" in err and "--snapshot" in err and "demo" in err
-    assert main(["--context", "prod"]) == 2
-    assert "--context prod" in capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no such file" in err and "taudash demo" in err
+    from engine.sim.kubeconfig import write_kubeconfig
+
+    kc = write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:9", "t", "staging")
+    assert main(["--kubeconfig", str(kc), "--context", "prod"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'prod'" in err and "staging" in err
     assert not opened
 
 
