@@ -45,6 +45,33 @@ from .queues import (
 from .scheduler import Scheduler
 
 STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
+INPUTS = {
+    *SOURCE_KINDS,
+    "Workload",
+    "ClusterQueue",
+    "LocalQueue",
+    "Cohort",
+    "ResourceFlavor",
+    "AdmissionCheck",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+    "Namespace",
+    "Topology",
+    "WorkloadPriorityClass",
+}
+OUTPUTS = {"ClusterQueue", "LocalQueue", "AdmissionCheck"}  # whose status only Kueue writes
+
+
+def _relevant(ev) -> bool:
+    kind = ev.resource.kind
+    if kind not in INPUTS:
+        return False
+    if kind in OUTPUTS and ev.type == "MODIFIED" and ev.old is not None:
+        old, new = ev.old, ev.object
+        return any(old.get(k) != new.get(k) for k in new.keys() | old.keys() if k not in ("status", "metadata")) or any(
+            meta(old).get(k) != meta(new).get(k) for k in ("labels", "deletionTimestamp", "finalizers")
+        )
+    return True
 
 
 class KueueController(Controller):
@@ -55,8 +82,8 @@ class KueueController(Controller):
         self.scheduler = Scheduler(self)
 
     def reconcile(self, events) -> None:
-        if not events and not self.first:
-            return  # Kueue reacts to changes; a quiet cluster needs no pass
+        if not self.first and not any(_relevant(ev) for ev in events):
+            return  # Kueue reacts to changes of its inputs; a quiet cluster needs no pass
         self._lifecycle()
         self.world.sync()
         self.scheduler.run()

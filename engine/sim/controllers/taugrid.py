@@ -96,7 +96,11 @@ class TauGridController(Controller):
         self.system_namespace = world.system_namespace
         self.pool: PoolView | None = None
         self._dirty = {"pool", "workspaces", "cluster"}
-        self._last_resync = world.clock.now()
+        # Each part resyncs on its own phase, so the three full passes never land on one tick.
+        period = world.knobs.resync_minutes * 60
+        self._next_resync = {
+            part: world.clock.now() + period * (i + 1) / 3 for i, part in enumerate(("pool", "workspaces", "cluster"))
+        }
 
     # --- triggers ------------------------------------------------------------------------------------
     def _triage(self, events) -> None:
@@ -132,9 +136,11 @@ class TauGridController(Controller):
 
     def reconcile(self, events) -> None:
         now = self.world.clock.now()
-        if now - self._last_resync >= self.world.knobs.resync_minutes * 60:
-            self._last_resync = now
-            self._dirty |= {"pool", "workspaces", "cluster"}
+        period = max(self.world.knobs.resync_minutes * 60, 1.0)
+        for part, due in self._next_resync.items():
+            if now >= due:
+                self._dirty.add(part)
+                self._next_resync[part] = due + period * (1 + int((now - due) // period))
         self._triage(events)
         if not self._dirty:
             return
