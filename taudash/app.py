@@ -31,6 +31,8 @@ from screens.profiles import ProfilesScreen
 from screens.queues import QueuesScreen
 from screens.sources import SourcesScreen
 from screens.widgets.footer_bar import NAV
+from screens.workflow_run import RunOptions, WorkflowHost
+from screens.workflows import WorkflowProvider, WorkflowsScreen
 from screens.workspace_detail import WorkspaceDetailScreen
 from screens.workspaces import WorkspacesScreen
 
@@ -43,6 +45,7 @@ SCREENS: dict[str, type[DashScreen]] = {
     "multikueue": MultiKueueScreen,
     "profiles": ProfilesScreen,
     "findings": FindingsScreen,
+    "workflows": WorkflowsScreen,
 }
 TITLES = {name: title for name, title, _ in NAV}
 
@@ -53,22 +56,24 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class TaudashApp(App):
+class TaudashApp(WorkflowHost, App):
     CSS_PATH = "theme.tcss"
     TITLE = "taudash"
-    COMMANDS = App.COMMANDS | {NavigationProvider}
+    COMMANDS = App.COMMANDS | {NavigationProvider, WorkflowProvider}
     BINDINGS = [
         *(Binding(str(i), f"go('{name}')", TITLES[name], show=False) for i, (name, _, _) in enumerate(NAV, start=1)),
         Binding("question_mark", "help", "help", show=False),
         Binding("q", "quit", "quit", show=False),
     ]
 
-    def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0) -> None:
+    def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
+                 workflows: RunOptions | None = None) -> None:
         super().__init__()
         self.session = session
         self.clock = clock or utc_now
         self.tick = tick
         self.frames = 0  # rendered ticks (tests and the bench read it)
+        self.init_workflows(workflows)  # guided operations (screens/workflow_run.py)
 
     # lifecycle -----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -111,9 +116,11 @@ class TaudashApp(App):
 
     def render_frame(self, frame: Frame | None) -> None:
         """Render on the visible screen only; a modal on top (help, palette) pauses rendering."""
+        if not self._screen_stack or not self.is_running:
+            return  # shutting down: a derive that finished late has nowhere to render
         screen = self.screen
-        if frame is None or not isinstance(screen, DashScreen):
-            return
+        if frame is None or not isinstance(screen, DashScreen) or not screen.is_mounted:
+            return  # a screen pushed a moment ago renders the newest frame itself when mounted
         with self.batch_update():
             screen.show(frame)
         self.frames += 1
@@ -161,5 +168,6 @@ class TaudashApp(App):
             return
         if isinstance(screen, DashScreen):
             title = TITLES.get(screen.nav or "", "") if type(screen) in SCREENS.values() else type(screen).__name__
-            title = {"WorkspaceDetailScreen": "Workspace detail", "ObjectDetailScreen": "Object detail"}.get(title, title)
+            title = {"WorkspaceDetailScreen": "Workspace detail", "ObjectDetailScreen": "Object detail",
+                     "WizardScreen": "Workflow wizard"}.get(title, title)
             self.push_screen(HelpScreen(f"{title} — help", screen.HELP))
