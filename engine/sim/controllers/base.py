@@ -20,6 +20,14 @@ from pydantic import ValidationError
 
 from ...model import BY_KIND, KINDS, QuantityError, lookup
 from ...model.quantity import DECIMAL_SI, Quantity
+
+# The label and annotation keys are the rules' own (re-exported for the controllers).
+from ...rules.drain import JOB_UID_LABEL as JOB_UID_LABEL
+from ...rules.drain import MANAGED_LABEL as MANAGED_LABEL
+from ...rules.drain import QUEUE_LABEL as QUEUE_LABEL
+from ...rules.identity import OWNER_UID as OWNER_UID
+from ...rules.queues import MANAGED_BY as MANAGED_BY
+from ...rules.queues import TAU_MANAGER as TAU_MANAGER
 from ...store import AccessState, Store
 from ..clock import SimClock, rfc3339
 from ..errors import ApiError, Conflict, NotFound
@@ -28,13 +36,7 @@ from ..objects import ObjectDB, WatchEvent
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-TAU_MANAGER = "tau-core-controller"
-OWNER_UID = "tau.azure.com/owner-uid"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
 
 
 # --- reading raw objects -----------------------------------------------------------------------

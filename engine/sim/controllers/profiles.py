@@ -8,6 +8,8 @@ is published with `profile_set_hash` (the same function taudash verifies with).
 from __future__ import annotations
 
 from ...model.tau import ResolvedWorkloadProfile, TauCluster
+from ...rules.base import RuleContext
+from ...rules.multikueue import _m3 as multikueue_wiring
 from ...rules.profilehash import (
     MULTI_KUEUE,
     ProfileHashError,
@@ -35,33 +37,24 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def multikueue_ready(mirror) -> tuple[str, str, str]:
-    """(status, reason, message) of TauCluster MultiKueueReady."""
-    checks = [ac for ac in mirror.list("AdmissionCheck") if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE]
-    if not checks:
-        return "False", "PrerequisitesNotReady", f"no AdmissionCheck uses controller {MULTIKUEUE}"
-    issues = []
-    for ac in checks:
-        name = ac["metadata"]["name"]
-        params = (ac.get("spec") or {}).get("parameters") or {}
-        config, active, _ = mk_workers(ac, mirror)
-        ok = True
-        if (condition(ac, "Active") or {}).get("status") != "True":
-            issues.append(f'AdmissionCheck "{name}" is not Active')
-            ok = False
-        if params.get("kind") != "MultiKueueConfig" or not params.get("name"):
-            issues.append(f'AdmissionCheck "{name}" does not reference a MultiKueueConfig')
+def multikueue_ready(ctx: RuleContext, mirror) -> tuple[str, str, str]:
+    """(status, reason, message) of TauCluster MultiKueueReady. The verdict is the rule book's M3
+    (an Active MultiKueue AdmissionCheck → its MultiKueueConfig → an Active worker), so the
+    controller publishes exactly what taudash checks; the wording is the controller's."""
+    check, _ = multikueue_wiring(ctx)
+    if not check.ok:
+        return "False", "PrerequisitesNotReady", check.message
+    for ac in mirror.list("AdmissionCheck"):
+        if (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE:
             continue
-        if config is None:
-            issues.append(f'AdmissionCheck "{name}" references unreadable MultiKueueConfig "{params["name"]}"')
-            continue
-        if not (config.get("spec") or {}).get("clusters"):
-            issues.append(f'MultiKueueConfig "{params["name"]}" has no worker clusters')
-        elif not active:
-            issues.append(f'MultiKueueConfig "{params["name"]}" has no Active worker clusters')
-        elif ok:
-            return "True", "Ready", f'AdmissionCheck "{name}" has an active MultiKueue config and worker'
-    return "False", "PrerequisitesNotReady", "; ".join(sorted(set(issues)))
+        _, active, _ = mk_workers(ac, mirror)
+        if active and (condition(ac, "Active") or {}).get("status") == "True":
+            return (
+                "True",
+                "Ready",
+                f'AdmissionCheck "{ac["metadata"]["name"]}" has an active MultiKueue config and worker',
+            )
+    return "True", "Ready", check.message
 
 
 class _Resolver:

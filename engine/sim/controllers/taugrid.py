@@ -289,7 +289,7 @@ class TauGridController(Controller):
             return
         now, gen = self.stamp, tc.metadata.generation
         st = raw.get("status") or {}
-        mk = multikueue_ready(self.m)
+        mk = multikueue_ready(self.ctx, self.m)
         profiles, ready = resolve_profiles(self.store, self.m, tc, raw, mk, now)
         conds = [{**c, "observedGeneration": gen} for c in st.get("conditions") or ()]
         conds = with_condition(conds, "MultiKueueReady", *mk, now, gen, keep_time_on_status=False)
