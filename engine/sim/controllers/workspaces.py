@@ -12,14 +12,12 @@ from __future__ import annotations
 from ...model import TauWorkspace
 from ...model.base import Condition
 from ...rules.drain import CLEANED_LABELS, derive_drain
-from ...rules.identity import CLIENT_ID, RESEARCHER_ROLE, derive_identity
-from ...rules.pool import PoolView
+from ...rules.identity import CLIENT_ID, RESEARCHER_ROLE, WS_LABEL, derive_identity
+from ...rules.pool import TEAM_LABEL, PoolView
 from ...rules.workspaces import expected_phase
 from .base import MANAGED_BY, OWNER_UID, TAU_MANAGER, Obj, condition, labels, meta, with_condition
 
 FINALIZER = "tau.azure.com/workspace-cleanup"
-WS_LABEL = "tau.azure.com/workspace"
-TEAM_LABEL = "tau.azure.com/team"
 LQ_LABEL = "tau.azure.com/local-queue"
 DEFAULT_LQ_LABEL = "kueue.x-k8s.io/default-local-queue"
 RESULT_SCOPE = "tau.azure.com/result-scope"
