@@ -9,10 +9,10 @@ the seed stay so unless the scenario says otherwise.
 
 from __future__ import annotations
 
+from ...rules.pool import GPU_CLASS_LABEL as GPU_CLASS
 from .base import Controller, Obj, condition, labels, meta, with_condition
 from .scenario import Event
 
-GPU_CLASS = "tau.azure.com/gpu-class"
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
 UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

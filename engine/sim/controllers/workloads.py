@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ...rules.pool import FLAVOR_PREFIX
+from ...rules.pool import GPU_CLASS_LABEL as GPU_CLASS
 from ..clock import parse_rfc3339, rfc3339
 from .base import PRIORITY_LABEL, QUEUE_LABEL, Controller, Obj, condition, deleting, is_true, labels, meta
 from .jobs import short_hash
@@ -19,8 +21,6 @@ from .jobs import short_hash
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/ib"
 HOST_SLOT = "tau.azure.com/torchrun-host-slot"
-GPU_CLASS = "tau.azure.com/gpu-class"
-FLAVOR_PREFIX = "taugrid-gpu-"
 GENERATED = "tau.azure.com/workload-kind"  # the CLI's own label; the value says what was submitted
 
 # (weight, GPUs per pod, pods): one GPU, half a node, a full node, two full nodes.
