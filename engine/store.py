@@ -59,6 +59,9 @@ class Store:
         self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {k.kind: {} for k in KINDS}
         self._by_owner: dict[str, set[tuple[str, Key]]] = {}
         self._access: dict[str, Access] = {k.kind: Access(AccessState.SYNCING) for k in KINDS}
+        # Sorted keys per kind, kept until a key is added or removed: `list()` of 100k Workloads
+        # would otherwise sort them on every call (several per derive).
+        self._sorted: dict[str, list[Key] | None] = {k.kind: None for k in KINDS}
         self.revision = 0
         self._feed: deque[Change] = deque(maxlen=self.FEED_LIMIT)
         self._listeners: list[Callable[[Change], None]] = []
@@ -71,6 +74,8 @@ class Store:
         existed = key in self._objects[kind]
         if existed:
             self._unindex(kind, key)
+        else:
+            self._sorted[kind] = None
         self._objects[kind][key] = obj
         if raw is not None:
             self._raw[kind][key] = raw
@@ -85,6 +90,7 @@ class Store:
             return False
         self._unindex(kind, key)
         del self._objects[kind][key]
+        self._sorted[kind] = None
         self._raw[kind].pop(key, None)
         self._emit(kind, key, "DELETED", at)
         return True
@@ -95,6 +101,7 @@ class Store:
             self._unindex(kind, key)
         self._objects[kind] = {}
         self._raw[kind] = {}
+        self._sorted[kind] = None
         for obj, raw in objects:
             key = (obj.metadata.namespace or "", obj.metadata.name)
             self._objects[kind][key] = obj
@@ -122,7 +129,10 @@ class Store:
     def list(self, kind: str, namespace: str | None = None) -> list[Any]:
         objs = self._objects[kind]
         if namespace is None:
-            return [objs[k] for k in sorted(objs)]
+            keys = self._sorted[kind]
+            if keys is None:
+                keys = self._sorted[kind] = sorted(objs)
+            return [objs[k] for k in keys]
         keys = self._by_ns[kind].get(namespace, set())
         return [objs[k] for k in sorted(keys)]
 

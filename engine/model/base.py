@@ -128,7 +128,12 @@ class KubeObject(KModel):
         return list(getattr(status, "conditions", None) or [])
 
     def condition(self, ctype: str) -> Condition | None:
-        return find_condition(self.conditions, ctype)
+        # Straight from the status (no list copy): rules ask this several times per Workload.
+        status = getattr(self, "status", None)
+        for c in getattr(status, "conditions", None) or ():
+            if c.type == ctype:
+                return c
+        return None
 
 
 class LabelSelectorRequirement(KModel):

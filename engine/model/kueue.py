@@ -192,8 +192,11 @@ class Workload(KubeObject):
     status: WorkloadStatus = WorkloadStatus()
 
     def _is(self, ctype: str) -> bool:
-        c = self.condition(ctype)
-        return c is not None and c.is_true
+        # Hot at fleet scale (several calls per Workload per derive): one plain loop, first match wins.
+        for c in self.status.conditions:
+            if c.type == ctype:
+                return c.status == "True"
+        return False
 
     @property
     def finished(self) -> bool:

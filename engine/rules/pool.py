@@ -465,7 +465,8 @@ class _Automatic:
                     )
 
         if self.nodes_known and self.ok("ResourceFlavor", "ClusterQueue", "Cohort"):
-            counted = [(n, n.labels) for n in s.list("Node") if n.name in self._counted_names()]
+            counted_names = self._counted_names()  # once, not per node (quadratic at fleet scale)
+            counted = [(n, n.labels) for n in s.list("Node") if n.name in counted_names]
             budgets = [("ClusterQueue", cq.name, _nominal(cq.spec.resource_groups)) for cq in cqs]
             budgets += [("Cohort", co.name, _nominal(co.spec.resource_groups)) for co in cohorts]
             for rf in s.list("ResourceFlavor"):

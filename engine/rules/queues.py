@@ -136,23 +136,31 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
     return lq.spec.cluster_queue if lq is not None and lq.spec.cluster_queue else None
 
 
+def observed_bucket(ctx: RuleContext, wl: Workload) -> tuple[str, int, int, int] | None:
+    """What one Workload adds to its ClusterQueue's observed counts: (queue, pending, reserving, admitted)."""
+    if wl.finished:
+        return None
+    reserved = wl.quota_reserved
+    if not wl.spec.active and not reserved:
+        return None  # deactivated and not holding quota: Kueue does not count it as pending
+    cq = workload_cluster_queue(ctx, wl)
+    if cq is None:
+        return None
+    if reserved:
+        return (cq, 0, 1, 1 if wl.admitted else 0)
+    return (cq, 1, 0, 0)
+
+
 def observed_counts(ctx: RuleContext) -> dict[str, ObservedCounts]:
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for wl in ctx.store.list("Workload"):
-        if wl.finished:
+        b = observed_bucket(ctx, wl)
+        if b is None:
             continue
-        if not wl.spec.active and not wl.quota_reserved:
-            continue  # deactivated and not holding quota: Kueue does not count it as pending
-        cq = workload_cluster_queue(ctx, wl)
-        if cq is None:
-            continue
-        c = counts[cq]
-        if wl.quota_reserved:
-            c[1] += 1
-            if wl.admitted:
-                c[2] += 1
-        else:
-            c[0] += 1
+        c = counts[b[0]]
+        c[0] += b[1]
+        c[1] += b[2]
+        c[2] += b[3]
     return {k: ObservedCounts(pending=v[0], reserving=v[1], admitted=v[2]) for k, v in counts.items()}
 
 
@@ -162,66 +170,73 @@ def derive_cluster_queues(ctx: RuleContext) -> tuple[list[ClusterQueueView], lis
     workloads_readable = ctx.store.readable("Workload") and ctx.store.readable("LocalQueue")
     observed = observed_counts(ctx) if workloads_readable else {}
     for cq in ctx.store.list("ClusterQueue"):
-        active = cq.condition("Active")
-        st = cq.status
-        stop = cq.spec.stop_policy or "None"
         obs = observed.get(cq.name, ObservedCounts()) if workloads_readable else None
-        zero_status = st.pending_workloads == st.reserving_workloads == st.admitted_workloads == 0
-        if stop == "None" or not zero_status:
-            drained: bool | None = False
-        elif obs is None:
-            drained = None  # status says zero but the Workloads cannot be read: unknown
-        else:
-            drained = obs.pending == obs.reserving == obs.admitted == 0
-        labels = cq.labels
-        views.append(
-            ClusterQueueView(
-                name=cq.name,
-                cohort=cq.spec.cohort_name or None,
-                stop_policy=stop,
-                active=None if active is None or active.status not in ("True", "False") else active.is_true,
-                active_reason=active.reason if active else "",
-                active_message=active.message if active else "",
-                pending=st.pending_workloads,
-                reserving=st.reserving_workloads,
-                admitted=st.admitted_workloads,
-                drained=drained,
-                observed=obs,
-                queueing_strategy=cq.spec.queueing_strategy,
-                managed=labels.get(MANAGED_BY) == TAU_MANAGER,
-                team=labels.get("tau.azure.com/team"),
-                workspace=labels.get("tau.azure.com/workspace"),
-                admission_checks=cq.spec.admission_check_names,
-                flavors=cq_flavors(cq),
+        view, f = cluster_queue_view(cq, obs)
+        views.append(view)
+        findings += f
+    return views, findings
+
+
+def cluster_queue_view(cq: ClusterQueue, obs: ObservedCounts | None) -> tuple[ClusterQueueView, list[Finding]]:
+    """One ClusterQueue's view and findings; `obs` None when the Workloads cannot be read."""
+    findings: list[Finding] = []
+    active = cq.condition("Active")
+    st = cq.status
+    stop = cq.spec.stop_policy or "None"
+    zero_status = st.pending_workloads == st.reserving_workloads == st.admitted_workloads == 0
+    if stop == "None" or not zero_status:
+        drained: bool | None = False
+    elif obs is None:
+        drained = None  # status says zero but the Workloads cannot be read: unknown
+    else:
+        drained = obs.pending == obs.reserving == obs.admitted == 0
+    labels = cq.labels
+    view = ClusterQueueView(
+        name=cq.name,
+        cohort=cq.spec.cohort_name or None,
+        stop_policy=stop,
+        active=None if active is None or active.status not in ("True", "False") else active.is_true,
+        active_reason=active.reason if active else "",
+        active_message=active.message if active else "",
+        pending=st.pending_workloads,
+        reserving=st.reserving_workloads,
+        admitted=st.admitted_workloads,
+        drained=drained,
+        observed=obs,
+        queueing_strategy=cq.spec.queueing_strategy,
+        managed=labels.get(MANAGED_BY) == TAU_MANAGER,
+        team=labels.get("tau.azure.com/team"),
+        workspace=labels.get("tau.azure.com/workspace"),
+        admission_checks=cq.spec.admission_check_names,
+        flavors=cq_flavors(cq),
+    )
+    if stop != "None":
+        state = "drained" if drained else ("drain state unknown" if drained is None else "draining")
+        findings.append(
+            finding(
+                Severity.INFO,
+                "CQ-STOPPED",
+                "ClusterQueue",
+                cq.name,
+                None,
+                f"stopPolicy {stop}: no new admissions; pending {st.pending_workloads}, reserving "
+                f"{st.reserving_workloads}, admitted {st.admitted_workloads} ({state})",
+                "set stopPolicy: None to restore admission when the change is done",
             )
         )
-        if stop != "None":
-            state = "drained" if drained else ("drain state unknown" if drained is None else "draining")
-            findings.append(
-                finding(
-                    Severity.INFO,
-                    "CQ-STOPPED",
-                    "ClusterQueue",
-                    cq.name,
-                    None,
-                    f"stopPolicy {stop}: no new admissions; pending {st.pending_workloads}, reserving "
-                    f"{st.reserving_workloads}, admitted {st.admitted_workloads} ({state})",
-                    "set stopPolicy: None to restore admission when the change is done",
-                )
+    elif active is not None and active.is_false:
+        findings.append(
+            finding(
+                Severity.WARNING,
+                "CQ-INACTIVE",
+                "ClusterQueue",
+                cq.name,
+                None,
+                f"Active=False {active.reason}: {active.message}",
+                "the queue admits nothing until the named problem is fixed",
             )
-        elif active is not None and active.is_false:
-            findings.append(
-                finding(
-                    Severity.WARNING,
-                    "CQ-INACTIVE",
-                    "ClusterQueue",
-                    cq.name,
-                    None,
-                    f"Active=False {active.reason}: {active.message}",
-                    "the queue admits nothing until the named problem is fixed",
-                )
-            )
-    return views, findings
+        )
+    return view, findings
 
 
 def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[CohortView]:
@@ -311,23 +326,28 @@ def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
 def derive_waiting(ctx: RuleContext) -> list[WaitingWorkload]:
     out: list[WaitingWorkload] = []
     for wl in ctx.store.list("Workload"):
-        why = why_waiting(wl)
-        if why is None:
-            continue
-        owner = wl.owner
-        out.append(
-            WaitingWorkload(
-                namespace=wl.namespace or "",
-                name=wl.name,
-                queue_name=wl.spec.queue_name,
-                cluster_queue=workload_cluster_queue(ctx, wl),
-                owner_kind=owner.kind if owner else None,
-                owner_name=owner.name if owner else None,
-                status=wl.derived_status,
-                condition=why[0],
-                reason=why[1],
-                message=why[2],
-                active=wl.spec.active,
-            )
-        )
+        w = waiting_workload(ctx, wl)
+        if w is not None:
+            out.append(w)
     return out
+
+
+def waiting_workload(ctx: RuleContext, wl: Workload) -> WaitingWorkload | None:
+    """The waiting row of one Workload, or None when it does not wait."""
+    why = why_waiting(wl)
+    if why is None:
+        return None
+    owner = wl.owner
+    return WaitingWorkload(
+        namespace=wl.namespace or "",
+        name=wl.name,
+        queue_name=wl.spec.queue_name,
+        cluster_queue=workload_cluster_queue(ctx, wl),
+        owner_kind=owner.kind if owner else None,
+        owner_name=owner.name if owner else None,
+        status=wl.derived_status,
+        condition=why[0],
+        reason=why[1],
+        message=why[2],
+        active=wl.spec.active,
+    )
