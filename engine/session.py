@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
 from .rules.base import ObjRef, RuleConfig
 from .store import AccessState, Store
@@ -110,6 +111,9 @@ class Session:
         self.actions = Actions.read_only("read-only session" if self.read_only else "no write path configured")
         self.lock = threading.RLock()
         self._derive = derive_fn or derive
+        # Without a custom derive, views are kept current from the store's change feed: a burst of
+        # events re-derives only what it touched (engine.incremental), never every rule.
+        self._incremental = IncrementalDeriver(store, self.config, source) if derive_fn is None else None
         self._cache_key: tuple | None = None
         self._cache: ClusterView | None = None
         self._history_lock = threading.Lock()
@@ -139,10 +143,18 @@ class Session:
         with self.lock:
             key = self._key()
             if key != self._cache_key or self._cache is None:
-                self._cache = self._derive(self.store, now, self.config, self.source)
+                if self._incremental is not None:
+                    self._cache = self._incremental.view(now)
+                else:
+                    self._cache = self._derive(self.store, now, self.config, self.source)
                 self._cache_key = key
                 self._sample(now.timestamp(), self._cache)
             return self._cache
+
+    def incremental_ready(self) -> bool:
+        """True when the next view is a small incremental update (cheap enough to run inline)."""
+        with self.lock:
+            return self._incremental is not None and self._cache is not None and self._incremental.cheap()
 
     def freshness(self, now: datetime) -> Freshness:
         ts = now.timestamp()

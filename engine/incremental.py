@@ -1,0 +1,261 @@
+"""Incremental derivation: keep the ClusterView current from the store's change feed.
+
+`derive()` runs every rule over every object; at fleet scale (100k Workloads) that is seconds. This
+keeps each part of the view with what it was computed from and, on the next view, recomputes only
+the parts a change can affect (by kind, namespace and object):
+
+- Workloads: each one's contribution to its ClusterQueue's observed counts and its waiting row are
+  kept per object, so a Workload event costs one Workload (a LocalQueue event: its namespace);
+- ClusterQueues: only the queues whose object or observed counts moved get a new view; cohorts
+  are rebuilt when a queue or a Cohort changed;
+- workspaces: only those whose inputs moved (a draining workspace reads its old namespace's
+  Workloads, sources and LocalQueues; identity and storage read their own kinds everywhere);
+- pool, cluster, teams, profiles, MultiKueue: recomputed when a kind they read changed.
+
+Every part is computed by the same rule functions `derive()` uses, so the result is the same view;
+tests/test_bench_incremental.py checks that after random change sequences. A re-list (RESET), an
+access-state change or a change feed that no longer reaches back falls back to a full build.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from datetime import datetime
+
+from .model import BY_KIND
+from .rules.base import Finding, RuleConfig, RuleContext
+from .rules.cluster import access_findings, derive_cluster, derive_teams
+from .rules.multikueue import derive_multikueue
+from .rules.pool import derive_pool
+from .rules.profiles import derive_profiles
+from .rules.queues import (
+    ObservedCounts,
+    cluster_queue_view,
+    derive_cohorts,
+    observed_bucket,
+    waiting_workload,
+)
+from .rules.workspaces import derive_workspace
+from .store import Change, Store
+from .view import AccessEntry, ClusterView, SourceInfo, _iso
+
+Key = tuple[str, str]
+
+POOL_KINDS = frozenset({"TauCluster", "Node", "ClusterQueue", "Cohort", "ResourceFlavor", "TauTeam", "TauWorkspace"})
+PROFILE_KINDS = frozenset({"TauCluster", "TauWorkspace"})
+MK_KINDS = frozenset({"TauCluster", "AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster"})
+# A change of these kinds can move any workspace's identity, access or storage verdict.
+ALL_WORKSPACE_KINDS = frozenset({"ServiceAccount", "RoleBinding", "Namespace", "StorageClass", "Node", "CSINode",
+                                 "TauCluster", "PersistentVolumeClaim"})
+# A draining workspace reads these in its old namespace (DESIGN §5.4).
+DRAIN_NS_KINDS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment", "LocalQueue"})
+
+
+class IncrementalDeriver:
+    """The session's view, kept current change by change. Not thread-safe: the caller holds the lock
+    that also guards the store's writes (Session.lock)."""
+
+    def __init__(self, store: Store, config: RuleConfig | None = None, source: SourceInfo | None = None) -> None:
+        self.store = store
+        self.config = config or RuleConfig()
+        self.source = source or SourceInfo()
+        self._rev: int | None = None
+        self._access_key: tuple | None = None
+        self.full_builds = 0
+        self.updates = 0
+
+    # public -----------------------------------------------------------------------------------
+    def view(self, now: datetime) -> ClusterView:
+        ctx = RuleContext(store=self.store, now=now, config=self.config)
+        changes = self._pending()
+        if changes is None or any(c.type == "RESET" for c in changes):
+            self._full(ctx)
+        elif changes:
+            self._apply(ctx, changes)
+        self._rev = self.store.revision
+        self._access_key = self._access()
+        return self._assemble(ctx)
+
+    def cheap(self) -> bool:
+        """True when the next view is an update, not a full build (callers may run it inline)."""
+        changes = self._pending()
+        return changes is not None and len(changes) < 5_000 and not any(c.type == "RESET" for c in changes)
+
+    # state ------------------------------------------------------------------------------------
+    def _access(self) -> tuple:
+        return tuple((k, a.state.value, a.since, a.message) for k, a in sorted(self.store.access_states().items()))
+
+    def _pending(self) -> list[Change] | None:
+        if self._rev is None or self._access() != self._access_key:
+            return None
+        return self.store.changes_since(self._rev)
+
+    def _workloads_readable(self) -> bool:
+        return self.store.readable("Workload") and self.store.readable("LocalQueue")
+
+    def _full(self, ctx: RuleContext) -> None:
+        self.full_builds += 1
+        s = self.store
+        self._cluster = derive_cluster(ctx)
+        self._teams = derive_teams(ctx)
+        self._pool = derive_pool(ctx)
+        self._buckets: dict[Key, tuple[str, int, int, int]] = {}
+        self._counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        self._wkeys: list[Key] = []
+        self._wvals: list = []
+        readable = self._workloads_readable()
+        for wl in s.list("Workload"):
+            key = (wl.namespace or "", wl.name)
+            if readable:
+                self._count(key, observed_bucket(ctx, wl))
+            w = waiting_workload(ctx, wl)
+            if w is not None:
+                self._wkeys.append(key)  # store.list is sorted by key: appends keep the order
+                self._wvals.append(w)
+        self._cq_parts = {cq.name: cluster_queue_view(cq, self._obs(cq.name)) for cq in s.list("ClusterQueue")}
+        self._queues_changed(ctx)
+        ns = self.config.system_namespace
+        self._ws_parts = {ws.name: derive_workspace(ctx, ws) for ws in s.list("TauWorkspace", ns)}
+        self._profiles = derive_profiles(ctx)
+        self._mk = derive_multikueue(ctx, self._profiles[0])
+
+    def _count(self, key: Key, bucket: tuple[str, int, int, int] | None) -> set[str]:
+        """Replace one Workload's contribution to the observed counts; returns the queues touched."""
+        touched = set()
+        old = self._buckets.pop(key, None)
+        if old is not None:
+            c = self._counts[old[0]]
+            c[0] -= old[1]
+            c[1] -= old[2]
+            c[2] -= old[3]
+            touched.add(old[0])
+        if bucket is not None:
+            self._buckets[key] = bucket
+            c = self._counts[bucket[0]]
+            c[0] += bucket[1]
+            c[1] += bucket[2]
+            c[2] += bucket[3]
+            touched.add(bucket[0])
+        return touched
+
+    def _obs(self, cq: str) -> ObservedCounts | None:
+        if not self._workloads_readable():
+            return None
+        c = self._counts.get(cq)
+        return ObservedCounts(pending=c[0], reserving=c[1], admitted=c[2]) if c else ObservedCounts()
+
+    def _queues_changed(self, ctx: RuleContext) -> None:
+        self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]
+        self._cohorts = derive_cohorts(ctx, self._queues)
+
+    def _set_waiting(self, key: Key, w) -> None:
+        i = bisect.bisect_left(self._wkeys, key)
+        present = i < len(self._wkeys) and self._wkeys[i] == key
+        if w is None:
+            if present:
+                del self._wkeys[i]
+                del self._wvals[i]
+        elif present:
+            self._wvals[i] = w
+        else:
+            self._wkeys.insert(i, key)
+            self._wvals.insert(i, w)
+
+    # one batch of changes -----------------------------------------------------------------------
+    def _apply(self, ctx: RuleContext, changes: list[Change]) -> None:
+        self.updates += 1
+        s = self.store
+        kinds = {c.kind for c in changes}
+        keys: dict[str, set[Key]] = defaultdict(set)
+        for c in changes:
+            keys[c.kind].add((c.namespace, c.name))
+
+        if "TauCluster" in kinds:
+            self._cluster = derive_cluster(ctx)
+        if "TauTeam" in kinds:
+            self._teams = derive_teams(ctx)
+        if kinds & POOL_KINDS:
+            self._pool = derive_pool(ctx)
+
+        # Workloads: counts and waiting rows, per object (a LocalQueue move re-routes its namespace).
+        wl_keys = set(keys.get("Workload", ()))
+        for ns in {k[0] for k in keys.get("LocalQueue", ())}:
+            wl_keys |= {(ns, w.name) for w in s.list("Workload", ns)}
+        touched: set[str] = set()
+        readable = self._workloads_readable()
+        for key in wl_keys:
+            wl = s.get("Workload", key[1], key[0])
+            if readable:
+                touched |= self._count(key, observed_bucket(ctx, wl) if wl is not None else None)
+            self._set_waiting(key, waiting_workload(ctx, wl) if wl is not None else None)
+
+        # ClusterQueues whose object or observed counts moved.
+        redo = touched | {k[1] for k in keys.get("ClusterQueue", ())}
+        if redo:
+            for name in redo:
+                cq = s.get("ClusterQueue", name)
+                if cq is None:
+                    self._cq_parts.pop(name, None)
+                else:
+                    self._cq_parts[name] = cluster_queue_view(cq, self._obs(name))
+        if redo or "Cohort" in kinds:
+            self._queues_changed(ctx)
+
+        # Workspaces whose inputs moved.
+        sysns = self.config.system_namespace
+        if kinds & ALL_WORKSPACE_KINDS:
+            names = set(self._ws_parts) | {n for ns, n in keys.get("TauWorkspace", ()) if ns == sysns}
+        else:
+            names = {n for ns, n in keys.get("TauWorkspace", ()) if ns == sysns}
+            draining = {n: v.drain.old_namespace for n, (v, _) in self._ws_parts.items() if v.drain.mode is not None}
+            if draining:
+                if "ClusterQueue" in kinds:
+                    names |= set(draining)
+                moved = {k[0] for kind in kinds & DRAIN_NS_KINDS for k in keys[kind]}
+                names |= {n for n, old in draining.items() if old in moved}
+        for name in names:
+            ws = s.get("TauWorkspace", name, sysns)
+            if ws is None:
+                self._ws_parts.pop(name, None)
+            else:
+                self._ws_parts[name] = derive_workspace(ctx, ws)
+
+        if kinds & PROFILE_KINDS:
+            self._profiles = derive_profiles(ctx)
+        if kinds & (PROFILE_KINDS | MK_KINDS):
+            self._mk = derive_multikueue(ctx, self._profiles[0])
+
+    # the view ------------------------------------------------------------------------------------
+    def _assemble(self, ctx: RuleContext) -> ClusterView:
+        findings: list[Finding] = []
+        findings += self._cluster[1]
+        findings += self._pool[1]
+        for name in sorted(self._cq_parts):
+            findings += self._cq_parts[name][1]
+        for name in sorted(self._ws_parts):
+            findings += self._ws_parts[name][1]
+        findings += self._profiles[1]
+        findings += self._mk[1]
+        findings += access_findings(ctx)
+        access = [
+            AccessEntry(resource=BY_KIND[k].resource, state=a.state.value, since=_iso(a.since), message=a.message)
+            for k, a in self.store.access_states().items()
+        ]
+        return ClusterView.model_construct(
+            source=self.source,
+            access=sorted(access, key=lambda a: a.resource),
+            cluster=self._cluster[0],
+            teams=self._teams,
+            pool=self._pool[0],
+            cohorts=self._cohorts,
+            cluster_queues=self._queues,
+            workspaces=[self._ws_parts[n][0] for n in sorted(self._ws_parts)],
+            profiles=self._profiles[0],
+            multikueue=self._mk[0],
+            waiting=list(self._wvals),
+            findings=sorted(findings, key=Finding.sort_key),
+        )
+
+
+__all__ = ["IncrementalDeriver"]
