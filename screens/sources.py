@@ -42,6 +42,7 @@ class _Item:
     why: Text
     detail: list[tuple[str, str]]
     blocks: list[str]
+    row: Row | None = None  # built once per item: an unchanged Workload costs nothing next tick
 
 
 class SourcesScreen(DashScreen):
@@ -80,10 +81,12 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         self._items = self._collect(frame, tones)
         rows = []
         for it in self._items.values():
-            name = lit(objname(it.namespace, it.name))
-            rows.append(Row(it.key, (lit(it.kind), name, lit(it.queue), it.state, it.why),
-                            RowMeta(kind=it.kind, namespace=it.namespace, name=it.name,
-                                    text=f"{it.queue} {it.why.plain} {' '.join(it.blocks)}")))
+            if it.row is None:
+                name = lit(objname(it.namespace, it.name))
+                it.row = Row(it.key, (lit(it.kind), name, lit(it.queue), it.state, it.why),
+                             RowMeta(kind=it.kind, namespace=it.namespace, name=it.name,
+                                     text=f"{it.queue} {it.why.plain} {' '.join(it.blocks)}"))
+            rows.append(it.row)
         table = self.query_one("#sources", KeyedTable)
         table.sync(rows)
         self._detail(table.selected_key())
@@ -95,10 +98,21 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             for b in w.drain.blockers:
                 blockers.setdefault((b.kind, b.namespace, b.name), []).append((w.name, b.action or b.message))
         items: dict[str, _Item] = {}
+        # Thousands of Workloads wait at fleet scale, and an incremental view keeps the same row object
+        # for a Workload that did not change: reuse its item instead of rebuilding every Text each tick.
+        cache = getattr(self, "_item_cache", {})
+        if getattr(self, "_item_tones", None) != tones:
+            cache = {}
+        fresh: dict[int, tuple[object, _Item]] = {}
         for wl in view.waiting:
             kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
-            key = f"{kind}|{wl.namespace}|{name}"
             blocks = blockers.pop((kind, wl.namespace, name), []) + blockers.pop(("Workload", wl.namespace, wl.name), [])
+            hit = cache.get(id(wl))
+            if not blocks and hit is not None and hit[0] is wl:
+                items[hit[1].key] = hit[1]
+                fresh[id(wl)] = hit
+                continue
+            key = f"{kind}|{wl.namespace}|{name}"
             word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
             state = Text(f"◐ {word}", style=tones.warn if wl.active else tones.muted, end="")
             if blocks:
@@ -117,6 +131,9 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             ]
             detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
             items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks])
+            if not blocks:
+                fresh[id(wl)] = (wl, items[key])
+        self._item_cache, self._item_tones = fresh, tones
         for (kind, ns, name), blocks in blockers.items():
             key = f"{kind}|{ns}|{name}"
             if key in items:

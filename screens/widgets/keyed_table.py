@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.events import Resize
 from textual.geometry import Region, Spacing
@@ -22,6 +23,8 @@ from ..filtering import Filter, LabelsOf, RowMeta
 from ..text import lit
 
 EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list
+MORE_KEY = "\x00more"  # the last row of a page when more rows follow
+PAGE_ROWS = 500  # rows handed to the DataTable at once: past this a table pages (] next, [ previous)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,12 @@ def _cell(value: Text | str, right: bool = False) -> Text:
 
 
 class KeyedTable(DataTable):
+    # Thousands of rows (pending Workloads of a fleet) would make every tick and every paint pay for
+    # all of them; the table holds one page, and `/` filters over every row.
+    BINDINGS = [
+        Binding("right_square_bracket", "page(1)", "next page", show=False),
+        Binding("left_square_bracket", "page(-1)", "previous page", show=False),
+    ]
     DEFAULT_CSS = """
     KeyedTable {
         height: auto;
@@ -90,6 +99,8 @@ class KeyedTable(DataTable):
         self._built_width: int | None = None
         self.shown = 0  # rows visible after the filter
         self._counted: tuple[int, int, str] | None = None
+        self.page = 0  # which PAGE_ROWS-sized page of the filtered rows is on screen
+        self._on_screen: dict[str, Row] = {}  # the Row each key was last drawn from
 
     # public ------------------------------------------------------------------------------
     @property
@@ -117,7 +128,7 @@ class KeyedTable(DataTable):
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
         except CellDoesNotExist:
             return None
-        return None if key == EMPTY_KEY else key
+        return None if key in (EMPTY_KEY, MORE_KEY) else key
 
     def selected_meta(self) -> RowMeta | None:
         key = self.selected_key()
@@ -127,8 +138,16 @@ class KeyedTable(DataTable):
         return self._meta.get(key)
 
     def visible_keys(self) -> list[str]:
-        """Keys of the rows on screen, in order (the empty placeholder excluded)."""
-        return [k for k in self._keys_on_screen() if k != EMPTY_KEY]
+        """Keys of the rows on screen, in order (the empty and "more" placeholders excluded)."""
+        return [k for k in self._keys_on_screen() if k not in (EMPTY_KEY, MORE_KEY)]
+
+    def action_page(self, step: int) -> None:
+        pages = max(1, -(-self.shown // PAGE_ROWS))
+        page = min(max(0, self.page + step), pages - 1)
+        if page != self.page:
+            self.page = page
+            self._apply()
+            self.move_cursor(row=0, animate=False)
 
     def _keys_on_screen(self) -> list[str]:
         return [r.key.value for r in self.ordered_rows if r.key.value is not None]
@@ -160,11 +179,26 @@ class KeyedTable(DataTable):
         cells[at] = Text(text, style="dim italic")
         return Row(EMPTY_KEY, tuple(cells), None)
 
+    def _more(self, start: int, total: int) -> Row:
+        end = min(start + PAGE_ROWS, total)
+        text = f"rows {start + 1}–{end} of {total}: ] next page, [ previous, / to filter"
+        at = next((i for i, c in enumerate(self.spec) if c.flex), 0)
+        cells = [Text("")] * len(self.spec)
+        cells[at] = Text(text, style="dim italic")
+        return Row(MORE_KEY, tuple(cells), None)
+
     def _apply(self) -> None:
         if not self.is_attached:
             return
         rows = self._visible()
         self.shown = len(rows)
+        if len(rows) > PAGE_ROWS:
+            pages = -(-len(rows) // PAGE_ROWS)
+            self.page = min(self.page, pages - 1)
+            start = self.page * PAGE_ROWS
+            rows = [*rows[start : start + PAGE_ROWS], self._more(start, len(rows))]
+        else:
+            self.page = 0
         self._meta = {r.key: r.meta for r in self._rows}
         counted = (self.shown, len(self._rows), self._filter.raw if self._filter.active else "")
         if counted != self._counted:
@@ -190,7 +224,10 @@ class KeyedTable(DataTable):
             have = set(current)
             keys = [c.key for c in self.spec]
             right = {c.key: c.right for c in self.spec}
+            drawn = self._on_screen
             for r in rows:
+                if r.key in have and drawn.get(r.key) is r:
+                    continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
                 cells = [_cell(v, right[k]) for k, v in zip(keys, r.cells, strict=False)]
                 cells += [Text("")] * (len(keys) - len(cells))
                 if r.key in have:
@@ -202,6 +239,7 @@ class KeyedTable(DataTable):
                             pass
                 else:
                     self.add_row(*cells, key=r.key, height=1)
+            self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:
                 rank = {k: i for i, k in enumerate(order)}
