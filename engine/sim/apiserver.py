@@ -141,6 +141,16 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
 
+    async def restart(self, down: float = 0.0) -> None:
+        """Stop serving and serve again on the same port after `down` seconds: an API server
+        restart as clients see it (connections cut, refused while down; the data is kept)."""
+        port = self.port
+        await self.stop()
+        if down:
+            await asyncio.sleep(down)
+        self._requested_port = port or 0
+        await self.start()
+
     def set_group_enabled(self, group: str, enabled: bool) -> None:
         """Install or remove an API group at runtime (ray.io for the optional-API paths)."""
         (self.disabled_groups.discard if enabled else self.disabled_groups.add)(group)
