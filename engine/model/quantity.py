@@ -9,11 +9,14 @@ suffix of the quantity's format that keeps the mantissa an integer.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Context, Decimal, DecimalException, InvalidOperation
 from functools import total_ordering
 from typing import Any
 
 _CTX = Context(prec=60)
+# Larger magnitudes are not resources but bad input (10^30 is a million Ei); within it, every
+# value keeps nano precision inside _CTX, so arithmetic and formatting stay exact.
+_LIMIT = Decimal(10) ** 30
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -39,6 +42,21 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+def _short(text: object) -> str:
+    s = repr(text) if isinstance(text, str) else str(text) if not isinstance(text, int) or text.bit_length() < 200 \
+        else f"{'-' if text < 0 else ''}<{text.bit_length()}-bit integer>"
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _bounded(value: Decimal, text: object) -> Decimal:
+    """`value`, unless it is NaN, infinite or too large to be a resource quantity."""
+    if not value.is_finite():
+        raise QuantityError(f"quantity {_short(text)} is not a finite number")
+    if abs(value) >= _LIMIT:
+        raise QuantityError(f"quantity {_short(text)} is out of range")
+    return value
+
+
 @total_ordering
 class Quantity:
     """An immutable, exact Kubernetes quantity."""
@@ -61,14 +79,10 @@ class Quantity:
             return text
         if isinstance(text, bool):
             raise QuantityError(f"quantity {text!r} is not a number")
-        if isinstance(text, int):
-            return cls(Decimal(text))
-        if isinstance(text, float):
-            return cls(Decimal(repr(text)))
-        if isinstance(text, Decimal):
-            return cls(text)
+        if isinstance(text, (int, float, Decimal)):
+            return cls(_bounded(Decimal(repr(text)) if isinstance(text, float) else Decimal(text), text))
         if not isinstance(text, str):
-            raise QuantityError(f"quantity {text!r} is not a string")
+            raise QuantityError(f"quantity {_short(text)} is not a string")
         # Quantities are immutable and a cluster uses few distinct strings ("8", "1600Gi", ...):
         # parsing each once takes Decimal work off the ingest path of every object.
         hit = _PARSED.get(text)
@@ -84,22 +98,25 @@ class Quantity:
     def _parse_str(cls, text: str) -> Quantity:
         m = _RE.match(text.strip())
         if not m:
-            raise QuantityError(f"invalid quantity {text!r}")
+            raise QuantityError(f"invalid quantity {_short(text)}")
         try:
             num = Decimal(m.group("num"))
         except InvalidOperation as exc:  # pragma: no cover - regex guards this
             raise QuantityError(f"invalid quantity {text!r}") from exc
         suffix = m.group("suffix") or ""
-        if suffix in _BINARY:
-            value = _CTX.multiply(num, Decimal(2) ** _BINARY[suffix])
-            fmt = BINARY_SI
-        elif suffix in _DECIMAL:
-            value = _CTX.multiply(num, Decimal(10) ** _DECIMAL[suffix])
-            fmt = DECIMAL_SI
-        else:
-            value = _CTX.multiply(num, Decimal(10) ** int(suffix[1:]))
-            fmt = DECIMAL_EXPONENT
-        return cls(value, fmt)
+        try:
+            if suffix in _BINARY:
+                value = _CTX.multiply(num, Decimal(2) ** _BINARY[suffix])
+                fmt = BINARY_SI
+            elif suffix in _DECIMAL:
+                value = _CTX.multiply(num, Decimal(10) ** _DECIMAL[suffix])
+                fmt = DECIMAL_SI
+            else:
+                value = _CTX.multiply(num, _CTX.power(10, int(suffix[1:])))
+                fmt = DECIMAL_EXPONENT
+        except (DecimalException, ValueError):  # an exponent beyond any context, or too many digits
+            raise QuantityError(f"quantity {_short(text)} is out of range") from None
+        return cls(_bounded(value, text), fmt)
 
     # arithmetic -------------------------------------------------------------------------
     def _fmt_with(self, other: Quantity) -> str:

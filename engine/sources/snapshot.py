@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from ..model import BY_RESOURCE, KINDS, QuantityError, lookup
 from ..model.kinds import NEVER_READ
 from ..store import AccessState, Store
+from ..text import clean
 
 try:  # the C loader is much faster when libyaml is present
     _Loader = yaml.CSafeLoader
@@ -38,7 +39,8 @@ class LoadIssue:
 
     def __str__(self) -> str:
         pos = f":{self.line}" if self.line else ""
-        return f"{self.path}{pos}: {self.message}"
+        # One line, inert: names and keys in the message come from the file.
+        return f"{self.path}{pos}: {clean(self.message)}"
 
 
 @dataclass
@@ -74,6 +76,10 @@ def _yaml_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
         pos = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SnapshotError(f"{path}{pos}: invalid YAML: {problem}") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: invalid YAML: nested too deeply") from None
+    except ValueError as exc:  # a constructor refusing a scalar, e.g. an integer of thousands of digits
+        raise SnapshotError(f"{path}: invalid YAML: {str(exc).splitlines()[0][:120]}") from None
     finally:
         loader.dispose()
     return docs
@@ -86,6 +92,10 @@ def _read_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SnapshotError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise SnapshotError(f"{path}: invalid JSON: nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of thousands of digits
+            raise SnapshotError(f"{path}: invalid JSON: {str(exc).splitlines()[0][:120]}") from None
         return [(1, d) for d in data] if isinstance(data, list) else [(1, data)]
     return _yaml_docs(text, path)
 
@@ -103,10 +113,16 @@ def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", 
             continue
         if doc.get("kind") == "ClusterSnapshot" and str(doc.get("apiVersion", "")).startswith("taudash/"):
             meta = doc.get("metadata") or {}
-            result.context = meta.get("context")
-            result.captured_at = meta.get("capturedAt")
-            for entry in doc.get("access") or []:
-                info = BY_RESOURCE.get(str((entry or {}).get("resource")))
+            if not isinstance(meta, dict):
+                result.issues.append(LoadIssue(path, line, "ClusterSnapshot metadata is not a mapping"))
+                meta = {}
+            result.context = _text_or_none(meta.get("context"))
+            result.captured_at = _text_or_none(meta.get("capturedAt"))
+            for entry in _as_list(doc.get("access"), "ClusterSnapshot access", path, line, result):
+                if not isinstance(entry, dict):
+                    result.issues.append(LoadIssue(path, line, f"access entry {entry!r} is not a mapping"[:200]))
+                    continue
+                info = BY_RESOURCE.get(str(entry.get("resource")))
                 try:
                     state = AccessState(str((entry or {}).get("state")))
                 except ValueError:
@@ -114,10 +130,11 @@ def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", 
                     continue
                 if info is not None:
                     access[info.kind] = state
-            objs = doc.get("objects") or []
+            objs = _as_list(doc.get("objects"), "ClusterSnapshot objects", path, line, result)
             items += [(line, f"objects[{i}]", o) for i, o in enumerate(objs)]
         elif doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
-            items += [(line, f"items[{i}]", o) for i, o in enumerate(doc.get("items") or [])]
+            objs = _as_list(doc.get("items"), "List items", path, line, result)
+            items += [(line, f"items[{i}]", o) for i, o in enumerate(objs)]
         else:
             items.append((line, "", doc))
 
@@ -159,6 +176,20 @@ def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", 
         store.set_access(k.kind, access.get(k.kind, AccessState.SYNCED))
     result.issues.sort(key=lambda i: i.line or 0)
     return result
+
+
+def _as_list(value: Any, what: str, path: str, line: int | None, result: LoadResult) -> list:
+    """A list part of a document; anything else is one issue (a string is not a list of objects)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        result.issues.append(LoadIssue(path, line, f"{what} is a {type(value).__name__}, not a list"))
+        return []
+    return value
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def load_snapshot(path: str | Path) -> LoadResult:
