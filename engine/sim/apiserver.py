@@ -483,16 +483,20 @@ class ApiServer:
                     if db.events_since(n, r):
                         raise Gone(f"the simulator cannot serve an exact list at an older resourceVersion ({n})")
                     list_rv = n
-        items = db._select(r, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
-        if after is not None:
-            items = [o for o in items if _key(o) > after]
         meta: Obj = {"resourceVersion": str(list_rv)}
-        if limit and len(items) > limit:
-            remaining = len(items) - limit
-            items = items[:limit]
-            meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
-            if not q.get("labelSelector") and not q.get("fieldSelector"):
+        if not q.get("labelSelector") and not q.get("fieldSelector"):
+            # Unfiltered (what informers and kubectl send): one page straight from the sorted keys.
+            items, remaining = db.page(r, t.namespace, after, limit)
+            if remaining:
+                meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
                 meta["remainingItemCount"] = remaining
+        else:
+            items = db._select(r, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+            if after is not None:
+                items = [o for o in items if _key(o) > after]
+            if limit and len(items) > limit:
+                items = items[:limit]
+                meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
         if _wants_table(request):
             return self._json(self._table(r, items, meta, q))
         return self._json({"apiVersion": r.api_version(t.version), "kind": f"{r.kind}List", "metadata": meta,

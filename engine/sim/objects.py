@@ -14,6 +14,7 @@ events and `_peek` share them; the public `get`/`list` return deep copies.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import random
 import re
@@ -168,6 +169,9 @@ class ObjectDB:
         self.clock = clock or time.time
         self._rng = random.Random(seed)  # uids and generateName suffixes: deterministic per seed
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {r.key: {} for r in self.registry.all}
+        # Sorted keys per resource until one is added or removed: a paged list of 100k objects would
+        # otherwise sort (and scan) them all for each 500-item page.
+        self._sorted: dict[tuple[str, str], list[tuple[str, str]] | None] = {r.key: None for r in self.registry.all}
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=max(1, history))
         self._floor = 0  # watches may resume from any RV >= this one
@@ -221,8 +225,28 @@ class ObjectDB:
         """Stored (shared) objects, sorted. Callers must not mutate them."""
         labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
         store = self._objects[r.key]
-        keys = sorted(k for k in store if namespace is None or not r.namespaced or k[0] == namespace)
+        keys = [k for k in self._keys(r) if namespace is None or not r.namespaced or k[0] == namespace]
         return [store[k] for k in keys if labels(store[k]) and fields(store[k])]
+
+    def _keys(self, r: Resource) -> list[tuple[str, str]]:
+        keys = self._sorted[r.key]
+        if keys is None:
+            keys = self._sorted[r.key] = sorted(self._objects[r.key])
+        return keys
+
+    def page(self, r: Resource, namespace: str | None, after: tuple[str, str] | None,
+             limit: int) -> tuple[list[Obj], int]:
+        """An unfiltered list page: up to `limit` stored (shared) objects after key `after`, in key
+        order, and how many remain after them. Callers must not mutate the objects."""
+        keys = self._keys(r)
+        lo, hi = 0, len(keys)
+        if namespace is not None and r.namespaced:
+            lo, hi = bisect.bisect_left(keys, (namespace, "")), bisect.bisect_left(keys, (namespace + "\x00", ""))
+        if after is not None:
+            lo = max(lo, bisect.bisect_right(keys, after))
+        end = hi if not limit else min(hi, lo + limit)
+        store = self._objects[r.key]
+        return [store[k] for k in keys[lo:end]], hi - end
 
     def counts(self) -> dict[str, int]:
         return {r.kind: len(self._objects[r.key]) for r in self.registry.all}
@@ -360,6 +384,7 @@ class ObjectDB:
             self._rv += 1
             meta["resourceVersion"] = str(self._rv)
             self._objects[r.key][((meta.get("namespace") or "") if r.namespaced else "", meta["name"])] = new
+            self._sorted[r.key] = None
             n += 1
         self._floor = self._rv
         return n
@@ -546,7 +571,10 @@ class ObjectDB:
         obj["metadata"]["resourceVersion"] = str(self._rv)
         if typ == "DELETED":
             self._objects[r.key].pop((ns, name), None)
+            self._sorted[r.key] = None
         else:
+            if (ns, name) not in self._objects[r.key]:
+                self._sorted[r.key] = None
             self._objects[r.key][(ns, name)] = obj
         ev = WatchEvent(typ, r, obj, self._rv, old if typ == "MODIFIED" else None)
         if len(self._history) == self._history.maxlen:
