@@ -499,8 +499,10 @@ class ApiServer:
                 meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
         if _wants_table(request):
             return self._json(self._table(r, items, meta, q))
-        return self._json({"apiVersion": r.api_version(t.version), "kind": f"{r.kind}List", "metadata": meta,
-                           "items": [self._out(o, t) for o in items]})
+        body = {"apiVersion": r.api_version(t.version), "kind": f"{r.kind}List", "metadata": meta,
+                "items": [self._out(o, t) for o in items]}
+        # List pages are the bulk of what the simulator serves: encode them with orjson when present.
+        return web.Response(body=_dumps(body), status=200, content_type="application/json")
 
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query
@@ -628,6 +630,14 @@ class ApiServer:
 
 
 # --- helpers ----------------------------------------------------------------------------------------
+
+try:
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover
+
+    def _dumps(body: Any) -> bytes:
+        return json.dumps(body, separators=(",", ":")).encode()
+
 
 
 def _public(path: str) -> bool:
