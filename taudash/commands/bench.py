@@ -10,11 +10,13 @@ Progress goes to stderr; `-o json` prints one machine-readable object on stdout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from engine.bench.generate import SIZES
 from engine.bench.measure import (
@@ -49,6 +51,8 @@ def register(sub, add_source_args) -> None:
     b.add_argument("--stream-seconds", type=float, default=None,
                    help="length of the load phase (default: 6 s for S, 10 s for M and L)")
     b.add_argument("--no-kubectl", action="store_true", help="skip the kubectl peer measurement")
+    b.add_argument("--profile", metavar="DIR", help="write a pyinstrument profile of each phase to DIR "
+                   "(pip install pyinstrument first; measuring only, never a dependency)")
     b.set_defaults(func=run_bench)
 
 
@@ -57,7 +61,8 @@ def _progress(msg: str) -> None:
 
 
 def run_bench(args) -> int:
-    results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl))
+    results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl,
+                                profile_dir=args.profile))
     if args.output == "json":
         json.dump(results, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -66,9 +71,36 @@ def run_bench(args) -> int:
     return 0
 
 
+class _Profiles:
+    """pyinstrument around a phase when --profile is given (text, slowest call paths first)."""
+
+    def __init__(self, where: str | None) -> None:
+        self.dir = Path(where) if where else None
+        if self.dir is not None:
+            from pyinstrument import Profiler  # noqa: F401 - fail early with a clear ImportError
+
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        if self.dir is None:
+            yield
+            return
+        from pyinstrument import Profiler
+
+        p = Profiler(interval=0.001, async_mode="disabled")
+        p.start()
+        try:
+            yield
+        finally:
+            p.stop()
+            (self.dir / f"{name}.txt").write_text(p.output_text(unicode=True, color=False, show_all=False))
+
+
 async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: float | None = None,
-                kubectl: bool = True, progress=_progress) -> dict:
+                kubectl: bool = True, progress=_progress, profile_dir: str | None = None) -> dict:
     started = time.perf_counter()
+    prof = _Profiles(profile_dir)
     secs = stream_seconds if stream_seconds is not None else (6.0 if size == "S" else 10.0)
     figs: dict[str, Figure] = {}
 
@@ -92,7 +124,8 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         store_session = session
 
         progress("initial sync through engine.sources.kube (list, decode, store)")
-        sync = await initial_sync(sim.kubeconfig, store, lock=session.lock)
+        with prof.phase("sync"):
+            sync = await initial_sync(sim.kubeconfig, store, lock=session.lock)
         if sync.not_synced:
             progress(f"  not synced: {', '.join(sync.not_synced)}")
         fig(Figure("sync_s", "initial sync", sync.seconds, "s"))
@@ -115,7 +148,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
 
         now = datetime.now(UTC)
         progress("full derivation of the ClusterView (every rule)")
-        with session.lock:
+        with session.lock, prof.phase("derive_full"):
             full = derive_seconds(lambda: derive(store, now, session.config, session.source))
         fig(Figure("derive_full_s", "full derivation", full, "s", 0.5))
 
@@ -125,7 +158,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
             first_view = time.perf_counter() - t
         fig(Figure("session_first_view_s", "session: first view", first_view, "s"))
 
-        await _ui_phase(session, sim, sync.store, rate, secs, fig, progress)
+        await _ui_phase(session, sim, sync.store, rate, secs, fig, progress, prof)
         fig(Figure("peak_rss_mib", "peak resident memory (client)", peak_rss_mib(), "MiB", 800.0))
         rss = sim.command("rss")
         if rss.startswith("RSS"):
@@ -154,7 +187,9 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
     }
 
 
-async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs: float, fig, progress) -> None:
+async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs: float, fig, progress,
+                    prof: _Profiles | None = None) -> None:
+    prof = prof or _Profiles(None)
     from screens.widgets.footer_bar import NAV
     from taudash.app import SCREENS, TaudashApp
 
@@ -185,8 +220,9 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     async with app.run_test(size=UI_SIZE) as pilot:
         await pilot.pause()
         fig(Figure("ui_start_s", "dashboard start (overview painted)", time.perf_counter() - t, "s"))
-        first = {n: await switch(pilot, n) for n in keys if n != "overview"}
-        first["overview"] = await switch(pilot, "overview")
+        with prof.phase("ui_first_paint"):
+            first = {n: await switch(pilot, n) for n in keys if n != "overview"}
+            first["overview"] = await switch(pilot, "overview")
         worst = max(first, key=first.get)
         fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
         again = {n: await switch(pilot, n) for n in keys}
@@ -225,11 +261,12 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         presses: list[float] = []
         rng = random.Random(7)
         names = list(keys)
-        await asyncio.sleep(0.5)
-        while not stream.done() or len(presses) < 3:  # a few presses even when the machine is slow
-            presses.append(await switch(pilot, rng.choice([n for n in names if n != app.current_mode])))
-            await asyncio.sleep(0.2)
-        answer = await stream
+        with prof.phase("load"):
+            await asyncio.sleep(0.5)
+            while not stream.done() or len(presses) < 3:  # a few presses even when the machine is slow
+                presses.append(await switch(pilot, rng.choice([n for n in names if n != app.current_mode])))
+                await asyncio.sleep(0.2)
+            answer = await stream
         await asyncio.sleep(0.5)  # the last events land and are derived
         probe.active = False
         await follower.stop()
