@@ -143,7 +143,7 @@ class Quantity:
     __rmul__ = __mul__
 
     def __neg__(self) -> Quantity:
-        return Quantity(-self.value, self.format)
+        return Quantity(_CTX.minus(self.value), self.format)  # unary minus would round to 28 digits
 
     def __eq__(self, other: object) -> bool:
         try:
@@ -189,7 +189,7 @@ class Quantity:
         if value == 0:
             return "0"
         sign = "-" if value < 0 else ""
-        mag = abs(value)
+        mag = _CTX.abs(value)  # abs() rounds to the default context's 28 digits
         if self.format == BINARY_SI and mag == mag.to_integral_value() and mag >= 1024:
             n = int(mag)
             exp = 0
