@@ -24,6 +24,7 @@ import aiohttp
 from pydantic import ValidationError
 
 from ..model import KINDS, ResourceKind
+from ..model.slim import slim
 from ..store import AccessState, Store
 
 try:  # several times faster than json on list pages; json stays the fallback
@@ -329,7 +330,7 @@ class KubeSource:
         raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.version))
         raw.setdefault("kind", k.kind)
         try:
-            return k.model.model_validate(raw)
+            return slim(k.model.model_validate(raw))  # shared field-sets and strings: half a Workload's memory
         except ValidationError as exc:
             st.decode_errors += 1
             meta = raw.get("metadata") or {}

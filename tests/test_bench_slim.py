@@ -1,0 +1,42 @@
+"""Slim models (engine.model.slim) stay equal to what pydantic built, serialise the same, and copy safely."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from engine.bench.generate import Size, generate
+from engine.model import KINDS, Workload, lookup
+from engine.model.slim import slim
+from engine.sources.snapshot import load_snapshot
+
+DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
+
+
+def _raws():
+    store = load_snapshot(DEMO).store
+    out = [store.raw(k.kind, o.name, o.namespace) for k in KINDS for o in store.list(k.kind)]
+    return [r for r in out if r is not None] + generate(Size("T", 20, 200, 100, 5, 2, 2, 4), seed=2)
+
+
+def test_slim_models_equal_and_dump_like_the_originals():
+    for raw in _raws():
+        k = lookup(raw["apiVersion"], raw["kind"])
+        want = k.model.model_validate(copy.deepcopy(raw))
+        got = slim(k.model.model_validate(copy.deepcopy(raw)))
+        assert got == want, raw["kind"]
+        assert got.model_dump(by_alias=True, mode="json") == want.model_dump(by_alias=True, mode="json")
+        assert got.model_dump(exclude_unset=True) == want.model_dump(exclude_unset=True)
+        assert got.model_fields_set == want.model_fields_set
+
+
+def test_slim_shares_field_sets_and_copies_stay_independent():
+    raws = [r for r in _raws() if r["kind"] == "Workload"][:2]
+    a, b = (slim(Workload.model_validate(copy.deepcopy(r))) for r in raws)
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    assert a.status.conditions[0].type is b.status.conditions[0].type or \
+        a.status.conditions[0].type != b.status.conditions[0].type
+    c = a.model_copy(update={"kind": "Other"})
+    assert c.kind == "Other" and a.kind == "Workload"
+    assert "kind" in c.model_fields_set and b.model_fields_set == a.model_fields_set
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__  # the shared set was not mutated
