@@ -3,7 +3,9 @@ drain open — and why each one waits (QuotaReserved/Admitted reason and message
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from rich.console import Group
 from rich.text import Text
@@ -38,11 +40,32 @@ class _Item:
     namespace: str
     name: str
     queue: str
-    state: Text
-    why: Text
+    state: Text | Callable[[], Text]  # waiting Workloads build their Text only when their row is drawn
+    why: Text | Callable[[], Text]
     detail: list[tuple[str, str]]
     blocks: list[str]
     row: Row | None = None  # built once per item: an unchanged Workload costs nothing next tick
+    why_plain: str = ""
+
+    def cells(self) -> tuple[Text, ...]:
+        state = self.state() if callable(self.state) else self.state
+        why = self.why() if callable(self.why) else self.why
+        return (lit(self.kind), lit(objname(self.namespace, self.name)), lit(self.queue), state, why)
+
+
+def _state_text(word: str, active: bool, blocks: bool, tones: Tones) -> Text:
+    if blocks:
+        return span(f"⚠ {word[:4]}·blocks", tones.warn)
+    return Text(f"◐ {word}", style=tones.warn if active else tones.muted, end="")
+
+
+def _why_text(reason: str, message: str) -> Text:
+    why = Text(end="")
+    why.append(lit(reason, "bold"))
+    if message:
+        why.append(": ")
+        why.append(lit(message))
+    return why
 
 
 class SourcesScreen(DashScreen):
@@ -82,10 +105,9 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         rows = []
         for it in self._items.values():
             if it.row is None:
-                name = lit(objname(it.namespace, it.name))
-                it.row = Row(it.key, (lit(it.kind), name, lit(it.queue), it.state, it.why),
+                it.row = Row(it.key, it.cells,
                              RowMeta(kind=it.kind, namespace=it.namespace, name=it.name,
-                                     text=f"{it.queue} {it.why.plain} {' '.join(it.blocks)}"))
+                                     text=f"{it.queue} {it.why_plain} {' '.join(it.blocks)}"))
             rows.append(it.row)
         table = self.query_one("#sources", KeyedTable)
         table.sync(rows)
@@ -114,14 +136,8 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
                 continue
             key = f"{kind}|{wl.namespace}|{name}"
             word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
-            state = Text(f"◐ {word}", style=tones.warn if wl.active else tones.muted, end="")
-            if blocks:
-                state = span(f"⚠ {word[:4]}·blocks", tones.warn)
-            why = Text(end="")
-            why.append(lit(wl.reason, "bold"))
-            if wl.message:
-                why.append(": ")
-                why.append(lit(wl.message))
+            state = partial(_state_text, word, wl.active, bool(blocks), tones)
+            why = partial(_why_text, wl.reason, wl.message)
             queue = wl.cluster_queue or "? unknown"
             detail = [
                 ("Workload", objname(wl.namespace, wl.name)),
@@ -130,7 +146,8 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
                 ("route", f"LocalQueue {wl.namespace}/{wl.queue_name} → ClusterQueue {wl.cluster_queue or 'unknown'}"),
             ]
             detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
-            items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks])
+            items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks],
+                               why_plain=f"{wl.reason}: {wl.message}" if wl.message else wl.reason)
             if not blocks:
                 fresh[id(wl)] = (wl, items[key])
         self._item_cache, self._item_tones = fresh, tones
@@ -146,7 +163,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             detail = [("holds route", b.route or "unknown"), ("why", b.message)]
             detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
             items[key] = _Item(key, kind, ns, name, b.route or "", Text("⚠ blocks", style=tones.warn), why, detail,
-                               [ws for ws, _ in blocks])
+                               [ws for ws, _ in blocks], why_plain=why.plain)
         return dict(sorted(items.items(), key=lambda kv: (kv[1].namespace, kv[1].kind, kv[1].name)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -8,6 +8,7 @@ fixed widths so the layout does not jitter as data changes; one `flex` column ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -40,7 +41,9 @@ class Col:
 @dataclass(frozen=True)
 class Row:
     key: str
-    cells: tuple[Text, ...]
+    # The cells, or a function making them: a table of thousands of rows only draws one page, so
+    # screens may leave the Text of the other rows unbuilt.
+    cells: tuple[Text, ...] | Callable[[], tuple[Text, ...]]
     meta: RowMeta | None = None
 
 
@@ -228,7 +231,8 @@ class KeyedTable(DataTable):
             for r in rows:
                 if r.key in have and drawn.get(r.key) is r:
                     continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
-                cells = [_cell(v, right[k]) for k, v in zip(keys, r.cells, strict=False)]
+                src = r.cells() if callable(r.cells) else r.cells
+                cells = [_cell(v, right[k]) for k, v in zip(keys, src, strict=False)]
                 cells += [Text("")] * (len(keys) - len(cells))
                 if r.key in have:
                     for k, new in zip(keys, cells, strict=True):
