@@ -7,10 +7,17 @@ import json
 import sys
 import time
 
+from engine.text import clean
 from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
 from engine.workflows.base import Context, Operation, Plan, RunnerEvent, Step
-from engine.workflows.catalog import CatalogError, affected_queues, load_catalog
-from engine.workflows.hold import deactivated_by
+from engine.workflows.params import (
+    ParamError,
+    catalog_params,
+    drain_params,
+    hold_params,
+    release_params,
+    rollback_params,
+)
 
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
 from ..live import LiveCluster
@@ -78,8 +85,8 @@ def run(args) -> int:
             print(json.dumps(rows, indent=2))
         else:
             for r in rows:
-                print(f"{r['id']:8} {r['kind']:9} {r['state']:11} {r.get('stepsDone', 0)}/{r.get('steps') or '?'} steps"
-                      f"  context {r.get('context') or '-'}")
+                print(clean(f"{r['id']:8} {r['kind']:9} {r['state']:11} {r.get('stepsDone', 0)}/{r.get('steps') or '?'} "
+                            f"steps  context {r.get('context') or '-'}"))
             if not rows:
                 print("no workflows yet", file=sys.stderr)
         return EXIT_OK
@@ -136,53 +143,21 @@ async def _run_live(args) -> int:
 
 
 def _params(args, ctx: Context) -> dict:
+    """CLI flags → workflow parameters (the same helper builds them for the dashboard's form)."""
     kind = args.wf_kind
-    if kind == "hold":
-        cqs = list(args.cq)
-        for p in args.profile:
-            tc = ctx.store.get("TauCluster", "cluster")
-            prof = next((x for x in (tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else [])
-                         if x.name == p), None)
-            if prof is None:
-                raise UsageError(f"profile {p!r} is not in TauCluster cluster's resolved profiles")
-            cqs += prof.cluster_queues
-        if not cqs:
-            raise UsageError("name at least one --cq or --profile")
-        return {"cqs": sorted(set(cqs)), "mode": args.mode, "cancel_pending": not args.keep_pending}
-    if kind == "release":
-        params: dict = {"cqs": sorted(set(args.cq))}
-        if args.reactivate_from:
-            src = _open(args.reactivate_from)
-            params["reactivate"] = deactivated_by(src)
-            if not params["cqs"]:
-                params["cqs"] = src.params.get("cqs", [])
-        if not params["cqs"]:
-            raise UsageError("name at least one --cq (or --reactivate-from a hold)")
-        return params
-    if kind == "catalog":
-        try:
-            catalog = load_catalog(args.catalog)
-        except CatalogError as exc:
-            raise UsageError(str(exc)) from None
-        return {"catalog": catalog, "catalog_file": args.catalog, "cqs": affected_queues(ctx, catalog, args.cq)}
-    if kind == "rollback":
-        src = _open(args.from_id)
-        if src.kind != "catalog":
-            raise UsageError(f"workflow {args.from_id} is a {src.kind}, not a catalog change")
-        art = src.artifacts()
-        if "taucluster" not in art:
-            raise UsageError(f"workflow {args.from_id} never exported the previous catalog: nothing to roll back to")
-        import yaml
-
-        with open(art["taucluster"], encoding="utf-8") as fh:
-            prev = yaml.safe_load(fh)
-        previous = (prev.get("spec") or {}).get("workloadProfiles") or []
-        prev_hash = next((r["data"].get("hash") for r in src.records
-                          if r["event"] == "artifact" and r["data"].get("name") == "profiles"), None)
-        return {"from": src.id, "previous_catalog": previous, "previous_hash": prev_hash,
-                "cqs": sorted(set(src.params.get("cqs", [])) | set(affected_queues(ctx, previous, [])))}
-    if kind == "drain":
-        return {"workspace": args.workspace}
+    try:
+        if kind == "hold":
+            return hold_params(ctx, args.cq, args.profile, args.mode, cancel_pending=not args.keep_pending)
+        if kind == "release":
+            return release_params(args.cq, args.reactivate_from)
+        if kind == "catalog":
+            return catalog_params(ctx, args.catalog, args.cq)
+        if kind == "rollback":
+            return rollback_params(ctx, args.from_id)
+        if kind == "drain":
+            return drain_params(args.workspace)
+    except ParamError as exc:
+        raise UsageError(str(exc)) from None
     raise UsageError(f"unknown workflow {kind}")
 
 
@@ -191,11 +166,11 @@ def _confirmer(interactive: bool, context: str):
         if not interactive:
             return True  # --yes
         targets = [op] if op is not None else plan.operations
-        print(f"\n{step.title}:")
+        print(f"\n{clean(step.title)}:")  # object names and notes come from the cluster: inert
         for o in targets:
-            print(f"  {o.diff_line()}")
+            print(f"  {clean(o.diff_line())}")
         for n in plan.notes:
-            print(f"  note: {n}")
+            print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
             answer = await asyncio.to_thread(input, f"destructive: type the context name ({context}) to confirm: ")
             return answer.strip() == context
@@ -215,24 +190,29 @@ def _printer():
                 return
             last.update(t=now, msg=e.message)
             eta = e.data.get("eta")
-            print(f"  … {e.message}" + (f" (ETA {int(eta)} s)" if eta else ""), file=sys.stderr)
+            print(f"  … {clean(e.message)}" + (f" (ETA {int(eta)} s)" if eta else ""), file=sys.stderr)
             return
         mark = {"step-start": "▶", "verified": "✓", "failed": "✖", "completed": "✓", "aborted": "■",
                 "executed": " ", "plan": " "}.get(e.kind, " ")
-        print(f"{mark} {e.message}", file=sys.stderr)
+        print(f"{mark} {clean(e.message)}", file=sys.stderr)
 
     return on_event
 
 
 def _print_status(doc: dict) -> None:
-    print(f"workflow {doc['id']} ({doc['workflow']}) · context {doc.get('context') or '-'} · {doc['state']}")
+    """Names, errors and paths come from the cluster and the journal: every line is printed inert."""
+    out(f"workflow {doc['id']} ({doc['workflow']}) · context {doc.get('context') or '-'} · {doc['state']}")
     marks = {"Done": "✓", "Failed": "✖", "Waiting": "◐", "Planned": "▶", "Pending": " "}
     for i, s in enumerate(doc["steps"], 1):
-        print(f" {marks.get(s['state'], ' ')} {i} {s['title']}  [{s['state']}]")
+        out(f" {marks.get(s['state'], ' ')} {i} {s['title']}  [{s['state']}]")
         for op in s["plan"]:
-            print(f"      {op.get('diff', '')}")
+            out(f"      {op.get('diff', '')}")
         if s.get("error"):
-            print(f"      error: {s['error']}")
+            out(f"      error: {s['error']}")
     for name, path in doc.get("artifacts", {}).items():
-        print(f" artifact {name}: {path}")
-    print(f" journal: {doc['journal']}")
+        out(f" artifact {name}: {path}")
+    out(f" journal: {doc['journal']}")
+
+
+def out(line: str) -> None:
+    print(clean(line))
