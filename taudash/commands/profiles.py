@@ -15,6 +15,7 @@ from engine.profile_snapshot import (
 )
 from engine.rules.base import RuleContext
 from engine.rules.profiles import select_profile
+from engine.text import clean
 
 from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
@@ -35,13 +36,14 @@ def cmd_select(args) -> int:
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(f"profile:  {data['profile'] or '-'}")
+        # Profile names and messages come from the cluster: printed inert (control characters visible).
+        print(f"profile:  {clean(data['profile'] or '-')}")
         print(f"error:    {data['error'] or '-'}")
-        print(f"message:  {data['message']}")
+        print(f"message:  {clean(data['message'])}")
         if data["annotations"]:
             print("annotations (identify the observed revision only, not quota or capacity):")
             for k, v in data["annotations"].items():
-                print(f"  {k}: {v}")
+                print(f"  {clean(k)}: {clean(v)}")
     report_issues(loaded.issues)
     if loaded.issues:
         return EXIT_BAD_INPUT
@@ -87,10 +89,10 @@ def cmd_verify(args) -> int:
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(
+        print(clean(
             f"{args.file}: valid TauWorkloadProfileSnapshot: TauCluster generation {snap.generation}, "
             f"profileSetHash {snap.profile_set_hash}, {len(names)} profile(s): {', '.join(names) or '-'}"
-        )
+        ))
         print(f"note: {SNAPSHOT_SCOPE}; re-export after every TauCluster revision")
     return EXIT_OK
 
