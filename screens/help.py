@@ -14,8 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 GLOBAL_KEYS = """\
-1–8      Overview · Pool · Queues · Workspaces · Sources · MultiKueue · Profiles · Findings
-         (the current screen's number returns to its top level)
+1–9      Overview · Pool · Queues · Workspaces · Sources · MultiKueue · Profiles · Findings ·
+         Workflows (the current screen's number returns to its top level)
 enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
 esc      back (and: close the filter, clear a filter)
 /        filter the table: words, kind:Job,RayJob  ns:eval*  label:k=v  label:k  sev:warn  rule:POOL
@@ -25,8 +25,9 @@ q        quit
 mouse    click rows, footer entries and overview tiles; scroll with the wheel
 
 Reading the screen: ✓ ok · ⚠ warning · ✖ failing · ◐ in progress · ? unknown (never shown as 0).
-The dashboard only reads. Guided operations (hold, drain, catalog change) will ask for
-confirmation naming their exact targets; no single key ever writes."""
+No single key ever writes. Guided operations (9: hold, release, catalog change, rollback, drain)
+start from a form, and every step asks for confirmation naming its exact targets; a destructive step
+asks for the context name. A read-only session cannot start, resume or confirm one."""
 
 
 _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")

@@ -22,6 +22,7 @@ NAV = (
     ("multikueue", "MultiKueue", "MK"),
     ("profiles", "Profiles", "Prof"),
     ("findings", "Findings", "Find"),
+    ("workflows", "Workflows", "Flows"),
 )
 KEYS_LONG = (("/", "filter"), ("?", "help"), ("^p", "palette"), ("esc", "back"), ("q", "quit"))
 KEYS_SHORT = (("/", ""), ("?", ""), ("^p", ""), ("q", ""))

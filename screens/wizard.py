@@ -1,0 +1,458 @@
+"""The step wizard of one guided operation: its steps (✓ done, ▶ current, ◐ waiting, ✖ failed), the
+current step's plan as a diff with its preconditions, live progress with an ETA, and the event log.
+
+The wizard only renders a `RunModel`; the runner's worker moves the model along through messages
+the app handles. `StepConfirmScreen` is the confirmation the runner awaits before any write: it
+names every target, and for a destructive step asks for the context name to be typed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from engine.session import Frame, Session
+
+from .base import DashScreen
+from .messages import AbortWorkflow, ResumeWorkflow
+from .text import Tones, lit, span, tones_for
+from .widgets.bars import bar
+from .widgets.header_bar import HeaderBar
+from .workflow_model import RUN_MARK, RUN_TONE, STEP_MARK, STEP_TONE, RunModel, eta_text
+
+LOG_SHOWN = 40
+
+
+def operations_enabled(session: Session) -> tuple[bool, str]:
+    """(writable, why not): guided operations need a session that may write."""
+    if session.read_only:
+        why = session.actions.why_read_only or f"{session.mode.lower()} source"
+        return False, why
+    if not session.actions.writable:
+        return False, session.actions.why_read_only or "no write path configured"
+    return True, ""
+
+
+def read_only_line(session: Session, tones: Tones) -> Text:
+    _, why = operations_enabled(session)
+    t = span("▌READ-ONLY▐", tones.badge_warn)
+    t.append(" read-only: guided operations are disabled", style=tones.warn)
+    if why:
+        t.append(" (")
+        t.append(lit(why, tones.warn))
+        t.append(")")
+    t.append(" — workflows and their status are shown; nothing here can start, resume or confirm one",
+             style=tones.muted)
+    return t
+
+
+def run_state_text(state: str, tones: Tones) -> Text:
+    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)"}.get(state, state)
+    tone = RUN_TONE.get(state, "unknown")
+    t = Text(end="")
+    t.append(f"{RUN_MARK.get(state, '?')} ", style=tones.of(tone))
+    t.append(lit(word, tones.of(tone)))
+    return t
+
+
+def op_line(op: dict[str, Any], tones: Tones) -> Text:
+    """One planned operation as a diff line; destructive ones marked ⚠."""
+    t = Text(end="")
+    if op.get("destructive"):
+        t.append("⚠ ", style=tones.bad)
+        t.append(lit(op.get("diff", ""), tones.bad))
+    else:
+        t.append("  ")
+        t.append(lit(op.get("diff", "")))
+    return t
+
+
+# --- the confirmation --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfirmRequest:
+    """Everything the operator is asked to confirm, as plain data (built by the runner's confirm callback)."""
+
+    workflow_id: str
+    workflow_title: str
+    context: str
+    step_no: int
+    steps: int
+    step_title: str
+    operations: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    checks: list[tuple[bool, str]] = field(default_factory=list)
+    op_no: int | None = None  # confirm_each plans: this operation's number …
+    op_total: int | None = None  # … of how many
+
+    @property
+    def destructive(self) -> bool:
+        return any(op.get("destructive") for op in self.operations)
+
+    @property
+    def each(self) -> bool:
+        return self.op_no is not None
+
+    def summary(self) -> str:
+        what = f"operation {self.op_no} of {self.op_total}" if self.each else f"{len(self.operations)} change(s)"
+        return f"step {self.step_no} {self.step_title}: {what}"
+
+
+class StepConfirmScreen(ModalScreen[bool]):
+    """Cancel is focused; a destructive step's Confirm stays disabled until the context name is typed."""
+
+    DEFAULT_CSS = """
+    StepConfirmScreen { align: center middle; }
+    StepConfirmScreen > Vertical {
+        width: 110; max-width: 96%; height: auto; max-height: 94%;
+        border: thick $warning; background: $surface; padding: 0 1;
+    }
+    StepConfirmScreen.-destructive > Vertical { border: thick $error; }
+    StepConfirmScreen #sc-body { height: auto; max-height: 18; scrollbar-size-vertical: 1; }
+    StepConfirmScreen #sc-ask { margin-top: 1; }
+    StepConfirmScreen Input { margin: 0 0; }
+    StepConfirmScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
+    StepConfirmScreen Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, request: ConfirmRequest) -> None:
+        super().__init__(classes="-destructive" if request.destructive else None)
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        r = self.request
+        tones = tones_for(self.app.get_css_variables())
+        with Vertical():
+            head = span("Confirm ", "bold")
+            head.append(f"step {r.step_no} of {r.steps} · ", style="bold")
+            head.append(lit(r.step_title, "bold"))
+            if r.each:
+                head.append(f"  — operation {r.op_no} of {r.op_total}", style="bold")
+            head.append("\n")
+            head.append("workflow ", style=tones.muted)
+            head.append(lit(f"{r.workflow_title} #{r.workflow_id}"))
+            head.append(" · context ", style=tones.muted)
+            head.append(lit(r.context, "bold"))
+            yield Static(head, id="sc-head")
+            with VerticalScroll(id="sc-body"):
+                yield Static(self._body(tones), id="sc-targets")
+            yield Static(self._ask(tones), id="sc-ask")
+            if r.destructive:
+                yield Input(placeholder=f"type {r.context} to confirm", id="sc-context", select_on_focus=False)
+            with Horizontal():
+                yield Button("Skip this one" if r.each else "Cancel — stop here", id="cancel", variant="primary")
+                yield Button("Delete" if r.each and any(op.get("verb") == "delete" for op in r.operations) else "Confirm",
+                             id="confirm", variant="error" if r.destructive else "warning", disabled=r.destructive)
+
+    def _body(self, tones: Tones) -> RenderableType:
+        r = self.request
+        parts: list[RenderableType] = []
+        title = span(f"CHANGES ({len(r.operations)})", tones.heading)
+        if r.destructive:
+            title.append("  ⚠ destructive", style=tones.bad)
+        parts.append(title)
+        for op in r.operations:
+            line = op_line(op, tones)
+            if op.get("description"):
+                line.append("\n    ")
+                line.append(lit(op["description"], tones.muted))
+            parts.append(line)
+        if r.notes:
+            parts.append(span("NOTES", tones.heading))
+            for n in r.notes:
+                parts.append(lit(f"  {n}", tones.muted))
+        if r.checks:
+            checks = span("PRECONDITIONS ", tones.heading)
+            for i, (ok, msg) in enumerate(r.checks):
+                if i:
+                    checks.append(" · ")
+                checks.append(tones.mark("ok" if ok else "bad", msg))
+            parts.append(checks)
+        return Group(*parts)
+
+    def _ask(self, tones: Tones) -> Text:
+        r = self.request
+        if r.destructive:
+            t = span("⚠ Destructive: type the context name ", tones.bad)
+            t.append(lit(r.context, "bold"))
+            t.append(" to enable ", style=tones.bad)
+            t.append("Confirm" if not r.each else "Delete", style="bold")
+            t.append(". Each write is a server dry-run first, then the request with a resourceVersion precondition.",
+                     style=tones.muted)
+            return t
+        t = span("Confirm sends exactly these changes", tones.warn)
+        t.append(" (server dry-run first, resourceVersion preconditions). ", style=tones.muted)
+        if r.each:
+            t.append("Skip leaves this object as it is and asks about the next one.", style=tones.muted)
+        else:
+            t.append("Cancel stops the workflow here; nothing is written.", style=tones.muted)
+        return t
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def _typed_ok(self) -> bool:
+        if not self.request.destructive:
+            return True
+        return self.query_one("#sc-context", Input).value.strip() == self.request.context
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#confirm", Button).disabled = not self._typed_ok()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._typed_ok():
+            self.dismiss(True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm" and self._typed_ok())
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+# --- the wizard --------------------------------------------------------------------------
+
+
+class WizardScreen(DashScreen):
+    NAV = "workflows"
+    AUTO_FOCUS = None
+    HELP = """\
+Workflow wizard: one guided operation, step by step, as its journal and the runner report it.
+
+STEPS      ✓ done · ▶ current · ◐ waiting for the cluster · ✖ failed · ■ stopped (declined or aborted).
+PLAN       the current step's changes as a diff (⚠ marks a destructive one), its notes and its
+           preconditions. Nothing is written before you confirm: the dialog names every target, and a
+           destructive step asks you to type the context name. Plans that delete confirm each object.
+PROGRESS   what the step waits for, each count falling to its target, a bar and an ETA from the rate.
+LOG        every plan, confirmation, change, observation and verification, oldest first.
+
+r      resume this workflow (asks first; each remaining step still asks before it writes)
+a      abort: mark it aborted in its journal and stop at its next wait (changes already made stay)
+esc    back to the list (a running workflow keeps running)
+In a read-only session r and a are absent: the wizard only shows."""
+
+    BINDINGS = [
+        Binding("r", "resume", "resume", show=False),
+        Binding("a", "abort", "abort", show=False),
+    ]
+
+    def __init__(self, session: Session, model: RunModel, nav: str | None = None) -> None:
+        super().__init__(session, nav)
+        self.model = model
+
+    @property
+    def workflow_id(self) -> str:
+        return self.model.id
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="body"):
+            yield Static(id="wz-title", classes="tile")
+            yield Static(id="wz-mode", classes="tile")
+            yield Static(id="wz-steps", classes="tile")
+            yield Static(id="wz-plan", classes="detail")
+            yield Static(id="wz-progress", classes="detail")
+            yield Static(id="wz-log", classes="tile")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.render_run()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.render_run()
+
+    def show(self, frame: Frame) -> None:
+        if not self.query(HeaderBar):
+            return  # pushed a moment ago and not composed yet: on_mount renders the newest frame
+        super().show(frame)
+
+    def render_frame(self, frame: Frame) -> None:
+        self.render_run()
+
+    # actions ------------------------------------------------------------------------------
+    def _is_running(self) -> bool:
+        return self.model.state in ("Running", "Confirm")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("resume", "abort"):
+            if not operations_enabled(self.session)[0]:
+                return False  # absent in a read-only session
+            if action == "resume":
+                return not self._is_running() and self.model.resumable
+            return self.model.state not in ("Completed", "Aborted")
+        return True
+
+    def action_resume(self) -> None:
+        if operations_enabled(self.session)[0]:
+            self.post_message(ResumeWorkflow(self.model.id))
+
+    def action_abort(self) -> None:
+        if operations_enabled(self.session)[0]:
+            self.post_message(AbortWorkflow(self.model.id))
+
+    # rendering ----------------------------------------------------------------------------
+    def render_run(self) -> None:
+        if not self.is_mounted or not self.query("#wz-log"):
+            return  # not composed yet: on_mount renders
+        tones, m = self.tones, self.model
+        self.query_one("#wz-title", Static).update(self._title(m, tones))
+        self.query_one("#wz-mode", Static).update(self._mode(m, tones))
+        self.query_one("#wz-steps", Static).update(self._steps(m, tones))
+        plan = self.query_one("#wz-plan", Static)
+        plan.display = m.current is not None or bool(m.error)
+        plan.update(self._plan(m, tones))
+        prog = self.query_one("#wz-progress", Static)
+        prog.display = bool(m.items or m.progress)
+        prog.update(self._progress(m, tones))
+        self.query_one("#wz-log", Static).update(self._log(m, tones))
+        self.refresh_bindings()
+
+    def _title(self, m: RunModel, tones: Tones) -> Text:
+        t = span(f"{m.kind.upper()} ", tones.heading)
+        t.append(lit(f"#{m.id}", "bold"))
+        t.append("  ")
+        t.append(lit(m.title))
+        t.append("   context ", style=tones.muted)
+        t.append(lit(m.context or "–", "bold"))
+        t.append("   ")
+        t.append(run_state_text(m.state, tones))
+        t.append(f"   {m.done}/{len(m.steps)} steps", style=tones.muted)
+        t.append("\njournal ", style=tones.muted)
+        t.append(lit(m.journal_path, tones.muted))
+        return t
+
+    def _mode(self, m: RunModel, tones: Tones) -> Text:
+        ok, _ = operations_enabled(self.session)
+        if not ok:
+            return read_only_line(self.session, tones)
+        t = Text(end="")
+        if m.state == "Confirm":
+            t.append("◐ waiting for your confirmation: ", style=tones.warn)
+            t.append(lit(m.asking, tones.warn))
+            return t
+        keys: list[tuple[str, str]] = []
+        if self._is_running():
+            keys.append(("a", "abort at the next wait"))
+            keys.append(("esc", "back to the list (it keeps running)"))
+        else:
+            if m.resumable:
+                keys.append(("r", "resume (asks first)"))
+            if m.state not in ("Completed", "Aborted"):
+                keys.append(("a", "abort (journal only)"))
+            keys.append(("esc", "back to the list"))
+        for i, (k, word) in enumerate(keys):
+            if i:
+                t.append(" · ", style=tones.muted)
+            t.append(k, style=tones.accent)
+            t.append(f" {word}", style=tones.muted)
+        return t
+
+    def _steps(self, m: RunModel, tones: Tones) -> Table:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True, justify="right")
+        grid.add_column(no_wrap=True, max_width=58, overflow="ellipsis")
+        grid.add_column(overflow="fold")
+        for i, s in enumerate(m.steps, start=1):
+            tone = tones.of(STEP_TONE.get(s.state, "muted"))
+            note: Text = lit(s.note, tones.muted)
+            if s.id == m.current and m.items and m.remaining:
+                first, now = m.remaining
+                note = bar(first - now, first, 12, tones) if first else bar(1, 1, 12, tones)
+                note.append(f"  {now:g} left  {eta_text(m.eta)}")
+            elif s.id == m.current and s.state == "Failed" and m.error:
+                note = lit(m.error, tones.bad)
+            grid.add_row(Text(STEP_MARK.get(s.state, " "), style=tone), Text(str(i), style=tone),
+                         lit(s.title, tone if s.id == m.current else ""), note)
+        return grid
+
+    def _plan(self, m: RunModel, tones: Tones) -> RenderableType:
+        parts: list[RenderableType] = []
+        idx = m.index(m.plan_step or m.current)
+        title = span(f"PLAN · step {idx} ", tones.heading)
+        title.append(lit(m.step(m.plan_step or m.current).title, tones.heading))
+        if m.plan is None:
+            title.append("   not planned yet" if m.state in ("Running", "Confirm") else
+                         "   planned again from live state when resumed", style=tones.muted)
+            parts.append(title)
+        else:
+            ops = m.plan.get("operations") or []
+            title.append(f"   {len(ops)} change(s)", style=tones.muted)
+            if m.plan.get("destructive"):
+                title.append("  ⚠ destructive: confirming asks for the context name", style=tones.bad)
+            parts.append(title)
+            if not ops:
+                parts.append(Text("  nothing to change in the cluster", style=tones.muted))
+            for op in ops[:30]:
+                parts.append(op_line(op, tones))
+            if len(ops) > 30:
+                parts.append(Text(f"  … and {len(ops) - 30} more (the confirmation lists all)", style=tones.muted))
+            for n in m.plan.get("notes") or []:
+                parts.append(lit(f"  note: {n}", tones.muted))
+        if m.checks:
+            checks = span("PRECONDITIONS ", tones.heading)
+            for i, (ok, msg) in enumerate(m.checks):
+                if i:
+                    checks.append(" · ")
+                checks.append(tones.mark("ok" if ok else "bad", msg))
+            parts.append(checks)
+        if m.error:
+            err = span("✖ ", tones.bad)
+            err.append(lit(m.error, tones.bad))
+            if m.resumable:
+                err.append("  (fix the cause, then r resumes: the step is planned again from live state)",
+                           style=tones.muted)
+            parts.append(err)
+        return Group(*parts)
+
+    def _progress(self, m: RunModel, tones: Tones) -> RenderableType:
+        title = span(f"PROGRESS · step {m.index(m.current)}  ", tones.heading)
+        title.append(lit(m.progress))
+        parts: list[RenderableType] = [title]
+        if m.items:
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(no_wrap=True, max_width=44, overflow="ellipsis")
+            grid.add_column(no_wrap=True, justify="right")
+            grid.add_column(no_wrap=True)
+            grid.add_column(no_wrap=True)
+            for it in m.items.values():
+                frac = it.fraction
+                grid.add_row(lit(f"  {it.label}"), f"{it.current:g} → {it.target:g}",
+                             bar(None if frac is None else frac, 1.0, 10, tones),
+                             Text(f"from {it.first:g}", style=tones.muted))
+            parts.append(grid)
+        if m.remaining:
+            first, now = m.remaining
+            total = Text("  total ", end="")
+            total.append(bar(first - now, first, 24, tones) if first else bar(1, 1, 24, tones))
+            total.append(f"  {now:g} of {first:g} left   ")
+            total.append(eta_text(m.eta), style="bold")
+            parts.append(total)
+        return Group(*parts)
+
+    def _log(self, m: RunModel, tones: Tones) -> RenderableType:
+        head = span("LOG", tones.heading)
+        lines = list(m.log)[-LOG_SHOWN:]
+        if len(m.log) > LOG_SHOWN:
+            head.append(f"  last {LOG_SHOWN} of {len(m.log)}", style=tones.muted)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style=tones.muted)
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for line in lines:
+            style = tones.of(line.tone) if line.tone and line.tone != "muted" else (tones.muted if line.tone else "")
+            grid.add_row(line.at.strftime("%H:%M:%S"), Text(line.mark, style=style), lit(line.text, style))
+        return Group(head, grid)

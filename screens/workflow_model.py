@@ -1,0 +1,280 @@
+"""What the wizard shows about one workflow, as plain data: built from its journal, then moved along
+by the runner's events. No widgets here; the wizard renders it, the app's message handler updates it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.workflows import Journal, build, status
+from engine.workflows.params import describe
+
+# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
+STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Failed": "✖", "Stopped": "■", "Pending": " "}
+STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Failed": "bad", "Stopped": "warn", "Pending": "muted"}
+RUN_MARK = {"Completed": "✓", "Running": "▶", "Confirm": "◐", "InProgress": "◐", "Failed": "✖", "Aborted": "■",
+            "Interrupted": "✖", "Unreadable": "?"}
+RUN_TONE = {"Completed": "ok", "Running": "info", "Confirm": "warn", "InProgress": "partial", "Failed": "bad",
+            "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown"}
+RESUMABLE = ("InProgress", "Failed", "Interrupted")
+LOG_LINES = 400
+
+
+@dataclass
+class StepLine:
+    id: str
+    title: str
+    state: str = "Pending"
+    note: str = ""  # what it did or is doing, in a few words
+
+
+@dataclass
+class ProgressItem:
+    label: str
+    first: float  # the value when the wait started (the bar fills as it moves to the target)
+    current: float
+    target: float
+
+    @property
+    def fraction(self) -> float | None:
+        span = self.first - self.target
+        if span == 0:
+            return 1.0 if self.current == self.target else None
+        return max(0.0, min(1.0, (self.first - self.current) / span))
+
+
+@dataclass
+class LogLine:
+    at: datetime
+    mark: str
+    text: str
+    tone: str = ""
+
+
+@dataclass
+class RunModel:
+    id: str
+    kind: str
+    title: str
+    about: str
+    context: str | None
+    journal_path: str
+    steps: list[StepLine]
+    state: str  # InProgress | Running | Confirm | Completed | Failed | Aborted | Interrupted
+    current: str | None = None
+    plan: dict[str, Any] | None = None  # the current step's plan (Plan.to_dict())
+    plan_step: str | None = None
+    checks: list[tuple[bool, str]] = field(default_factory=list)  # the current step's preconditions
+    progress: str = ""
+    items: dict[str, ProgressItem] = field(default_factory=dict)
+    eta: float | None = None
+    remaining: tuple[float, float] | None = None  # (first, now) of the items' sum
+    asking: str = ""  # what the open confirmation asks, while it is open
+    error: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+
+    # construction ------------------------------------------------------------------------
+    @classmethod
+    def from_journal(cls, journal: Journal) -> RunModel:
+        doc = status(journal)
+        title = build(journal.kind, journal.params).title
+        recs = journal.steps()
+        steps = []
+        for s in doc["steps"]:
+            state = {"Done": "Done", "Failed": "Failed", "Waiting": "Waiting", "Planned": "Current"}.get(s["state"], "Pending")
+            note = ""
+            obs = s.get("observed") or {}
+            if obs.get("message") and obs["message"] != "nothing to wait for":
+                note = obs["message"]
+            elif s["plan"]:
+                note = f"{len(s['plan'])} change(s)"
+            steps.append(StepLine(s["id"], s["title"], state, note))
+        model = cls(id=journal.id, kind=journal.kind, title=title, about=describe(journal.kind, journal.params),
+                    context=journal.header.get("context"), journal_path=str(journal.path), steps=steps,
+                    state=journal.state, artifacts=doc.get("artifacts") or {})
+        # the step that is not done yet: its last plan is what a resume starts from
+        for s in steps:
+            if s.state != "Done":
+                rec = recs.get(s.id)
+                model.current = s.id
+                if rec is not None and rec.planned is not None:
+                    model.plan, model.plan_step = rec.planned, s.id
+                if rec is not None and rec.failed:
+                    model.error = rec.failed
+                break
+        if model.state == "Aborted" and model.current:
+            model.step(model.current).state = "Stopped"
+        for r in journal.records:
+            line = _journal_line(r)
+            if line is not None:
+                model.log.append(line)
+        return model
+
+    def step(self, step_id: str | None) -> StepLine:
+        return next((s for s in self.steps if s.id == step_id), StepLine(step_id or "?", step_id or "?"))
+
+    def index(self, step_id: str | None) -> int:
+        return next((i for i, s in enumerate(self.steps, start=1) if s.id == step_id), 0)
+
+    @property
+    def done(self) -> int:
+        return sum(1 for s in self.steps if s.state == "Done")
+
+    @property
+    def resumable(self) -> bool:
+        return self.state in RESUMABLE
+
+    # runner events -----------------------------------------------------------------------
+    def apply(self, event: Any, at: datetime) -> None:
+        """Move along with one RunnerEvent (kind, step, message, data)."""
+        kind, sid, msg, data = event.kind, event.step, event.message, event.data or {}
+        s = self.step(sid) if sid else None
+        if kind == "step-start" and s is not None:
+            s.state, self.current = "Current", sid
+            self.plan, self.plan_step, self.checks = None, None, []
+            self.items, self.eta, self.remaining, self.progress, self.error = {}, None, None, "", ""
+            self._log(at, "▶", f"step {self.index(sid)} {msg}", "info")
+        elif kind == "plan" and s is not None:
+            self.plan, self.plan_step = data.get("plan") or {}, sid
+            self._log(at, " ", f"plan: {msg}")
+        elif kind == "checks":
+            self.checks = [(bool(ok), str(text)) for ok, text in data.get("checks", [])]
+        elif kind == "confirm":
+            self.asking, self.state = msg, "Confirm"
+            self._log(at, "?", f"asking: {msg}", "warn")
+        elif kind == "answer":
+            self.asking, self.state = "", "Running"
+            self._log(at, "✓" if data.get("ok") else "■", msg, "ok" if data.get("ok") else "warn")
+        elif kind == "executed":
+            self._log(at, "·", msg)
+        elif kind == "progress" and s is not None:
+            if not data.get("done"):
+                s.state = "Waiting"
+            if msg != self.progress:
+                self._log(at, "…", msg, "muted")
+            self.progress = msg
+            self.eta = data.get("eta")
+            total_first = total_now = 0.0
+            for label, cur, target in data.get("items") or []:
+                item = self.items.get(label)
+                if item is None:
+                    item = self.items[label] = ProgressItem(label, float(cur), float(cur), float(target))
+                item.current = float(cur)
+                item.first = max(item.first, item.current)  # re-planned work can raise it again
+                total_first += item.first
+                total_now += item.current
+            if self.items:
+                self.remaining = (total_first, total_now)
+            if data.get("done") and msg != "nothing to wait for":
+                s.note = msg
+        elif kind == "verified" and s is not None:
+            s.state = "Done"
+            self._log(at, "✓", msg, "ok")
+        elif kind == "failed":
+            if s is not None:
+                s.state = "Failed"
+            self.state, self.error = "Failed", msg
+            self._log(at, "✖", msg, "bad")
+        elif kind == "completed":
+            self.state, self.current = "Completed", None
+            self.plan, self.plan_step, self.checks, self.asking = None, None, [], ""
+            self._log(at, "✓", msg, "ok")
+        elif kind == "aborted":
+            if s is not None:
+                s.state = "Stopped"
+            self.state = "Aborted"
+            self._log(at, "■", msg, "warn")
+
+    def started(self, at: datetime, resumed: bool) -> None:
+        self.state, self.error, self.asking = "Running", "", ""
+        if self.current:
+            st = self.step(self.current)
+            if st.state in ("Failed", "Stopped"):
+                st.state = "Current"
+        self._log(at, "▶", "resumed in the dashboard" if resumed else "started in the dashboard", "info")
+
+    def finished(self, state: str, error: str, at: datetime) -> None:
+        if state == "Aborted" and self.current and self.step(self.current).state != "Done":
+            self.step(self.current).state = "Stopped"
+        if state == "Aborted" and self.state != "Aborted":
+            self._log(at, "■", "aborted by the operator: nothing more is changed", "warn")
+        if state == "Interrupted":
+            self.error = error
+            self._log(at, "✖", f"interrupted: {error} (resumable)", "bad")
+        self.state, self.asking = state, ""
+
+    def _log(self, at: datetime, mark: str, text: str, tone: str = "") -> None:
+        self.log.append(LogLine(at, mark, text, tone))
+
+
+_JOURNAL_WORDS = {
+    "created": ("·", "journal created", ""),
+    "resumed": ("▶", "resumed", "info"),
+    "planned": (" ", "planned", ""),
+    "confirmed": ("✓", "confirmed", "ok"),
+    "declined": ("■", "declined", "warn"),
+    "executed-all": ("·", "changes sent", ""),
+    "observed": ("…", "observed", "muted"),
+    "verified": ("✓", "verified", "ok"),
+    "failed": ("✖", "failed", "bad"),
+    "aborted": ("■", "aborted", "warn"),
+    "completed": ("✓", "completed", "ok"),
+    "replan": ("…", "new work appeared: planned again", "muted"),
+    "artifact": ("·", "artifact", ""),
+}
+
+
+def _journal_line(r: dict[str, Any]) -> LogLine | None:
+    ev, data, step = r.get("event"), r.get("data") or {}, r.get("step")
+    try:
+        at = datetime.fromtimestamp(float(r.get("at", 0)), UTC)
+    except (TypeError, ValueError, OverflowError):
+        at = datetime.fromtimestamp(0, UTC)
+    if ev == "executed":
+        op = data.get("op") or {}
+        if op:
+            result = data.get("result") or {}
+            what = "skipped" if data.get("skipped") else ("done" if result.get("changed") else result.get("note", ""))
+            return LogLine(at, "·", f"{step}: {op.get('diff', '')} ({what})")
+        if data.get("local") is not None:
+            return LogLine(at, "·", f"{step}: local work done")
+        return None
+    if ev not in _JOURNAL_WORDS:
+        return None
+    mark, word, tone = _JOURNAL_WORDS[ev]
+    text = f"{step}: {word}" if step else word
+    if ev == "planned":
+        text += f" ({len(data.get('operations') or [])} change(s))"
+    elif ev == "observed" and data.get("message"):
+        text += f": {data['message']}"
+    elif ev == "failed" and data.get("error"):
+        text += f": {data['error']}"
+    elif ev == "artifact":
+        text += f" {data.get('name', '')}: {data.get('path', '')}"
+    elif ev == "aborted" and data.get("by"):
+        text += f" by the {data['by']}"
+    return LogLine(at, mark, text, tone)
+
+
+def eta_text(eta: float | None) -> str:
+    if eta is None:
+        return "ETA –"
+    if eta < 90:
+        return f"ETA {max(1, int(round(eta)))} s"
+    if eta < 5400:
+        return f"ETA {int(round(eta / 60))} min"
+    return f"ETA {eta / 3600:.1f} h"
+
+
+def age_text(seconds: float) -> str:
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400 * 2:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} d ago"

@@ -1,0 +1,537 @@
+"""9 Workflows: the guided operations in the journal directory — hold/release of ClusterQueues, the
+catalog change and its rollback, workspace drain supervision — with their state and steps.
+
+Starting one is a form (`n`), never a single key that writes; each step then asks for its own
+confirmation in the wizard. In a read-only session the list and the status are all there is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import (
+    Button,
+    Checkbox,
+    ContentSwitcher,
+    DataTable,
+    Input,
+    RadioButton,
+    RadioSet,
+    Select,
+    SelectionList,
+    Static,
+)
+from textual.widgets.selection_list import Selection
+
+from engine.session import Frame, Session
+from engine.workflows import Journal, JournalError, build, status
+from engine.workflows.base import Context
+from engine.workflows.hold import deactivated_by
+from engine.workflows.journal import workflows_dir
+from engine.workflows.params import (
+    ParamError,
+    catalog_params,
+    describe,
+    drain_params,
+    hold_params,
+    release_params,
+    rollback_params,
+)
+
+from .base import DashScreen
+from .filtering import RowMeta
+from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow
+from .text import Tones, lit, span
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+from .wizard import operations_enabled, read_only_line, run_state_text
+from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
+
+KIND_LABELS = {
+    "hold": "Hold queues",
+    "release": "Release queues",
+    "catalog": "Catalog change",
+    "rollback": "Rollback",
+    "drain": "Drain supervision",
+}
+KIND_STEPS = {
+    "hold": "1 stop admission (stopPolicy) · 2 deactivate pending Workloads, wait until pending, reserving and "
+            "admitted reach 0",
+    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold deactivated (optional)",
+    "catalog": "1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
+               "catalog (server dry-run), wait until Ready · 5 restore admission",
+    "rollback": "survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
+                "list worker credentials to revoke · restore admission",
+    "drain": "1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
+}
+
+COLS = [
+    Col("id", "id", 8),
+    Col("kind", "kind", 8),
+    Col("state", "state", 19),
+    Col("steps", "steps", 5, right=True),
+    Col("context", "context", 18),
+    Col("started", "started", 11),
+    Col("about", "about", flex=True),
+]
+
+
+def journal_dir_of(app: Any) -> Path:
+    """The journal directory the app uses (tests give it one; else the state dir's workflows/)."""
+    getter = getattr(app, "workflow_dir", None)
+    return getter() if callable(getter) else workflows_dir()
+
+
+# --- journal entries ----------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    id: str
+    kind: str
+    state: str
+    done: int
+    total: int
+    context: str | None
+    started: float
+    about: str
+    path: str
+    error: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)  # status(journal)["steps"]
+    artifacts: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class JournalIndex:
+    """The journal directory as entries, re-read only for files that changed (stat per tick, no parse)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple[int, int], Entry]] = {}
+
+    def load(self, directory: Path) -> list[Entry]:
+        out, seen = [], set()
+        try:
+            paths = sorted(directory.glob("*.jsonl"))
+        except OSError:
+            paths = []
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            key = (st.st_mtime_ns, st.st_size)
+            seen.add(str(p))
+            hit = self._cache.get(str(p))
+            if hit is None or hit[0] != key:
+                hit = (key, _entry(p))
+                self._cache[str(p)] = hit
+            out.append(hit[1])
+        for gone in set(self._cache) - seen:
+            del self._cache[gone]
+        out.sort(key=lambda e: (-e.started, e.id))
+        return out
+
+
+def _entry(path: Path) -> Entry:
+    try:
+        j = Journal.open(str(path))
+        doc = status(j)
+    except (JournalError, KeyError, ValueError, TypeError) as exc:
+        return Entry(path.stem, "?", "Unreadable", 0, 0, None, 0.0, "", str(path), error=str(exc))
+    steps = doc["steps"]
+    err = next((s["error"] for s in steps if s.get("error")), "") if j.state == "Failed" else ""
+    return Entry(j.id, j.kind, j.state, sum(1 for s in steps if s["state"] == "Done"), len(steps),
+                 j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(path),
+                 error=err or "", steps=steps, artifacts=doc.get("artifacts") or {}, params=j.params)
+
+
+# --- the screen ---------------------------------------------------------------------------
+
+
+class WorkflowsScreen(DashScreen):
+    NAV = "workflows"
+    HELP = """\
+Workflows: every guided operation in the journal directory (shared with `taudash workflow`), newest
+first — its kind, state, steps done, the context it ran against and what it is about.
+
+n       new workflow: a form (hold or release ClusterQueues, catalog change from a file, rollback of a
+        catalog change, drain supervision of a workspace); nothing is written by the form
+enter   open the highlighted workflow's wizard: steps, plan, progress, log
+r       resume the highlighted workflow (InProgress or Failed); asks first
+a       abort the highlighted workflow: marks its journal aborted (nothing in the cluster changes)
+
+Every step of a running workflow shows its plan and asks before it writes: the confirmation names
+each target, and a destructive step (HoldAndDrain, deletions) asks for the context name.
+Also: 3 Queues → w on a ClusterQueue or cohort, and 4 → enter → w on a draining workspace.
+In a read-only session n, r and a are absent and guided operations are disabled."""
+
+    BINDINGS = [
+        Binding("n", "new", "new workflow", show=False),
+        Binding("r", "resume", "resume", show=False),
+        Binding("a", "abort", "abort", show=False),
+    ]
+
+    def __init__(self, session: Session, nav: str | None = None) -> None:
+        super().__init__(session, nav)
+        self.index = JournalIndex()
+        self.entries: dict[str, Entry] = {}
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="body"):
+            yield Static(id="wf-mode", classes="tile")
+            yield Section("WORKFLOWS", KeyedTable(COLS, empty="no workflows yet — n starts one", id="workflows"),
+                          classes="primary")
+            with VerticalScroll(classes="detail-scroll"):
+                yield Static(id="wf-detail", classes="detail")
+
+    @property
+    def writable(self) -> bool:
+        return operations_enabled(self.session)[0]
+
+    def live_states(self) -> dict[str, str]:
+        """States of the workflows running in this dashboard (Running / Confirm)."""
+        getter = getattr(self.app, "live_workflows", None)
+        return getter() if callable(getter) else {}
+
+    # rendering -----------------------------------------------------------------------------
+    def render_frame(self, frame: Frame) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        if not self.is_mounted or self.frame is None:
+            return
+        tones, now = self.tones, self.frame.now.timestamp()
+        directory = journal_dir_of(self.app)
+        entries = self.index.load(directory)
+        self.entries = {e.id: e for e in entries}
+        live = self.live_states()
+        self.query_one("#wf-mode", Static).update(self._mode(tones, directory))
+        rows = []
+        for e in entries:
+            state = live.get(e.id, e.state)
+            rows.append(Row(e.id, (
+                lit(e.id, "bold"), lit(e.kind), run_state_text(state, tones),
+                f"{e.done}/{e.total}" if e.total else "–", lit(e.context or "–"),
+                Text(age_text(max(0.0, now - e.started)) if e.started else "–", style=tones.muted),
+                lit(e.about if not e.error else f"{e.about}  ✖ {e.error}".strip()),
+            ), RowMeta(text=f"{e.kind} {state} {e.context or ''} {e.about}")))
+        table = self.query_one("#workflows", KeyedTable)
+        table.sync(rows)
+        self._detail(table.selected_key())
+        self.refresh_bindings()
+
+    def _mode(self, tones: Tones, directory: Path) -> Text:
+        if not self.writable:
+            t = read_only_line(self.session, tones)
+        else:
+            t = Text(end="")
+            for i, (k, word) in enumerate((("n", "new workflow"), ("enter", "open"), ("r", "resume"),
+                                           ("a", "abort (journal only)"))):
+                if i:
+                    t.append(" · ", style=tones.muted)
+                t.append(k, style=tones.accent)
+                t.append(f" {word}", style=tones.muted)
+            t.append("   every write is confirmed step by step, naming its targets", style=tones.muted)
+        t.append("\njournal dir ", style=tones.muted)
+        t.append(lit(str(directory), tones.muted))
+        return t
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.row_key.value)
+        self.refresh_bindings()
+
+    def _detail(self, key: str | None) -> None:
+        pane = self.query_one("#wf-detail", Static)
+        e = self.entries.get(key or "")
+        if e is None:
+            pane.update(Text("highlight a workflow for its steps", style="dim"))
+            return
+        pane.update(self._entry_detail(e, self.live_states().get(e.id, e.state), self.tones))
+
+    @staticmethod
+    def _entry_detail(e: Entry, state: str, tones: Tones) -> RenderableType:
+        head = span(f"{e.kind.upper()} ", tones.heading)
+        head.append(lit(f"#{e.id}", "bold"))
+        head.append("  ")
+        head.append(run_state_text(state, tones))
+        head.append("  ")
+        head.append(lit(e.about, tones.muted))
+        if e.state == "Unreadable":
+            return Group(head, lit(e.error, tones.bad), lit(e.path, tones.muted))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True, justify="right")
+        grid.add_column(no_wrap=True, max_width=60, overflow="ellipsis")
+        grid.add_column(overflow="fold")
+        for i, s in enumerate(e.steps, start=1):
+            st = {"Done": "Done", "Failed": "Failed", "Waiting": "Waiting", "Planned": "Current"}.get(s["state"], "Pending")
+            tone = tones.of(STEP_TONE.get(st, "muted"))
+            obs = (s.get("observed") or {}).get("message", "")
+            note = s.get("error") or (obs if obs and obs != "nothing to wait for" else
+                                      (f"{len(s['plan'])} change(s) planned" if s["plan"] else ""))
+            grid.add_row(Text(STEP_MARK.get(st, " "), style=tone), Text(str(i), style=tone), lit(s["title"]),
+                         lit(note, tones.bad if s.get("error") else tones.muted))
+        parts: list[RenderableType] = [head, grid]
+        for name, path in e.artifacts.items():
+            parts.append(lit(f"artifact {name}: {path}", tones.muted))
+        return Group(*parts)
+
+    # keys -----------------------------------------------------------------------------------
+    def _selected(self) -> Entry | None:
+        key = self.query_one("#workflows", KeyedTable).selected_key()
+        return self.entries.get(key or "")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("new", "resume", "abort"):
+            if not self.writable:
+                return False  # absent, not greyed: a read-only session has no such affordance
+            if action == "new":
+                return True
+            e = self._selected() if self.is_mounted else None
+            if e is None:
+                return None
+            state = self.live_states().get(e.id, e.state)
+            if action == "resume":
+                return state in RESUMABLE or None
+            return state not in ("Completed", "Aborted", "Unreadable") or None
+        return True
+
+    def action_new(self) -> None:
+        if self.writable:
+            self.post_message(NewWorkflow())
+
+    def action_resume(self) -> None:
+        e = self._selected()
+        if self.writable and e is not None:
+            self.post_message(ResumeWorkflow(e.id))
+
+    def action_abort(self) -> None:
+        e = self._selected()
+        if self.writable and e is not None:
+            self.post_message(AbortWorkflow(e.id))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = event.row_key.value
+        if key and key in self.entries and self.entries[key].state != "Unreadable":
+            self.post_message(OpenWorkflow(key))
+
+
+# --- the "new workflow" form ---------------------------------------------------------------
+
+
+class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
+    """Choose a workflow and its targets. Start journals it and opens the wizard; the first write
+    still waits for the step's own confirmation."""
+
+    DEFAULT_CSS = """
+    NewWorkflowScreen { align: center middle; }
+    NewWorkflowScreen > Vertical {
+        width: 110; max-width: 96%; height: auto; max-height: 94%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    NewWorkflowScreen RadioSet { layout: horizontal; width: 100%; height: auto; border: none; }
+    NewWorkflowScreen RadioSet RadioButton { width: auto; margin-right: 1; }
+    NewWorkflowScreen ContentSwitcher { height: auto; max-height: 16; }
+    NewWorkflowScreen ContentSwitcher > Vertical { height: auto; }
+    NewWorkflowScreen SelectionList { height: auto; max-height: 9; }
+    NewWorkflowScreen .nw-label { color: $text-muted; margin-top: 1; }
+    NewWorkflowScreen #nw-steps { color: $text-muted; margin-top: 1; }
+    NewWorkflowScreen #nw-error { color: $error; }
+    NewWorkflowScreen Horizontal#nw-buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    NewWorkflowScreen Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, session: Session, kind: str | None = None, cqs: list[str] | None = None,
+                 workspace: str | None = None, directory: Path | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.kind = kind if kind in KIND_LABELS else "hold"
+        self.cqs = list(cqs or [])
+        self.workspace = workspace
+        self.directory = directory
+        frame = session.last_frame
+        self.queues = list(frame.view.cluster_queues) if frame is not None else []
+        self.workspaces = [w for w in frame.view.workspaces if w.drain.state != "NotDraining"] if frame else []
+        self.journals = JournalIndex().load(directory or workflows_dir())
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("New workflow", style="bold"), id="nw-title")
+            with RadioSet(id="nw-kind"):
+                for kind, label in KIND_LABELS.items():
+                    yield RadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
+            with ContentSwitcher(initial=f"nw-{self.kind}"):
+                with Vertical(id="nw-hold"):
+                    yield Static("ClusterQueues to stop (space toggles)", classes="nw-label")
+                    yield SelectionList[str](*self._queue_options(self.cqs), id="nw-hold-cqs")
+                    with RadioSet(id="nw-hold-mode"):
+                        yield RadioButton("HoldAndDrain — evicts admitted work", value=True, id="nw-mode-HoldAndDrain")
+                        yield RadioButton("Hold — admitted work runs to completion", id="nw-mode-Hold")
+                    yield Checkbox("deactivate pending Workloads (reversible: spec.active=false)", value=True,
+                                   id="nw-hold-cancel")
+                with Vertical(id="nw-release"):
+                    yield Static("ClusterQueues to release (stopPolicy None)", classes="nw-label")
+                    stopped = self.cqs or [q.name for q in self.queues if q.stop_policy != "None"]
+                    yield SelectionList[str](*self._queue_options(stopped), id="nw-release-cqs")
+                    yield Static("reactivate the Workloads a hold deactivated", classes="nw-label")
+                    yield Select(self._hold_options(), prompt="no reactivation", id="nw-release-from")
+                with Vertical(id="nw-catalog"):
+                    yield Static("new catalog file: a profile list, {workloadProfiles: …} or a TauCluster (YAML)",
+                                 classes="nw-label")
+                    yield Input(placeholder="path/to/catalog.yaml", id="nw-catalog-file")
+                    yield Static("also hold (besides every queue the current and the new catalog route to)",
+                                 classes="nw-label")
+                    yield SelectionList[str](*self._queue_options([]), id="nw-catalog-cqs")
+                with Vertical(id="nw-rollback"):
+                    yield Static("the catalog change to roll back (its exported TauCluster is restored)",
+                                 classes="nw-label")
+                    yield Select(self._catalog_options(), prompt="choose a catalog change", id="nw-rollback-from")
+                with Vertical(id="nw-drain"):
+                    yield Static("workspace being deleted or retargeted", classes="nw-label")
+                    yield Select(self._workspace_options(), prompt="choose a draining workspace", id="nw-drain-ws",
+                                 value=self.workspace if self.workspace in {w.name for w in self.workspaces}
+                                 else Select.NULL)
+            yield Static(self._steps_text(), id="nw-steps")
+            yield Static("", id="nw-error")
+            with Horizontal(id="nw-buttons"):
+                yield Button("Cancel", id="nw-cancel", variant="primary")
+                yield Button("Start…", id="nw-start", variant="warning")
+
+    # options ------------------------------------------------------------------------------
+    def _queue_options(self, chosen: list[str]) -> list[Selection[str]]:
+        out = []
+        for q in self.queues:
+            t = lit(q.name)
+            t.append(lit(f"  stopPolicy {q.stop_policy} · pending {q.pending} · reserving {q.reserving} · "
+                         f"admitted {q.admitted}", "dim"))
+            out.append(Selection(t, q.name, q.name in chosen))
+        return out
+
+    def _hold_options(self) -> list[tuple[Text, str]]:
+        out = []
+        for e in self.journals:
+            if e.kind != "hold":
+                continue
+            try:
+                n = len(deactivated_by(Journal.open(e.path)))
+            except JournalError:
+                continue
+            out.append((lit(f"{e.id} · {e.about} · {n} Workload(s) deactivated · {e.state}"), e.id))
+        return out
+
+    def _catalog_options(self) -> list[tuple[Text, str]]:
+        return [(lit(f"{e.id} · {e.about} · {e.state}" + ("" if "taucluster" in e.artifacts else " · no export")),
+                 e.id) for e in self.journals if e.kind == "catalog"]
+
+    def _workspace_options(self) -> list[tuple[Text, str]]:
+        return [(lit(f"{w.name} · {w.drain.mode} · drain {w.drain.state} ({len(w.drain.blockers)} blockers)"), w.name)
+                for w in self.workspaces]
+
+    def _steps_text(self) -> Text:
+        t = Text(f"Steps: {KIND_STEPS[self.kind]}.\n", end="")
+        t.append("Start journals the workflow and opens its wizard; each step shows its plan and asks before it "
+                 "writes (destructive steps: type the context name).")
+        return t
+
+    # events -------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.query_one("#nw-cancel", Button).focus()
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        if event.radio_set.id != "nw-kind" or event.pressed.id is None:
+            return
+        event.stop()
+        self.kind = event.pressed.id.removeprefix("nw-kind-")
+        self.query_one(ContentSwitcher).current = f"nw-{self.kind}"
+        self.query_one("#nw-steps", Static).update(self._steps_text())
+        self.query_one("#nw-error", Static).update("")
+
+    def select_kind(self, kind: str) -> None:
+        """Choose the workflow kind (what clicking its radio button does)."""
+        self.query_one(f"#nw-kind-{kind}", RadioButton).value = True
+
+    def params(self) -> dict[str, Any]:
+        """The chosen parameters, through the same helper as `taudash workflow start` (ParamError on bad input)."""
+        s = self.session
+        ctx = Context(store=s.store, actions=s.actions, config=s.config, lock=s.lock)
+        kind = self.kind
+        if kind == "hold":
+            mode_btn = self.query_one("#nw-hold-mode", RadioSet).pressed_button
+            mode = (mode_btn.id or "").removeprefix("nw-mode-") if mode_btn is not None else "HoldAndDrain"
+            return hold_params(ctx, self.query_one("#nw-hold-cqs", SelectionList).selected, (), mode,
+                               cancel_pending=self.query_one("#nw-hold-cancel", Checkbox).value)
+        if kind == "release":
+            src = self.query_one("#nw-release-from", Select).value
+            return release_params(self.query_one("#nw-release-cqs", SelectionList).selected,
+                                  src if isinstance(src, str) else None, self.directory)
+        if kind == "catalog":
+            return catalog_params(ctx, self.query_one("#nw-catalog-file", Input).value.strip(),
+                                  self.query_one("#nw-catalog-cqs", SelectionList).selected)
+        if kind == "rollback":
+            src = self.query_one("#nw-rollback-from", Select).value
+            return rollback_params(ctx, src if isinstance(src, str) else "", self.directory)
+        ws = self.query_one("#nw-drain-ws", Select).value
+        return drain_params(ws if isinstance(ws, str) else "")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id != "nw-start":
+            self.dismiss(None)
+            return
+        try:
+            params = self.params()
+            build(self.kind, params)  # a workflow that cannot be built is refused here, not in the wizard
+        except ParamError as exc:
+            self.query_one("#nw-error", Static).update(lit(f"✖ {exc}"))
+            return
+        except (KeyError, TypeError, ValueError) as exc:
+            self.query_one("#nw-error", Static).update(lit(f"✖ {exc.__class__.__name__}: {exc}"))
+            return
+        self.dismiss((self.kind, params))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# --- the palette ----------------------------------------------------------------------------
+
+
+class WorkflowProvider(Provider):
+    """"Start workflow: …" commands, only in a session that may write; each opens the form."""
+
+    async def startup(self) -> None:
+        session = getattr(self.screen, "session", None) or getattr(self.app, "session", None)
+        self.enabled = session is not None and operations_enabled(session)[0]
+
+    def _new(self, kind: str) -> None:
+        self.app.post_message(NewWorkflow(kind))
+
+    def _commands(self) -> list[tuple[str, str]]:
+        if not getattr(self, "enabled", False):
+            return []
+        return [(f"Start workflow: {label} …", kind) for kind, label in KIND_LABELS.items()]
+
+    async def discover(self) -> Hits:
+        for label, kind in self._commands():
+            yield DiscoveryHit(label, partial(self._new, kind), help="opens the form; every step asks before it writes")
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for label, kind in self._commands():
+            score = matcher.match(label)
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), partial(self._new, kind), text=label,
+                          help="opens the form; every step asks before it writes")

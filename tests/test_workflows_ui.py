@@ -1,0 +1,317 @@
+"""Guided operations from the dashboard, against the simulated world (Pilot).
+
+The dashboard runs on the live source like `taudash demo`; the world is stepped by the runner's sleep
+(30 simulated seconds per poll, as in test_workflows_e2e.py), so waits progress deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from datetime import UTC, datetime
+
+import pytest
+from rich.console import Console
+from textual.widgets import Button, Input, RadioButton, SelectionList, Static
+
+from engine.actions import Actions
+from engine.session import Session
+from engine.sim.controllers.scenario import Knobs, Scenario
+from engine.sim.server import SimServer
+from engine.sim.world import World
+from engine.sources.kube import KubeSource, connect
+from engine.store import Store
+from engine.view import SourceInfo
+from engine.workflows import Journal, summaries
+from screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
+from screens.widgets.keyed_table import KeyedTable
+from screens.wizard import StepConfirmScreen, WizardScreen
+from screens.workflow_run import RunOptions
+from screens.workflows import NewWorkflowScreen, WorkflowsScreen
+from taudash.app import TaudashApp
+
+CQ = "clusterqueues.kueue.x-k8s.io"
+QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
+TICK = 0.3
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+
+
+class Rig:
+    """A simulated cluster, its world, and the dashboard wired to it through the live source."""
+
+    def __init__(self, sim: SimServer, world: World, app: TaudashApp, source: KubeSource) -> None:
+        self.sim, self.world, self.app, self.source = sim, world, app, source
+
+    async def sleep(self, _dt: float) -> None:
+        self.world.step(30)
+        await asyncio.sleep(0.03)  # let the watch deliver the world's writes
+
+    def real_writes(self) -> list[tuple[str, str]]:
+        return [(r.verb, r.path) for r in self.sim.api.requests
+                if r.verb in ("patch", "delete", "create") and not r.dry_run]
+
+
+async def make_rig(sim: SimServer, read_only: bool = False) -> Rig:
+    world = World.for_server(sim, QUIET)
+    for _ in range(3):
+        world.step(5)
+    target = await connect(kubeconfig=str(sim.kubeconfig))
+    store = Store()
+    session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=read_only,
+                      demo=True)
+    source = KubeSource(store, target, lock=session.lock)
+    await source.start()
+    assert await source.wait_synced(15)
+    if read_only:
+        session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
+    else:
+        session.actions = Actions.live(target.api_client, "tester", target.context, None)
+    rig = Rig(sim, world, None, source)  # type: ignore[arg-type]
+    rig.app = TaudashApp(session, clock=lambda: datetime.now(UTC), tick=TICK,
+                         workflows=RunOptions(poll=0.0, sleep=rig.sleep, clock=world.clock.now))
+    return rig
+
+
+@pytest.fixture
+async def rig():
+    async with SimServer() as sim:
+        r = await make_rig(sim)
+        yield r
+        await r.source.stop()
+        await r.source.target.close()
+
+
+async def wait_for(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            app = pilot.app
+            model = getattr(app.screen, "model", None)
+            log = [f"{x.mark} {x.text}" for x in model.log][-15:] if model is not None else []
+            raise AssertionError(f"timed out waiting for {what or predicate}: screen {app.screen}, "
+                                 f"state {getattr(model, 'state', None)}, log {log}")
+        await pilot.pause(0.05)
+    await pilot.pause()  # a screen that just got pushed composes its widgets
+
+
+def text_of(widget: Static) -> str:
+    """What a Static shows, as plain text (wide, so nothing wraps)."""
+    console = Console(width=400, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def modal_text(screen) -> str:
+    return " ".join(text_of(w) for w in screen.query(Static))
+
+
+async def open_hold_form(pilot, app, cq: str) -> NewWorkflowScreen:
+    """3 Queues → highlight the ClusterQueue → w opens the form with it chosen."""
+    await pilot.press("3")
+    await pilot.pause()
+    table = app.screen.query_one("#queues", KeyedTable)
+    table.focus()
+    table.move_cursor(row=table.get_row_index(f"cq:{cq}"))
+    await pilot.pause()
+    await pilot.press("w")
+    await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the new-workflow form")
+    return app.screen
+
+
+async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(rig):
+    app, sim = rig.app, rig.sim
+    context = app.session.actions.context
+    async with app.run_test(size=(120, 36)) as pilot:
+        form = await open_hold_form(pilot, app, "tau-ws-train")
+        assert form.kind == "hold"
+        assert form.query_one("#nw-hold-cqs", SelectionList).selected == ["tau-ws-train"]
+        assert rig.real_writes() == []  # opening and filling the form writes nothing
+        await pilot.click("#nw-start")
+        # the wizard opens and the first step's confirmation names the target and the change
+        await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the step confirmation")
+        modal = app.screen
+        assert isinstance(modal, StepConfirmScreen)
+        body = modal_text(modal)
+        assert "ClusterQueue tau-ws-train: stopPolicy None → HoldAndDrain" in body
+        assert context in body and "type the context name" in body
+        assert modal.focused is modal.query_one("#cancel", Button)
+        confirm = modal.query_one("#confirm", Button)
+        assert confirm.disabled  # HoldAndDrain is destructive: the context name must be typed
+        modal.query_one("#sc-context", Input).focus()
+        await pilot.press(*"wrong")
+        await pilot.pause()
+        assert confirm.disabled
+        await pilot.press("enter")  # enter with the wrong name does nothing
+        await pilot.pause()
+        assert app.screen is modal and rig.real_writes() == []
+        modal.query_one("#sc-context", Input).value = ""
+        await pilot.press(*context)
+        await pilot.pause()
+        assert not confirm.disabled
+        await pilot.click("#confirm")
+        # step 2 deactivates pending Workloads: not destructive, Confirm is enabled at once. Work the
+        # HoldAndDrain evicted comes back pending, so the step may plan (and ask) again.
+        asked = 0
+        while True:
+            await wait_for(pilot, lambda: (isinstance(app.screen, StepConfirmScreen) and app.screen is not modal) or (
+                isinstance(app.screen, WizardScreen) and app.screen.model.state in ("Completed", "Failed")),
+                timeout=60, what="the drain step's confirmation or the end")
+            if not isinstance(app.screen, StepConfirmScreen):
+                break
+            modal = app.screen
+            asked += 1
+            assert "deactivate pending Workload" in modal_text(modal) and modal.request.step_no == 2
+            assert not modal.query_one("#confirm", Button).disabled and not modal.query("#sc-context")
+            await pilot.click("#confirm")
+        assert asked >= 1
+        wizard = app.screen
+        assert [s.state for s in wizard.model.steps] == ["Done", "Done"]
+        assert "✓ Completed" in text_of(wizard.query_one("#wz-title", Static))
+        log = " ".join(line.text for line in wizard.model.log)
+        assert "confirmed" in log and "drained" in log
+        assert wizard.model.items  # live progress was shown (pending/reserving/admitted per queue)
+    cq = sim.db.get(CQ, "tau-ws-train")
+    st = cq["status"]
+    assert cq["spec"]["stopPolicy"] == "HoldAndDrain"
+    assert (st.get("pendingWorkloads", 0), st.get("reservingWorkloads", 0), st.get("admittedWorkloads", 0)) == (0, 0, 0)
+    [row] = summaries()
+    assert (row["kind"], row["state"], row["stepsDone"], row["steps"]) == ("hold", "Completed", 2, 2)
+
+
+async def test_declining_the_first_step_writes_nothing(rig):
+    app, sim = rig.app, rig.sim
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("9")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkflowsScreen)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the form")
+        form = app.screen
+        form.query_one("#nw-hold-cqs", SelectionList).select("tau-ws-eval")
+        await pilot.click("#nw-start")
+        await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
+        assert "ClusterQueue tau-ws-eval" in modal_text(app.screen)
+        await pilot.press("enter")  # Cancel has the focus: enter declines
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
+                       what="the wizard to show Aborted")
+        assert app.screen.model.steps[0].state == "Stopped"
+    assert sim.api.writes == {}, sim.api.writes
+    assert not [r for r in sim.api.requests if r.verb == "review"]  # not even an access review
+    assert sim.db.get(CQ, "tau-ws-eval")["spec"].get("stopPolicy", "None") == "None"
+    [row] = summaries()
+    assert row["state"] == "Aborted"
+
+
+async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
+    app = rig.app
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"start workflow catalog")
+        await pilot.pause(0.4)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the form from the palette")
+        form = app.screen
+        assert form.kind == "catalog"
+        form.query_one("#nw-catalog-file", Input).value = "/nonexistent/catalog.yaml"
+        await pilot.click("#nw-start")
+        await pilot.pause()
+        assert app.screen is form
+        assert "no such file" in text_of(form.query_one("#nw-error", Static))
+        form.select_kind("drain")
+        await pilot.pause()
+        await pilot.click("#nw-start")
+        await pilot.pause()
+        assert "choose the workspace" in text_of(form.query_one("#nw-error", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, NewWorkflowScreen)
+    assert rig.real_writes() == [] and summaries() == []
+
+
+async def test_drain_supervision_from_the_workspace_detail_confirms_each_deletion(rig):
+    app, sim = rig.app, rig.sim
+    context = app.session.actions.context
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        table = app.screen.query_one(KeyedTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index("eval"))
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the drain form")
+        assert app.screen.kind == "drain"
+        assert app.screen.query_one(f"#nw-kind-{'drain'}", RadioButton).value
+        await pilot.click("#nw-start")
+        seen = []
+        while True:
+            await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen) or (
+                isinstance(app.screen, WizardScreen) and app.screen.model.state in ("Completed", "Failed")),
+                timeout=60, what="a confirmation or the end")
+            if not isinstance(app.screen, StepConfirmScreen):
+                break
+            modal = app.screen
+            req = modal.request
+            assert req.each and len(req.operations) == 1  # one object per confirmation
+            seen.append(req.operations[0]["diff"])
+            modal.query_one("#sc-context", Input).value = context
+            await pilot.pause()
+            await pilot.click("#confirm")
+            await wait_for(pilot, lambda m=modal: app.screen is not m, what="the modal to close")
+        assert app.screen.model.state == "Completed", app.screen.model.error
+    assert "- delete RayService eval/llm" in seen and "- delete Deployment eval/web-ui" in seen
+    assert sim.db.get("rayservices.ray.io", "llm", "eval") is None
+
+
+async def test_resume_asks_first_then_continues(rig):
+    app, sim = rig.app, rig.sim
+    # a hold journaled by an earlier (crashed) session: planned, never confirmed
+    journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                             app.session.actions.context)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("9")
+        await pilot.pause(TICK)
+        assert app.screen.query_one("#workflows", KeyedTable).visible_keys() == ["c0ffee"]
+        app.screen.query_one("#workflows", KeyedTable).focus()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the resume confirmation")
+        await pilot.press("tab", "enter")  # move to Confirm, then press it
+        await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the step confirmation")
+        assert not app.screen.request.destructive  # Hold (not HoldAndDrain): no context name to type
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Completed",
+                       timeout=30, what="Completed")
+    assert sim.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "Hold"
+    assert Journal.open(str(journal.path)).state == "Completed"
+
+
+async def test_requests_by_message_are_refused_in_a_read_only_session():
+    async with SimServer() as sim:
+        r = await make_rig(sim, read_only=True)
+        app = r.app
+        Journal.create("abc123", "hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, "x")
+        async with app.run_test(size=(120, 36)) as pilot:
+            for msg in (NewWorkflow("hold", cqs=["tau-ws-train"]),
+                        StartWorkflow("hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}),
+                        ResumeWorkflow("abc123")):
+                app.post_message(msg)
+                await pilot.pause()
+                assert not isinstance(app.screen, (NewWorkflowScreen, StepConfirmScreen))
+            await pilot.press("9")
+            await pilot.pause(TICK)
+            mode = text_of(app.screen.query_one("#wf-mode", Static))
+            assert "read-only: guided operations are disabled" in mode
+            keys = {b.key for b in app.screen.active_bindings.values() if hasattr(b, "key")} | set(
+                app.screen.active_bindings)
+            assert not {"n", "r", "a"} & keys
+        assert sim.api.writes == {} and not [q for q in sim.api.requests if q.verb == "review"]
+        assert [s["id"] for s in summaries()] == ["abc123"]
+        await r.source.stop()
+        await r.source.target.close()
