@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -17,9 +18,11 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor, tri
+from .messages import NewWorkflow
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
+from .wizard import operations_enabled
 
 COLS = [
     Col("name", "cohort / cluster queue", flex=True, max_width=48),
@@ -75,7 +78,12 @@ pend·resv·adm                    pending, reserving and admitted Workloads fro
 
 The pane below shows the highlighted row per flavor and resource, its limits, the Active message
 and the Workload counts cross-checked against the Workloads in the store.
-enter   open the highlighted cohort or ClusterQueue"""
+enter   open the highlighted cohort or ClusterQueue
+w       workflow for the highlighted ClusterQueue (a cohort: its member queues): opens the
+        "new workflow" form with them chosen — hold, or release a stopped queue. Nothing is written
+        until each step is confirmed. Absent in a read-only session."""
+
+    BINDINGS = [Binding("w", "workflow", "workflow…", show=False)]
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
@@ -142,6 +150,29 @@ enter   open the highlighted cohort or ClusterQueue"""
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
+
+    # guided operations (9 Workflows) -------------------------------------------------------
+    def _chosen_queues(self) -> list[str]:
+        key = self.query_one("#queues", KeyedTable).selected_key() or ""
+        kind, _, name = key.partition(":")
+        if kind == "cq":
+            return [name]
+        if kind == "cohort" and self.frame is not None:
+            return [q.name for q in self.frame.view.cluster_queues if q.cohort == name]
+        return []
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "workflow":
+            return operations_enabled(self.session)[0]  # absent in a read-only session
+        return True
+
+    def action_workflow(self) -> None:
+        if not operations_enabled(self.session)[0]:
+            return
+        cqs = self._chosen_queues()
+        stopped = bool(cqs) and self.frame is not None and all(
+            q.stop_policy != "None" for q in self.frame.view.cluster_queues if q.name in cqs)
+        self.post_message(NewWorkflow("release" if stopped else "hold", cqs=cqs))
 
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#queue-detail", Static)

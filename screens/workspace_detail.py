@@ -17,10 +17,11 @@ from engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, drain_cell, kv_grid, objname
-from .messages import OpenObject
+from .messages import NewWorkflow, OpenObject
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
+from .wizard import operations_enabled
 from .workspaces import phase_text
 
 COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
@@ -56,9 +57,14 @@ IDENTITY     workload identity retained/revoked and researcher RoleBindings per 
 STORAGE      configured claims; Ready proves RBAC and queues only — run a mount/read/write canary.
 
 enter  open the highlighted route or blocker     o  open the TauWorkspace object (YAML)
+w      supervise the drain (a draining workspace only): opens the "new workflow" form; each blocker
+       is deleted only after its own confirmation. Absent in a read-only session.
 esc    back"""
 
-    BINDINGS = [Binding("o", "open_object", "object/YAML", show=False)]
+    BINDINGS = [
+        Binding("o", "open_object", "object/YAML", show=False),
+        Binding("w", "supervise_drain", "supervise drain…", show=False),
+    ]
 
     def __init__(self, session: Session, name: str, nav: str | None = None) -> None:
         super().__init__(session, nav)
@@ -82,6 +88,19 @@ esc    back"""
 
     def action_open_object(self) -> None:
         self.post_message(OpenObject(self.ref, raw=True))
+
+    def _draining(self) -> bool:
+        w = next((x for x in self.frame.view.workspaces if x.name == self.ws_name), None) if self.frame else None
+        return w is not None and w.drain.state != "NotDraining"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "supervise_drain":
+            return operations_enabled(self.session)[0] and self._draining()  # absent when read-only
+        return True
+
+    def action_supervise_drain(self) -> None:
+        if operations_enabled(self.session)[0] and self._draining():
+            self.post_message(NewWorkflow("drain", workspace=self.ws_name))
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
@@ -123,7 +142,9 @@ esc    back"""
         steps.display = bool(d.blockers)
         if d.blockers:
             head = span("NEXT STEPS", tones.heading, end="\n")
-            head.append("  to finish the drain (taudash only reads: do these with kubectl or the workflow)",
+            head.append("  to finish the drain (w supervises it here: each deletion confirmed on its own)"
+                        if operations_enabled(self.session)[0] else
+                        "  to finish the drain (taudash only reads: do these with kubectl or the workflow)",
                         style=tones.muted)
             steps.update(Group(head, kv_grid([(f"{i}.", lit(b.action or b.message, tones.accent))
                                               for i, b in enumerate(d.blockers, start=1)], tones.muted)))
