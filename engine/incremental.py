@@ -52,6 +52,15 @@ ALL_WORKSPACE_KINDS = frozenset({"ServiceAccount", "RoleBinding", "Namespace", "
 DRAIN_NS_KINDS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment", "LocalQueue"})
 
 
+def _cq_print(cq) -> tuple:
+    """What the pool rules and a drain read of a ClusterQueue (not its counts): (pool, drain)."""
+    return (
+        (cq.labels, cq.spec.cohort_name, cq.spec.resource_groups, cq.status.flavors_reservation,
+         cq.status.flavors_usage, cq.metadata.deletion_timestamp),
+        (cq.uid, cq.spec.namespace_selector),
+    )
+
+
 class IncrementalDeriver:
     """The session's view, kept current change by change. Not thread-safe: the caller holds the lock
     that also guards the store's writes (Session.lock)."""
@@ -114,6 +123,7 @@ class IncrementalDeriver:
                 self._wkeys.append(key)  # store.list is sorted by key: appends keep the order
                 self._wvals.append(w)
         self._cq_parts = {cq.name: cluster_queue_view(cq, self._obs(cq.name)) for cq in s.list("ClusterQueue")}
+        self._cq_prints = {cq.name: _cq_print(cq) for cq in s.list("ClusterQueue")}
         self._queues_changed(ctx)
         ns = self.config.system_namespace
         self._ws_parts = {ws.name: derive_workspace(ctx, ws) for ws in s.list("TauWorkspace", ns)}
@@ -175,7 +185,22 @@ class IncrementalDeriver:
             self._cluster = derive_cluster(ctx)
         if "TauTeam" in kinds:
             self._teams = derive_teams(ctx)
-        if kinds & POOL_KINDS:
+        # Kueue rewrites ClusterQueue status all the time; most writes only move the counts, which
+        # neither the pool nor a drain reads. Compare what they do read before recomputing them.
+        cq_moved = {"pool": False, "drain": False}
+        for _, name in keys.get("ClusterQueue", ()):
+            cq = s.get("ClusterQueue", name)
+            new = _cq_print(cq) if cq is not None else None
+            old = self._cq_prints.get(name)
+            if new is None:
+                self._cq_prints.pop(name, None)
+            else:
+                self._cq_prints[name] = new
+            if old is None or new is None or old[0] != new[0]:
+                cq_moved["pool"] = True
+            if old is None or new is None or old[1] != new[1]:
+                cq_moved["drain"] = True
+        if kinds & (POOL_KINDS - {"ClusterQueue"}) or cq_moved["pool"]:
             self._pool = derive_pool(ctx)
 
         # Workloads: counts and waiting rows, per object (a LocalQueue move re-routes its namespace).
@@ -190,17 +215,23 @@ class IncrementalDeriver:
                 touched |= self._count(key, observed_bucket(ctx, wl) if wl is not None else None)
             self._set_waiting(key, waiting_workload(ctx, wl) if wl is not None else None)
 
-        # ClusterQueues whose object or observed counts moved.
+        # ClusterQueues whose object or observed counts moved; cohorts only read their quota rows.
         redo = touched | {k[1] for k in keys.get("ClusterQueue", ())}
-        if redo:
-            for name in redo:
-                cq = s.get("ClusterQueue", name)
-                if cq is None:
-                    self._cq_parts.pop(name, None)
-                else:
-                    self._cq_parts[name] = cluster_queue_view(cq, self._obs(name))
-        if redo or "Cohort" in kinds:
-            self._queues_changed(ctx)
+        cohorts_moved = "Cohort" in kinds
+        for name in redo:
+            cq = s.get("ClusterQueue", name)
+            old = self._cq_parts.get(name)
+            if cq is None:
+                if self._cq_parts.pop(name, None) is not None:
+                    cohorts_moved = True
+                continue
+            part = self._cq_parts[name] = cluster_queue_view(cq, self._obs(name))
+            if old is None or old[0].cohort != part[0].cohort or old[0].flavors != part[0].flavors:
+                cohorts_moved = True
+        if redo or cohorts_moved:
+            self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]
+        if cohorts_moved:
+            self._cohorts = derive_cohorts(ctx, self._queues)
 
         # Workspaces whose inputs moved.
         sysns = self.config.system_namespace
@@ -210,7 +241,7 @@ class IncrementalDeriver:
             names = {n for ns, n in keys.get("TauWorkspace", ()) if ns == sysns}
             draining = {n: v.drain.old_namespace for n, (v, _) in self._ws_parts.items() if v.drain.mode is not None}
             if draining:
-                if "ClusterQueue" in kinds:
+                if cq_moved["drain"]:
                     names |= set(draining)
                 moved = {k[0] for kind in kinds & DRAIN_NS_KINDS for k in keys[kind]}
                 names |= {n for n, old in draining.items() if old in moved}
