@@ -9,6 +9,7 @@ exponential backoff; a 410 (expired resourceVersion) re-lists.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -338,6 +340,10 @@ class KubeSource:
             return None
 
     async def _list(self, k: ResourceKind, st: KindStatus) -> None:
+        with _bulk_ingest():
+            await self._list_pages(k, st)
+
+    async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
         items: list[tuple[Any, dict]] = []
         cont = None
         rv = ""
@@ -419,6 +425,30 @@ class KubeSource:
                 self._mutate(lambda: self.store.upsert(obj, raw=keep, at=now))
         if rv:
             st.resource_version = rv
+
+
+_bulk_depth = 0
+_gc_was_enabled = True
+
+
+@contextmanager
+def _bulk_ingest():
+    """Lists build millions of long-lived, acyclic objects: the cyclic GC would traverse the whole
+    growing store again and again (at fleet scale it dominated decoding). Pause it while any list
+    runs, then move what the store holds out of its reach (gc.freeze); refcounting still frees it."""
+    global _bulk_depth, _gc_was_enabled
+    if _bulk_depth == 0:
+        _gc_was_enabled = gc.isenabled()
+        gc.disable()
+    _bulk_depth += 1
+    try:
+        yield
+    finally:
+        _bulk_depth -= 1
+        if _bulk_depth == 0:
+            gc.freeze()
+            if _gc_was_enabled:
+                gc.enable()
 
 
 def _api_version(k: ResourceKind, version: str) -> str:
