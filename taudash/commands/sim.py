@@ -47,6 +47,15 @@ def cmd_serve(args) -> int:
         raise UsageError(f"--port {args.port}: not a TCP port")
     if args.speed <= 0:
         raise UsageError(f"--speed {args.speed}: must be greater than 0")
+    out = getattr(args, "kubeconfig_out", None)
+    if out:
+        from pathlib import Path
+
+        p = Path(out)
+        if p.is_dir():
+            raise UsageError(f"--kubeconfig-out {out}: is a directory; name a file")
+        if not p.parent.is_dir():
+            raise UsageError(f"--kubeconfig-out {out}: no such directory {p.parent}")
     return asyncio.run(_serve(args))
 
 
