@@ -44,24 +44,31 @@ def operations_enabled(session: Session) -> tuple[bool, str]:
 
 def read_only_line(session: Session, tones: Tones) -> Text:
     _, why = operations_enabled(session)
-    t = span("▌READ-ONLY▐", tones.badge_warn)
-    t.append(" read-only: guided operations are disabled", style=tones.warn)
+    t = span("read-only: guided operations are disabled", tones.warn)
     if why:
-        t.append(" (")
+        t.append(" (", style=tones.warn)
         t.append(lit(why, tones.warn))
-        t.append(")")
-    t.append(" — workflows and their status are shown; nothing here can start, resume or confirm one",
-             style=tones.muted)
+        t.append(")", style=tones.warn)
+    t.append(" — status only, nothing can be started or confirmed", style=tones.muted)
     return t
 
 
-def run_state_text(state: str, tones: Tones) -> Text:
-    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)"}.get(state, state)
+def run_state_text(state: str, tones: Tones, wide: bool = False) -> Text:
+    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)" if wide else "InProgress"}.get(
+        state, state)
     tone = RUN_TONE.get(state, "unknown")
     t = Text(end="")
     t.append(f"{RUN_MARK.get(state, '?')} ", style=tones.of(tone))
     t.append(lit(word, tones.of(tone)))
     return t
+
+
+def stack(*parts: RenderableType) -> Group:
+    """Renderables one under the other (a Text built with end="" would run into the next one)."""
+    for p in parts:
+        if isinstance(p, Text) and not p.end:
+            p.end = "\n"
+    return Group(*parts)
 
 
 def op_line(op: dict[str, Any], tones: Tones) -> Text:
@@ -179,7 +186,7 @@ class StepConfirmScreen(ModalScreen[bool]):
                     checks.append(" · ")
                 checks.append(tones.mark("ok" if ok else "bad", msg))
             parts.append(checks)
-        return Group(*parts)
+        return stack(*parts)
 
     def _ask(self, tones: Tones) -> Text:
         r = self.request
@@ -305,7 +312,7 @@ In a read-only session r and a are absent: the wizard only shows."""
 
     # rendering ----------------------------------------------------------------------------
     def render_run(self) -> None:
-        if not self.is_mounted or not self.query("#wz-log"):
+        if not self.query("#wz-log"):
             return  # not composed yet: on_mount renders
         tones, m = self.tones, self.model
         self.query_one("#wz-title", Static).update(self._title(m, tones))
@@ -328,7 +335,7 @@ In a read-only session r and a are absent: the wizard only shows."""
         t.append("   context ", style=tones.muted)
         t.append(lit(m.context or "–", "bold"))
         t.append("   ")
-        t.append(run_state_text(m.state, tones))
+        t.append(run_state_text(m.state, tones, wide=True))
         t.append(f"   {m.done}/{len(m.steps)} steps", style=tones.muted)
         t.append("\njournal ", style=tones.muted)
         t.append(lit(m.journal_path, tones.muted))
@@ -416,7 +423,7 @@ In a read-only session r and a are absent: the wizard only shows."""
                 err.append("  (fix the cause, then r resumes: the step is planned again from live state)",
                            style=tones.muted)
             parts.append(err)
-        return Group(*parts)
+        return stack(*parts)
 
     def _progress(self, m: RunModel, tones: Tones) -> RenderableType:
         title = span(f"PROGRESS · step {m.index(m.current)}  ", tones.heading)
@@ -441,7 +448,7 @@ In a read-only session r and a are absent: the wizard only shows."""
             total.append(f"  {now:g} of {first:g} left   ")
             total.append(eta_text(m.eta), style="bold")
             parts.append(total)
-        return Group(*parts)
+        return stack(*parts)
 
     def _log(self, m: RunModel, tones: Tones) -> RenderableType:
         head = span("LOG", tones.heading)
@@ -455,4 +462,4 @@ In a read-only session r and a are absent: the wizard only shows."""
         for line in lines:
             style = tones.of(line.tone) if line.tone and line.tone != "muted" else (tones.muted if line.tone else "")
             grid.add_row(line.at.strftime("%H:%M:%S"), Text(line.mark, style=style), lit(line.text, style))
-        return Group(head, grid)
+        return stack(head, grid)

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -55,7 +55,7 @@ from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled, read_only_line, run_state_text
+from .wizard import operations_enabled, read_only_line, run_state_text, stack
 from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
 
 KIND_LABELS = {
@@ -79,9 +79,9 @@ KIND_STEPS = {
 COLS = [
     Col("id", "id", 8),
     Col("kind", "kind", 8),
-    Col("state", "state", 19),
+    Col("state", "state", 17),
     Col("steps", "steps", 5, right=True),
-    Col("context", "context", 18),
+    Col("context", "context", 20),
     Col("started", "started", 11),
     Col("about", "about", flex=True),
 ]
@@ -209,8 +209,8 @@ In a read-only session n, r and a are absent and guided operations are disabled.
         self.reload()
 
     def reload(self) -> None:
-        if not self.is_mounted or self.frame is None:
-            return
+        if self.frame is None or not self.query("#wf-detail"):
+            return  # not composed yet: the first frame renders it
         tones, now = self.tones, self.frame.now.timestamp()
         directory = journal_dir_of(self.app)
         entries = self.index.load(directory)
@@ -242,7 +242,7 @@ In a read-only session n, r and a are absent and guided operations are disabled.
                     t.append(" · ", style=tones.muted)
                 t.append(k, style=tones.accent)
                 t.append(f" {word}", style=tones.muted)
-            t.append("   every write is confirmed step by step, naming its targets", style=tones.muted)
+            t.append("   every write asks first, naming its targets", style=tones.muted)
         t.append("\njournal dir ", style=tones.muted)
         t.append(lit(str(directory), tones.muted))
         return t
@@ -268,7 +268,7 @@ In a read-only session n, r and a are absent and guided operations are disabled.
         head.append("  ")
         head.append(lit(e.about, tones.muted))
         if e.state == "Unreadable":
-            return Group(head, lit(e.error, tones.bad), lit(e.path, tones.muted))
+            return stack(head, lit(e.error, tones.bad), lit(e.path, tones.muted))
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
         grid.add_column(no_wrap=True, justify="right")
@@ -285,7 +285,7 @@ In a read-only session n, r and a are absent and guided operations are disabled.
         parts: list[RenderableType] = [head, grid]
         for name, path in e.artifacts.items():
             parts.append(lit(f"artifact {name}: {path}", tones.muted))
-        return Group(*parts)
+        return stack(*parts)
 
     # keys -----------------------------------------------------------------------------------
     def _selected(self) -> Entry | None:
@@ -298,7 +298,7 @@ In a read-only session n, r and a are absent and guided operations are disabled.
                 return False  # absent, not greyed: a read-only session has no such affordance
             if action == "new":
                 return True
-            e = self._selected() if self.is_mounted else None
+            e = self._selected() if self.query("#workflows") else None
             if e is None:
                 return None
             state = self.live_states().get(e.id, e.state)

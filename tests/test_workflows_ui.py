@@ -85,9 +85,9 @@ async def rig():
         await r.source.target.close()
 
 
-async def wait_for(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
+async def wait_for(pilot, predicate, within: float = 20.0, what: str = "") -> None:
     loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
+    end = loop.time() + within
     while not predicate():
         if loop.time() > end:
             app = pilot.app
@@ -158,9 +158,9 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         # HoldAndDrain evicted comes back pending, so the step may plan (and ask) again.
         asked = 0
         while True:
-            await wait_for(pilot, lambda: (isinstance(app.screen, StepConfirmScreen) and app.screen is not modal) or (
+            await wait_for(pilot, lambda m=modal: (isinstance(app.screen, StepConfirmScreen) and app.screen is not m) or (
                 isinstance(app.screen, WizardScreen) and app.screen.model.state in ("Completed", "Failed")),
-                timeout=60, what="the drain step's confirmation or the end")
+                within=60, what="the drain step's confirmation or the end")
             if not isinstance(app.screen, StepConfirmScreen):
                 break
             modal = app.screen
@@ -254,7 +254,7 @@ async def test_drain_supervision_from_the_workspace_detail_confirms_each_deletio
         while True:
             await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen) or (
                 isinstance(app.screen, WizardScreen) and app.screen.model.state in ("Completed", "Failed")),
-                timeout=60, what="a confirmation or the end")
+                within=60, what="a confirmation or the end")
             if not isinstance(app.screen, StepConfirmScreen):
                 break
             modal = app.screen
@@ -287,7 +287,7 @@ async def test_resume_asks_first_then_continues(rig):
         assert not app.screen.request.destructive  # Hold (not HoldAndDrain): no context name to type
         await pilot.click("#confirm")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Completed",
-                       timeout=30, what="Completed")
+                       within=30, what="Completed")
     assert sim.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "Hold"
     assert Journal.open(str(journal.path)).state == "Completed"
 
