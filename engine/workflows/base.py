@@ -260,6 +260,9 @@ class Runner:
                         self._emit("executed", step.id, f"skipped: {op.diff_line()}")
                         continue
                     self.journal.append("confirmed", step.id, {"op": op.ref})
+                # Intent first: a kill between the server applying the write and the "executed" record
+                # below must not lose track of it (a release reads what a hold changed from here).
+                self.journal.append("executing", step.id, {"op": op.to_dict()})
                 result = await self._execute(step, op)
                 self.journal.append("executed", step.id, {"op": op.to_dict(), "result": result.summary()})
                 self._emit("executed", step.id, f"{op.diff_line()} ({'done' if result.changed else result.note})")

@@ -24,12 +24,25 @@ def release_workflow(params: dict) -> Workflow:
 
 
 def deactivated_by(journal) -> list[tuple[str, str]]:
-    """Workloads a workflow deactivated, read from its journal."""
-    out = []
+    """Workloads a workflow deactivated, read from its journal: those executed with a change, and
+    those whose write was started but whose result was never recorded (the process died in
+    between: the server may have applied it; a resume then finds it already inactive). Reactivating
+    one the server never changed is a no-op: it is still active."""
+    out: dict[tuple[str, str], None] = {}
+    open_: dict[tuple[str, str], None] = {}
     for r in journal.records:
+        if r["event"] == "resumed":  # whatever was in flight when the process died stays a candidate
+            out.update(open_)
+            open_.clear()
+            continue
         op = (r.get("data") or {}).get("op") or {}
-        res = (r.get("data") or {}).get("result") or {}
-        if r["event"] == "executed" and op.get("kind") == "Workload" and op.get("patch") == {"spec": {"active": False}} \
-                and res.get("changed"):
-            out.append((op["namespace"], op["name"]))
-    return out
+        if op.get("kind") != "Workload" or op.get("patch") != {"spec": {"active": False}}:
+            continue
+        key = (op["namespace"], op["name"])
+        if r["event"] == "executing":
+            open_[key] = None
+        elif r["event"] == "executed":
+            open_.pop(key, None)
+            if ((r.get("data") or {}).get("result") or {}).get("changed"):
+                out[key] = None
+    return list({**out, **open_})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..paths import append_private, state_dir
+from ..paths import append_private, state_dir, write_atomic
 
 
 class JournalError(Exception):
@@ -84,10 +84,7 @@ class Journal:
         if j.torn_tail:
             # Rewrite without the torn tail so later appends start on a clean line.
             text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in j.records)
-            tmp = p.with_suffix(".tmp")
-            tmp.write_text(text)
-            tmp.chmod(0o600)
-            tmp.replace(p)
+            write_atomic(p, text, mode=0o600)  # private from the first byte, unique temp name
         return j
 
     # writing -----------------------------------------------------------------------------
