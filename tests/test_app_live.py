@@ -63,34 +63,96 @@ async def test_a_cluster_change_appears_within_two_ticks():
         await source.target.close()
 
 
-async def test_read_only_every_binding_sends_no_write():
+EXTRA_KEYS = ("enter", "escape", "down", "up", "slash", "question_mark", "tab", "d", "x", "h", "r", "n", "a", "w", "y",
+              "ctrl+d", "delete", "space")
+
+
+def every_key(app) -> set[str]:
+    """Every key bound on the screen (its own and inherited bindings) plus keys that write elsewhere."""
+    keys = {key for key, _ in app.screen._bindings} | set(EXTRA_KEYS)
+    return keys - {"q", "ctrl+c", "ctrl+q"}
+
+
+async def press_all(pilot, app, back: list[str]) -> None:
+    """Press every key of the current screen, returning to it (via `back`) after each."""
+    for b in sorted(every_key(app)):
+        await pilot.press(b)
+        await pilot.pause()
+        # get back to a known place whatever the key opened (help, detail, palette, filter, a form)
+        for _ in range(3):
+            if len(app.screen_stack) > 1 or app.screen.focused is not None and "filter" in str(app.screen.focused.id or ""):
+                await pilot.press("escape")
+                await pilot.pause()
+        await pilot.press(*back)
+        await pilot.pause()
+
+
+async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
+    from engine.workflows import Journal
+    from screens.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
+    from screens.wizard import StepConfirmScreen, WizardScreen
+    from screens.workflows import NewWorkflowScreen
+
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+    # journals a read-only session must never act on: an InProgress hold and a Failed drain
+    Journal.create("a0a0a0", "hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, "taudash-sim")
+    failed = Journal.create("b1b1b1", "drain", {"workspace": "eval"}, "taudash-sim")
+    failed.append("failed", "blockers", {"error": "precondition failed"})
     async with SimServer() as sim:
         app, source = await live_app(sim, read_only=True)
         async with app.run_test(size=(120, 36)) as pilot:
-            screens = ["1", "2", "3", "4", "5", "6", "7", "8"]
-            for key in screens:
+            for key in ["1", "2", "3", "4", "5", "6", "7", "8", "9"]:
                 await pilot.press(key)
                 await pilot.pause()
-                bindings = {b.key for b in app.screen.BINDINGS if hasattr(b, "key")} | {
-                    k for k in ("enter", "escape", "down", "up", "slash", "question_mark", "tab", "d", "x", "h", "r",
-                                "ctrl+d", "delete", "space")}
-                for b in sorted(bindings):
-                    if b in ("q", "ctrl+c", "ctrl+q"):
-                        continue
+                await press_all(pilot, app, [key])
+            # the wizard of each journaled workflow (9 → enter), and the workspace detail of a drain (4 → enter)
+            for row in (0, 1):
+                await pilot.press("9")
+                await pilot.pause()
+                table = app.screen.query_one("#workflows", KeyedTable)
+                table.focus()
+                table.move_cursor(row=row)
+                await pilot.press("enter")
+                await pilot.pause()
+                assert isinstance(app.screen, WizardScreen)
+                wid = app.screen.workflow_id
+                for b in sorted(every_key(app)):
                     await pilot.press(b)
                     await pilot.pause()
-                    # get back to a known place whatever the key opened (help, detail, palette, filter)
-                    for _ in range(3):
-                        if len(app.screen_stack) > 1 or app.screen.focused is not None and "filter" in str(app.screen.focused.id or ""):
-                            await pilot.press("escape")
-                            await pilot.pause()
-                    await pilot.press(key)
-            await pilot.press("ctrl+p")
-            await pilot.press(*"hold")
+                    while not isinstance(app.screen, WizardScreen) and len(app.screen_stack) > 1:
+                        await pilot.press("escape")
+                        await pilot.pause()
+                    if not isinstance(app.screen, WizardScreen):
+                        await pilot.press("9")
+                        app.post_message(OpenWorkflow(wid))
+                        await pilot.pause()
+            await pilot.press("4")
+            await pilot.pause()
+            table = app.screen.query_one(KeyedTable)
+            table.focus()
+            table.move_cursor(row=table.get_row_index("eval"))
             await pilot.press("enter")
             await pilot.pause()
-            await pilot.press("escape", "escape")
+            await press_all(pilot, app, [])
+            # the palette: no "Start workflow" command is offered; whatever matches is opened and closed
+            for query in ("hold", "start workflow", "workflow"):
+                await pilot.press("ctrl+p")
+                await pilot.press(*query)
+                await pilot.pause(0.3)
+                await pilot.press("enter")
+                await pilot.pause()
+                await pilot.press("escape", "escape", "escape")
+                await pilot.pause()
+            # and requests posted directly, as a bug or a plugin might: refused, nothing opens
+            for msg in (NewWorkflow("hold", cqs=["tau-ws-train"]), StartWorkflow("hold", {"cqs": ["tau-ws-train"]}),
+                        ResumeWorkflow("a0a0a0"), ResumeWorkflow("b1b1b1"), AbortWorkflow("a0a0a0")):
+                app.post_message(msg)
+                await pilot.pause()
+                assert not isinstance(app.screen, (NewWorkflowScreen, StepConfirmScreen))
+            assert not app.live_workflows()
         assert sim.api.writes == {}, sim.api.writes
         assert not [r for r in sim.api.requests if r.verb == "review"]
+        assert {j.stem: Journal.open(str(j)).state for j in (tmp_path / "state" / "workflows").glob("*.jsonl")} == {
+            "a0a0a0": "InProgress", "b1b1b1": "Failed"}  # not even the journals changed
         await source.stop()
         await source.target.close()
