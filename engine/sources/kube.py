@@ -218,9 +218,11 @@ class KubeSource:
             return False
 
     async def probe(self) -> None:
-        """One cheap request so an unreachable server fails fast with a clear message."""
+        """One cheap request so an unreachable server fails fast with a clear message. Discovery, not
+        /version: /version is public, so only an authenticated path shows a rejected credential
+        (else every kind would just turn Error and `status` would exit 0)."""
         try:
-            await self._get_json("/version", deadline=min(self.request_timeout, 10.0))
+            await self._get_json("/api", deadline=min(self.request_timeout, 10.0))
         except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
             raise Unreachable(
                 f"context {self.target.context} (server {self.target.server}): cannot connect: {_why(exc)}"
