@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import resource
 import sys
 import time
@@ -28,6 +29,7 @@ async def _serve(args: argparse.Namespace) -> None:
                     bookmark_interval=30.0)
     del objects
     await sim.start()
+    gc.freeze()  # the seeded cluster is long-lived: keep collections from re-traversing it per request
     mutator = Mutator(sim.db, seed=args.seed, queue=QUEUE)
     print(f"READY {sim.url} {n}", flush=True)
     try:
