@@ -152,7 +152,7 @@ class StepConfirmScreen(ModalScreen[bool]):
             head.append(" · context ", style=tones.muted)
             head.append(lit(r.context, "bold"))
             yield Static(head, id="sc-head")
-            with VerticalScroll(id="sc-body"):
+            with VerticalScroll(id="sc-body", can_focus=False):  # tab goes Cancel → context name → Confirm
                 yield Static(self._body(tones), id="sc-targets")
             yield Static(self._ask(tones), id="sc-ask")
             if r.destructive:
@@ -171,7 +171,7 @@ class StepConfirmScreen(ModalScreen[bool]):
         parts.append(title)
         for op in r.operations:
             line = op_line(op, tones)
-            if op.get("description"):
+            if op.get("verb") == "delete" and op.get("description"):  # why this object goes (a patch's diff says it all)
                 line.append("\n    ")
                 line.append(lit(op["description"], tones.muted))
             parts.append(line)
@@ -322,7 +322,7 @@ In a read-only session r and a are absent: the wizard only shows."""
         plan.display = m.current is not None or bool(m.error)
         plan.update(self._plan(m, tones))
         prog = self.query_one("#wz-progress", Static)
-        prog.display = bool(m.items or m.progress)
+        prog.display = bool(m.items) or bool(m.progress and m.progress != "nothing to wait for" and m.current)
         prog.update(self._progress(m, tones))
         self.query_one("#wz-log", Static).update(self._log(m, tones))
         self.refresh_bindings()
@@ -426,7 +426,7 @@ In a read-only session r and a are absent: the wizard only shows."""
         return stack(*parts)
 
     def _progress(self, m: RunModel, tones: Tones) -> RenderableType:
-        title = span(f"PROGRESS · step {m.index(m.current)}  ", tones.heading)
+        title = span(f"PROGRESS · step {m.index(m.current)}  " if m.current else "PROGRESS · last wait  ", tones.heading)
         title.append(lit(m.progress))
         parts: list[RenderableType] = [title]
         if m.items:
@@ -446,7 +446,7 @@ In a read-only session r and a are absent: the wizard only shows."""
             total = Text("  total ", end="")
             total.append(bar(first - now, first, 24, tones) if first else bar(1, 1, 24, tones))
             total.append(f"  {now:g} of {first:g} left   ")
-            total.append(eta_text(m.eta), style="bold")
+            total.append("done" if now == 0 else eta_text(m.eta), style="bold")
             parts.append(total)
         return stack(*parts)
 

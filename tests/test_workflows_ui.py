@@ -142,7 +142,8 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         assert modal.focused is modal.query_one("#cancel", Button)
         confirm = modal.query_one("#confirm", Button)
         assert confirm.disabled  # HoldAndDrain is destructive: the context name must be typed
-        modal.query_one("#sc-context", Input).focus()
+        await pilot.press("tab")  # from Cancel, tab reaches the context name (Confirm is disabled)
+        assert modal.focused is modal.query_one("#sc-context", Input)
         await pilot.press(*"wrong")
         await pilot.pause()
         assert confirm.disabled
@@ -165,7 +166,7 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
                 break
             modal = app.screen
             asked += 1
-            assert "deactivate pending Workload" in modal_text(modal) and modal.request.step_no == 2
+            assert "active true → active false" in modal_text(modal) and modal.request.step_no == 2
             assert not modal.query_one("#confirm", Button).disabled and not modal.query("#sc-context")
             await pilot.click("#confirm")
         assert asked >= 1
