@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import copy
 import random
 import re
 import time
@@ -30,7 +29,7 @@ from typing import Any
 from ..model.kinds import NEVER_READ
 from ..sources.snapshot import LoadResult, load_snapshot
 from .errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
-from .patch import PatchError, json_patch, merge_patch
+from .patch import PatchError, clone, json_patch, merge_patch
 from .resources import Registry, Resource
 from .selectors import parse_field_selector, parse_label_selector
 
@@ -210,12 +209,12 @@ class ObjectDB:
     def get(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
         """A deep copy of the object, or None."""
         obj = self._peek(self.resource(resource), name, namespace)
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None) -> list[Obj]:
         """Deep copies, sorted by namespace then name."""
-        return [copy.deepcopy(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector)]
+        return [clone(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector)]
 
     def _peek(self, r: Resource, name: str, namespace: str | None) -> Obj | None:
         return self._objects[r.key].get((namespace or "" if r.namespaced else "", name))
@@ -257,7 +256,7 @@ class ObjectDB:
         """Create an object. `with_status` keeps its status (in-process seeding of state);
         over HTTP the status of a resource with a /status subresource is dropped, as the real server does."""
         r = self._resource_for(obj, resource)
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         meta = self._meta_of(new, r)
         self._check_type(new, r)
         if namespace is not None and r.namespaced:
@@ -331,8 +330,8 @@ class ObjectDB:
         ns = meta.get("namespace") or ""
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
-                return copy.deepcopy(cur)  # already terminating: nothing changes
-            new = copy.deepcopy(cur)
+                return clone(cur)  # already terminating: nothing changes
+            new = clone(cur)
             new["metadata"]["deletionTimestamp"] = _rfc3339(self.clock())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new["metadata"]["generation"] = int(meta.get("generation") or 0) + 1
@@ -340,8 +339,8 @@ class ObjectDB:
                 return new
             return self._commit(r, ns, name, new, "MODIFIED", cur)
         if dry_run:
-            return copy.deepcopy(cur)
-        return self._commit(r, ns, name, copy.deepcopy(cur), "DELETED", cur)
+            return clone(cur)
+        return self._commit(r, ns, name, clone(cur), "DELETED", cur)
 
     # --- watches -----------------------------------------------------------------------------------
     def subscribe(self, resources: Iterable[ResourceRef] | None = None, *, maxsize: int | None = None) -> Subscription:
@@ -371,7 +370,7 @@ class ObjectDB:
             if obj.get("kind") in NEVER_READ:
                 continue
             r = self.registry.for_object(obj)
-            new = copy.deepcopy(obj)
+            new = clone(obj)
             meta = self._meta_of(new, r)
             self._check_type(new, r)
             if not r.namespaced:
@@ -483,7 +482,7 @@ class ObjectDB:
         r = self._resource_for(obj, resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         meta = self._meta_of(new, r)
         self._check_type(new, r)
         if name is not None and meta.get("name") != name:
@@ -501,7 +500,7 @@ class ObjectDB:
         old_meta = cur["metadata"]
         if subresource == "status":
             # Only the status stanza moves; everything else stays as stored.
-            merged = copy.deepcopy(cur)
+            merged = clone(cur)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -510,7 +509,7 @@ class ObjectDB:
         else:
             if r.status:
                 if "status" in cur:
-                    new["status"] = copy.deepcopy(cur["status"])
+                    new["status"] = clone(cur["status"])
                 else:
                     new.pop("status", None)
             for k in _CLIENT_IMMUTABLE_META:
@@ -535,7 +534,7 @@ class ObjectDB:
         self._validate(r, new)
         ns = (old_meta.get("namespace") or "") if r.namespaced else ""
         if new == cur:
-            return copy.deepcopy(cur)  # a no-op write changes nothing, not even the resourceVersion
+            return clone(cur)  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:
             return new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -583,7 +582,7 @@ class ObjectDB:
         for sub in list(self._subscribers):
             if sub.wants(ev):
                 sub._push(ev)
-        return copy.deepcopy(obj)
+        return clone(obj)
 
 
 __all__ = ["ObjectDB", "Subscription", "WatchEvent", "ApiError", "Admission"]
