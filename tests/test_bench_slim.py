@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine.bench.generate import Size, generate
 from engine.model import KINDS, Workload, lookup
-from engine.model.slim import slim
+from engine.model.slim import share_raw, slim
 from engine.sources.snapshot import load_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
@@ -23,7 +23,7 @@ def test_slim_models_equal_and_dump_like_the_originals():
     for raw in _raws():
         k = lookup(raw["apiVersion"], raw["kind"])
         want = k.model.model_validate(copy.deepcopy(raw))
-        got = slim(k.model.model_validate(copy.deepcopy(raw)))
+        got = slim(k.model.model_validate(share_raw(k.kind, copy.deepcopy(raw))))
         assert got == want, raw["kind"]
         assert got.model_dump(by_alias=True, mode="json") == want.model_dump(by_alias=True, mode="json")
         assert got.model_dump(exclude_unset=True) == want.model_dump(exclude_unset=True)
@@ -32,7 +32,7 @@ def test_slim_models_equal_and_dump_like_the_originals():
 
 def test_slim_shares_field_sets_and_copies_stay_independent():
     raws = [r for r in _raws() if r["kind"] == "Workload"][:2]
-    a, b = (slim(Workload.model_validate(copy.deepcopy(r))) for r in raws)
+    a, b = (slim(Workload.model_validate(share_raw("Workload", copy.deepcopy(r)))) for r in raws)
     assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
     assert a.status.conditions[0].type is b.status.conditions[0].type or \
         a.status.conditions[0].type != b.status.conditions[0].type
@@ -40,3 +40,22 @@ def test_slim_shares_field_sets_and_copies_stay_independent():
     assert c.kind == "Other" and a.kind == "Workload"
     assert "kind" in c.model_fields_set and b.model_fields_set == a.model_fields_set
     assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__  # the shared set was not mutated
+
+
+def test_equal_specs_are_one_object_and_bad_input_still_fails_like_pydantic():
+    import json
+
+    import pytest
+    from pydantic import ValidationError
+
+    raws = [r for r in _raws() if r["kind"] == "Workload"]
+    by_json: dict[str, list] = {}
+    for r in raws:
+        spec = slim(Workload.model_validate(share_raw("Workload", copy.deepcopy(r)))).spec
+        by_json.setdefault(json.dumps(r["spec"], sort_keys=False), []).append(spec)
+    groups = [g for g in by_json.values() if len(g) > 1]
+    assert groups and all(s is g[0] for g in groups for s in g)
+    bad = copy.deepcopy(raws[0])
+    bad["spec"]["podSets"] = [{"count": "many"}]
+    with pytest.raises(ValidationError):
+        Workload.model_validate(share_raw("Workload", bad))

@@ -7,9 +7,9 @@ its memory. Objects are frozen, so instances with the same set may share one: `m
 (condition types, reasons, queue, flavor and namespace names) are shared the same way. Equality and
 serialisation are unchanged (tests/test_bench_slim.py).
 
-Whole sub-objects that many objects hold equal — a Workload's spec (its pod sets without the pod
-templates' containers, which the model never keeps), its admission, a Job's template metadata —
-are shared too: one instance per distinct value.
+Whole sub-objects that many objects hold equal — a Workload's spec (its pod sets) and its
+admission — are shared too, one instance per distinct JSON value (`share_raw`, before validation:
+a shared one is validated once).
 """
 
 from __future__ import annotations
@@ -38,42 +38,52 @@ def _str(v: str) -> str:
     return v
 
 
-# Sub-models shared whole, by (model class, field): equal values are common across a fleet.
-_SHARE: dict[str, frozenset[str]] = {
-    "Workload": frozenset({"spec"}),
-    "WorkloadStatus": frozenset({"admission"}),
-    "JobSpec": frozenset({"template"}),
-    "DeploymentSpec": frozenset({"template", "selector"}),
-}
-_MODELS: dict[tuple, BaseModel] = {}
-_MODELS_MAX = 100_000
+# Sub-objects shared whole, recognised by their JSON before validation (C-speed keys): equal
+# specs and admissions are common across a fleet, and a shared one is validated only once.
+_SUBS: dict[tuple[str, bytes], BaseModel] = {}
+_CANON: set[int] = set()  # ids of shared instances (kept alive by _SUBS): already slim
+_SUBS_MAX = 50_000
+
+try:
+    from orjson import dumps as _key_bytes
+except ImportError:  # pragma: no cover
+    import json
+
+    def _key_bytes(v: Any) -> bytes:
+        return json.dumps(v, separators=(",", ":")).encode()
 
 
-def _freeze(v: Any) -> Any:
-    """A hashable value equal for equal models (model class included)."""
-    if isinstance(v, BaseModel):
-        return (type(v), tuple(_freeze(x) for x in v.__dict__.values()))
-    t = type(v)
-    if t is list:
-        return (list, tuple(_freeze(x) for x in v))
-    if t is dict:
-        return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
-    return v  # str, int, bool, None, Quantity (hashable, equal by value)
+def _sub(tag: str, model: type[BaseModel], value: Any) -> Any:
+    if type(value) is not dict:
+        return value
+    key = (tag, _key_bytes(value))
+    hit = _SUBS.get(key)
+    if hit is None:
+        if len(_SUBS) >= _SUBS_MAX:
+            _SUBS.clear()
+            _CANON.clear()
+        hit = _SUBS[key] = slim(model.model_validate(value))
+        _CANON.add(id(hit))
+    return hit
 
 
-def _shared(v: Any) -> Any:
-    if isinstance(v, BaseModel):
-        try:
-            key = _freeze(v)
-            hit = _MODELS.get(key)
-        except TypeError:  # something unhashable inside: keep this one as it is
-            return v
-        if hit is not None:
-            return hit
-        if len(_MODELS) >= _MODELS_MAX:
-            _MODELS.clear()
-        _MODELS[key] = v
-    return v
+def share_raw(kind: str, raw: Any) -> Any:
+    """`raw` with sub-objects that many objects hold equal replaced by one shared, validated model
+    (pydantic takes a model instance as is). Any surprise: `raw` unchanged, so validation reports it."""
+    if kind != "Workload" or type(raw) is not dict:
+        return raw
+    try:
+        from .kueue import Admission, WorkloadSpec
+
+        out = dict(raw)
+        if "spec" in raw:
+            out["spec"] = _sub("Workload.spec", WorkloadSpec, raw["spec"])
+        status = raw.get("status")
+        if type(status) is dict and type(status.get("admission")) is dict:
+            out["status"] = {**status, "admission": _sub("Workload.admission", Admission, status["admission"])}
+        return out
+    except Exception:  # bad input: the whole object's validation gives the error
+        return raw
 
 
 def slim(m: Any) -> Any:
@@ -88,7 +98,6 @@ def slim(m: Any) -> Any:
     if shared is not fs:
         _set(m, "__pydantic_fields_set__", shared)
     d = m.__dict__
-    share = _SHARE.get(type(m).__name__)
     for k, v in d.items():
         t = type(v)
         if t is str:
@@ -99,9 +108,8 @@ def slim(m: Any) -> Any:
                 if isinstance(x, BaseModel):
                     slim(x)
         elif isinstance(v, BaseModel):
-            slim(v)
-            if share is not None and k in share:
-                d[k] = _shared(v)
+            if id(v) not in _CANON:
+                slim(v)
         elif t is dict and v:
             for dk, dv in v.items():
                 if type(dv) is str and len(dv) <= _SHARED_LEN:
