@@ -403,10 +403,14 @@ In a read-only session r and a are absent: the wizard only shows."""
             parts.append(title)
             if not ops:
                 parts.append(Text("  nothing to change in the cluster", style=tones.muted))
-            for op in ops[:30]:
+            # once sent, the plan gives way to the progress (small terminals): its first lines, then a count
+            sent = m.step(m.plan_step).state in ("Waiting", "Done")
+            shown = 3 if sent else 30
+            for op in ops[:shown]:
                 parts.append(op_line(op, tones))
-            if len(ops) > 30:
-                parts.append(Text(f"  … and {len(ops) - 30} more (the confirmation lists all)", style=tones.muted))
+            if len(ops) > shown:
+                more = "sent (see the log)" if sent else "(the confirmation lists all)"
+                parts.append(Text(f"  … and {len(ops) - shown} more {more}", style=tones.muted))
             for n in m.plan.get("notes") or []:
                 parts.append(lit(f"  note: {n}", tones.muted))
         if m.checks:
