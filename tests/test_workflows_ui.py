@@ -316,3 +316,29 @@ async def test_requests_by_message_are_refused_in_a_read_only_session():
         assert [s["id"] for s in summaries()] == ["abc123"]
         await r.source.stop()
         await r.source.target.close()
+
+
+async def test_abort_while_waiting_stops_at_the_next_wait(rig):
+    app = rig.app
+
+    async def frozen(_dt):  # the world does not move: the drain waits until aborted
+        await asyncio.sleep(0.02)
+
+    app.workflow_options.sleep = frozen
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": True}))
+        await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
+                       what="the drain wait")
+        assert app.live_workflows()
+        await pilot.press("a")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
+                       what="Aborted")
+        assert not app.live_workflows() and app.screen.model.steps[1].state == "Stopped"
+    assert [r for r in rig.real_writes() if "clusterqueues" in r[1]] == [
+        ("patch", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/tau-ws-eval")]
+    [row] = summaries()
+    assert row["state"] == "Aborted"
