@@ -140,3 +140,32 @@ async def test_confirm_escape_and_enter_on_cancel_decline():
             await pilot.press(*keys)
             await pilot.pause()
         assert app.answer is False
+
+
+async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_read_only(tmp_path, monkeypatch):
+    from textual.command import CommandPalette
+
+    from engine.session import Session
+    from engine.view import SourceInfo
+    from screens.help import HelpScreen
+    from taudash.app import TaudashApp
+
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
+    r = load_snapshot(ROOT / "snapshots" / "demo.yaml")
+    app = TaudashApp(Session(r.store, SourceInfo(type="snapshot", context=r.context, path="demo.yaml")),
+                     clock=lambda: AT, tick=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("9", "question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.help_text
+        for key in ("n ", "enter ", "r ", "a "):
+            assert any(line.startswith(key) for line in text.splitlines()), key
+        assert "read-only session n, r and a are absent" in " ".join(text.split())
+        await pilot.press("escape", "ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"start workflow")
+        await pilot.pause(0.4)
+        hits = [str(o.prompt) for o in app.screen.query_one("CommandList").options]
+        assert not [h for h in hits if "Start workflow" in h], hits
