@@ -237,6 +237,10 @@ async def test_simulator_listens_on_loopback_only_and_requires_its_token():
     with pytest.raises(ValueError):
         ApiServer(ObjectDB(), host="0.0.0.0")
     async with SimServer(token=TOKEN) as sim:
+        # `taudash demo` and `sim serve` write the kubeconfig (it holds the token) into a private directory
+        assert oct(sim.kubeconfig.stat().st_mode & 0o777) == "0o600"
+        assert oct(sim.kubeconfig.parent.stat().st_mode & 0o777) == "0o700"
+        assert oct(sim.cert.key.stat().st_mode & 0o777) == "0o600"
         port = sim.api.port
         assert listeners(port) == ["127.0.0.1"]
         assert [a[0] for a in sim.api._runner.addresses] == ["127.0.0.1"]

@@ -218,6 +218,7 @@ class LoadResult:
     store_objects_end: int = 0
     feed_len_end: int = 0
     bounded: dict[str, list[int]] = field(default_factory=dict)  # name -> [length at the end, its limit]
+    rss_series: list[list[float]] = field(default_factory=list)  # [seconds into the stream, MiB, objects]
 
 
 def rss_mib() -> float:
@@ -330,8 +331,10 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
             stop = asyncio.Event()
 
             async def sample() -> None:
-                warm_at = time.monotonic() + warmup
-                next_key = time.monotonic() + 2.0
+                started = time.monotonic()
+                warm_at = started + warmup
+                next_key = started + 2.0
+                next_rss = started
                 k = 0
                 while not stop.is_set():
                     res.pending_writes_max = max(res.pending_writes_max, source.pending_writes)
@@ -352,6 +355,10 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
                         keys.append(time.perf_counter() - t)
                         next_key = now + 2.0
                     res.rss_peak_mib = max(res.rss_peak_mib, rss_mib())
+                    if now >= next_rss:
+                        res.rss_series.append([round(now - started, 1), round(rss_mib(), 1),
+                                               sum(store.count(x) for x in store.kinds())])
+                        next_rss = now + 5.0
                     await asyncio.sleep(0.1)
 
             sampler = asyncio.create_task(sample())
@@ -424,6 +431,7 @@ def report(r: LoadResult) -> str:
         f"key→screen switch: {ms(r.key_to_screen)} ({r.key_to_screen.get('n', 0)} presses)",
         f"RSS: {r.rss_warm_mib:.0f} MiB after warm-up, {r.rss_end_mib:.0f} MiB at the end, peak {r.rss_peak_mib:.0f} MiB; "
         f"objects {r.store_objects_warm} → {r.store_objects_end}; change feed {r.feed_len_end}",
+        "RSS over time (s: MiB): " + ", ".join(f"{t:.0f}: {m:.0f}" for t, m, _ in r.rss_series),
     ]
     return "\n".join(lines)
 
