@@ -93,7 +93,9 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
     sa_readable = store.readable("ServiceAccount")
     if sa_readable:
         sa: ServiceAccount
-        for sa in store.list("ServiceAccount"):
+        # Only accounts labelled for this workspace can be owned (_owned): the label index, not every
+        # account of the cluster for every workspace.
+        for sa in store.by_label("ServiceAccount", WS_LABEL, ws.name):
             if sa.namespace == sys_ns or not _owned(sa, ws):
                 continue
             n = sa.namespace or ""
@@ -191,7 +193,11 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
     rb_readable = store.readable("RoleBinding")
     if rb_readable:
         rb: RoleBinding
-        for rb in store.list("RoleBinding"):
+        # Owned bindings carry the workspace label; others only matter in its two namespaces.
+        candidates = {(b.namespace or "", b.name): b for b in store.by_label("RoleBinding", WS_LABEL, ws.name)}
+        for n_ in {resolved, desired}:
+            candidates.update({(b.namespace or "", b.name): b for b in store.list("RoleBinding", n_)})
+        for _, rb in sorted(candidates.items()):
             n = rb.namespace or ""
             if n == sys_ns or not _is_researcher_binding(rb):
                 continue
