@@ -123,6 +123,8 @@ class IncrementalDeriver:
                 self._wkeys.append(key)  # store.list is sorted by key: appends keep the order
                 self._wvals.append(w)
         self._cq_parts = {cq.name: cluster_queue_view(cq, self._obs(cq.name)) for cq in s.list("ClusterQueue")}
+        # A queue's flavor rows depend on its object alone; Workload events only move its counts.
+        self._cq_flavors = {cq.name: (cq, self._cq_parts[cq.name][0].flavors) for cq in s.list("ClusterQueue")}
         self._cq_prints = {cq.name: _cq_print(cq) for cq in s.list("ClusterQueue")}
         self._queues_changed(ctx)
         ns = self.config.system_namespace
@@ -222,11 +224,17 @@ class IncrementalDeriver:
             cq = s.get("ClusterQueue", name)
             old = self._cq_parts.get(name)
             if cq is None:
+                self._cq_flavors.pop(name, None)
                 if self._cq_parts.pop(name, None) is not None:
                     cohorts_moved = True
                 continue
-            part = self._cq_parts[name] = cluster_queue_view(cq, self._obs(name))
-            if old is None or old[0].cohort != part[0].cohort or old[0].flavors != part[0].flavors:
+            known = self._cq_flavors.get(name)
+            flavors = known[1] if known is not None and known[0] is cq else None
+            part = self._cq_parts[name] = cluster_queue_view(cq, self._obs(name), flavors)
+            if flavors is None:
+                self._cq_flavors[name] = (cq, part[0].flavors)
+            if old is None or old[0].cohort != part[0].cohort or (
+                    old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
                 cohorts_moved = True
         if redo or cohorts_moved:
             self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]

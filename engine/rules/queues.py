@@ -177,8 +177,11 @@ def derive_cluster_queues(ctx: RuleContext) -> tuple[list[ClusterQueueView], lis
     return views, findings
 
 
-def cluster_queue_view(cq: ClusterQueue, obs: ObservedCounts | None) -> tuple[ClusterQueueView, list[Finding]]:
-    """One ClusterQueue's view and findings; `obs` None when the Workloads cannot be read."""
+def cluster_queue_view(
+    cq: ClusterQueue, obs: ObservedCounts | None, flavors: list[QueueFlavor] | None = None
+) -> tuple[ClusterQueueView, list[Finding]]:
+    """One ClusterQueue's view and findings; `obs` None when the Workloads cannot be read.
+    `flavors`: cq_flavors(cq) when the caller already has it (it depends on `cq` alone)."""
     findings: list[Finding] = []
     active = cq.condition("Active")
     st = cq.status
@@ -208,7 +211,7 @@ def cluster_queue_view(cq: ClusterQueue, obs: ObservedCounts | None) -> tuple[Cl
         team=labels.get("tau.azure.com/team"),
         workspace=labels.get("tau.azure.com/workspace"),
         admission_checks=cq.spec.admission_check_names,
-        flavors=cq_flavors(cq),
+        flavors=cq_flavors(cq) if flavors is None else flavors,
     )
     if stop != "None":
         state = "drained" if drained else ("drain state unknown" if drained is None else "draining")
