@@ -52,10 +52,8 @@ def cmd_serve(args) -> int:
         from pathlib import Path
 
         p = Path(out)
-        if p.is_dir():
+        if p.is_dir():  # missing parent directories are created by the server
             raise UsageError(f"--kubeconfig-out {out}: is a directory; name a file")
-        if not p.parent.is_dir():
-            raise UsageError(f"--kubeconfig-out {out}: no such directory {p.parent}")
     return asyncio.run(_serve(args))
 
 
