@@ -53,6 +53,10 @@ class _Item:
         return (lit(self.kind), lit(objname(self.namespace, self.name)), lit(self.queue), state, why)
 
 
+def _order(it: _Item) -> tuple[str, str, str]:
+    return (it.namespace, it.kind, it.name)
+
+
 def _state_text(word: str, active: bool, blocks: bool, tones: Tones) -> Text:
     if blocks:
         return span(f"⚠ {word[:4]}·blocks", tones.warn)
@@ -116,24 +120,28 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
     def _collect(self, frame: Frame, tones: Tones) -> dict[str, _Item]:
         view = frame.view
         blockers: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+        first: dict[tuple[str, str, str], object] = {}  # the first blocker entry per object
         for w in view.workspaces:
             for b in w.drain.blockers:
                 blockers.setdefault((b.kind, b.namespace, b.name), []).append((w.name, b.action or b.message))
+                first.setdefault((b.kind, b.namespace, b.name), b)
         items: dict[str, _Item] = {}
         # Thousands of Workloads wait at fleet scale, and an incremental view keeps the same row object
         # for a Workload that did not change: reuse its item instead of rebuilding every Text each tick.
         cache = getattr(self, "_item_cache", {})
         if getattr(self, "_item_tones", None) != tones:
             cache = {}
-        fresh: dict[int, tuple[object, _Item]] = {}
+        fresh: dict[int, tuple] = {}
         for wl in view.waiting:
-            kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
-            blocks = blockers.pop((kind, wl.namespace, name), []) + blockers.pop(("Workload", wl.namespace, wl.name), [])
             hit = cache.get(id(wl))
-            if not blocks and hit is not None and hit[0] is wl:
+            # The common case at scale: the same row object as last tick and nothing blocks on it.
+            if hit is not None and hit[0] is wl and (not blockers or (hit[2] not in blockers and hit[3] not in blockers)):
                 items[hit[1].key] = hit[1]
                 fresh[id(wl)] = hit
                 continue
+            kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
+            by_owner, by_name = (kind, wl.namespace, name), ("Workload", wl.namespace, wl.name)
+            blocks = blockers.pop(by_owner, []) + blockers.pop(by_name, [])
             key = f"{kind}|{wl.namespace}|{name}"
             word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
             state = partial(_state_text, word, wl.active, bool(blocks), tones)
@@ -149,13 +157,13 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks],
                                why_plain=f"{wl.reason}: {wl.message}" if wl.message else wl.reason)
             if not blocks:
-                fresh[id(wl)] = (wl, items[key])
+                fresh[id(wl)] = (wl, items[key], by_owner, by_name)
         self._item_cache, self._item_tones = fresh, tones
         for (kind, ns, name), blocks in blockers.items():
             key = f"{kind}|{ns}|{name}"
             if key in items:
                 continue
-            b = next(b for w in view.workspaces for b in w.drain.blockers if (b.kind, b.namespace, b.name) == (kind, ns, name))
+            b = first[(kind, ns, name)]  # (a scan of every blocker per blocker was quadratic in a big drain)
             why = Text(end="")
             why.append(lit(b.reason, "bold"))
             why.append(": ")
@@ -164,7 +172,7 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
             items[key] = _Item(key, kind, ns, name, b.route or "", Text("⚠ blocks", style=tones.warn), why, detail,
                                [ws for ws, _ in blocks], why_plain=why.plain)
-        return dict(sorted(items.items(), key=lambda kv: (kv[1].namespace, kv[1].kind, kv[1].name)))
+        return {it.key: it for it in sorted(items.values(), key=_order)}
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
