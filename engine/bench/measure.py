@@ -166,8 +166,9 @@ async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> Sync
     return SyncResult(store, source, target, seconds, cpu, counts, bad)
 
 
-async def list_bodies(source: Any) -> list[bytes]:
-    """The same list pages the informers read (same paths, same page size), as raw bytes."""
+async def list_bodies(source: Any, out: Any = None) -> list[bytes]:
+    """The same list pages the informers read (same paths, same page size), as raw bytes; written
+    length-prefixed to the binary file `out` instead of kept, when given."""
     from ..sources.kube import LIST_PAGE
 
     bodies: list[bytes] = []
@@ -185,7 +186,11 @@ async def list_bodies(source: Any) -> list[bytes]:
                 body = await resp.read()
             finally:
                 resp.release()
-            bodies.append(body)
+            if out is None:
+                bodies.append(body)
+            else:
+                out.write(len(body).to_bytes(8, "little"))
+                out.write(body)
             cont = (fast_loads(body).get("metadata") or {}).get("continue")
             if not cont:
                 break
@@ -200,6 +205,37 @@ def decode_seconds(bodies: list[bytes], repeat: int = 3) -> float:
             fast_loads(b)
         runs.append(time.perf_counter() - t)
     return statistics.median(runs)
+
+
+_DECODE_CHILD = """
+import statistics, sys, time
+try:
+    from orjson import loads
+except ImportError:
+    from json import loads
+bodies = []
+with open(sys.argv[1], "rb") as f:
+    while True:
+        n = f.read(8)
+        if not n:
+            break
+        bodies.append(f.read(int.from_bytes(n, "little")))
+runs = []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter()
+    for b in bodies:
+        loads(b)
+    runs.append(time.perf_counter() - t)
+print(statistics.median(runs))
+"""
+
+
+def decode_seconds_elsewhere(path: Path, repeat: int = 3) -> float:
+    """decode_seconds of the pages in `path`, in a child process: the baseline's own memory (every
+    page at once) must not count in the client's peak."""
+    p = subprocess.run([sys.executable, "-c", _DECODE_CHILD, str(path), str(repeat)], capture_output=True,
+                       text=True, timeout=1800, check=True)
+    return float(p.stdout.strip())
 
 
 def kubectl_seconds(kubeconfig: Path, repeat: int = 1) -> tuple[float | None, str]:
