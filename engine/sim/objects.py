@@ -478,11 +478,11 @@ class ObjectDB:
             hook(op, r, new, old)
 
     def _replace(self, obj: Obj, resource: ResourceRef | None, *, subresource: str | None, dry_run: bool,
-                 name: str | None = None, namespace: str | None = None) -> Obj:
+                 name: str | None = None, namespace: str | None = None, owned: bool = False) -> Obj:
         r = self._resource_for(obj, resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
-        new = clone(obj)
+        new = obj if owned else clone(obj)  # `owned`: a patch result, already a private copy
         meta = self._meta_of(new, r)
         self._check_type(new, r)
         if name is not None and meta.get("name") != name:
@@ -563,7 +563,7 @@ class ObjectDB:
         if r.namespaced and meta.get("namespace") != cur["metadata"].get("namespace"):
             raise BadRequest("the namespace of the object cannot be changed by a patch")
         # The patch's resourceVersion (if it set one) stays in place and acts as a precondition.
-        return self._replace(patched, r, subresource=subresource, dry_run=dry_run)
+        return self._replace(patched, r, subresource=subresource, dry_run=dry_run, owned=patched is not cur)
 
     def _commit(self, r: Resource, ns: str, name: str, obj: Obj, typ: str, old: Obj | None) -> Obj:
         self._rv += 1
