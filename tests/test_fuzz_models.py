@@ -17,7 +17,7 @@ from tools.mutate import JUNK, MUTATION, demo_objects, mutate
 from engine.model import KINDS, Quantity, QuantityError
 from engine.store import Store
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DEMO = demo_objects()
 SAMPLES = {k.kind: [o for o in DEMO if o["kind"] in (k.kind, k.kind.removeprefix("Tau"))] for k in KINDS}
 
@@ -83,7 +83,7 @@ ANY_INPUT = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ANY_INPUT)
 def test_quantity_parses_or_refuses(text):
     try:

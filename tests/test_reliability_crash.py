@@ -181,7 +181,7 @@ while True:
 """
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_export_killed_mid_write_leaves_a_whole_file(tmp_path, seed):
     """A process exporting in a loop is SIGKILLed at a random moment: the target is always a
     complete snapshot (the old one or the new one), never a prefix."""

@@ -129,15 +129,16 @@ async def test_every_screen_shows_hostile_strings_inert(hostile):
         refs = []  # the hostile objects of each kind (two at most: each detail costs a render)
         for k in ("Workload", "Job", "Node", "ClusterQueue", "TauCluster", "TauWorkspace", "RayService", "Deployment"):
             objs = [o for o in r.store.list(k) if NAME in o.name or "[" in o.name or k == "TauCluster"]
-            refs += [ObjRef(kind=k, namespace=o.namespace, name=o.name) for o in objs[:2]]
-        assert len(refs) >= 10
-        for ref in refs:
+            refs += [ObjRef(kind=k, namespace=o.namespace, name=o.name) for o in objs[:1 if k in ("Node", "Job") else 2]]
+        assert len(refs) >= 8
+        for i, ref in enumerate(refs):
             app.post_message(OpenObject(ref, raw=True))
             await pilot.pause()
             seen.check(app, f"detail {ref.kind} {ref.name!r}")
-            await pilot.press("y")  # the YAML, as observed
-            await pilot.pause()
-            seen.check(app, f"yaml {ref.kind} {ref.name!r}")
+            if i % 3 == 0:
+                await pilot.press("y")  # the YAML, as observed
+                await pilot.pause()
+                seen.check(app, f"yaml {ref.kind} {ref.name!r}")
             await pilot.press("escape")
         for ws in r.store.list("TauWorkspace"):
             app.post_message(OpenObject(ObjRef(kind="TauWorkspace", namespace=ws.namespace, name=ws.name)))
@@ -179,12 +180,13 @@ def test_profiles_select_table_is_inert(hostile):
     assert "profile:  azure.research.training.ln[bold]y[/]\\x1b" in r.stdout, r.stdout  # made visible
 
 
-def test_workflow_status_and_list_tables_are_inert(tmp_path):
+def test_workflow_status_and_list_tables_are_inert(tmp_path, monkeypatch, capsys):
     """A journal whose plan names hostile objects and whose failure quotes a hostile API message."""
     from engine.workflows import Journal
+    from taudash.cli import main
 
     state = tmp_path / "state"
-    env = {"TAUDASH_STATE_DIR": str(state)}
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(state))
     journal_dir = state / "workflows"
     journal_dir.mkdir(parents=True)
     j = Journal.create("abc123", "hold", {"cqs": [NAME], "mode": "HoldAndDrain"}, CONTEXT, directory=journal_dir)
@@ -194,12 +196,13 @@ def test_workflow_status_and_list_tables_are_inert(tmp_path):
     j.append("planned", "hold", {"operations": [op], "notes": [H], "destructive": False, "signature": [NAME]})
     j.append("failed", "hold", {"error": f"HTTP 422: {H}"})
     j.append("artifact", None, {"name": H, "path": f"/tmp/{NAME}"})
-    for args in (("workflow", "status", "abc123"), ("workflow", "list")):
-        r = run_cli(*args, env=env)
-        assert r.returncode == 0, r.stderr
-        assert_inert_output(r.stdout + r.stderr)
-    status = run_cli("workflow", "status", "abc123", env=env).stdout
-    assert "[bold]y[/]" in status and "\\x1b[2J" in status
+    for args in (["workflow", "status", "abc123"], ["workflow", "list"]):
+        assert main(args) == 0
+        out = capsys.readouterr()
+        assert_inert_output(out.out + out.err)
+        if args[1] == "status":
+            assert "[bold]y[/]" in out.out and "\\x1b[2J" in out.out
     # JSON keeps the exact strings (escaped by JSON itself)
-    doc = json.loads(run_cli("workflow", "status", "abc123", "-o", "json", env=env).stdout)
+    assert main(["workflow", "status", "abc123", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
     assert doc["steps"][0]["error"] == f"HTTP 422: {H}"

@@ -89,8 +89,9 @@ class SteadyMutator:
     async def stream(self, rate: float, seconds: float, on_tick=None) -> tuple[int, float]:
         start = time.perf_counter()
         done = 0
+        burst = max(1, int(rate / 50))  # a starved writer falls behind instead of writing seconds' worth at once
         while (elapsed := time.perf_counter() - start) < seconds:
-            due = int(elapsed * rate) + 1
+            due = min(int(elapsed * rate) + 1, done + burst)
             while done < due:
                 self.one()
                 done += 1
@@ -389,6 +390,7 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
             await pilot.pause(tick * 2)
             stop.set()
             await sampler
+            await pilot.pause(2.0)  # a key posted just before the stop is handled before the app closes
             res.frames = app.frames
             res.tick_to_render = stats(app.lags)
             res.tick_period = stats([b - a for a, b in zip(app.renders, app.renders[1:], strict=False)])
