@@ -82,6 +82,6 @@ async def test_every_screen_renders_with_malformed_objects_from_the_api(seed):
         assert len(accepted) > len(objects) // 2 and stored  # most made it, mutated ones among them
         app = dashboard(session, tick=0.3)
         async with app.run_test(size=(140, 40)) as pilot:
-            await render_everything(app, pilot, stored[:15])  # each detail costs a render: the first 15
+            await render_everything(app, pilot, stored[:8])  # each detail costs a render: the first 8
             assert session.last_frame.revision == session.store.revision
         await close(source)

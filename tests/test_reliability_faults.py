@@ -93,7 +93,7 @@ def track_errors(store) -> list[str]:
 
 
 async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
-    """Streams cut again and again (abruptly, then cleanly) after they worked: each resumes from
+    """Streams cut again and again after they worked (clean cuts: tests/test_kube_source.py): each resumes from
     its last resourceVersion; no re-list, no kind shown as an error, nothing lost."""
     async with SimServer() as sim:
         session, source = await live_session(sim)
@@ -102,7 +102,7 @@ async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
         async with app.run_test(size=(120, 36)) as pilot:
             frames, listed = app.frames, lists(sim)
             with Writer(sim):
-                for abort in [True] * 6 + [False]:  # more abrupt cuts in a row than the source tolerates early
+                for abort in [True] * 6:  # more abrupt cuts in a row than the source tolerates early
                     await sim.api.wait_for_watches(len(source.status), within=15)
                     await asyncio.sleep(0.7)
                     sim.faults.drop_watches(abort=abort)
@@ -110,7 +110,7 @@ async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
             await assert_converges(sim, session)
             await pilot.pause(TICK * 2)
             assert app.frames > frames  # the dashboard kept rendering through it
-            assert all(st.watch_restarts >= 7 for st in source.status.values())
+            assert all(st.watch_restarts >= 6 for st in source.status.values())
             assert errors == [] and lists(sim) == listed, errors[:3]
             assert "unknown:" not in header_text(app)
         await close(source)
