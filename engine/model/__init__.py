@@ -5,7 +5,6 @@ from .core import (
     CSIDriver,
     CSINode,
     Deployment,
-    Job,
     Namespace,
     Node,
     PersistentVolumeClaim,
@@ -16,6 +15,7 @@ from .core import (
     ServiceAccount,
     StorageClass,
 )
+from .fast import FastObject, Job, Workload
 from .kinds import BY_KIND, BY_RESOURCE, KINDS, ResourceKind, lookup
 from .kueue import (
     MULTIKUEUE_CONTROLLER,
@@ -27,7 +27,6 @@ from .kueue import (
     MultiKueueConfig,
     ResourceFlavor,
     Topology,
-    Workload,
     WorkloadPriorityClass,
 )
 from .quantity import ZERO, Quantity, QuantityError, qsum
@@ -46,6 +45,7 @@ __all__ = [
     "Cohort",
     "Condition",
     "Deployment",
+    "FastObject",
     "Job",
     "KubeObject",
     "LabelSelector",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import core, kueue, tau
+from . import core, fast, kueue, tau
 from .base import KubeObject
 
 
@@ -15,7 +15,7 @@ class ResourceKind:
     versions: tuple[str, ...]  # preferred first
     plural: str
     namespaced: bool
-    model: type[KubeObject]
+    model: type[KubeObject] | type[fast.FastObject]
     optional: bool = False  # an absent API counts as empty (Ray)
 
     @property
@@ -42,7 +42,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("CSIDriver", "storage.k8s.io", ("v1",), "csidrivers", False, core.CSIDriver),
     ResourceKind("CSINode", "storage.k8s.io", ("v1",), "csinodes", False, core.CSINode),
     ResourceKind("PriorityClass", "scheduling.k8s.io", ("v1",), "priorityclasses", False, core.PriorityClass),
-    ResourceKind("Job", "batch", ("v1",), "jobs", True, core.Job),
+    ResourceKind("Job", "batch", ("v1",), "jobs", True, fast.Job),
     ResourceKind("Deployment", "apps", ("v1",), "deployments", True, core.Deployment),
     ResourceKind("RayJob", "ray.io", ("v1",), "rayjobs", True, core.RayJob, optional=True),
     ResourceKind("RayService", "ray.io", ("v1",), "rayservices", True, core.RayService, optional=True),
@@ -50,7 +50,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("LocalQueue", KUEUE, _KQ, "localqueues", True, kueue.LocalQueue),
     ResourceKind("Cohort", KUEUE, _KQ, "cohorts", False, kueue.Cohort),
     ResourceKind("ResourceFlavor", KUEUE, _KQ, "resourceflavors", False, kueue.ResourceFlavor),
-    ResourceKind("Workload", KUEUE, _KQ, "workloads", True, kueue.Workload),
+    ResourceKind("Workload", KUEUE, _KQ, "workloads", True, fast.Workload),
     ResourceKind("AdmissionCheck", KUEUE, _KQ, "admissionchecks", False, kueue.AdmissionCheck),
     ResourceKind("WorkloadPriorityClass", KUEUE, _KQ, "workloadpriorityclasses", False, kueue.WorkloadPriorityClass),
     ResourceKind("Topology", KUEUE, _KQ, "topologies", False, kueue.Topology),

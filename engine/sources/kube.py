@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from msgspec.structs import force_setattr
 from pydantic import ValidationError
 
 from ..model import KINDS, ResourceKind
+from ..model.fast import FAST_MODELS, FastCodec
 from ..model.slim import share_raw, slim
 from ..store import AccessState, Store
 
@@ -42,6 +44,9 @@ LIST_PAGE = 500
 # decoded JSON as well (that copy would be most of the memory at fleet scale). Their YAML view says
 # the raw copy is not kept; every other kind keeps it (export, workflows, the object view).
 SLIM_KINDS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"})
+# Kinds decoded from bytes straight into structs (engine/model/fast.py).
+_CODECS = {k.kind: FastCodec(k.model) for k in KINDS if k.model in FAST_MODELS}
+FAST_KINDS = frozenset(_CODECS)
 
 
 class Gone(Exception):
@@ -246,15 +251,18 @@ class KubeSource:
             _request_timeout=deadline or self.request_timeout,
         )
 
-    async def _get_json(self, path: str, query=None, deadline=None) -> dict:
+    async def _get_bytes(self, path: str, query=None, deadline=None) -> bytes:
         resp = await self._request(path, query, deadline)
         try:
             body = await resp.read()
             if resp.status >= 400:
                 raise ApiStatusError(resp.status, _status_message(body))
-            return _loads(body)
+            return body
         finally:
             resp.release()
+
+    async def _get_json(self, path: str, query=None, deadline=None) -> dict:
+        return _loads(await self._get_bytes(path, query, deadline))
 
     async def _served_version(self, k: ResourceKind) -> str | None:
         """The first of the kind's versions whose discovery document lists the resource."""
@@ -334,6 +342,8 @@ class KubeSource:
         raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.version))
         raw.setdefault("kind", k.kind)
         try:
+            if k.kind in FAST_KINDS:  # already slim; tolerant of what the fast decoder refused
+                return k.model.model_validate(raw)
             # Shared sub-objects, field-sets and strings: a Workload keeps a third of its memory.
             return slim(k.model.model_validate(share_raw(k.kind, raw)))
         except ValidationError as exc:
@@ -354,14 +364,22 @@ class KubeSource:
             query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
             if cont:
                 query.append(("continue", cont))
-            doc = await self._get_json(self._path(k, st.version), query)
-            for raw in doc.get("items") or []:
-                obj = self._decode(k, st, raw)
-                if obj is not None:
-                    items.append((obj, None if k.kind in SLIM_KINDS else raw))
-            meta = doc.get("metadata") or {}
-            rv = meta.get("resourceVersion", rv)
-            cont = meta.get("continue")
+            body = await self._get_bytes(self._path(k, st.version), query)
+            fast = _CODECS[k.kind].page(body) if k.kind in FAST_KINDS else None
+            if fast is not None:  # typed objects straight from the bytes
+                objs, page_rv, cont = fast
+                _stamp_api_version(objs, _api_version(k, st.version))
+                items.extend((obj, None) for obj in objs)
+                rv = page_rv or rv
+            else:
+                doc = _loads(body)
+                for raw in doc.get("items") or []:
+                    obj = self._decode(k, st, raw)
+                    if obj is not None:
+                        items.append((obj, None if k.kind in SLIM_KINDS else raw))
+                meta = doc.get("metadata") or {}
+                rv = meta.get("resourceVersion", rv)
+                cont = meta.get("continue")
             if not cont:
                 break
         now = self.clock()
@@ -396,11 +414,28 @@ class KubeSource:
                 buf = lines.pop()
                 for line in lines:
                     if line.strip():
-                        self._apply(k, st, _loads(line))
+                        self._event(k, st, line)
             if buf.strip():
-                self._apply(k, st, _loads(buf))
+                self._event(k, st, buf)
         finally:
             resp.release()
+
+    def _event(self, k: ResourceKind, st: KindStatus, line: bytes) -> None:
+        fast = _CODECS[k.kind].event(line) if k.kind in FAST_KINDS else None
+        if fast is None or fast[0] not in ("ADDED", "MODIFIED", "DELETED"):
+            self._apply(k, st, _loads(line))  # bookmarks, errors and what the fast decoder refused
+            return
+        typ, obj = fast
+        st.events += 1
+        now = self.clock()
+        meta = obj.metadata
+        if typ == "DELETED":
+            self._mutate(lambda: self.store.delete(k.kind, meta.name, meta.namespace, at=now))
+        else:
+            _stamp_api_version((obj,), _api_version(k, st.version))
+            self._mutate(lambda: self.store.upsert(obj, raw=None, at=now))
+        if meta.resource_version:
+            st.resource_version = meta.resource_version
 
     def _apply(self, k: ResourceKind, st: KindStatus, event: dict) -> None:
         typ = event.get("type")
@@ -452,6 +487,13 @@ def _bulk_ingest():
             gc.freeze()
             if _gc_was_enabled:
                 gc.enable()
+
+
+def _stamp_api_version(objs, api_version: str) -> None:
+    # List items may omit apiVersion (the list names it once): record the version served.
+    for obj in objs:
+        if not obj.api_version:
+            force_setattr(obj, "api_version", api_version)
 
 
 def _api_version(k: ResourceKind, version: str) -> str:
