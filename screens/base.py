@@ -19,7 +19,7 @@ from engine.session import Frame, Session
 
 from .filtering import RowMeta, parse_filter
 from .messages import OpenObject
-from .text import Tones, tones_for
+from .text import Tones, app_tones
 from .widgets.filter_bar import FilterBar
 from .widgets.footer_bar import FooterBar
 from .widgets.header_bar import HeaderBar
@@ -63,7 +63,7 @@ class DashScreen(Screen):
 
     @property
     def tones(self) -> Tones:
-        return tones_for(self.app.get_css_variables())
+        return app_tones(self.app)
 
     # data --------------------------------------------------------------------------------
     def show(self, frame: Frame) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -119,3 +120,13 @@ def _tones(key: tuple[tuple[str, str], ...]) -> Tones:
 def tones_for(variables: dict[str, str]) -> Tones:
     keys = ("success", "warning", "error", "primary", "accent", "secondary", "background")
     return _tones(tuple((k, variables.get(k, "")) for k in keys))
+
+
+def app_tones(app: Any) -> Tones:
+    """The app's tones, resolved once per theme: every widget asks each tick, and resolving the
+    theme's CSS variables costs milliseconds."""
+    key = (app.theme, app.ansi_color)
+    cached = getattr(app, "_tones_cache", None)
+    if cached is None or cached[0] != key:
+        cached = app._tones_cache = (key, tones_for(app.get_css_variables()))
+    return cached[1]

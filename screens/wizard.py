@@ -24,7 +24,7 @@ from engine.session import Frame, Session
 
 from .base import DashScreen
 from .messages import AbortWorkflow, ResumeWorkflow
-from .text import Tones, lit, span, tones_for
+from .text import Tones, app_tones, lit, span
 from .widgets.bars import bar
 from .widgets.header_bar import HeaderBar
 from .workflow_model import RUN_MARK, RUN_TONE, STEP_MARK, STEP_TONE, RunModel, eta_text
@@ -139,7 +139,7 @@ class StepConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         r = self.request
-        tones = tones_for(self.app.get_css_variables())
+        tones = app_tones(self.app)
         with Vertical():
             head = span("Confirm ", "bold")
             head.append(f"step {r.step_no} of {r.steps} · ", style="bold")

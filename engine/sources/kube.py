@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 from msgspec.structs import force_setattr
 from pydantic import ValidationError
 
 from ..model import KINDS, ResourceKind
-from ..model.fast import FAST_MODELS, FastCodec
+from ..model.fast import FAST_MODELS, FastCodec, ListMeta
 from ..model.slim import share_raw, slim
 from ..store import AccessState, Store
 
@@ -47,6 +48,7 @@ SLIM_KINDS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"}
 # Kinds decoded from bytes straight into structs (engine/model/fast.py).
 _CODECS = {k.kind: FastCodec(k.model) for k in KINDS if k.model in FAST_MODELS}
 FAST_KINDS = frozenset(_CODECS)
+_PEEK = msgspec.json.Decoder(msgspec.defstruct("ListHead", [("metadata", ListMeta, ListMeta())]))
 
 
 class Gone(Exception):
@@ -360,28 +362,47 @@ class KubeSource:
         items: list[tuple[Any, dict]] = []
         cont = None
         rv = ""
-        while True:
+        path = self._path(k, st.version)
+
+        def fetch(token: str | None) -> asyncio.Future:
             query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
-            if cont:
-                query.append(("continue", cont))
-            body = await self._get_bytes(self._path(k, st.version), query)
-            fast = _CODECS[k.kind].page(body) if k.kind in FAST_KINDS else None
-            if fast is not None:  # typed objects straight from the bytes
-                objs, page_rv, cont = fast
-                _stamp_api_version(objs, _api_version(k, st.version))
-                items.extend((obj, None) for obj in objs)
-                rv = page_rv or rv
-            else:
-                doc = _loads(body)
-                for raw in doc.get("items") or []:
-                    obj = self._decode(k, st, raw)
-                    if obj is not None:
-                        items.append((obj, None if k.kind in SLIM_KINDS else raw))
-                meta = doc.get("metadata") or {}
-                rv = meta.get("resourceVersion", rv)
-                cont = meta.get("continue")
-            if not cont:
-                break
+            if token:
+                query.append(("continue", token))
+            return asyncio.ensure_future(self._get_bytes(path, query))
+
+        pending = fetch(None)
+        try:
+            while True:
+                body = await pending
+                # Ask for the next page before decoding this one: the server prepares it meanwhile.
+                peeked = _peek_continue(body)
+                pending = fetch(peeked) if peeked else None
+                fast = _CODECS[k.kind].page(body) if k.kind in FAST_KINDS else None
+                if fast is not None:  # typed objects straight from the bytes
+                    objs, page_rv, cont = fast
+                    _stamp_api_version(objs, _api_version(k, st.version))
+                    items.extend((obj, None) for obj in objs)
+                    rv = page_rv or rv
+                else:
+                    doc = _loads(body)
+                    for raw in doc.get("items") or []:
+                        obj = self._decode(k, st, raw)
+                        if obj is not None:
+                            items.append((obj, None if k.kind in SLIM_KINDS else raw))
+                    meta = doc.get("metadata") or {}
+                    rv = meta.get("resourceVersion", rv)
+                    cont = meta.get("continue")
+                if not cont:
+                    break
+                if peeked != cont:  # the peek could not tell: fetch what the page really says
+                    if pending is not None:
+                        pending.cancel()
+                    pending = fetch(cont)
+        finally:
+            if pending is not None:
+                if pending.done() and not pending.cancelled():
+                    pending.exception()  # retrieved: a prefetch that failed after an earlier error is moot
+                pending.cancel()
         now = self.clock()
         self._mutate(lambda: self.store.replace(k.kind, items, at=now))
         self._set_access(k.kind, AccessState.SYNCED)
@@ -487,6 +508,22 @@ def _bulk_ingest():
             gc.freeze()
             if _gc_was_enabled:
                 gc.enable()
+
+
+_ITEMS = b'"items":'
+
+
+def _peek_continue(body: bytes) -> str | None:
+    """The continue token of a list page, read from the part before its items (the API server writes
+    `metadata` first) without decoding the page; None when there is none or the page is laid out
+    otherwise (the caller then uses the token the full decode finds)."""
+    at = body.find(_ITEMS)
+    if at <= 0 or body[at - 1:at] != b",":
+        return None
+    try:
+        return _PEEK.decode(body[:at] + b'"items":[]}').metadata.continue_
+    except msgspec.DecodeError:
+        return None
 
 
 def _stamp_api_version(objs, api_version: str) -> None:

@@ -11,7 +11,7 @@ from textual.events import Click, Resize
 from textual.widget import Widget
 
 from ..messages import Navigate
-from ..text import tones_for
+from ..text import app_tones
 
 NAV = (
     ("overview", "Overview", "Over"),
@@ -42,7 +42,7 @@ class FooterBar(Widget):
         self._spans: list[tuple[int, int, str]] = []
 
     def _layout(self, width: int) -> Text:
-        tones = tones_for(self.app.get_css_variables())
+        tones = app_tones(self.app)
         key_style = Style(bold=True, color=tones.accent.color)
         for long_names, keys in ((True, KEYS_LONG), (True, KEYS_SHORT), (False, KEYS_SHORT)):
             t = Text(end="", no_wrap=True, overflow="crop")

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from engine.session import Frame
 
-from ..text import Tones, lit, tones_for
+from ..text import Tones, app_tones, lit
 
 
 def _age(seconds: float) -> str:
@@ -64,7 +64,7 @@ class HeaderBar(Widget):
         yield Static("", id="hb-problems")
 
     def show(self, frame: Frame) -> None:
-        tones = tones_for(self.app.get_css_variables())
+        tones = app_tones(self.app)
         self.query_one("#hb-left", Static).update(self._left(frame, tones, self.size.width >= 140))
         self.query_one("#hb-right", Static).update(self._right(frame, tones))
         problems = self._problems(frame, tones)

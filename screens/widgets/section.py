@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ..text import lit, span, tones_for
+from ..text import app_tones, lit, span
 from .keyed_table import KeyedTable
 
 
@@ -37,7 +37,7 @@ class Section(Vertical):
         yield self.table
 
     def _title_text(self) -> Text:
-        tones = tones_for(self.app.get_css_variables()) if self.is_attached else None
+        tones = app_tones(self.app) if self.is_attached else None
         t = span(self.heading, tones.heading if tones else "bold")
         shown, total, raw = self._count
         if raw:
