@@ -3,10 +3,6 @@ drain open — and why each one waits (QuotaReserved/Admitted reason and message
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
-
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -33,24 +29,61 @@ COLS = [
 STATE_WORD = {"pending": "pending", "quotaReserved": "checks"}
 
 
-@dataclass
 class _Item:
-    key: str
-    kind: str
-    namespace: str
-    name: str
-    queue: str
-    state: Text | Callable[[], Text]  # waiting Workloads build their Text only when their row is drawn
-    why: Text | Callable[[], Text]
-    detail: list[tuple[str, str]]
-    blocks: list[str]
-    row: Row | None = None  # built once per item: an unchanged Workload costs nothing next tick
-    why_plain: str = ""
+    """One row: a waiting Workload (shown by its owner) or a source that only blocks a drain. Its
+    cells, filter text and detail are built when asked for: at fleet scale ~50k Workloads wait and
+    only one page of them is ever drawn."""
+
+    __slots__ = ("key", "kind", "namespace", "name", "wl", "blocker", "blocks", "tones", "row")
+
+    def __init__(self, key: str, kind: str, namespace: str, name: str, wl, blocker, blocks: list[tuple[str, str]],
+                 tones: Tones) -> None:
+        self.key, self.kind, self.namespace, self.name = key, kind, namespace, name
+        self.wl, self.blocker, self.blocks, self.tones = wl, blocker, blocks, tones
+        self.row = Row(key, self.cells, self.meta)
+
+    @property
+    def queue(self) -> str:
+        if self.wl is not None:
+            return self.wl.cluster_queue or "? unknown"
+        return self.blocker.route or ""
+
+    def why(self) -> Text:
+        why = Text(end="")
+        src = self.wl if self.wl is not None else self.blocker
+        why.append(lit(src.reason, "bold"))
+        if src.message or self.wl is None:
+            why.append(": ")
+            why.append(lit(src.message))
+        return why
+
+    def state(self) -> Text:
+        if self.wl is None:
+            return Text("⚠ blocks", style=self.tones.warn)
+        wl = self.wl
+        word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
+        return _state_text(word, wl.active, bool(self.blocks), self.tones)
 
     def cells(self) -> tuple[Text, ...]:
-        state = self.state() if callable(self.state) else self.state
-        why = self.why() if callable(self.why) else self.why
-        return (lit(self.kind), lit(objname(self.namespace, self.name)), lit(self.queue), state, why)
+        return (lit(self.kind), lit(objname(self.namespace, self.name)), lit(self.queue), self.state(), self.why())
+
+    def meta(self) -> RowMeta:
+        return RowMeta(kind=self.kind, namespace=self.namespace, name=self.name,
+                       text=f"{self.queue} {self.why().plain} {' '.join(ws for ws, _ in self.blocks)}")
+
+    def detail(self) -> list[tuple[str, str]]:
+        if self.wl is None:
+            b = self.blocker
+            out = [("holds route", b.route or "unknown"), ("why", b.message)]
+        else:
+            wl = self.wl
+            out = [
+                ("Workload", objname(wl.namespace, wl.name)),
+                ("waits on", f"{wl.condition} {wl.reason}"),
+                ("message", wl.message),
+                ("route", f"LocalQueue {wl.namespace}/{wl.queue_name} → ClusterQueue {wl.cluster_queue or 'unknown'}"),
+            ]
+        return out + [("blocks drain of", f"{ws}: {action}") for ws, action in self.blocks]
 
 
 def _order(it: _Item) -> tuple[str, str, str]:
@@ -105,34 +138,38 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             t.append(lit(" · ".join(p.describe(frame.now.timestamp()) for p in unknown), tones.warn))
             t.append(" — objects of these kinds cannot be listed here", style=tones.muted)
             note.update(t)
-        self._items = self._collect(frame, tones)
-        rows = []
-        for it in self._items.values():
-            if it.row is None:
-                it.row = Row(it.key, it.cells,
-                             RowMeta(kind=it.kind, namespace=it.namespace, name=it.name,
-                                     text=f"{it.queue} {it.why_plain} {' '.join(it.blocks)}"))
-            rows.append(it.row)
         table = self.query_one("#sources", KeyedTable)
+        rows = self._rows(frame.view, tones)
         table.sync(rows)
         self._detail(table.selected_key())
 
-    def _collect(self, frame: Frame, tones: Tones) -> dict[str, _Item]:
-        view = frame.view
+    def _rows(self, view, tones: Tones) -> list[Row]:
         blockers: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
         first: dict[tuple[str, str, str], object] = {}  # the first blocker entry per object
         for w in view.workspaces:
             for b in w.drain.blockers:
                 blockers.setdefault((b.kind, b.namespace, b.name), []).append((w.name, b.action or b.message))
                 first.setdefault((b.kind, b.namespace, b.name), b)
+        # Views share their waiting list until a row changes: the same list, blockers and theme as
+        # last tick means the same rows — nothing to walk.
+        sig = (view.waiting, blockers, tones)
+        last = getattr(self, "_sig", None)
+        if last is not None and last[0] is sig[0] and last[1] == blockers and last[2] == tones:
+            return self._last_rows
+        self._items = self._collect(view.waiting, blockers, first, tones)
+        self._sig, self._last_rows = sig, [it.row for it in self._items.values()]
+        return self._last_rows
+
+    def _collect(self, waiting, blockers, first, tones: Tones) -> dict[str, _Item]:
+        blockers = dict(blockers)
         items: dict[str, _Item] = {}
-        # Thousands of Workloads wait at fleet scale, and an incremental view keeps the same row object
-        # for a Workload that did not change: reuse its item instead of rebuilding every Text each tick.
+        # An incremental view keeps the same row object for a Workload that did not change: reuse
+        # its item (and the Row the table drew) instead of rebuilding it.
         cache = getattr(self, "_item_cache", {})
         if getattr(self, "_item_tones", None) != tones:
             cache = {}
         fresh: dict[int, tuple] = {}
-        for wl in view.waiting:
+        for wl in waiting:
             hit = cache.get(id(wl))
             # The common case at scale: the same row object as last tick and nothing blocks on it.
             if hit is not None and hit[0] is wl and (not blockers or (hit[2] not in blockers and hit[3] not in blockers)):
@@ -143,35 +180,15 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             by_owner, by_name = (kind, wl.namespace, name), ("Workload", wl.namespace, wl.name)
             blocks = blockers.pop(by_owner, []) + blockers.pop(by_name, [])
             key = f"{kind}|{wl.namespace}|{name}"
-            word = "inactive" if not wl.active else STATE_WORD.get(wl.status, wl.status)
-            state = partial(_state_text, word, wl.active, bool(blocks), tones)
-            why = partial(_why_text, wl.reason, wl.message)
-            queue = wl.cluster_queue or "? unknown"
-            detail = [
-                ("Workload", objname(wl.namespace, wl.name)),
-                ("waits on", f"{wl.condition} {wl.reason}"),
-                ("message", wl.message),
-                ("route", f"LocalQueue {wl.namespace}/{wl.queue_name} → ClusterQueue {wl.cluster_queue or 'unknown'}"),
-            ]
-            detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
-            items[key] = _Item(key, kind, wl.namespace, name, queue, state, why, detail, [ws for ws, _ in blocks],
-                               why_plain=f"{wl.reason}: {wl.message}" if wl.message else wl.reason)
+            items[key] = it = _Item(key, kind, wl.namespace, name, wl, None, blocks, tones)
             if not blocks:
-                fresh[id(wl)] = (wl, items[key], by_owner, by_name)
+                fresh[id(wl)] = (wl, it, by_owner, by_name)
         self._item_cache, self._item_tones = fresh, tones
         for (kind, ns, name), blocks in blockers.items():
             key = f"{kind}|{ns}|{name}"
-            if key in items:
-                continue
-            b = first[(kind, ns, name)]  # (a scan of every blocker per blocker was quadratic in a big drain)
-            why = Text(end="")
-            why.append(lit(b.reason, "bold"))
-            why.append(": ")
-            why.append(lit(b.message))
-            detail = [("holds route", b.route or "unknown"), ("why", b.message)]
-            detail += [("blocks drain of", f"{ws}: {action}") for ws, action in blocks]
-            items[key] = _Item(key, kind, ns, name, b.route or "", Text("⚠ blocks", style=tones.warn), why, detail,
-                               [ws for ws, _ in blocks], why_plain=why.plain)
+            if key not in items:
+                # (a scan of every blocker per blocker was quadratic in a big drain)
+                items[key] = _Item(key, kind, ns, name, None, first[(kind, ns, name)], blocks, tones)
         return {it.key: it for it in sorted(items.values(), key=_order)}
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -186,5 +203,5 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         tones = self.tones
         t = span(f"{it.kind} ", tones.heading, end="\n")
         t.append(lit(objname(it.namespace, it.name), "bold"))
-        rows = [(label, lit(value, tones.accent if label == "blocks drain of" else "")) for label, value in it.detail]
+        rows = [(label, lit(value, tones.accent if label == "blocks drain of" else "")) for label, value in it.detail()]
         pane.update(Group(t, kv_grid(rows, tones.muted)))

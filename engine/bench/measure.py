@@ -77,6 +77,18 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
+def rss_mib() -> float | None:
+    """Resident memory now (Linux), to tell which phase sets the peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 # --- the simulator in its own process ---------------------------------------------------------
 
 

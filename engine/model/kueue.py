@@ -202,6 +202,19 @@ class Workload(KubeObject):
     def finished(self) -> bool:
         return self._is("Finished")
 
+    def flags(self) -> tuple[bool, bool, bool]:
+        """(finished, quotaReserved, admitted) in one pass over the conditions; the first of each type counts."""
+        f = q = a = None
+        for c in self.status.conditions:
+            t = c.type
+            if t == "Finished":
+                f = c.status == "True" if f is None else f
+            elif t == "QuotaReserved":
+                q = c.status == "True" if q is None else q
+            elif t == "Admitted":
+                a = c.status == "True" if a is None else a
+        return bool(f), bool(q), bool(a)
+
     @property
     def admitted(self) -> bool:
         return self._is("Admitted")

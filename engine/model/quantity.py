@@ -57,6 +57,16 @@ def _bounded(value: Decimal, text: object) -> Decimal:
     return value
 
 
+_oset = object.__setattr__
+
+
+def _make(value: Decimal, fmt: str) -> Quantity:
+    q = object.__new__(Quantity)
+    _oset(q, "value", value)
+    _oset(q, "format", fmt)
+    return q
+
+
 @total_ordering
 class Quantity:
     """An immutable, exact Kubernetes quantity."""
@@ -123,8 +133,10 @@ class Quantity:
         return self.format if self.value != 0 or other.value == 0 else other.format
 
     def __add__(self, other: object) -> Quantity:
-        o = _coerce(other)
-        return Quantity(_CTX.add(self.value, o.value), self._fmt_with(o))
+        o = other if type(other) is Quantity else _coerce(other)
+        a, b = self.value, o.value
+        # Sums over thousands of nodes and queues: skip the constructor's parsing and re-wrapping.
+        return _make(_CTX.add(a, b), self.format if a != 0 or b == 0 else o.format)
 
     __radd__ = __add__
 

@@ -138,16 +138,16 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
 
 def observed_bucket(ctx: RuleContext, wl: Workload) -> tuple[str, int, int, int] | None:
     """What one Workload adds to its ClusterQueue's observed counts: (queue, pending, reserving, admitted)."""
-    if wl.finished:
+    finished, reserved, admitted = wl.flags()
+    if finished:
         return None
-    reserved = wl.quota_reserved
     if not wl.spec.active and not reserved:
         return None  # deactivated and not holding quota: Kueue does not count it as pending
     cq = workload_cluster_queue(ctx, wl)
     if cq is None:
         return None
     if reserved:
-        return (cq, 0, 1, 1 if wl.admitted else 0)
+        return (cq, 0, 1, 1 if admitted else 0)
     return (cq, 1, 0, 0)
 
 
@@ -307,16 +307,25 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[Coh
 
 def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
     """(condition, reason, message) explaining why an unfinished Workload is not admitted, else None."""
-    if wl.finished or wl.admitted:
+    # One pass over the conditions (this runs for every Workload of a fleet); the first of each type counts.
+    finished = admitted = qr = None
+    for c in wl.status.conditions:
+        t = c.type
+        if t == "Finished":
+            finished = c if finished is None else finished
+        elif t == "Admitted":
+            admitted = c if admitted is None else admitted
+        elif t == "QuotaReserved":
+            qr = c if qr is None else qr
+    if (finished is not None and finished.status == "True") or (admitted is not None and admitted.status == "True"):
         return None
     if not wl.spec.active:
         return ("Active", "Deactivated", "spec.active is false: the Workload is deactivated and will not be admitted")
-    qr = wl.condition("QuotaReserved")
-    if qr is None or not qr.is_true:
-        if qr is None:
-            return ("QuotaReserved", "Pending", "no QuotaReserved condition yet: waiting for the scheduler")
+    if qr is None:
+        return ("QuotaReserved", "Pending", "no QuotaReserved condition yet: waiting for the scheduler")
+    if qr.status != "True":
         return ("QuotaReserved", qr.reason or "Pending", qr.message)
-    adm = wl.condition("Admitted")
+    adm = admitted
     outstanding = [c for c in wl.status.admission_checks if c.state != "Ready"]
     if outstanding:
         detail = "; ".join(f"admission check {c.name}: {c.state}" + (f" ({c.message})" if c.message else "") for c in outstanding)
@@ -341,14 +350,16 @@ def waiting_workload(ctx: RuleContext, wl: Workload) -> WaitingWorkload | None:
     if why is None:
         return None
     owner = wl.owner
-    return WaitingWorkload(
+    # Built from values this function already checked: no per-field validation for 50k rows.
+    return WaitingWorkload.model_construct(
         namespace=wl.namespace or "",
         name=wl.name,
         queue_name=wl.spec.queue_name,
         cluster_queue=workload_cluster_queue(ctx, wl),
         owner_kind=owner.kind if owner else None,
         owner_name=owner.name if owner else None,
-        status=wl.derived_status,
+        # Waiting on Admitted means quota is reserved; on QuotaReserved, that it is not.
+        status={"Admitted": "quotaReserved", "QuotaReserved": "pending"}.get(why[0]) or wl.derived_status,
         condition=why[0],
         reason=why[1],
         message=why[2],

@@ -25,7 +25,9 @@ from ..text import lit
 
 EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list
 MORE_KEY = "\x00more"  # the last row of a page when more rows follow
-PAGE_ROWS = 500  # rows handed to the DataTable at once: past this a table pages (] next, [ previous)
+# Rows handed to the DataTable at once: past this a table pages (] next, [ previous). Each row added
+# is measured by the DataTable, so a page is what a first paint costs: ~4 screens of rows.
+PAGE_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,11 @@ class Row:
     # The cells, or a function making them: a table of thousands of rows only draws one page, so
     # screens may leave the Text of the other rows unbuilt.
     cells: tuple[Text, ...] | Callable[[], tuple[Text, ...]]
-    meta: RowMeta | None = None
+    meta: RowMeta | Callable[[], RowMeta] | None = None  # lazily too: only the filter and the selection read it
+
+    def row_meta(self) -> RowMeta | None:
+        m = self.meta
+        return m() if callable(m) else m
 
 
 def _cell(value: Text | str, right: bool = False) -> Text:
@@ -96,7 +102,7 @@ class KeyedTable(DataTable):
         self.spec = columns
         self.empty_text = empty
         self._rows: list[Row] = []
-        self._meta: dict[str, RowMeta | None] = {}
+        self._by_key: dict[str, Row] = {}
         self._filter = Filter()
         self._labels_of: LabelsOf | None = None
         self._built_width: int | None = None
@@ -121,6 +127,8 @@ class KeyedTable(DataTable):
 
     def sync(self, rows: list[Row]) -> None:
         """Make the table show `rows` (in this order), touching only what changed."""
+        if rows is self._rows and self._built_width == self.size.width and self.row_count:
+            return  # the very list shown now: nothing to diff (screens reuse it while nothing changed)
         self._rows = rows
         self._apply()
 
@@ -135,10 +143,11 @@ class KeyedTable(DataTable):
 
     def selected_meta(self) -> RowMeta | None:
         key = self.selected_key()
-        return self._meta.get(key) if key is not None else None
+        return self.meta(key) if key is not None else None
 
     def meta(self, key: str) -> RowMeta | None:
-        return self._meta.get(key)
+        row = self._by_key.get(key)
+        return row.row_meta() if row is not None else None
 
     def visible_keys(self) -> list[str]:
         """Keys of the rows on screen, in order (the empty and "more" placeholders excluded)."""
@@ -173,7 +182,12 @@ class KeyedTable(DataTable):
     def _visible(self) -> list[Row]:
         if not self._filter.active:
             return self._rows
-        return [r for r in self._rows if r.meta is None or self._filter.matches(r.meta, self._labels_of)]
+        out = []
+        for r in self._rows:
+            m = r.row_meta()
+            if m is None or self._filter.matches(m, self._labels_of):
+                out.append(r)
+        return out
 
     def _placeholder(self) -> Row:
         text = f"no rows match “{self._filter.raw}”" if self._rows else self.empty_text
@@ -202,13 +216,15 @@ class KeyedTable(DataTable):
             rows = [*rows[start : start + PAGE_ROWS], self._more(start, len(rows))]
         else:
             self.page = 0
-        self._meta = {r.key: r.meta for r in self._rows}
+        self._by_key = {r.key: r for r in self._rows}
         counted = (self.shown, len(self._rows), self._filter.raw if self._filter.active else "")
         if counted != self._counted:
             self._counted = counted
             self.post_message(self.Counted(self, *counted))
         if not rows:
             rows = [self._placeholder()]
+        if not self.size.width:
+            return  # not laid out yet: the first Resize builds columns and rows once, at the real width
         self.show_cursor = self.has_focus and rows[0].key != EMPTY_KEY
         prev = self.selected_key()
         with self.app.batch_update():
@@ -286,6 +302,7 @@ class KeyedTable(DataTable):
         self.show_cursor = self.has_focus and bool(self.visible_keys())
 
     def on_resize(self, event: Resize) -> None:
-        if self.columns and self._built_width != self.size.width:
-            self.clear(columns=True)
+        if self._built_width != self.size.width:
+            if self.columns:
+                self.clear(columns=True)
             self._apply()

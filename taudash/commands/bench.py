@@ -33,6 +33,7 @@ from engine.bench.measure import (
     median,
     peak_rss_mib,
     percentile,
+    rss_mib,
 )
 from engine.rules.base import RuleConfig
 from engine.session import Session
@@ -129,7 +130,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         if sync.not_synced:
             progress(f"  not synced: {', '.join(sync.not_synced)}")
         fig(Figure("sync_s", "initial sync", sync.seconds, "s"))
-        progress(f"  ({sum(sync.counts.values())} objects, client CPU {sync.cpu_seconds:.2f} s)")
+        progress(f"  ({sum(sync.counts.values())} objects, client CPU {sync.cpu_seconds:.2f} s, {_mem()})")
 
         progress(f"raw decode of the same list bytes with {DECODER}")
         pages = Path(sim.dir) / "pages.bin"
@@ -140,6 +141,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         pages.unlink()
         fig(Figure("decode_s", f"raw decode ({DECODER}, {size_mb:.0f} MB)", dec, "s"))
         fig(Figure("sync_vs_decode", "initial sync / raw decode", sync.seconds / dec if dec else None, "x", 2.0))
+        progress(f"  ({_mem()})")
 
         if kubectl:
             progress("kubectl get <every resource> -A -o json against the same server")
@@ -153,12 +155,14 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         with session.lock, prof.phase("derive_full"):
             full = derive_seconds(lambda: derive(store, now, session.config, session.source))
         fig(Figure("derive_full_s", "full derivation", full, "s", 0.5))
+        progress(f"  ({_mem()})")
 
         with session.lock:
             t = time.perf_counter()
             session.view(now)  # the session's first view (what the incremental path starts from)
             first_view = time.perf_counter() - t
         fig(Figure("session_first_view_s", "session: first view", first_view, "s"))
+        progress(f"  ({_mem()})")
 
         await _ui_phase(session, sim, sync.store, rate, secs, fig, progress, prof)
         fig(Figure("peak_rss_mib", "peak resident memory (client)", peak_rss_mib(), "MiB", 800.0))
@@ -230,6 +234,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         again = {n: await switch(pilot, n) for n in keys}
         worst = max(again, key=again.get)
         fig(Figure("switch_max_s", f"screen switch, slowest screen ({worst})", again[worst], "s", 0.150))
+        progress("  first paint / switch per screen: " + ", ".join(
+            f"{n} {first[n] * 1000:.0f}/{again[n] * 1000:.0f} ms" for n in keys) + f" ({_mem()})")
 
         progress("per-tick render cost on each screen")
         per_screen: dict[str, float] = {}
@@ -243,6 +249,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 await pilot.pause()
                 runs.append(time.perf_counter() - t)
             per_screen[n] = median(runs) or 0.0
+        progress("  per-tick render per screen: " + ", ".join(f"{n} {v * 1000:.0f} ms" for n, v in per_screen.items())
+                 + f" ({_mem()})")
         worst = max(per_screen, key=per_screen.get)
         fig(Figure("tick_render_max_s", f"per-tick render, slowest screen ({worst})", per_screen[worst], "s", 0.030))
 
@@ -281,6 +289,11 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s", 0.030))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
                  f"{len(presses)} key presses, {len(tick_costs)} ticks)")
+
+
+def _mem() -> str:
+    now = rss_mib()
+    return f"RSS now {now:.0f} MiB, peak {peak_rss_mib():.0f} MiB" if now is not None else f"peak RSS {peak_rss_mib():.0f} MiB"
 
 
 def print_table(results: dict) -> None:
