@@ -33,8 +33,7 @@ from .rules.queues import (
     ObservedCounts,
     cluster_queue_view,
     derive_cohorts,
-    observed_bucket,
-    waiting_workload,
+    workload_facts,
 )
 from .rules.workspaces import derive_workspace
 from .store import Change, Store
@@ -117,9 +116,9 @@ class IncrementalDeriver:
         readable = self._workloads_readable()
         for wl in s.list("Workload"):
             key = (wl.namespace or "", wl.name)
+            bucket, w = workload_facts(ctx, wl)
             if readable:
-                self._count(key, observed_bucket(ctx, wl))
-            w = waiting_workload(ctx, wl)
+                self._count(key, bucket)
             if w is not None:
                 self._wkeys.append(key)  # store.list is sorted by key: appends keep the order
                 self._wvals.append(w)
@@ -217,9 +216,10 @@ class IncrementalDeriver:
         readable = self._workloads_readable()
         for key in wl_keys:
             wl = s.get("Workload", key[1], key[0])
+            bucket, w = workload_facts(ctx, wl) if wl is not None else (None, None)
             if readable:
-                touched |= self._count(key, observed_bucket(ctx, wl) if wl is not None else None)
-            self._set_waiting(key, waiting_workload(ctx, wl) if wl is not None else None)
+                touched |= self._count(key, bucket)
+            self._set_waiting(key, w)
 
         # ClusterQueues whose object or observed counts moved; cohorts only read their quota rows.
         redo = touched | {k[1] for k in keys.get("ClusterQueue", ())}

@@ -230,6 +230,15 @@ class Session:
             return None
         return self.store.raw(kind, name, namespace)
 
+    def yaml_source(self, kind: str, name: str, namespace: str | None = None) -> tuple[Any, dict[str, Any] | None, bool]:
+        """What the object view shows as YAML: (the object, its document, whether the document is whole).
+        Kinds the source keeps no raw copy of (tens of thousands of Workloads) show the fields taudash reads."""
+        obj = self.get(kind, name, namespace)
+        raw = self.raw(kind, name, namespace)
+        if raw is not None or obj is None:
+            return obj, raw, raw is not None
+        return obj, obj.model_dump(by_alias=True, mode="json", exclude_none=True), False
+
     def labels(self, kind: str, name: str, namespace: str | None = None) -> dict[str, str]:
         obj = self.get(kind, name, namespace)
         return dict(obj.metadata.labels) if obj is not None else {}

@@ -57,7 +57,9 @@ class Store:
         self._raw: dict[str, dict[Key, dict[str, Any]]] = {k.kind: {} for k in KINDS}
         self._by_ns: dict[str, dict[str, set[Key]]] = {k.kind: {} for k in KINDS}
         self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {k.kind: {} for k in KINDS}
-        self._by_owner: dict[str, set[tuple[str, Key]]] = {}
+        # uid → (kind, key) of the one object it owns, or a set when it owns several: most owners (a
+        # Job and its Workload) own one, and a set each was ~50 MiB at fleet scale.
+        self._by_owner: dict[str, tuple[str, Key] | set[tuple[str, Key]]] = {}
         self._access: dict[str, Access] = {k.kind: Access(AccessState.SYNCING) for k in KINDS}
         # Sorted keys per kind, kept until a key is added or removed: `list()` of 100k Workloads
         # would otherwise sort them on every call (several per derive).
@@ -141,6 +143,10 @@ class Store:
 
     def by_label(self, kind: str, key: str, value: str | None = None, namespace: str | None = None) -> list[Any]:
         objs = self._objects[kind]
+        if kind in UNINDEXED_LABELS:  # scanned: the namespace's objects, or every object of the kind
+            keys = self._by_ns[kind].get(namespace, ()) if namespace is not None else objs.keys()
+            return [objs[k] for k in sorted(keys)
+                    if (v := objs[k].metadata.labels.get(key)) is not None and (value is None or v == value)]
         if value is None:
             keys = set().union(*(s for (k, _), s in self._by_label[kind].items() if k == key)) if objs else set()
         else:
@@ -150,7 +156,11 @@ class Store:
         return [objs[k] for k in sorted(keys)]
 
     def by_owner(self, uid: str, kind: str | None = None) -> list[Any]:
-        refs = self._by_owner.get(uid, set())
+        refs = self._by_owner.get(uid)
+        if refs is None:
+            return []
+        if type(refs) is tuple:
+            refs = (refs,)
         return [self._objects[k][key] for k, key in sorted(refs) if kind is None or k == kind]
 
     def access(self, kind: str) -> Access:
@@ -176,11 +186,19 @@ class Store:
     # internals ---------------------------------------------------------------------------
     def _index(self, kind: str, key: Key, obj: KubeObject) -> None:
         self._by_ns[kind].setdefault(key[0], set()).add(key)
-        for lk, lv in obj.metadata.labels.items():
-            self._by_label[kind].setdefault((lk, lv), set()).add(key)
+        if kind not in UNINDEXED_LABELS:
+            for lk, lv in obj.metadata.labels.items():
+                self._by_label[kind].setdefault((lk, lv), set()).add(key)
         for ref in obj.metadata.owner_references:
             if ref.uid:
-                self._by_owner.setdefault(ref.uid, set()).add((kind, key))
+                entry, have = (kind, key), self._by_owner.get(ref.uid)
+                if have is None:
+                    self._by_owner[ref.uid] = entry
+                elif type(have) is tuple:
+                    if have != entry:
+                        self._by_owner[ref.uid] = {have, entry}
+                else:
+                    have.add(entry)
 
     def _unindex(self, kind: str, key: Key) -> None:
         obj = self._objects[kind][key]
@@ -189,18 +207,23 @@ class Store:
             ns.discard(key)
             if not ns:
                 del self._by_ns[kind][key[0]]
-        for lk, lv in obj.metadata.labels.items():
+        for lk, lv in obj.metadata.labels.items() if kind not in UNINDEXED_LABELS else ():
             s = self._by_label[kind].get((lk, lv))
             if s is not None:
                 s.discard(key)
                 if not s:
                     del self._by_label[kind][(lk, lv)]
         for ref in obj.metadata.owner_references:
-            s = self._by_owner.get(ref.uid)
-            if s is not None:
-                s.discard((kind, key))
-                if not s:
+            have = self._by_owner.get(ref.uid)
+            if have is None:
+                continue
+            if type(have) is tuple:
+                if have == (kind, key):
                     del self._by_owner[ref.uid]
+            else:
+                have.discard((kind, key))
+                if len(have) == 1:
+                    self._by_owner[ref.uid] = next(iter(have))
 
     def _emit(self, kind: str, key: Key, typ: str, at: float | None) -> None:
         self.revision += 1
@@ -210,6 +233,11 @@ class Store:
         self._feed.append(change)
         for fn in self._listeners:
             fn(change)
+
+
+# Kinds of tens of thousands of objects whose labels are looked up rarely (a Job's Workloads, from
+# the object view): an index entry per label per object was ~70 MiB at fleet scale; they are scanned.
+UNINDEXED_LABELS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"})
 
 
 def _kind_of(obj: KubeObject) -> str:

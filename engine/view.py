@@ -14,6 +14,7 @@ from .rules.queues import (
     ClusterQueueView,
     CohortView,
     WaitingWorkload,
+    all_workload_facts,
     derive_cluster_queues,
     derive_cohorts,
     derive_waiting,
@@ -77,7 +78,8 @@ def derive(store: Store, now: datetime, config: RuleConfig | None = None, source
     findings += f
     pool, f = derive_pool(ctx)
     findings += f
-    queues, f = derive_cluster_queues(ctx)
+    facts = all_workload_facts(ctx)  # one pass over the Workloads for counts and waiting rows
+    queues, f = derive_cluster_queues(ctx, facts)
     findings += f
     cohorts = derive_cohorts(ctx, queues)
     workspaces, f = derive_workspaces(ctx)
@@ -103,6 +105,6 @@ def derive(store: Store, now: datetime, config: RuleConfig | None = None, source
         workspaces=sorted(workspaces, key=lambda w: w.name),
         profiles=profiles,
         multikueue=mk,
-        waiting=derive_waiting(ctx),
+        waiting=derive_waiting(ctx, facts),
         findings=sorted(findings, key=Finding.sort_key),
     )

@@ -106,15 +106,17 @@ esc        back"""
                 RowMeta(kind=r.ref.kind, namespace=r.ref.namespace, name=r.ref.name, text=r.relation))
             for r in related
         ])
-        raw = self.session.raw(ref.kind, ref.name, ref.namespace)
-        if raw is not self._yaml_source:  # re-render only when the object changed: keeps the scroll position
-            self._yaml_source = raw
+        src, raw, whole = self.session.yaml_source(ref.kind, ref.name, ref.namespace)
+        if src is not self._yaml_source:  # re-render only when the object changed: keeps the scroll position
+            self._yaml_source = src
             heading = span("YAML", tones.heading)
             if raw is None:
-                heading.append("  not available (the source kept no raw copy of this object)", style=tones.muted)
+                heading.append("  not available (the object is not in the cluster view)", style=tones.muted)
                 self.query_one("#od-yaml", Static).update("")
             else:
-                heading.append("  read-only, as observed", style=tones.muted)
+                heading.append("  read-only, as observed" if whole else
+                               "  read-only: the fields taudash reads (no full copy is kept of this kind)",
+                               style=tones.muted)
                 text = clean(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=200), multiline=True)
                 self.query_one("#od-yaml", Static).update(
                     Syntax(text, "yaml", theme="ansi_dark", background_color="default", word_wrap=True))

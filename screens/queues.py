@@ -3,6 +3,8 @@ stop policy, Active reason and workload counts. The pane below details the highl
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich import box
 from rich.console import Group
 from rich.table import Table
@@ -44,6 +46,24 @@ def _gpu_total(flavors, field: str) -> float:
             if r.name.endswith("/gpu"):
                 total += getattr(r, field).as_float()
     return total
+
+
+def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
+    name = span(f"  {branch}", tones.muted)
+    name.append(lit(q.name))
+    if q.workspace:
+        name.append(lit(f"  ws {q.workspace}", tones.muted))
+    borrowed = _gpu_total(q.flavors, "borrowed")
+    return (
+        name,
+        stop_cell(q.stop_policy, tones),
+        active_cell(q, tones),
+        f"{q.pending}·{q.reserving}·{q.admitted}",
+        _num(_gpu_total(q.flavors, "nominal")),
+        _num(_gpu_total(q.flavors, "reserved")),
+        _num(_gpu_total(q.flavors, "used")),
+        Text(_num(borrowed), style=tones.accent if borrowed else ""),
+    )
 
 
 def _num(v: float) -> str:
@@ -94,6 +114,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
 
     def render_frame(self, frame: Frame) -> None:
         view, tones = frame.view, self.tones
+        cache: dict[str, tuple] = getattr(self, "_row_cache", {})
+        fresh: dict[str, tuple] = {}
         queues = {q.name: q for q in view.cluster_queues}
         rows: list[Row] = []
         grouped: list[tuple[CohortView | None, list[ClusterQueueView]]] = [
@@ -129,21 +151,16 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                                 RowMeta(text=NO_COHORT)))
             for i, q in enumerate(members):
                 branch = "└ " if i == len(members) - 1 else "├ "
-                name = span(f"  {branch}", tones.muted)
-                name.append(lit(q.name))
-                if q.workspace:
-                    name.append(lit(f"  ws {q.workspace}", tones.muted))
-                borrowed = _gpu_total(q.flavors, "borrowed")
-                rows.append(Row(f"cq:{q.name}", (
-                    name,
-                    stop_cell(q.stop_policy, tones),
-                    active_cell(q, tones),
-                    f"{q.pending}·{q.reserving}·{q.admitted}",
-                    _num(_gpu_total(q.flavors, "nominal")),
-                    _num(_gpu_total(q.flavors, "reserved")),
-                    _num(_gpu_total(q.flavors, "used")),
-                    Text(_num(borrowed), style=tones.accent if borrowed else ""),
-                ), RowMeta(kind="ClusterQueue", name=q.name, text=" ".join(filter(None, [q.cohort, q.workspace, q.team])))))
+                # An incremental view keeps the same object for a queue that did not change: so does
+                # its row (the table skips redrawing it; 300 queues rebuilt every tick cost ~0.1 s).
+                hit = cache.get(q.name)
+                if hit is None or hit[0] is not q or hit[1] != branch or hit[2] is not tones:
+                    hit = (q, branch, tones, Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones),
+                                                 RowMeta(kind="ClusterQueue", name=q.name,
+                                                         text=" ".join(filter(None, [q.cohort, q.workspace, q.team])))))
+                fresh[q.name] = hit
+                rows.append(hit[3])
+        self._row_cache = fresh
         table = self.query_one("#queues", KeyedTable)
         table.sync(rows)
         self._detail(table.selected_key())

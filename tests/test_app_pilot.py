@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from textual.command import CommandPalette
 
+from engine.rules.base import ObjRef
 from engine.session import Session
 from engine.sources.snapshot import load_snapshot
 from engine.view import SourceInfo
@@ -226,6 +227,22 @@ async def test_finding_jumps_to_its_object():
         assert any("POOL-OVERCOMMITTED" in k for k in mine.visible_keys())
         yaml_text = plain(app.screen.query_one("#od-yaml"))
         assert "nodeLabels" in yaml_text and "h200-141gb" in yaml_text
+
+
+async def test_an_object_without_a_raw_copy_shows_the_fields_taudash_reads():
+    app = make_app()
+    store = app.session.store
+    wl = next(w for w in store.list("Workload") if w.status.admission is not None)
+    store.upsert(wl, raw=None)  # as a live source keeps Workloads: no raw copy
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.screen.post_message(OpenObject(ObjRef(kind="Workload", namespace=wl.namespace, name=wl.name)))
+        await pilot.pause()
+        assert isinstance(app.screen, ObjectDetailScreen)
+        title = plain(app.screen.query_one("#od-yaml-title"))
+        yaml_text = plain(app.screen.query_one("#od-yaml"))
+        assert "the fields taudash reads" in title and "not available" not in title
+        assert wl.name in yaml_text and "clusterQueue" in yaml_text and "QuotaReserved" in yaml_text
+        assert "podSets" in yaml_text and "resourceUsage" in yaml_text
 
 
 async def test_help_shows_this_screens_keys_and_closes():

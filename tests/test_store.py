@@ -32,6 +32,44 @@ def test_namespace_and_owner_indexes():
     assert s.by_owner("uid-j") == [] and s.list("Workload", "ns1") == []
 
 
+def test_an_owner_of_several_objects_and_back_to_one():
+    s = Store()
+    for name in ("w1", "w2", "w3"):
+        s.upsert(Workload.model_validate(workload(name, "ns1", owner=("Job", "j", "uid-j"))))
+    s.upsert(Workload.model_validate(workload("w1", "ns1", owner=("Job", "j", "uid-j"))))  # update: no duplicate
+    assert [w.name for w in s.by_owner("uid-j")] == ["w1", "w2", "w3"]
+    assert [w.name for w in s.by_owner("uid-j", "Workload")] == ["w1", "w2", "w3"] and s.by_owner("uid-j", "Job") == []
+    s.delete("Workload", "w2", "ns1")
+    s.delete("Workload", "w3", "ns1")
+    assert [w.name for w in s.by_owner("uid-j")] == ["w1"]
+    s.upsert(Workload.model_validate(workload("w1", "ns1", owner=("Job", "k", "uid-k"))))  # re-owned
+    assert s.by_owner("uid-j") == [] and [w.name for w in s.by_owner("uid-k")] == ["w1"]
+    assert s.by_owner("nobody") == []
+
+
+def test_label_lookups_on_scanned_kinds_match_the_indexed_answer():
+    s = Store()
+
+    def wl(name, ns, **labels):
+        raw = workload(name, ns)
+        raw["metadata"]["labels"] = labels
+        return Workload.model_validate(raw)
+
+    s.upsert(wl("w1", "ns1", job="a"))
+    s.upsert(wl("w2", "ns2", job="a"))
+    s.upsert(wl("w3", "ns1", job="b"))
+    s.upsert(wl("w4", "ns1"))
+    assert "Workload" not in {k for k, v in s._by_label.items() if v}  # not indexed: scanned
+    assert [w.name for w in s.by_label("Workload", "job", "a")] == ["w1", "w2"]
+    assert [w.name for w in s.by_label("Workload", "job", "a", "ns1")] == ["w1"]
+    assert [w.name for w in s.by_label("Workload", "job")] == ["w1", "w3", "w2"]  # sorted by (namespace, name)
+    assert s.by_label("Workload", "job", "a", "nowhere") == [] and s.by_label("Workload", "none") == []
+    s.upsert(wl("w1", "ns1", job="c"))  # relabel
+    assert [w.name for w in s.by_label("Workload", "job", "a")] == ["w2"]
+    s.delete("Workload", "w2", "ns2")
+    assert s.by_label("Workload", "job", "a") == []
+
+
 def test_change_feed_and_revision():
     s = Store()
     seen = []

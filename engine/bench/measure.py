@@ -322,6 +322,7 @@ class ViewFollower:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.refreshes = 0
+        self.durations: list[float] = []  # the update itself (derive + assemble), inline ones only
         store.subscribe(lambda _c: self._wake.set())
 
     def start(self) -> None:
@@ -340,7 +341,9 @@ class ViewFollower:
             await self._wake.wait()
             self._wake.clear()
             if self.inline():
+                t = time.perf_counter()
                 rev = self.refresh(self.clock())
+                self.durations.append(time.perf_counter() - t)
             else:
                 rev = await asyncio.to_thread(self.refresh, self.clock())
             self.refreshes += 1

@@ -3,10 +3,8 @@
 from .base import Condition, KubeObject, LabelSelector, ObjectMeta, find_condition
 from .core import (
     CSIDriver,
-    CSINode,
     Deployment,
     Namespace,
-    Node,
     PersistentVolumeClaim,
     PriorityClass,
     RayJob,
@@ -15,7 +13,7 @@ from .core import (
     ServiceAccount,
     StorageClass,
 )
-from .fast import FastObject, Job, Workload
+from .fast import CSINode, FastObject, Job, Node, Workload
 from .kinds import BY_KIND, BY_RESOURCE, KINDS, ResourceKind, lookup
 from .kueue import (
     MULTIKUEUE_CONTROLLER,

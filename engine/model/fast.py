@@ -288,6 +288,64 @@ class Job(FastObject, **_CFG):
         return any(c.type in ("Complete", "Failed") and c.status == "True" for c in self.status.conditions)
 
 
+# --- Node and CSINode (5k each on a big cluster, 15 labels and 7 quantities a Node) --------
+
+
+class Taint(Struct, **_CFG):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSpec(Struct, **_CFG):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeSystemInfo(Struct, **_CFG):
+    operating_system: str = ""
+
+
+class NodeStatus(Struct, **_CFG):
+    allocatable: dict[str, Quantity] = {}
+    capacity: dict[str, Quantity] = {}
+    conditions: list[Condition] = []
+    node_info: NodeSystemInfo | None = None
+
+
+class Node(FastObject, **_CFG):
+    pydantic_model: ClassVar[type] = core.Node
+    kind: str = "Node"
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+class CSINodeDriver(Struct, **_CFG):
+    name: str
+    node_id: str = msgspec.field(default="", name="nodeID")  # "nodeId" goes the tolerant way
+
+
+class CSINodeSpec(Struct, **_CFG):
+    drivers: list[CSINodeDriver] = []
+
+
+class _NoStatus(Struct, **_CFG):
+    conditions: list[Condition] = []
+
+
+class CSINode(FastObject, **_CFG):
+    pydantic_model: ClassVar[type] = core.CSINode
+    kind: str = "CSINode"
+    spec: CSINodeSpec = CSINodeSpec()
+
+    @property
+    def status(self) -> _NoStatus:  # no status in the API: conditions read as none
+        return _NO_STATUS
+
+
+_NO_STATUS = _NoStatus()
+
+
 # --- decoding list pages and watch events straight from bytes ----------------------------
 
 
@@ -296,14 +354,84 @@ class ListMeta(Struct, frozen=True, rename="camel", gc=False):
     continue_: str | None = msgspec.field(default=None, name="continue")
 
 
+# --- sub-objects many objects hold equal, decoded once ---------------------------------------
+#
+# A fleet's Workloads are made from a handful of templates: their specs and admissions repeat, and so
+# do Jobs' specs. The wire structs below keep those parts as raw JSON bytes (no parsing beyond finding
+# their end); equal bytes become one shared, immutable struct. Half a Workload's memory at fleet scale.
+
+
+class _WireWorkloadStatus(Struct, **_CFG):
+    admission: msgspec.Raw = msgspec.Raw()  # empty: absent
+    conditions: list[Condition] = []
+    admission_checks: list[AdmissionCheckState] = []
+
+
+class _WireWorkload(Struct, **_CFG):
+    api_version: str = ""
+    kind: str = "Workload"
+    metadata: ObjectMeta
+    spec: msgspec.Raw = msgspec.Raw()
+    status: _WireWorkloadStatus = _WireWorkloadStatus()
+
+
+class _WireJob(Struct, **_CFG):
+    api_version: str = ""
+    kind: str = "Job"
+    metadata: ObjectMeta
+    spec: msgspec.Raw = msgspec.Raw()
+    status: JobStatus = JobStatus()
+
+
+class _Shared:
+    """Bytes → decoded struct, bounded (a churned cluster's templates just start over)."""
+
+    def __init__(self, typ: type, limit: int = 20_000) -> None:
+        self._dec = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
+        self._default = typ()
+        self._hits: dict[bytes, Any] = {}
+        self._limit = limit
+
+    def __call__(self, raw: msgspec.Raw) -> Any:
+        key = bytes(raw)
+        if not key:
+            return self._default
+        hit = self._hits.get(key)
+        if hit is None:
+            if len(self._hits) >= self._limit:
+                self._hits.clear()
+            hit = self._hits[key] = self._dec.decode(key)  # a bad part raises ValidationError: page refused
+        return hit
+
+
+_WL_SPEC = _Shared(WorkloadSpec)
+_ADMISSION = _Shared(Admission)
+_JOB_SPEC = _Shared(JobSpec)
+
+
+def _workload(w: _WireWorkload) -> Workload:
+    st = w.status
+    adm = _ADMISSION(st.admission) if len(st.admission) else None
+    return Workload(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_WL_SPEC(w.spec),
+                    status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks))
+
+
+def _job(w: _WireJob) -> Job:
+    return Job(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_JOB_SPEC(w.spec), status=w.status)
+
+
+_WIRE: dict[type, tuple[type, Any]] = {Workload: (_WireWorkload, _workload), Job: (_WireJob, _job)}
+
+
 class FastCodec:
     """Decoders of one kind's list pages and watch events (None for input the fast path refuses:
     the caller falls back to a plain JSON decode and the tolerant per-object path)."""
 
     def __init__(self, model: type[FastObject]) -> None:
-        page = msgspec.defstruct(f"{model.__name__}List", [("items", list[model], []), ("metadata", ListMeta, ListMeta())],
+        wire, self._finish = _WIRE.get(model, (model, None))
+        page = msgspec.defstruct(f"{model.__name__}List", [("items", list[wire], []), ("metadata", ListMeta, ListMeta())],
                                  gc=False)
-        event = msgspec.defstruct(f"{model.__name__}Event", [("type", str), ("object", model)], gc=False)
+        event = msgspec.defstruct(f"{model.__name__}Event", [("type", str), ("object", wire)], gc=False)
         self.model = model
         self._page = msgspec.json.Decoder(page, strict=False, dec_hook=_dec)
         self._event = msgspec.json.Decoder(event, strict=False, dec_hook=_dec)
@@ -311,18 +439,20 @@ class FastCodec:
     def page(self, body: bytes) -> tuple[list[FastObject], str, str | None] | None:
         try:
             doc = self._page.decode(body)
+            items = doc.items if self._finish is None else [self._finish(w) for w in doc.items]
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
-        return doc.items, doc.metadata.resource_version, doc.metadata.continue_
+        return items, doc.metadata.resource_version, doc.metadata.continue_
 
     def event(self, line: bytes) -> tuple[str, FastObject] | None:
         try:
             ev = self._event.decode(line)
+            obj = ev.object if self._finish is None else self._finish(ev.object)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
-        return ev.type, ev.object
+        return ev.type, obj
 
 
-FAST_MODELS: tuple[type[FastObject], ...] = (Workload, Job)
+FAST_MODELS: tuple[type[FastObject], ...] = (Workload, Job, Node, CSINode)
 
-__all__ = ["FAST_MODELS", "FastCodec", "FastObject", "Job", "Workload"]
+__all__ = ["FAST_MODELS", "CSINode", "FastCodec", "FastObject", "Job", "Node", "Workload"]

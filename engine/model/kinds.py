@@ -33,14 +33,14 @@ TAU = "tau.azure.com"
 _KQ = ("v1beta2", "v1beta1")
 
 KINDS: tuple[ResourceKind, ...] = (
-    ResourceKind("Node", "", ("v1",), "nodes", False, core.Node),
+    ResourceKind("Node", "", ("v1",), "nodes", False, fast.Node),
     ResourceKind("Namespace", "", ("v1",), "namespaces", False, core.Namespace),
     ResourceKind("ServiceAccount", "", ("v1",), "serviceaccounts", True, core.ServiceAccount),
     ResourceKind("PersistentVolumeClaim", "", ("v1",), "persistentvolumeclaims", True, core.PersistentVolumeClaim),
     ResourceKind("RoleBinding", "rbac.authorization.k8s.io", ("v1",), "rolebindings", True, core.RoleBinding),
     ResourceKind("StorageClass", "storage.k8s.io", ("v1",), "storageclasses", False, core.StorageClass),
     ResourceKind("CSIDriver", "storage.k8s.io", ("v1",), "csidrivers", False, core.CSIDriver),
-    ResourceKind("CSINode", "storage.k8s.io", ("v1",), "csinodes", False, core.CSINode),
+    ResourceKind("CSINode", "storage.k8s.io", ("v1",), "csinodes", False, fast.CSINode),
     ResourceKind("PriorityClass", "scheduling.k8s.io", ("v1",), "priorityclasses", False, core.PriorityClass),
     ResourceKind("Job", "batch", ("v1",), "jobs", True, fast.Job),
     ResourceKind("Deployment", "apps", ("v1",), "deployments", True, core.Deployment),

@@ -83,6 +83,9 @@ class Quantity:
     def __setattr__(self, name: str, value: Any) -> None:  # immutable
         raise AttributeError("Quantity is immutable")
 
+    def __reduce__(self) -> tuple:  # pickling goes around the immutability guard
+        return (_make, (self.value, self.format))
+
     @classmethod
     def parse(cls, text: str | int | float | Decimal | Quantity) -> Quantity:
         if isinstance(text, Quantity):

@@ -37,6 +37,28 @@ class ViewModel(BaseModel):
     def to_contract(self) -> dict:
         return self.model_dump(by_alias=True, mode="json")
 
+    @classmethod
+    def trusted(cls, **values):
+        """An instance from values a rule has already checked, every field given: no validation.
+        Rules build one row per Workload of a fleet; validation was most of that cost. Anything less
+        than every field goes through `model_construct` (defaults, aliases)."""
+        names = cls.__dict__.get("_field_names")
+        if names is None:
+            names = frozenset(cls.model_fields)
+            type.__setattr__(cls, "_field_names", names)
+        if len(values) != len(names):
+            return cls.model_construct(**values)
+        m = _new(cls)
+        _set(m, "__dict__", values)
+        _set(m, "__pydantic_fields_set__", names)
+        _set(m, "__pydantic_extra__", None)
+        _set(m, "__pydantic_private__", None)
+        return m
+
+
+_new = object.__new__
+_set = object.__setattr__
+
 
 QtyMap = dict[str, QuantityField]
 

@@ -138,23 +138,60 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
 
 def observed_bucket(ctx: RuleContext, wl: Workload) -> tuple[str, int, int, int] | None:
     """What one Workload adds to its ClusterQueue's observed counts: (queue, pending, reserving, admitted)."""
-    finished, reserved, admitted = wl.flags()
-    if finished:
-        return None
-    if not wl.spec.active and not reserved:
-        return None  # deactivated and not holding quota: Kueue does not count it as pending
+    return workload_facts(ctx, wl)[0]
+
+
+def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[tuple[str, int, int, int] | None, WaitingWorkload | None]:
+    """Everything the rules read from one Workload, in one pass over its conditions: its observed-count
+    bucket (`observed_bucket`) and its waiting row (`waiting_workload`). A fleet has 100k of them."""
+    finished = admitted = qr = None
+    for c in wl.status.conditions:  # the first condition of each type counts
+        t = c.type
+        if t == "Finished":
+            finished = c if finished is None else finished
+        elif t == "Admitted":
+            admitted = c if admitted is None else admitted
+        elif t == "QuotaReserved":
+            qr = c if qr is None else qr
+    if finished is not None and finished.status == "True":
+        return None, None
+    reserved = qr is not None and qr.status == "True"
+    is_admitted = admitted is not None and admitted.status == "True"
+    active = wl.spec.active
     cq = workload_cluster_queue(ctx, wl)
-    if cq is None:
-        return None
-    if reserved:
-        return (cq, 0, 1, 1 if admitted else 0)
-    return (cq, 1, 0, 0)
+    bucket = None
+    if cq is not None and (active or reserved):  # deactivated and holding no quota: Kueue does not count it
+        bucket = (cq, 0, 1, 1 if is_admitted else 0) if reserved else (cq, 1, 0, 0)
+    if is_admitted:
+        return bucket, None
+    why = _why(wl, active, qr, admitted)
+    owner = wl.owner
+    return bucket, WaitingWorkload.trusted(
+        namespace=wl.namespace or "",
+        name=wl.name,
+        queue_name=wl.spec.queue_name,
+        cluster_queue=cq,
+        owner_kind=owner.kind if owner else None,
+        owner_name=owner.name if owner else None,
+        status="quotaReserved" if reserved else "pending",
+        condition=why[0],
+        reason=why[1],
+        message=why[2],
+        active=active,
+    )
 
 
-def observed_counts(ctx: RuleContext) -> dict[str, ObservedCounts]:
+Facts = list[tuple[tuple[str, int, int, int] | None, "WaitingWorkload | None"]]
+
+
+def all_workload_facts(ctx: RuleContext) -> Facts:
+    """`workload_facts` of every Workload, computed once for both the counts and the waiting list."""
+    return [workload_facts(ctx, wl) for wl in ctx.store.list("Workload")]
+
+
+def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, ObservedCounts]:
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for wl in ctx.store.list("Workload"):
-        b = observed_bucket(ctx, wl)
+    for b, _ in facts if facts is not None else all_workload_facts(ctx):
         if b is None:
             continue
         c = counts[b[0]]
@@ -164,11 +201,11 @@ def observed_counts(ctx: RuleContext) -> dict[str, ObservedCounts]:
     return {k: ObservedCounts(pending=v[0], reserving=v[1], admitted=v[2]) for k, v in counts.items()}
 
 
-def derive_cluster_queues(ctx: RuleContext) -> tuple[list[ClusterQueueView], list[Finding]]:
+def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple[list[ClusterQueueView], list[Finding]]:
     findings: list[Finding] = []
     views: list[ClusterQueueView] = []
     workloads_readable = ctx.store.readable("Workload") and ctx.store.readable("LocalQueue")
-    observed = observed_counts(ctx) if workloads_readable else {}
+    observed = observed_counts(ctx, facts) if workloads_readable else {}
     for cq in ctx.store.list("ClusterQueue"):
         obs = observed.get(cq.name, ObservedCounts()) if workloads_readable else None
         view, f = cluster_queue_view(cq, obs)
@@ -307,25 +344,18 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[Coh
 
 def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
     """(condition, reason, message) explaining why an unfinished Workload is not admitted, else None."""
-    # One pass over the conditions (this runs for every Workload of a fleet); the first of each type counts.
-    finished = admitted = qr = None
-    for c in wl.status.conditions:
-        t = c.type
-        if t == "Finished":
-            finished = c if finished is None else finished
-        elif t == "Admitted":
-            admitted = c if admitted is None else admitted
-        elif t == "QuotaReserved":
-            qr = c if qr is None else qr
-    if (finished is not None and finished.status == "True") or (admitted is not None and admitted.status == "True"):
+    if wl.finished or wl.admitted:
         return None
-    if not wl.spec.active:
+    return _why(wl, wl.spec.active, wl.condition("QuotaReserved"), wl.condition("Admitted"))
+
+
+def _why(wl: Workload, active: bool, qr, adm) -> tuple[str, str, str]:
+    if not active:
         return ("Active", "Deactivated", "spec.active is false: the Workload is deactivated and will not be admitted")
     if qr is None:
         return ("QuotaReserved", "Pending", "no QuotaReserved condition yet: waiting for the scheduler")
     if qr.status != "True":
         return ("QuotaReserved", qr.reason or "Pending", qr.message)
-    adm = admitted
     outstanding = [c for c in wl.status.admission_checks if c.state != "Ready"]
     if outstanding:
         detail = "; ".join(f"admission check {c.name}: {c.state}" + (f" ({c.message})" if c.message else "") for c in outstanding)
@@ -335,33 +365,10 @@ def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
     return ("Admitted", "NoReservation", "waiting for admission")
 
 
-def derive_waiting(ctx: RuleContext) -> list[WaitingWorkload]:
-    out: list[WaitingWorkload] = []
-    for wl in ctx.store.list("Workload"):
-        w = waiting_workload(ctx, wl)
-        if w is not None:
-            out.append(w)
-    return out
+def derive_waiting(ctx: RuleContext, facts: Facts | None = None) -> list[WaitingWorkload]:
+    return [w for _, w in (facts if facts is not None else all_workload_facts(ctx)) if w is not None]
 
 
 def waiting_workload(ctx: RuleContext, wl: Workload) -> WaitingWorkload | None:
     """The waiting row of one Workload, or None when it does not wait."""
-    why = why_waiting(wl)
-    if why is None:
-        return None
-    owner = wl.owner
-    # Built from values this function already checked: no per-field validation for 50k rows.
-    return WaitingWorkload.model_construct(
-        namespace=wl.namespace or "",
-        name=wl.name,
-        queue_name=wl.spec.queue_name,
-        cluster_queue=workload_cluster_queue(ctx, wl),
-        owner_kind=owner.kind if owner else None,
-        owner_name=owner.name if owner else None,
-        # Waiting on Admitted means quota is reserved; on QuotaReserved, that it is not.
-        status={"Admitted": "quotaReserved", "QuotaReserved": "pending"}.get(why[0]) or wl.derived_status,
-        condition=why[0],
-        reason=why[1],
-        message=why[2],
-        active=wl.spec.active,
-    )
+    return workload_facts(ctx, wl)[1]
