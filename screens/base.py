@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable
 
@@ -70,7 +72,19 @@ class DashScreen(Screen):
         """Render one frame (called by the app on the visible screen only)."""
         self.frame = frame
         self.query_one(HeaderBar).show(frame)
+        sig = self.frame_signature(frame)
+        last = self.__dict__.get("_shown_signature")
+        if sig is not None and last is not None and sig[0] is last[0] and sig[1:] == last[1:]:
+            return  # the same view, theme, size and staleness: what is on screen is already this frame
+        self._shown_signature = sig
         self.render_frame(frame)
+
+    def frame_signature(self, frame: Frame) -> tuple | None:
+        """What `render_frame` draws from, the view first (compared by identity: the session derives a
+        new view only when the store changed). None always renders. Screens that draw time (history
+        sparklines) add it."""
+        problems = frame.freshness.problems
+        return (frame.view, self.tones, self.size, problems, frame.now if problems else None)
 
     def render_frame(self, frame: Frame) -> None:  # pragma: no cover - every screen overrides
         pass
@@ -79,7 +93,17 @@ class DashScreen(Screen):
         if self.session.last_frame is not None:
             self.show(self.session.last_frame)
 
+    def post_message(self, message: Message) -> bool:
+        # Coming back to a screen (a number key) need not restyle every widget: nothing the CSS reads
+        # changed while it was hidden (a theme change reaches it through Textual's CSS update count).
+        # Restyling clears every table's rendered cells: at fleet scale that was most of a switch.
+        # Textual skips it the same way when popping a screen off an opaque one.
+        if isinstance(message, events.ScreenResume) and self.__dict__.get("_resumed_once"):
+            message.refresh_styles = False
+        return super().post_message(message)
+
     def on_screen_resume(self) -> None:
+        self._resumed_once = True
         last = self.session.last_frame
         if last is not None and last is not self.frame:
             self.show(last)

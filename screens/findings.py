@@ -15,6 +15,7 @@ from .base import DashScreen
 from .filtering import parse_filter
 from .format import kv_grid, ref_text, severity_cell
 from .overview import FINDING_COLS, finding_key, finding_rows
+from .rowcache import RowCache
 from .text import lit
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
@@ -54,7 +55,7 @@ enter   open the finding's object (conditions, related objects, YAML)"""
         t.append("      s: severity filter · /: rule:, kind:, ns:, text", style=tones.muted)
         self.query_one("#fd-counts", Static).update(t)
         table = self.query_one("#all-findings", KeyedTable)
-        table.sync(finding_rows(frame.view, tones))
+        table.sync(finding_rows(frame.view, tones, self.__dict__.setdefault("_rows", RowCache())))
         self._detail(table.selected_key())
 
     def action_cycle_severity(self) -> None:
@@ -68,10 +69,16 @@ enter   open the finding's object (conditions, related objects, YAML)"""
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
 
+    def _by_key(self) -> dict:
+        view = self.frame.view
+        cached = self.__dict__.get("_findings_by_key")
+        if cached is None or cached[0] is not view:  # once per view, not a scan per highlight
+            cached = self._findings_by_key = (view, {finding_key(f): f for f in reversed(view.findings)})
+        return cached[1]
+
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#fd-detail", Static)
-        f = next((x for x in self.frame.view.findings if finding_key(x) == (key or "").rstrip("+")), None) \
-            if self.frame else None
+        f = self._by_key().get((key or "").rstrip("+")) if self.frame else None
         if f is None:
             pane.update("")
             return

@@ -3,6 +3,8 @@ MultiKueue, then every finding ranked by severity (Enter jumps to its object).""
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,6 +19,7 @@ from engine.view import ClusterView
 from .base import DashScreen
 from .format import finding_meta, gpu_of, plural, qfloat, qty, ref_text, severity_cell, short_flavor
 from .messages import Navigate
+from .rowcache import RowCache
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -34,16 +37,26 @@ def finding_key(f: Finding) -> str:
     return "|".join((f.rule, f.object.kind, f.object.namespace or "", f.object.name, f.message))
 
 
-def finding_rows(view: ClusterView, tones: Tones, with_hint: bool = False) -> list[Row]:
+def finding_rows(view: ClusterView, tones: Tones, cache: RowCache | None = None) -> list[Row]:
+    """A row per finding; with `cache`, findings the view kept (the same object) keep their row."""
+    cache = cache or RowCache()
     rows, seen = [], set()
     for f in view.findings:
         key = finding_key(f)
         while key in seen:  # the same finding twice: keep both rows
             key += "+"
         seen.add(key)
-        cells = [severity_cell(f.severity.value, tones), lit(f.rule), ref_text(f.object), lit(f.message)]
-        rows.append(Row(key=key, cells=tuple(cells), meta=finding_meta(f)))
+        rows.append(cache.row(key, f, partial(_finding_row, key, f, tones), tones))
+    cache.done()
     return rows
+
+
+def _finding_cells(f: Finding, tones: Tones) -> tuple:
+    return (severity_cell(f.severity.value, tones), lit(f.rule), ref_text(f.object), lit(f.message))
+
+
+def _finding_row(key: str, f: Finding, tones: Tones) -> Row:
+    return Row(key=key, cells=partial(_finding_cells, f, tones), meta=partial(finding_meta, f))
 
 
 def pool_summary(view: ClusterView, tones: Tones) -> Text:
@@ -235,6 +248,10 @@ FINDINGS     everything the rules found, most severe first.
 enter        open the highlighted finding's object
 click        a tile opens its screen (pool → 2, workspaces/drains → 4, profiles → 7, MultiKueue → 6)"""
 
+    def frame_signature(self, frame: Frame) -> tuple | None:
+        sig = super().frame_signature(frame)
+        return sig + (frame.history,)  # the sparklines move with time, not only with the view
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Static(id="ov-pool-title", classes="tile")
@@ -259,7 +276,7 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
                          style=tones.muted))
         self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones))
         self.query_one("#ov-status", Static).update(status_lines(view, tones))
-        self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones))
+        self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones, self.__dict__.setdefault("_rows", RowCache())))
 
     def on_click(self, event: Click) -> None:
         target = {"ov-pool-title": "pool", "ov-pool": "pool", "ov-borrow": "queues", "ov-status": None}

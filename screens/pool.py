@@ -83,6 +83,10 @@ QUEUES         what each workspace queue reserves and borrows from the pool.
 
 enter          open the object of the highlighted row"""
 
+    def frame_signature(self, frame: Frame) -> tuple | None:
+        sig = super().frame_signature(frame)
+        return sig + (frame.history,)  # the sparklines move with time, not only with the view
+
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
             yield Static(id="pool-summary", classes="tile")

@@ -34,13 +34,17 @@ class _Item:
     cells, filter text and detail are built when asked for: at fleet scale ~50k Workloads wait and
     only one page of them is ever drawn."""
 
-    __slots__ = ("key", "kind", "namespace", "name", "wl", "blocker", "blocks", "tones", "row")
+    # The item is its own table row (Row's shape: key, cells(), meta(), row_meta()): ~50k of them are
+    # built on a first visit, so one small object each.
+    __slots__ = ("key", "kind", "namespace", "name", "wl", "blocker", "blocks", "tones")
 
     def __init__(self, key: str, kind: str, namespace: str, name: str, wl, blocker, blocks: list[tuple[str, str]],
                  tones: Tones) -> None:
         self.key, self.kind, self.namespace, self.name = key, kind, namespace, name
         self.wl, self.blocker, self.blocks, self.tones = wl, blocker, blocks, tones
-        self.row = Row(key, self.cells, self.meta)
+
+    def row_meta(self) -> RowMeta:
+        return self.meta()
 
     @property
     def queue(self) -> str:
@@ -152,19 +156,18 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
                 first.setdefault((b.kind, b.namespace, b.name), b)
         # Views share their waiting list until a row changes: the same list, blockers and theme as
         # last tick means the same rows — nothing to walk.
-        sig = (view.waiting, blockers, tones)
         last = getattr(self, "_sig", None)
-        if last is not None and last[0] is sig[0] and last[1] == blockers and last[2] == tones:
+        if last is not None and last[0] is view.waiting and last[1] == blockers and last[2] == tones:
             return self._last_rows
-        self._items = self._collect(view.waiting, blockers, first, tones)
-        self._sig, self._last_rows = sig, [it.row for it in self._items.values()]
+        self._sig = (view.waiting, blockers, tones)
+        self._last_rows = self._collect(view.waiting, blockers, first, tones)
         return self._last_rows
 
-    def _collect(self, waiting, blockers, first, tones: Tones) -> dict[str, _Item]:
+    def _collect(self, waiting, blockers, first, tones: Tones) -> list[_Item]:
         blockers = dict(blockers)
         items: dict[str, _Item] = {}
         # An incremental view keeps the same row object for a Workload that did not change: reuse
-        # its item (and the Row the table drew) instead of rebuilding it.
+        # its item (the table then skips redrawing it) instead of rebuilding it.
         cache = getattr(self, "_item_cache", {})
         if getattr(self, "_item_tones", None) != tones:
             cache = {}
@@ -178,25 +181,30 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
                 continue
             kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
             by_owner, by_name = (kind, wl.namespace, name), ("Workload", wl.namespace, wl.name)
-            blocks = blockers.pop(by_owner, []) + blockers.pop(by_name, [])
+            blocks = blockers.pop(by_owner, []) + blockers.pop(by_name, []) if blockers else []
             key = f"{kind}|{wl.namespace}|{name}"
             items[key] = it = _Item(key, kind, wl.namespace, name, wl, None, blocks, tones)
             if not blocks:
                 fresh[id(wl)] = (wl, it, by_owner, by_name)
         self._item_cache, self._item_tones = fresh, tones
+        # The view lists waiting Workloads by namespace and name, and Kueue names a Workload after its
+        # owner ("job-<name>-<hash>"): that order groups each namespace's sources already. Sources that
+        # only block a drain are merged in by (namespace, kind, name), which sorts the rest too.
+        extra = False
         for (kind, ns, name), blocks in blockers.items():
             key = f"{kind}|{ns}|{name}"
             if key not in items:
                 # (a scan of every blocker per blocker was quadratic in a big drain)
                 items[key] = _Item(key, kind, ns, name, None, first[(kind, ns, name)], blocks, tones)
-        return {it.key: it for it in sorted(items.values(), key=_order)}
+                extra = True
+        return sorted(items.values(), key=_order) if extra else list(items.values())
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
 
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#src-detail", Static)
-        it = getattr(self, "_items", {}).get(key or "")
+        it = self.query_one("#sources", KeyedTable).row(key) if key else None
         if it is None:
             pane.update("")
             return

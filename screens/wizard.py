@@ -256,6 +256,9 @@ In a read-only session r and a are absent: the wizard only shows."""
         Binding("a", "abort", "abort", show=False),
     ]
 
+    def frame_signature(self, frame: Frame) -> tuple | None:
+        return None  # draws the workflow runner's state, which moves without the view
+
     def __init__(self, session: Session, model: RunModel, nav: str | None = None) -> None:
         super().__init__(session, nav)
         self.model = model

@@ -3,6 +3,8 @@ staleness, drain, identity and storage. Enter opens the workspace detail."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,6 +17,7 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import drain_cell, kv_grid
+from .rowcache import RowCache
 from .text import PHASE_TONE, Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -93,6 +96,24 @@ def problems(w: WorkspaceView) -> list[str]:
     return out
 
 
+def _ws_cells(w, tones: Tones) -> tuple:
+    ns = lit(w.namespace)
+    if w.drain.mode == "Retarget" and w.drain.new_namespace:
+        ns.append(" → ")
+        ns.append(lit(w.drain.new_namespace))
+    name = lit(w.name, "bold")
+    if w.deleting:
+        name.append(" deleting", style=tones.warn)
+    return (name, ns, phase_text(w, tones), drain_cell(w.drain.state, tones, len(w.drain.blockers)),
+            identity_text(w, tones), storage_text(w, tones))
+
+
+def _ws_row(w, tones: Tones, sysns: str) -> Row:
+    return Row(w.name, partial(_ws_cells, w, tones),
+               RowMeta(kind="TauWorkspace", namespace=sysns, name=w.name,
+                       text=" ".join(filter(None, [w.namespace, w.team, w.phase, w.expected_phase, w.drain.state]))))
+
+
 class WorkspacesScreen(DashScreen):
     NAV = "workspaces"
     HELP = """\
@@ -115,21 +136,10 @@ enter   workspace detail: every condition, routes, blockers with guidance, ident
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
-        rows = []
-        for w in frame.view.workspaces:
-            ns = lit(w.namespace)
-            if w.drain.mode == "Retarget" and w.drain.new_namespace:
-                ns.append(" → ")
-                ns.append(lit(w.drain.new_namespace))
-            name = lit(w.name, "bold")
-            if w.deleting:
-                name.append(" deleting", style=tones.warn)
-            rows.append(Row(w.name, (
-                name, ns, phase_text(w, tones), drain_cell(w.drain.state, tones, len(w.drain.blockers)),
-                identity_text(w, tones), storage_text(w, tones),
-            ), RowMeta(kind="TauWorkspace", namespace=self.session.config.system_namespace, name=w.name,
-                       text=" ".join(filter(None, [w.namespace, w.team, w.phase, w.expected_phase, w.drain.state]))))
-            )
+        sysns = self.session.config.system_namespace
+        cache = self.__dict__.setdefault("_row_cache", RowCache())
+        rows = [cache.row(w.name, w, partial(_ws_row, w, tones, sysns), tones) for w in frame.view.workspaces]
+        cache.done()
         table = self.query_one("#workspaces", KeyedTable)
         table.sync(rows)
         self._why(table.selected_key())

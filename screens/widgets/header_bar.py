@@ -65,10 +65,14 @@ class HeaderBar(Widget):
 
     def show(self, frame: Frame) -> None:
         tones = app_tones(self.app)
-        self.query_one("#hb-left", Static).update(self._left(frame, tones, self.size.width >= 140))
-        self.query_one("#hb-right", Static).update(self._right(frame, tones))
         problems = self._problems(frame, tones)
-        self.query_one("#hb-problems", Static).update(problems or "")
+        shown = (self._left(frame, tones, self.size.width >= 140), self._right(frame, tones), problems or "")
+        last = self.__dict__.get("_shown", (None, None, None))
+        # Every tick passes here; an update re-lays the screen out, so only what changed is updated.
+        for wid, new, old in zip(("#hb-left", "#hb-right", "#hb-problems"), shown, last, strict=True):
+            if new != old:
+                self.query_one(wid, Static).update(new)
+        self._shown = shown
         self.set_class(problems is not None, "-problems")
 
     @staticmethod

@@ -145,6 +145,10 @@ class KeyedTable(DataTable):
         key = self.selected_key()
         return self.meta(key) if key is not None else None
 
+    def row(self, key: str) -> Row | None:
+        """The row object given for `key` (screens may pass their own objects shaped like Row)."""
+        return self._by_key.get(key)
+
     def meta(self, key: str) -> RowMeta | None:
         row = self._by_key.get(key)
         return row.row_meta() if row is not None else None

@@ -50,6 +50,14 @@ class Section(Vertical):
             t.append(f"   {self.note}", style="dim")
         return t
 
+    def on_mount(self) -> None:
+        # The title's colours are baked into its Text: redraw it when the theme changes.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._retitle())
+
+    def _retitle(self) -> None:
+        if self.is_attached:
+            self.query_one(".section-title", Static).update(self._title_text())
+
     def set_note(self, note: str) -> None:
         if note != self.note:
             self.note = note
