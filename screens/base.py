@@ -28,6 +28,15 @@ from .widgets.header_bar import HeaderBar
 from .widgets.keyed_table import KeyedTable
 
 
+def _active_app():
+    try:
+        from textual._context import active_app
+
+        return active_app.get()
+    except (LookupError, ImportError):
+        return None
+
+
 class DashScreen(Screen):
     AUTO_FOCUS = "KeyedTable"  # arrows and enter work at once; never the (hidden) filter input
     NAV: str | None = None  # the footer entry this screen belongs to
@@ -51,6 +60,13 @@ class DashScreen(Screen):
         self.session = session
         self.nav = nav or self.NAV
         self.frame: Frame | None = None
+        # A screen starts "behind" the app's CSS, which makes Textual re-parse and re-apply the whole
+        # stylesheet twice when the screen is first shown. Its widgets get their styles as they mount
+        # (new CSS sources are parsed then), so it starts current instead.
+        # (Textual internals: if the attribute goes away, the first visit is just slower.)
+        app = self.__dict__.get("_app") or _active_app()
+        if app is not None and hasattr(app, "_css_update_count") and hasattr(self, "_css_update_count"):
+            self._css_update_count = app._css_update_count
 
     # composition -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
