@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import islice
 from typing import Any
 
 from .model import BY_KIND, KINDS, KubeObject
@@ -178,7 +179,11 @@ class Store:
             return []
         if not self._feed or self._feed[0].revision > revision + 1:
             return None
-        return [c for c in self._feed if c.revision > revision]
+        # Revisions in the feed are consecutive: take the newest ones from the right end, without
+        # walking the whole (50k) feed on every refresh.
+        out = list(islice(reversed(self._feed), self.revision - revision))
+        out.reverse()
+        return out
 
     def kinds(self) -> list[str]:
         return list(self._objects)

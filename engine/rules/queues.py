@@ -114,7 +114,7 @@ def cq_flavors(cq: ClusterQueue) -> list[QueueFlavor]:
                 rv = reserved.get((fl.name, r.name), ZERO)
                 borrowed = (rv - r.nominal_quota).max0() if cq.spec.cohort_name else ZERO
                 res.append(
-                    QueueResource(
+                    QueueResource.trusted(  # quantities straight from the (validated) ClusterQueue
                         name=r.name,
                         nominal=r.nominal_quota,
                         borrowing_limit=r.borrowing_limit,
@@ -124,7 +124,7 @@ def cq_flavors(cq: ClusterQueue) -> list[QueueFlavor]:
                         borrowed=borrowed,
                     )
                 )
-            flavors.append(QueueFlavor(name=fl.name, resources=sorted(res, key=lambda x: x.name)))
+            flavors.append(QueueFlavor.trusted(name=fl.name, resources=sorted(res, key=lambda x: x.name)))
     return flavors
 
 
