@@ -20,7 +20,7 @@ access-state change or a change feed that no longer reaches back falls back to a
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+from collections import defaultdict, deque
 from datetime import datetime
 
 from .model import BY_KIND
@@ -113,6 +113,11 @@ class IncrementalDeriver:
         self._wkeys: list[Key] = []
         self._wvals: list = []
         self._waiting_out: list | None = None
+        # Which waiting rows changed, version by version, so a screen can patch its 50k rows instead
+        # of walking them (see `waiting_changes`). A full build starts a new epoch.
+        self._wepoch = getattr(self, "_wepoch", 0) + 1
+        self._wver = 0
+        self._wlog: deque[tuple[int, Key]] = deque(maxlen=100_000)
         readable = self._workloads_readable()
         for wl in s.list("Workload"):
             key = (wl.namespace or "", wl.name)
@@ -165,17 +170,18 @@ class IncrementalDeriver:
         i = bisect.bisect_left(self._wkeys, key)
         present = i < len(self._wkeys) and self._wkeys[i] == key
         if w is None:
-            if present:
-                del self._wkeys[i]
-                del self._wvals[i]
-                self._waiting_out = None
+            if not present:
+                return
+            del self._wkeys[i]
+            del self._wvals[i]
         elif present:
             self._wvals[i] = w
-            self._waiting_out = None
         else:
             self._wkeys.insert(i, key)
             self._wvals.insert(i, w)
-            self._waiting_out = None
+        self._waiting_out = None
+        self._wver += 1
+        self._wlog.append((self._wver, key))
 
     # one batch of changes -----------------------------------------------------------------------
     def _apply(self, ctx: RuleContext, changes: list[Change]) -> None:
@@ -274,8 +280,26 @@ class IncrementalDeriver:
         # Views are immutable: successive views share the list until a waiting row changes, so a
         # screen can tell "nothing waits differently" by identity instead of walking 50k rows.
         if self._waiting_out is None:
-            self._waiting_out = list(self._wvals)
+            self._waiting_out = WaitingList(self._wvals, self._wepoch, self._wver)
         return self._waiting_out
+
+    def waiting_changes(self, old: list, new: list) -> set[Key] | None:
+        """Keys (namespace, name) of the waiting rows that differ between two waiting lists this deriver
+        produced, or None when it cannot tell (another epoch, or older than its log)."""
+        if not (isinstance(old, WaitingList) and isinstance(new, WaitingList)) or not (
+                old.epoch == new.epoch == self._wepoch) or new.version < old.version:
+            return None
+        if old.version == new.version:
+            return set()
+        if not self._wlog or self._wlog[0][0] > old.version + 1:
+            return None
+        out: set[Key] = set()
+        for ver, key in reversed(self._wlog):
+            if ver <= old.version:
+                break
+            if ver <= new.version:
+                out.add(key)
+        return out
 
     def _assemble(self, ctx: RuleContext) -> ClusterView:
         findings: list[Finding] = []
@@ -308,4 +332,14 @@ class IncrementalDeriver:
         )
 
 
-__all__ = ["IncrementalDeriver"]
+class WaitingList(list):
+    """A view's waiting rows (sorted by namespace and name), stamped with the deriver's epoch and
+    version so `IncrementalDeriver.waiting_changes` can say what moved between two of them."""
+
+    def __init__(self, rows, epoch: int, version: int) -> None:
+        super().__init__(rows)
+        self.epoch = epoch
+        self.version = version
+
+
+__all__ = ["IncrementalDeriver", "WaitingList"]

@@ -102,7 +102,7 @@ class KeyedTable(DataTable):
         self.spec = columns
         self.empty_text = empty
         self._rows: list[Row] = []
-        self._by_key: dict[str, Row] = {}
+        self._by_key: dict[str, Row] | None = {}
         self._filter = Filter()
         self._labels_of: LabelsOf | None = None
         self._built_width: int | None = None
@@ -147,10 +147,12 @@ class KeyedTable(DataTable):
 
     def row(self, key: str) -> Row | None:
         """The row object given for `key` (screens may pass their own objects shaped like Row)."""
+        if self._by_key is None:
+            self._by_key = {r.key: r for r in self._rows}
         return self._by_key.get(key)
 
     def meta(self, key: str) -> RowMeta | None:
-        row = self._by_key.get(key)
+        row = self.row(key)
         return row.row_meta() if row is not None else None
 
     def visible_keys(self) -> list[str]:
@@ -220,7 +222,7 @@ class KeyedTable(DataTable):
             rows = [*rows[start : start + PAGE_ROWS], self._more(start, len(rows))]
         else:
             self.page = 0
-        self._by_key = {r.key: r for r in self._rows}
+        self._by_key = None  # built when first looked up: 50k rows change every tick, lookups are rare
         counted = (self.shown, len(self._rows), self._filter.raw if self._filter.active else "")
         if counted != self._counted:
             self._counted = counted

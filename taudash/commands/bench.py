@@ -206,10 +206,13 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     tick_costs: list[float] = []
     orig = app.render_frame
 
+    tick_screens: list[str] = []
+
     def timed(frame) -> None:  # per-tick render on the visible screen (the synchronous part)
         t = time.perf_counter()
         orig(frame)
         tick_costs.append(time.perf_counter() - t)
+        tick_screens.append(app.current_mode)
 
     app.render_frame = timed  # type: ignore[method-assign]
 
@@ -250,6 +253,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
             runs = []
             for _ in range(3):
                 frame = session.frame(datetime.now(UTC))
+                # As if the view had changed: a screen skips a tick that shows what it already shows.
+                app.screen.__dict__.pop("_shown_signature", None)
                 t = time.perf_counter()
                 orig(frame)
                 await _painted(app)
@@ -271,6 +276,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         follower = ViewFollower(store, refresh, lambda: datetime.now(UTC), probe,
                                 inline=getattr(session, "incremental_ready", None))
         tick_costs.clear()
+        tick_screens.clear()
         probe.active = True
         follower.start()
         stream = asyncio.create_task(sim.acommand(f"stream {rate} {secs}"))
@@ -296,6 +302,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         fig(Figure("incr_p99_s", "event → view ready, p99 (incl. waiting behind renders)", percentile(probe.samples, 99), "s"))
         fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s", 0.100))
         fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s", 0.030))
+        progress("  ticks under load: " + ", ".join(f"{n} {c * 1000:.0f} ms" for n, c in zip(tick_screens, tick_costs,
+                                                                                            strict=True)))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
                  f"{len(presses)} key presses, {len(tick_costs)} ticks)")
 
