@@ -87,6 +87,20 @@ HISTORY_BUCKETS = 16
 _RELATED_LIMIT = 50
 
 
+GC_THRESHOLDS = (20_000, 20, 100)
+
+
+def tune_gc() -> None:
+    """A session holds a fleet-scale model for hours: millions of long-lived objects, almost none in
+    reference cycles (refcounting frees them). CPython's default thresholds run a full collection
+    every few million allocations, and each walked every tracked object made since the last freeze:
+    pauses of up to half a second, a dozen a minute under 1,000 events/s. Young collections now run
+    every 20k allocations instead of 700, and full ones a hundred times rarer; bulk builds are frozen
+    out of the collector's reach (sources after a list, the session after a full view)."""
+    if gc.get_threshold() != GC_THRESHOLDS:
+        gc.set_threshold(*GC_THRESHOLDS)
+
+
 class Session:
     def __init__(
         self,
@@ -111,6 +125,7 @@ class Session:
 
         self.actions = Actions.read_only("read-only session" if self.read_only else "no write path configured")
         self.lock = threading.RLock()
+        tune_gc()
         self._derive = derive_fn or derive
         # Without a custom derive, views are kept current from the store's change feed: a burst of
         # events re-derives only what it touched (engine.incremental), never every rule.

@@ -96,6 +96,15 @@ def _wkey(w) -> tuple[str, str]:
     return (w.namespace, w.name)
 
 
+def _item_wkey(it: _Item) -> tuple[str, str]:
+    return (it.namespace, it.wl.name)
+
+
+def _item_of(wl, tones: Tones) -> _Item:
+    kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
+    return _Item(f"{kind}|{wl.namespace}|{name}", kind, wl.namespace, name, wl, None, [], tones)
+
+
 def _order(it: _Item) -> tuple[str, str, str]:
     return (it.namespace, it.kind, it.name)
 
@@ -165,59 +174,64 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         last = getattr(self, "_sig", None)
         if last is not None and last[0] is view.waiting and last[1] == blockers and last[2] == tones:
             return self._last_rows
-        patched = None
-        if last is not None and not blockers and not last[1] and last[2] == tones:
-            patched = self._patch(last[0], view.waiting, tones)
-        if patched is None:
-            patched = self._collect(view.waiting, blockers, first, tones)
-            self._index(patched, view.waiting, blockers)
+        rows = None
+        if not blockers and last is not None and not last[1] and last[2] == tones:
+            rows = self._patch(last[0], view.waiting, tones)
+        if rows is None and not blockers:
+            rows = self._walk(view.waiting, tones)
+        if rows is None:
+            rows = self._collect(view.waiting, blockers, first, tones)
+            self._plain = None
         self._sig = (view.waiting, blockers, tones)
-        self._last_rows = patched
-        return patched
+        self._last_rows = rows
+        return rows
 
-    # Under a steady stream of events the waiting list changes every tick, a few rows at a time:
-    # the session names the rows that moved and only those are rebuilt (50k rows walked every
-    # tick were ~0.1 s on the UI loop). Anything unusual — blockers, duplicate owners, an unknown
-    # change set — takes the full walk above.
-    def _index(self, items: list[_Item], waiting, blockers) -> None:
-        self._by_wkey: dict[tuple[str, str], _Item] | None = None
-        if blockers or len(items) != len(waiting):
-            return  # drain blockers or several Workloads of one owner: always the full walk
-        self._by_wkey = {(it.namespace, it.wl.name): it for it in items}
-        self._order = list(self._by_wkey)  # the view's order: (namespace, name)
-        self._items = list(items)  # parallel to _order
-        self._by_tkey = {it.key: it for it in items}
+    # Without drain blockers (the common case) each waiting Workload is one row, in the view's order
+    # (namespace, name). `_plain` keeps that list and the rows by table key; under a steady stream of
+    # events the session names the few rows that moved and only those are rebuilt (`_patch`), else
+    # unchanged rows are reused by identity (`_walk`). Blockers or two Workloads of one owner take
+    # the general `_collect`.
+    def _walk(self, waiting, tones: Tones) -> list[_Item] | None:
+        plain = getattr(self, "_plain", None)
+        by_id = plain[2] if plain is not None and plain[3] == tones else {}
+        items = []
+        for wl in waiting:
+            it = by_id.get(id(wl))
+            items.append(it if it is not None and it.wl is wl else _item_of(wl, tones))
+        by_tkey = {it.key: it for it in items}
+        if len(by_tkey) != len(items):
+            self._plain = None
+            return None  # several Workloads of one owner: the general walk dedups
+        self._plain = (items, by_tkey, {id(it.wl): it for it in items}, tones)
+        return list(items)
 
     def _patch(self, old, new, tones: Tones) -> list[_Item] | None:
-        by_wkey = getattr(self, "_by_wkey", None)
-        if by_wkey is None:
+        plain = getattr(self, "_plain", None)
+        if plain is None or plain[3] != tones:
             return None
         keys = self.session.waiting_changes(old, new)
-        if keys is None or len(keys) > 5_000:
+        if keys is None or len(keys) > 2_000:  # past this the walk is as cheap
             return None
-        order, items, by_tkey = self._order, self._items, self._by_tkey
+        items, by_tkey, by_id, _ = plain
         for wkey in keys:
             i = bisect_left(new, wkey, key=_wkey)
             wl = new[i] if i < len(new) and _wkey(new[i]) == wkey else None
-            prev = by_wkey.get(wkey)
+            at = bisect_left(items, wkey, key=_item_wkey)
+            prev = items[at] if at < len(items) and _item_wkey(items[at]) == wkey else None
             if prev is not None:
                 del by_tkey[prev.key]
+                by_id.pop(id(prev.wl), None)
             if wl is None:
                 if prev is not None:
-                    del by_wkey[wkey]
-                    at = bisect_left(order, wkey)
-                    del order[at]
                     del items[at]
                 continue
-            kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
-            key = f"{kind}|{wl.namespace}|{name}"
-            if key in by_tkey:  # a second Workload of one owner: the full walk dedups
-                self._by_wkey = None
+            it = _item_of(wl, tones)
+            if it.key in by_tkey:  # a second Workload of one owner
+                self._plain = None
                 return None
-            by_wkey[wkey] = by_tkey[key] = it = _Item(key, kind, wl.namespace, name, wl, None, [], tones)
-            at = bisect_left(order, wkey)
+            by_tkey[it.key] = it
+            by_id[id(wl)] = it
             if prev is None:
-                order.insert(at, wkey)
                 items.insert(at, it)
             else:
                 items[at] = it
@@ -264,7 +278,8 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
 
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#src-detail", Static)
-        it = (getattr(self, "_by_tkey", None) or {}).get(key) if key else None
+        plain = getattr(self, "_plain", None)
+        it = plain[1].get(key) if key and plain is not None else None
         if it is None and key:
             it = self.query_one("#sources", KeyedTable).row(key)
         if it is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import random
 import sys
@@ -164,7 +165,13 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         fig(Figure("session_first_view_s", "session: first view", first_view, "s"))
         progress(f"  ({_mem()})")
 
+        before = _source_counts(sync.source, session)
+        pauses = _GcPauses()
         await _ui_phase(session, sim, sync.store, rate, secs, fig, progress, prof)
+        pauses.close()
+        after = _source_counts(sync.source, session)
+        progress(f"  GC during the UI phase: {pauses.describe()}")
+        progress("  source during the UI phase: " + ", ".join(f"{k} {after[k] - before[k]}" for k in after))
         fig(Figure("peak_rss_mib", "peak resident memory (client)", peak_rss_mib(), "MiB", 800.0))
         rss = sim.command("rss")
         if rss.startswith("RSS"):
@@ -306,6 +313,38 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                                                                                             strict=True)))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
                  f"{len(presses)} key presses, {len(tick_costs)} ticks)")
+
+
+class _GcPauses:
+    """Collections of the oldest generation and how long they paused the process."""
+
+    def __init__(self) -> None:
+        self.full: list[float] = []
+        self._t = 0.0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.full.append(time.perf_counter() - self._t)
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def describe(self) -> str:
+        if not self.full:
+            return "no full collection"
+        return f"{len(self.full)} full collections, longest {max(self.full) * 1000:.0f} ms, total {sum(self.full) * 1000:.0f} ms"
+
+
+def _source_counts(source, session) -> dict[str, int]:
+    inc = getattr(session, "_incremental", None)
+    return {"re-lists": sum(st.relists for st in source.status.values()),
+            "watch restarts": sum(st.watch_restarts for st in source.status.values()),
+            "full view builds": inc.full_builds if inc is not None else 0}
 
 
 async def _painted(app) -> None:
