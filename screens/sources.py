@@ -100,6 +100,12 @@ def _item_wkey(it: _Item) -> tuple[str, str]:
     return (it.namespace, it.wl.name)
 
 
+def _sort_wkey(it: _Item) -> tuple[str, str]:
+    # Where a row sorts among Workloads: its own name, or "<kind>-<name>" as Kueue names the Workload
+    # of a source.
+    return (it.namespace, it.wl.name if it.wl is not None else f"{it.kind.lower()}-{it.name}")
+
+
 def _item_of(wl, tones: Tones) -> _Item:
     kind, name = (wl.owner_kind, wl.owner_name) if wl.owner_kind and wl.owner_name else ("Workload", wl.name)
     return _Item(f"{kind}|{wl.namespace}|{name}", kind, wl.namespace, name, wl, None, [], tones)
@@ -175,22 +181,49 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
         if last is not None and last[0] is view.waiting and last[1] == blockers and last[2] == tones:
             return self._last_rows
         rows = None
-        if not blockers and last is not None and not last[1] and last[2] == tones:
+        if last is not None and last[2] == tones:
             rows = self._patch(last[0], view.waiting, tones)
-        if rows is None and not blockers:
-            rows = self._walk(view.waiting, tones)
         if rows is None:
+            rows = self._walk(view.waiting, tones)
+        if rows is None:  # several Workloads of one owner: the general walk dedups
             rows = self._collect(view.waiting, blockers, first, tones)
-            self._plain = None
+        elif blockers:
+            rows = self._overlay(rows, blockers, first, tones)
+        else:
+            self._overlaid = {}
         self._sig = (view.waiting, blockers, tones)
         self._last_rows = rows
         return rows
 
-    # Without drain blockers (the common case) each waiting Workload is one row, in the view's order
-    # (namespace, name). `_plain` keeps that list and the rows by table key; under a steady stream of
-    # events the session names the few rows that moved and only those are rebuilt (`_patch`), else
-    # unchanged rows are reused by identity (`_walk`). Blockers or two Workloads of one owner take
-    # the general `_collect`.
+    def _overlay(self, rows: list[_Item], blockers, first, tones: Tones) -> list[_Item]:
+        """`rows` with the sources that hold a drain open marked, and the ones that only block a drain
+        (nothing waits on them) placed where their Workload would sort ("job-<name>")."""
+        by_tkey = self._plain[1]
+        rows = list(rows)
+        extra = []
+        self._overlaid: dict[str, _Item] = {}
+        for (kind, ns, name), blocks in blockers.items():
+            it = by_tkey.get(f"{kind}|{ns}|{name}")
+            if it is None and kind == "Workload":
+                i = bisect_left(rows, (ns, name), key=_item_wkey)
+                it = rows[i] if i < len(rows) and _item_wkey(rows[i]) == (ns, name) else None
+            if it is None:
+                extra.append(_Item(f"{kind}|{ns}|{name}", kind, ns, name, None, first[(kind, ns, name)], blocks, tones))
+                continue
+            at = bisect_left(rows, _item_wkey(it), key=_item_wkey)
+            cur = rows[at]
+            rows[at] = self._overlaid[cur.key] = _Item(cur.key, cur.kind, cur.namespace, cur.name, cur.wl, None,
+                                                       cur.blocks + blocks, tones)
+        for it in extra:
+            self._overlaid[it.key] = it
+            rows.insert(bisect_left(rows, _sort_wkey(it), key=_sort_wkey), it)
+        return rows
+
+    # Each waiting Workload is one row, in the view's order (namespace, name). `_plain` keeps that list
+    # and the rows by table key; under a steady stream of events the session names the few rows that
+    # moved and only those are rebuilt (`_patch`), else unchanged rows are reused by identity
+    # (`_walk`); drain blockers are laid over it (`_overlay`). Two Workloads of one owner take the
+    # general `_collect`.
     def _walk(self, waiting, tones: Tones) -> list[_Item] | None:
         plain = getattr(self, "_plain", None)
         by_id = plain[2] if plain is not None and plain[3] == tones else {}
@@ -279,7 +312,9 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#src-detail", Static)
         plain = getattr(self, "_plain", None)
-        it = plain[1].get(key) if key and plain is not None else None
+        it = None
+        if key and plain is not None:
+            it = (self._overlaid.get(key) if self._sig[1] else None) or plain[1].get(key)
         if it is None and key:
             it = self.query_one("#sources", KeyedTable).row(key)
         if it is None:

@@ -4,10 +4,12 @@ the full walk after every batch of random changes (adds, deletions, status moves
 from __future__ import annotations
 
 import copy
+import io
 import random
 from datetime import UTC, datetime
 
 from msgspec.structs import replace
+from rich.console import Console
 
 from engine.bench.generate import Size, generate
 from engine.model import Workload, lookup
@@ -91,3 +93,38 @@ async def test_patched_rows_equal_the_full_walk():
         assert patched > 15  # most batches took the one-row-per-Workload path
         table = screen.query_one("#sources")
         assert table.total == len(screen._last_rows)
+
+
+async def test_drain_blockers_are_laid_over_the_rows():
+    from pathlib import Path
+
+    from engine.sources.snapshot import load_snapshot
+
+    path = Path(__file__).resolve().parent.parent / "snapshots" / "drain-blocked.yaml"
+    r = load_snapshot(path)
+    session = Session(r.store, SourceInfo(type="snapshot", context=r.context, path=str(path)))
+    app = TaudashApp(session, clock=lambda: NOW, tick=3600.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        screen = app.screen
+        frame = session.frame(NOW)
+        blockers = {(b.kind, b.namespace, b.name) for w in frame.view.workspaces for b in w.drain.blockers}
+        assert blockers, "the fixture has a blocked drain"
+        shown = {it.key: sorted(it.blocks) for it in screen._last_rows}
+        bl: dict = {}
+        first: dict = {}
+        for w in frame.view.workspaces:
+            for b in w.drain.blockers:
+                bl.setdefault((b.kind, b.namespace, b.name), []).append((w.name, b.action or b.message))
+                first.setdefault((b.kind, b.namespace, b.name), b)
+        full = {it.key: sorted(it.blocks) for it in screen._collect(frame.view.waiting, bl, first, screen.tones)}
+        assert shown == full  # same rows, same blocks (order: the view's, blocker-only rows where they sort)
+        assert any(it.wl is None for it in screen._last_rows)  # a source that only blocks the drain
+        table = screen.query_one("#sources")
+        key = next(it.key for it in screen._last_rows if it.blocks)
+        table.move_cursor(row=table.get_row_index(key))
+        await pilot.pause()
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(screen.query_one("#src-detail").content)
+        assert "blocks drain of" in console.export_text()  # the detail of a blocked row says what it blocks
