@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -14,6 +16,7 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import gpu_of, qfloat, qty, ref_meta, ref_text, short_flavor
 from .overview import pool_summary
+from .rowcache import RowCache
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -182,33 +185,38 @@ enter          open the object of the highlighted row"""
         self.query_one("#pool-queues", KeyedTable).sync(self._queue_rows(frame, tones))
 
     def _queue_rows(self, frame: Frame, tones: Tones) -> list[Row]:
-        rows = []
-        for q in frame.view.pool.queues:
-            def gpu_sum(m) -> float:
-                return sum(v.as_float() for res in m.values() for k, v in res.items() if k.endswith("/gpu"))
-
-            per = Text(end="")
-            for i, fl in enumerate(sorted(set(q.reserved) | set(q.used))):
-                g = gpu_of(q.reserved.get(fl, {}), q.used.get(fl, {}))
-                if i:
-                    per.append(" · ")
-                per.append(lit(short_flavor(fl)))
-                per.append(f" {qty(q.reserved.get(fl, {}), g) if g in q.reserved.get(fl, {}) else '0'}"
-                           f"/{qty(q.used.get(fl, {}), g) if g in q.used.get(fl, {}) else '0'}")
-            name = lit(q.cluster_queue)
-            if q.missing:
-                name = span("✖ ", tones.bad)
-                name.append(lit(q.cluster_queue))
-                per = span("the ClusterQueue named by the workspace does not exist", tones.bad)
-            rows.append(Row(q.cluster_queue, (
-                name,
-                lit(q.workspace or "–"),
-                f"{gpu_sum(q.reserved):g}",
-                f"{gpu_sum(q.used):g}",
-                f"{gpu_sum(q.borrowed):g}",
-                per,
-            ), RowMeta(kind="ClusterQueue", name=q.cluster_queue, text=q.workspace or "")))
+        # 300 workspace queues at fleet scale: a row is rebuilt only when its queue's view object is new.
+        cache = self.__dict__.setdefault("_queue_cache", RowCache())
+        rows = [cache.row(q.cluster_queue, q, partial(_queue_row, q, tones), tones) for q in frame.view.pool.queues]
+        cache.done()
         return rows
+
+
+def _gpu_sum(m) -> float:
+    return sum(v.as_float() for res in m.values() for k, v in res.items() if k.endswith("/gpu"))
+
+
+def _queue_cells(q, tones: Tones) -> tuple:
+    per = Text(end="")
+    for i, fl in enumerate(sorted(set(q.reserved) | set(q.used))):
+        g = gpu_of(q.reserved.get(fl, {}), q.used.get(fl, {}))
+        if i:
+            per.append(" · ")
+        per.append(lit(short_flavor(fl)))
+        per.append(f" {qty(q.reserved.get(fl, {}), g) if g in q.reserved.get(fl, {}) else '0'}"
+                   f"/{qty(q.used.get(fl, {}), g) if g in q.used.get(fl, {}) else '0'}")
+    name = lit(q.cluster_queue)
+    if q.missing:
+        name = span("✖ ", tones.bad)
+        name.append(lit(q.cluster_queue))
+        per = span("the ClusterQueue named by the workspace does not exist", tones.bad)
+    return (name, lit(q.workspace or "–"), f"{_gpu_sum(q.reserved):g}", f"{_gpu_sum(q.used):g}",
+            f"{_gpu_sum(q.borrowed):g}", per)
+
+
+def _queue_row(q, tones: Tones) -> Row:
+    return Row(q.cluster_queue, partial(_queue_cells, q, tones),
+               RowMeta(kind="ClusterQueue", name=q.cluster_queue, text=q.workspace or ""))
 
 
 def _exclusion(reason: str, tones: Tones) -> Text:

@@ -3,6 +3,8 @@ per-profile readiness with the first failing condition, the selection matrix and
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -13,6 +15,7 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import kv_grid, tri
+from .rowcache import RowCache
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -42,6 +45,21 @@ def hash_text(published: str | None, computed: str | None, tones: Tones) -> Text
             t.append("  ")
             t.append(tones.mark("ok", "verified") if computed == published else tones.mark("bad", "mismatch"))
     return t
+
+
+def _selection_cells(s, tones: Tones) -> tuple:
+    if s.profile:
+        res = tones.mark("ok", s.profile)
+    else:
+        res = tones.mark("bad", s.error or "no selection")
+        if s.message:
+            res.append(lit(f"  {s.message}", tones.muted))
+    return (lit(s.namespace), lit(s.team or "–"), lit(s.lane or "(any)"), res)
+
+
+def _selection_row(s, tones: Tones) -> Row:
+    return Row(f"{s.namespace}|{s.team}|{s.lane}", partial(_selection_cells, s, tones),
+               RowMeta(kind="TauCluster", name="cluster", text=f"{s.namespace} {s.team} {s.lane} {s.profile or s.error}"))
 
 
 class ProfilesScreen(DashScreen):
@@ -111,17 +129,11 @@ enter       open the TauCluster"""
         why_pane = self.query_one("#pr-why", Static)
         why_pane.display = bool(why)
         why_pane.update(kv_grid([(f"✖ {name}", line) for name, line in why], tones.bad) if why else "")
-        sel_rows = []
-        for s in p.selections:
-            if s.profile:
-                res = tones.mark("ok", s.profile)
-            else:
-                res = tones.mark("bad", s.error or "no selection")
-                if s.message:
-                    res.append(lit(f"  {s.message}", tones.muted))
-            sel_rows.append(Row(f"{s.namespace}|{s.team}|{s.lane}", (
-                lit(s.namespace), lit(s.team or "–"), lit(s.lane or "(any)"), res,
-            ), RowMeta(kind="TauCluster", name="cluster", text=f"{s.namespace} {s.team} {s.lane} {s.profile or s.error}")))
+        # A selection per namespace, team and lane (hundreds at fleet scale): rows follow their objects.
+        cache = self.__dict__.setdefault("_sel_cache", RowCache())
+        sel_rows = [cache.row(f"{s.namespace}|{s.team}|{s.lane}", s, partial(_selection_row, s, tones), tones)
+                    for s in p.selections]
+        cache.done()
         table = self.query_one("#pr-select", KeyedTable)
         table.sync(sel_rows)
         self._stamps(table.selected_key())
