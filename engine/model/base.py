@@ -68,13 +68,10 @@ class ObjectMeta(KModel):
     finalizers: Annotated[list[str], BeforeValidator(_none_to_empty_list)] = []
 
 
-class Condition(KModel):
-    type: str
-    status: str = "Unknown"
-    reason: str = ""
-    message: str = ""
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    last_transition_time: str | None = None
+class ConditionAccessors:
+    """What rules ask of a condition; shared by the pydantic model and the struct (engine/model/fast.py)."""
+
+    __slots__ = ()
 
     @property
     def is_true(self) -> bool:
@@ -83,6 +80,15 @@ class Condition(KModel):
     @property
     def is_false(self) -> bool:
         return self.status == "False"
+
+
+class Condition(KModel, ConditionAccessors):
+    type: str
+    status: str = "Unknown"
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    last_transition_time: str | None = None
 
 
 Conditions = Annotated[list[Condition], BeforeValidator(_none_to_empty_list)]
@@ -95,12 +101,11 @@ def find_condition(conditions: list[Condition], ctype: str) -> Condition | None:
     return None
 
 
-class KubeObject(KModel):
-    """Common envelope: apiVersion, kind, metadata."""
+class ObjectAccessors:
+    """What rules ask of any object (its `metadata`, and `status.conditions` when it has a status);
+    shared by the pydantic models and the structs (engine/model/fast.py)."""
 
-    api_version: str = ""
-    kind: str = ""
-    metadata: ObjectMeta
+    __slots__ = ()
 
     @property
     def name(self) -> str:
@@ -134,6 +139,14 @@ class KubeObject(KModel):
             if c.type == ctype:
                 return c
         return None
+
+
+class KubeObject(KModel, ObjectAccessors):
+    """Common envelope: apiVersion, kind, metadata."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta
 
 
 class LabelSelectorRequirement(KModel):

@@ -140,13 +140,17 @@ class JobStatus(KModel):
     ready: int | None = None
 
 
-class Job(KubeObject):
-    spec: JobSpec = JobSpec()
-    status: JobStatus = JobStatus()
+class JobAccessors:
+    __slots__ = ()
 
     @property
     def finished(self) -> bool:
-        return any(c.type in ("Complete", "Failed") and c.is_true for c in self.status.conditions)
+        return any(c.type in ("Complete", "Failed") and c.status == "True" for c in self.status.conditions)
+
+
+class Job(KubeObject, JobAccessors):
+    spec: JobSpec = JobSpec()
+    status: JobStatus = JobStatus()
 
 
 class DeploymentSpec(KModel):

@@ -20,6 +20,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from . import core, kueue
+from .base import ConditionAccessors, ObjectAccessors
 from .quantity import Quantity
 
 _CFG = dict(frozen=True, kw_only=True, rename="camel", gc=False)
@@ -67,7 +68,7 @@ class ObjectMeta(Struct, **_CFG):
     finalizers: list[str] = []
 
 
-class Condition(Struct, **_CFG):
+class Condition(Struct, ConditionAccessors, **_CFG):
     type: str
     status: str = "Unknown"
     reason: str = ""
@@ -75,52 +76,14 @@ class Condition(Struct, **_CFG):
     observed_generation: int | None = None
     last_transition_time: str | None = None
 
-    @property
-    def is_true(self) -> bool:
-        return self.status == "True"
 
-    @property
-    def is_false(self) -> bool:
-        return self.status == "False"
-
-
-class FastObject(Struct, **_CFG):
-    """The envelope and accessors of `base.KubeObject`, for structs."""
+class FastObject(Struct, ObjectAccessors, **_CFG):
+    """The envelope of `base.KubeObject`, and its accessors, for structs."""
 
     pydantic_model: ClassVar[type]  # the pydantic model of the same kind: validation of record
     api_version: str = ""
     kind: str = ""
     metadata: ObjectMeta
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.metadata.namespace
-
-    @property
-    def uid(self) -> str:
-        return self.metadata.uid
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.metadata.labels
-
-    @property
-    def deleting(self) -> bool:
-        return self.metadata.deletion_timestamp is not None
-
-    @property
-    def conditions(self) -> list[Condition]:
-        return list(self.status.conditions)
-
-    def condition(self, ctype: str) -> Condition | None:
-        for c in self.status.conditions:
-            if c.type == ctype:
-                return c
-        return None
 
     # the pydantic API the rest of the engine uses ------------------------------------------
     @classmethod
@@ -201,62 +164,11 @@ class WorkloadStatus(Struct, **_CFG):
     admission_checks: list[AdmissionCheckState] = []
 
 
-class Workload(FastObject, **_CFG):
+class Workload(FastObject, kueue.WorkloadAccessors, **_CFG):
     pydantic_model: ClassVar[type] = kueue.Workload
     kind: str = "Workload"
     spec: WorkloadSpec = WorkloadSpec()
     status: WorkloadStatus = WorkloadStatus()
-
-    def _is(self, ctype: str) -> bool:
-        # Hot at fleet scale (several calls per Workload per derive): one plain loop, first match wins.
-        for c in self.status.conditions:
-            if c.type == ctype:
-                return c.status == "True"
-        return False
-
-    @property
-    def finished(self) -> bool:
-        return self._is("Finished")
-
-    def flags(self) -> tuple[bool, bool, bool]:
-        """(finished, quotaReserved, admitted) in one pass over the conditions; the first of each type counts."""
-        f = q = a = None
-        for c in self.status.conditions:
-            t = c.type
-            if t == "Finished":
-                f = c.status == "True" if f is None else f
-            elif t == "QuotaReserved":
-                q = c.status == "True" if q is None else q
-            elif t == "Admitted":
-                a = c.status == "True" if a is None else a
-        return bool(f), bool(q), bool(a)
-
-    @property
-    def admitted(self) -> bool:
-        return self._is("Admitted")
-
-    @property
-    def quota_reserved(self) -> bool:
-        return self._is("QuotaReserved")
-
-    @property
-    def derived_status(self) -> str:
-        """kueuectl's view: finished, admitted, quotaReserved or pending."""
-        if self.finished:
-            return "finished"
-        if self.admitted:
-            return "admitted"
-        if self.quota_reserved:
-            return "quotaReserved"
-        return "pending"
-
-    @property
-    def owner(self) -> OwnerReference | None:
-        refs = self.metadata.owner_references
-        for ref in refs:
-            if ref.controller:
-                return ref
-        return refs[0] if refs else None
 
 
 # --- Job --------------------------------------------------------------------------------
@@ -277,15 +189,11 @@ class JobStatus(Struct, **_CFG):
     ready: int | None = None
 
 
-class Job(FastObject, **_CFG):
+class Job(FastObject, core.JobAccessors, **_CFG):
     pydantic_model: ClassVar[type] = core.Job
     kind: str = "Job"
     spec: JobSpec = JobSpec()
     status: JobStatus = JobStatus()
-
-    @property
-    def finished(self) -> bool:
-        return any(c.type in ("Complete", "Failed") and c.status == "True" for c in self.status.conditions)
 
 
 # --- Node and CSINode (5k each on a big cluster, 15 labels and 7 quantities a Node) --------
@@ -329,21 +237,10 @@ class CSINodeSpec(Struct, **_CFG):
     drivers: list[CSINodeDriver] = []
 
 
-class _NoStatus(Struct, **_CFG):
-    conditions: list[Condition] = []
-
-
 class CSINode(FastObject, **_CFG):
     pydantic_model: ClassVar[type] = core.CSINode
     kind: str = "CSINode"
     spec: CSINodeSpec = CSINodeSpec()
-
-    @property
-    def status(self) -> _NoStatus:  # no status in the API: conditions read as none
-        return _NO_STATUS
-
-
-_NO_STATUS = _NoStatus()
 
 
 # --- decoding list pages and watch events straight from bytes ----------------------------

@@ -187,9 +187,10 @@ class WorkloadStatus(KModel):
     admission_checks: Annotated[list[AdmissionCheckState], BeforeValidator(_listify)] = []
 
 
-class Workload(KubeObject):
-    spec: WorkloadSpec = WorkloadSpec()
-    status: WorkloadStatus = WorkloadStatus()
+class WorkloadAccessors:
+    """Kueue's reading of a Workload's state; shared by the pydantic model and the struct."""
+
+    __slots__ = ()
 
     def _is(self, ctype: str) -> bool:
         # Hot at fleet scale (several calls per Workload per derive): one plain loop, first match wins.
@@ -201,19 +202,6 @@ class Workload(KubeObject):
     @property
     def finished(self) -> bool:
         return self._is("Finished")
-
-    def flags(self) -> tuple[bool, bool, bool]:
-        """(finished, quotaReserved, admitted) in one pass over the conditions; the first of each type counts."""
-        f = q = a = None
-        for c in self.status.conditions:
-            t = c.type
-            if t == "Finished":
-                f = c.status == "True" if f is None else f
-            elif t == "QuotaReserved":
-                q = c.status == "True" if q is None else q
-            elif t == "Admitted":
-                a = c.status == "True" if a is None else a
-        return bool(f), bool(q), bool(a)
 
     @property
     def admitted(self) -> bool:
@@ -236,10 +224,16 @@ class Workload(KubeObject):
 
     @property
     def owner(self):
-        for ref in self.metadata.owner_references:
+        refs = self.metadata.owner_references
+        for ref in refs:
             if ref.controller:
                 return ref
-        return self.metadata.owner_references[0] if self.metadata.owner_references else None
+        return refs[0] if refs else None
+
+
+class Workload(KubeObject, WorkloadAccessors):
+    spec: WorkloadSpec = WorkloadSpec()
+    status: WorkloadStatus = WorkloadStatus()
 
 
 class AdmissionCheckParameters(KModel):
