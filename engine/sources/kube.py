@@ -447,16 +447,10 @@ class KubeSource:
             self._apply(k, st, _loads(line))  # bookmarks, errors and what the fast decoder refused
             return
         typ, obj = fast
-        st.events += 1
-        now = self.clock()
         meta = obj.metadata
-        if typ == "DELETED":
-            self._mutate(lambda: self.store.delete(k.kind, meta.name, meta.namespace, at=now))
-        else:
+        if typ != "DELETED":
             _stamp_api_version((obj,), _api_version(k, st.version))
-            self._mutate(lambda: self.store.upsert(obj, raw=None, at=now))
-        if meta.resource_version:
-            st.resource_version = meta.resource_version
+        self._record(k, st, typ, meta.name, meta.namespace, obj, None, meta.resource_version)
 
     def _apply(self, k: ResourceKind, st: KindStatus, event: dict) -> None:
         typ = event.get("type")
@@ -472,16 +466,19 @@ class KubeSource:
             if rv:
                 st.resource_version = rv
             return
+        obj = self._decode(k, st, raw) if typ in ("ADDED", "MODIFIED") else None
+        self._record(k, st, typ, meta.get("name", ""), meta.get("namespace"), obj,
+                     None if k.kind in SLIM_KINDS else raw, rv)
+
+    def _record(self, k: ResourceKind, st: KindStatus, typ: str | None, name: str, namespace: str | None,
+                obj: Any, raw: dict | None, rv: str | None) -> None:
+        """One watch event into the store (queued behind readers), and the version to resume from."""
         st.events += 1
         now = self.clock()
         if typ == "DELETED":
-            name, ns = meta.get("name", ""), meta.get("namespace")
-            self._mutate(lambda: self.store.delete(k.kind, name, ns, at=now))
-        elif typ in ("ADDED", "MODIFIED"):
-            obj = self._decode(k, st, raw)
-            if obj is not None:
-                keep = None if k.kind in SLIM_KINDS else raw
-                self._mutate(lambda: self.store.upsert(obj, raw=keep, at=now))
+            self._mutate(lambda: self.store.delete(k.kind, name, namespace, at=now))
+        elif obj is not None:
+            self._mutate(lambda: self.store.upsert(obj, raw=raw, at=now))
         if rv:
             st.resource_version = rv
 
