@@ -21,20 +21,12 @@ from engine.session import Frame, Session
 
 from .filtering import RowMeta, parse_filter
 from .messages import OpenObject
+from .rowcache import RowCache
 from .text import Tones, app_tones
 from .widgets.filter_bar import FilterBar
 from .widgets.footer_bar import FooterBar
 from .widgets.header_bar import HeaderBar
 from .widgets.keyed_table import KeyedTable
-
-
-def _active_app():
-    try:
-        from textual._context import active_app
-
-        return active_app.get()
-    except (LookupError, ImportError):
-        return None
 
 
 class DashScreen(Screen):
@@ -60,12 +52,18 @@ class DashScreen(Screen):
         self.session = session
         self.nav = nav or self.NAV
         self.frame: Frame | None = None
+        self._shown_signature: tuple | None = None  # what the screen shows now (see `show`)
+        self._resumed_once = False
+        self._row_caches: dict[str, RowCache] = {}
         # A screen starts "behind" the app's CSS, which makes Textual re-parse and re-apply the whole
         # stylesheet twice when the screen is first shown. Its widgets get their styles as they mount
         # (new CSS sources are parsed then), so it starts current instead.
         # (Textual internals: if the attribute goes away, the first visit is just slower.)
-        app = self.__dict__.get("_app") or _active_app()
-        if app is not None and hasattr(app, "_css_update_count") and hasattr(self, "_css_update_count"):
+        try:
+            app = self.app
+        except RuntimeError:  # no running app (a screen built in a test): nothing to be current with
+            return
+        if hasattr(app, "_css_update_count") and hasattr(self, "_css_update_count"):
             self._css_update_count = app._css_update_count
 
     # composition -------------------------------------------------------------------------
@@ -89,11 +87,22 @@ class DashScreen(Screen):
         self.frame = frame
         self.query_one(HeaderBar).show(frame)
         sig = self.frame_signature(frame)
-        last = self.__dict__.get("_shown_signature")
+        last = self._shown_signature
         if sig is not None and last is not None and sig[0] is last[0] and sig[1:] == last[1:]:
             return  # the same view, theme, size and staleness: what is on screen is already this frame
         self._shown_signature = sig
         self.render_frame(frame)
+
+    def redraw_next(self) -> None:
+        """Render the next frame even if it is what the screen already shows."""
+        self._shown_signature = None
+
+    def row_cache(self, name: str) -> RowCache:
+        """The screen's row cache `name` (rows kept by the view object they show; see rowcache.py)."""
+        cache = self._row_caches.get(name)
+        if cache is None:
+            cache = self._row_caches[name] = RowCache()
+        return cache
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         """What `render_frame` draws from, the view first (compared by identity: the session derives a
@@ -114,7 +123,7 @@ class DashScreen(Screen):
         # changed while it was hidden (a theme change reaches it through Textual's CSS update count).
         # Restyling clears every table's rendered cells: at fleet scale that was most of a switch.
         # Textual skips it the same way when popping a screen off an opaque one.
-        if isinstance(message, events.ScreenResume) and self.__dict__.get("_resumed_once"):
+        if isinstance(message, events.ScreenResume) and getattr(self, "_resumed_once", False):
             message.refresh_styles = False
         return super().post_message(message)
 

@@ -15,7 +15,6 @@ from .base import DashScreen
 from .filtering import parse_filter
 from .format import kv_grid, ref_text, severity_cell
 from .overview import FINDING_COLS, finding_key, finding_rows
-from .rowcache import RowCache
 from .text import lit
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
@@ -55,7 +54,7 @@ enter   open the finding's object (conditions, related objects, YAML)"""
         t.append("      s: severity filter · /: rule:, kind:, ns:, text", style=tones.muted)
         self.query_one("#fd-counts", Static).update(t)
         table = self.query_one("#all-findings", KeyedTable)
-        table.sync(finding_rows(frame.view, tones, self.__dict__.setdefault("_rows", RowCache())))
+        table.sync(finding_rows(frame.view, tones, self.row_cache("findings")))
         self._detail(table.selected_key())
 
     def action_cycle_severity(self) -> None:

@@ -276,7 +276,7 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
                          style=tones.muted))
         self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones))
         self.query_one("#ov-status", Static).update(status_lines(view, tones))
-        self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones, self.__dict__.setdefault("_rows", RowCache())))
+        self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones, self.row_cache("findings")))
 
     def on_click(self, event: Click) -> None:
         target = {"ov-pool-title": "pool", "ov-pool": "pool", "ov-borrow": "queues", "ov-status": None}

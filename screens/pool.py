@@ -16,7 +16,6 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import gpu_of, qfloat, qty, ref_meta, ref_text, short_flavor
 from .overview import pool_summary
-from .rowcache import RowCache
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -186,7 +185,7 @@ enter          open the object of the highlighted row"""
 
     def _queue_rows(self, frame: Frame, tones: Tones) -> list[Row]:
         # 300 workspace queues at fleet scale: a row is rebuilt only when its queue's view object is new.
-        cache = self.__dict__.setdefault("_queue_cache", RowCache())
+        cache = self.row_cache("queues")
         rows = [cache.row(q.cluster_queue, q, partial(_queue_row, q, tones), tones) for q in frame.view.pool.queues]
         cache.done()
         return rows

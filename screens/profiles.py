@@ -15,7 +15,6 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import kv_grid, tri
-from .rowcache import RowCache
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -130,7 +129,7 @@ enter       open the TauCluster"""
         why_pane.display = bool(why)
         why_pane.update(kv_grid([(f"✖ {name}", line) for name, line in why], tones.bad) if why else "")
         # A selection per namespace, team and lane (hundreds at fleet scale): rows follow their objects.
-        cache = self.__dict__.setdefault("_sel_cache", RowCache())
+        cache = self.row_cache("selections")
         sel_rows = [cache.row(f"{s.namespace}|{s.team}|{s.lane}", s, partial(_selection_row, s, tones), tones)
                     for s in p.selections]
         cache.done()

@@ -66,6 +66,11 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
     )
 
 
+def _queue_row(q: ClusterQueueView, branch: str, tones: Tones) -> Row:
+    return Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones),
+               RowMeta(kind="ClusterQueue", name=q.name, text=" ".join(filter(None, [q.cohort, q.workspace, q.team]))))
+
+
 def _num(v: float) -> str:
     return f"{v:g}"
 
@@ -114,8 +119,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
 
     def render_frame(self, frame: Frame) -> None:
         view, tones = frame.view, self.tones
-        cache: dict[str, tuple] = getattr(self, "_row_cache", {})
-        fresh: dict[str, tuple] = {}
+        cache = self.row_cache("queues")
         queues = {q.name: q for q in view.cluster_queues}
         rows: list[Row] = []
         grouped: list[tuple[CohortView | None, list[ClusterQueueView]]] = [
@@ -153,14 +157,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                 branch = "└ " if i == len(members) - 1 else "├ "
                 # An incremental view keeps the same object for a queue that did not change: so does
                 # its row (the table skips redrawing it; 300 queues rebuilt every tick cost ~0.1 s).
-                hit = cache.get(q.name)
-                if hit is None or hit[0] is not q or hit[1] != branch or hit[2] is not tones:
-                    hit = (q, branch, tones, Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones),
-                                                 RowMeta(kind="ClusterQueue", name=q.name,
-                                                         text=" ".join(filter(None, [q.cohort, q.workspace, q.team])))))
-                fresh[q.name] = hit
-                rows.append(hit[3])
-        self._row_cache = fresh
+                rows.append(cache.row(f"cq:{q.name}", q, partial(_queue_row, q, branch, tones), (branch, tones)))
+        cache.done()
         table = self.query_one("#queues", KeyedTable)
         table.sync(rows)
         self._detail(table.selected_key())

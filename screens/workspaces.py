@@ -17,7 +17,6 @@ from engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import drain_cell, kv_grid
-from .rowcache import RowCache
 from .text import PHASE_TONE, Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -137,7 +136,7 @@ enter   workspace detail: every condition, routes, blockers with guidance, ident
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
         sysns = self.session.config.system_namespace
-        cache = self.__dict__.setdefault("_row_cache", RowCache())
+        cache = self.row_cache("workspaces")
         rows = [cache.row(w.name, w, partial(_ws_row, w, tones, sysns), tones) for w in frame.view.workspaces]
         cache.done()
         table = self.query_one("#workspaces", KeyedTable)

@@ -42,10 +42,9 @@ class ViewModel(BaseModel):
         """An instance from values a rule has already checked, every field given: no validation.
         Rules build one row per Workload of a fleet; validation was most of that cost. Anything less
         than every field goes through `model_construct` (defaults, aliases)."""
-        names = cls.__dict__.get("_field_names")
+        names = _FIELD_NAMES.get(cls)
         if names is None:
-            names = frozenset(cls.model_fields)
-            type.__setattr__(cls, "_field_names", names)
+            names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
         if len(values) != len(names):
             return cls.model_construct(**values)
         m = _new(cls)
@@ -58,6 +57,7 @@ class ViewModel(BaseModel):
 
 _new = object.__new__
 _set = object.__setattr__
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 QtyMap = dict[str, QuantityField]

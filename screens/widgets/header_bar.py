@@ -56,6 +56,7 @@ class HeaderBar(Widget):
     HeaderBar #hb-problems { height: 1; display: none; }
     HeaderBar.-problems #hb-problems { display: block; }
     """
+    _shown: tuple = (None, None, None)  # the left, right and problems content last shown
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -67,7 +68,7 @@ class HeaderBar(Widget):
         tones = app_tones(self.app)
         problems = self._problems(frame, tones)
         shown = (self._left(frame, tones, self.size.width >= 140), self._right(frame, tones), problems or "")
-        last = self.__dict__.get("_shown", (None, None, None))
+        last = self._shown
         # Every tick passes here; an update re-lays the screen out, so only what changed is updated.
         for wid, new, old in zip(("#hb-left", "#hb-right", "#hb-problems"), shown, last, strict=True):
             if new != old:

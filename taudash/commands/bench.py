@@ -261,7 +261,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
             for _ in range(3):
                 frame = session.frame(datetime.now(UTC))
                 # As if the view had changed: a screen skips a tick that shows what it already shows.
-                app.screen.__dict__.pop("_shown_signature", None)
+                app.screen.redraw_next()
                 t = time.perf_counter()
                 orig(frame)
                 await _painted(app)
