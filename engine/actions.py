@@ -5,14 +5,21 @@ no HTTP client at all, so a write is impossible rather than hidden); permission 
 (SelfSubjectAccessReview); sent as a server dry-run before the real request; guarded by a
 resourceVersion precondition — on 409 the object is re-read and the change re-planned, never
 forced; appended to the audit log (who, when, object, before/after, result).
+
+Every path is built with the API version the cluster serves for the kind (Kueue ≤ 0.14 serves
+only v1beta1): the version the live source reads, or else discovered here on first use. The
+audit log gets an "intent" record before each real write and the outcome after it, under one
+request id, so a crash between the two still leaves a trace of a write that may have landed.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +53,15 @@ class ApiFailure(Exception):
         self.status = status
 
 
+class ApiNotServed(ApiFailure):
+    """The cluster does not serve the kind at any version taudash knows (or no longer at the one
+    it was using): a 404 that says nothing about whether the object exists."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.status = 404
+
+
 @dataclass
 class Result:
     changed: bool
@@ -65,10 +81,41 @@ class Result:
 
 @dataclass
 class AuditLog:
+    """JSON lines, one fsync per record, mode 0600. A line torn by a kill mid-write is closed off
+    before the next record (so it cannot swallow it) and skipped by `read`."""
+
     path: Path
 
     def record(self, entry: dict[str, Any]) -> None:
-        append_private(self.path, json.dumps(entry, separators=(",", ":"), sort_keys=True, default=str))
+        line = json.dumps(entry, separators=(",", ":"), sort_keys=True, default=str)
+        append_private(self.path, ("\n" + line) if self._torn_tail() else line)
+
+    def _torn_tail(self) -> bool:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() == 0:
+                    return False
+                fh.seek(-1, os.SEEK_END)
+                return fh.read(1) != b"\n"
+        except FileNotFoundError:
+            return False
+
+    def read(self) -> list[dict[str, Any]]:
+        """The complete records, oldest first; torn lines are skipped."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in raw.split(b"\n"):
+            try:
+                rec = json.loads(line) if line.strip() else None
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
 
 
 @dataclass
@@ -84,14 +131,19 @@ class Actions:
     refusals: int = 0
     why_read_only: str = ""
     log: list[dict[str, Any]] = field(default_factory=list)
+    # kind -> the version the live source reads (None until it has discovered one)
+    versions: Callable[[str], str | None] | None = None
+    # kind -> version found by this object's own discovery; wins over `versions` once set
+    _discovered: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read_only(cls, why: str, context: str | None = None) -> Actions:
         return cls(who="", context=context, api_client=None, why_read_only=why)
 
     @classmethod
-    def live(cls, api_client: Any, who: str, context: str | None, audit: AuditLog | None) -> Actions:
-        return cls(who=who, context=context, api_client=api_client, audit=audit)
+    def live(cls, api_client: Any, who: str, context: str | None, audit: AuditLog | None,
+             versions: Callable[[str], str | None] | None = None) -> Actions:
+        return cls(who=who, context=context, api_client=api_client, audit=audit, versions=versions)
 
     @property
     def writable(self) -> bool:
@@ -106,8 +158,60 @@ class Actions:
             raise WriteRefused(f"{verb} {kind} {_ref(namespace, name)} refused: {why}")
 
     # HTTP --------------------------------------------------------------------------------
-    def _path(self, k: ResourceKind, name: str | None, namespace: str | None) -> str:
-        base = f"/apis/{k.group}/{k.versions[0]}" if k.group else f"/api/{k.versions[0]}"
+    # API version ----------------------------------------------------------------------------
+    async def version(self, kind: str) -> str:
+        """The version to address `kind` at: ours if we discovered one, else the source's, else
+        discovered now. Raises ApiNotServed when the cluster serves none."""
+        if kind in self._discovered:
+            return self._discovered[kind]
+        known = self.versions(kind) if self.versions is not None else None
+        if known:
+            return known
+        return await self._discover(BY_KIND[kind])
+
+    async def _discover(self, k: ResourceKind) -> str:
+        for version in k.versions:
+            if await self._serves(k, version):
+                self._discovered[k.kind] = version
+                return version
+        self._discovered.pop(k.kind, None)
+        group = k.group or "core"
+        raise ApiNotServed(f"the cluster serves {k.resource} at none of the versions taudash knows "
+                           f"({', '.join(k.versions)}): is the {group} API installed?")
+
+    async def _serves(self, k: ResourceKind, version: str) -> bool:
+        """Whether the discovery document of the group/version lists the resource."""
+        try:
+            doc = await self._call("GET", "/" + _group_version_root(k, version))
+        except ApiFailure as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return any(r.get("name") == k.plural for r in doc.get("resources", []))
+
+    async def _object_call(self, method: str, kind: str, name: str | None, namespace: str | None,
+                           subresource: str | None = None, body: Any = None, query=None,
+                           content_type: str = "application/json") -> Obj:
+        """A request on the kind's path. A 404 is checked against discovery: when the version went
+        unserved (a Kueue downgrade, a stale guess) the kind is rediscovered and the request sent
+        once more at the served version, and ApiNotServed is raised when there is none."""
+        k = BY_KIND[kind]
+        version = await self.version(kind)
+        for attempt in (1, 2):
+            path = self._path(k, name, namespace, version) + (f"/{subresource}" if subresource else "")
+            try:
+                return await self._call(method, path, body, query, content_type)
+            except ApiFailure as exc:
+                if exc.status != 404 or await self._serves(k, version):
+                    raise
+            was = version
+            version = await self._discover(k)  # raises ApiNotServed when nothing is served
+            if version == was or attempt == 2:
+                break
+        raise ApiNotServed(f"{k.resource} is not served at {version} any more")
+
+    def _path(self, k: ResourceKind, name: str | None, namespace: str | None, version: str) -> str:
+        base = "/" + _group_version_root(k, version)
         if k.namespaced:
             base += f"/namespaces/{namespace}"
         base += f"/{k.plural}"
@@ -139,7 +243,9 @@ class Actions:
         if self.api_client is None:
             raise WriteRefused("no cluster connection in read-only mode")
         try:
-            return await self._call("GET", self._path(BY_KIND[kind], name, namespace))
+            return await self._object_call("GET", kind, name, namespace)
+        except ApiNotServed:
+            raise
         except ApiFailure as exc:
             if exc.status == 404:
                 return None
@@ -166,8 +272,8 @@ class Actions:
                     subresource: str | None = None) -> Result:
         """Merge-patch what `planner(current)` returns, with a resourceVersion precondition."""
         self._guard("patch", kind, name, namespace)
-        path = self._path(BY_KIND[kind], name, namespace) + (f"/{subresource}" if subresource else "")
         await self._permit("patch", kind, name, namespace)
+        merge = "application/merge-patch+json"
         for attempt in range(1, self.max_attempts + 1):
             current = await self.read(kind, name, namespace)
             if current is None:
@@ -177,17 +283,24 @@ class Actions:
                 return Result(False, "patch", kind, namespace, name, current, current, "already in the planned state", attempt)
             body = copy.deepcopy(patch)
             body.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
+            about = {"patch": patch, "attempt": attempt, "reason": reason}
             try:
-                await self._call("PATCH", path, body, [("dryRun", "All")], "application/merge-patch+json")
-                after = await self._call("PATCH", path, body, [("fieldManager", "taudash")], "application/merge-patch+json")
+                await self._object_call("PATCH", kind, name, namespace, subresource, body, [("dryRun", "All")], merge)
             except ApiFailure as exc:
                 if exc.status == 409:
-                    self._audit("patch", kind, name, namespace, "conflict", patch=patch, attempt=attempt)
+                    self._audit("patch", kind, name, namespace, "conflict", dry_run=True, **about)
                     continue  # someone else wrote first: re-read and re-plan
-                self._audit("patch", kind, name, namespace, "failed", patch=patch, note=str(exc))
+                self._audit("patch", kind, name, namespace, "failed", dry_run=True, note=str(exc), **about)
                 raise
-            self._audit("patch", kind, name, namespace, "ok", patch=patch, before=_slim(current),
-                        after=_slim(after), reason=reason, attempt=attempt)
+            try:
+                request, after = await self._write("patch", kind, name, namespace, about, self._object_call(
+                    "PATCH", kind, name, namespace, subresource, body, [("fieldManager", "taudash")], merge))
+            except ApiFailure as exc:
+                if exc.status == 409:
+                    continue
+                raise
+            self._audit("patch", kind, name, namespace, "ok", request=request, before=_slim(current),
+                        after=_slim(after), **about)
             return Result(True, "patch", kind, namespace, name, current, after, reason, attempt)
         raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} plans")
 
@@ -195,7 +308,6 @@ class Actions:
                      reason: str) -> Result:
         """Delete with uid + resourceVersion preconditions; `still_wanted(current)` re-checks the plan."""
         self._guard("delete", kind, name, namespace)
-        path = self._path(BY_KIND[kind], name, namespace)
         await self._permit("delete", kind, name, namespace)
         for attempt in range(1, self.max_attempts + 1):
             current = await self.read(kind, name, namespace)
@@ -206,20 +318,56 @@ class Actions:
             meta = current["metadata"]
             body = {"apiVersion": "v1", "kind": "DeleteOptions",
                     "preconditions": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}}
+            about = {"attempt": attempt, "reason": reason}
             try:
-                await self._call("DELETE", path, body, [("dryRun", "All")])
-                await self._call("DELETE", path, body)
+                await self._object_call("DELETE", kind, name, namespace, None, body, [("dryRun", "All")])
+            except ApiNotServed:
+                raise
             except ApiFailure as exc:
                 if exc.status == 409:
-                    self._audit("delete", kind, name, namespace, "conflict", attempt=attempt)
+                    self._audit("delete", kind, name, namespace, "conflict", dry_run=True, **about)
                     continue
                 if exc.status == 404:
                     return Result(False, "delete", kind, namespace, name, current, None, "already gone", attempt)
-                self._audit("delete", kind, name, namespace, "failed", note=str(exc))
+                self._audit("delete", kind, name, namespace, "failed", dry_run=True, note=str(exc), **about)
                 raise
-            self._audit("delete", kind, name, namespace, "ok", before=_slim(current), reason=reason, attempt=attempt)
+            try:
+                request, _ = await self._write("delete", kind, name, namespace, about, self._object_call(
+                    "DELETE", kind, name, namespace, None, body))
+            except ApiNotServed:
+                raise
+            except ApiFailure as exc:
+                if exc.status == 409:
+                    continue
+                if exc.status == 404:
+                    return Result(False, "delete", kind, namespace, name, current, None, "already gone", attempt)
+                raise
+            self._audit("delete", kind, name, namespace, "ok", request=request, before=_slim(current), **about)
             return Result(True, "delete", kind, namespace, name, current, None, reason, attempt)
         raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} plans")
+
+    async def _write(self, verb: str, kind: str, name: str, namespace: str | None, about: dict[str, Any],
+                     send: Coroutine[Any, Any, Obj]) -> tuple[str, Obj]:
+        """Await the real request (`send`, not started yet) between an "intent" audit record and its
+        outcome record (conflict or failed here; the caller records ok with the before/after it
+        knows). Returns the request id and the answer."""
+        request = uuid.uuid4().hex
+        try:
+            self._audit(verb, kind, name, namespace, "intent", request=request, **about)
+        except BaseException:
+            send.close()  # no intent on record, so no request: the write is not sent
+            raise
+        try:
+            out = await send
+        except ApiFailure as exc:
+            self._audit(verb, kind, name, namespace, "conflict" if exc.status == 409 else "failed", request=request,
+                        note=str(exc), **about)
+            raise
+        except BaseException as exc:
+            self._audit(verb, kind, name, namespace, "failed", request=request,
+                        note=f"no answer ({type(exc).__name__}: {exc}): the write may have been applied", **about)
+            raise
+        return request, out
 
     async def dry_run_create(self, obj: Obj, reason: str) -> Obj:
         """A connected server dry-run of a create: validated and admitted by the server, stored
@@ -229,9 +377,8 @@ class Actions:
         name, namespace = meta.get("name", ""), meta.get("namespace")
         self._guard("create", kind, name, namespace)
         await self._permit("create", kind, name, namespace)
-        path = self._path(BY_KIND[kind], None, namespace)
         try:
-            out = await self._call("POST", path, obj, [("dryRun", "All")])
+            out = await self._object_call("POST", kind, None, namespace, None, obj, [("dryRun", "All")])
         except ApiFailure as exc:
             self._audit("create-dry-run", kind, name, namespace, "failed", note=str(exc), reason=reason)
             raise
@@ -245,6 +392,11 @@ class Actions:
         self.log.append(entry)
         if self.audit is not None:
             self.audit.record(entry)
+
+
+def _group_version_root(k: ResourceKind, version: str) -> str:
+    """`apis/<group>/<version>` (or `api/v1` for the core group), without the leading slash."""
+    return f"apis/{k.group}/{version}" if k.group else f"api/{version}"
 
 
 def _ref(namespace: str | None, name: str) -> str:

@@ -76,7 +76,7 @@ async def test_conflict_rereads_and_replans(tmp_path):
         assert res.changed and res.attempts == 2 and calls[0] != calls[1]
         obj = sim.db.get(CQ, "tau-ws-eval")
         assert obj["spec"]["stopPolicy"] == "HoldAndDrain" and obj["metadata"]["labels"]["other-writer"] == "yes"
-        assert [e["result"] for e in actions.log] == ["conflict", "ok"]
+        assert [e["result"] for e in actions.log] == ["conflict", "intent", "ok"]
         await target.close()
 
 
