@@ -39,7 +39,7 @@ class LiveCluster:
             self.actions = Actions.read_only("read-only mode (--read-only)", self.target.context)
         else:
             self.actions = Actions.live(self.target.api_client, self.target.user or "unknown", self.target.context,
-                                        AuditLog(state_dir() / "audit.log"))
+                                        AuditLog(state_dir() / "audit.log"), versions=self.source.version_of)
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -106,6 +106,8 @@ class ApiServer:
         self.token = token or secrets.token_urlsafe(32)
         self.disabled_groups: set[str] = set() if ray else {"ray.io"}
         self.disabled_resources: set[tuple[str, str]] = set()
+        # group -> the only versions served (an older release, e.g. Kueue ≤ 0.14: v1beta1 only)
+        self.group_versions: dict[str, tuple[str, ...]] = {}
         self.faults = faults or Faults(db.registry)
         self.faults._on_drop.append(self._drop_watches)
         self.faults._on_expire.append(db.compact)
@@ -163,6 +165,21 @@ class ApiServer:
         (self.disabled_resources.discard if enabled else self.disabled_resources.add)(key)
         if not enabled:
             self._end_watches(lambda k: k == key)
+
+    def serve_versions(self, group: str, versions: tuple[str, ...]) -> None:
+        """Serve `group` only at `versions` (discovery, paths and watches), the first preferred.
+        Objects keep their stored shape; responses name the version addressed."""
+        known = {v for r in self.db.registry.all if r.group == group for v in r.versions}
+        unknown = [v for v in versions if v not in known]
+        if not versions or unknown:
+            raise ValueError(f"{group}: cannot serve {', '.join(unknown) or 'no version'}; "
+                             f"known: {', '.join(sorted(known)) or 'none'}")
+        self.group_versions[group] = tuple(versions)
+        self._end_watches(lambda key: key[0] == group)
+
+    def _versions_of(self, r: Resource) -> tuple[str, ...]:
+        only = self.group_versions.get(r.group)
+        return r.versions if only is None else tuple(v for v in only if v in r.versions)
 
     def _end_watches(self, pred: Callable[[tuple[str, str]], bool]) -> None:
         for w in list(self._watches):
@@ -347,7 +364,7 @@ class ApiServer:
         if group in self.disabled_groups:
             return []
         return [r for r in self.db.registry.all
-                if r.group == group and version in r.versions and r.key not in self.disabled_resources]
+                if r.group == group and version in self._versions_of(r) and r.key not in self.disabled_resources]
 
     def _resource_target(self, group: str, version: str, rest: list[str]) -> _Target:
         served = {r.plural: r for r in self._served(group, version)}
@@ -370,7 +387,7 @@ class ApiServer:
         versions: dict[str, None] = {}
         for r in self.db.registry.all:
             if r.group == group and r.key not in self.disabled_resources:
-                for v in r.versions:
+                for v in self._versions_of(r):
                     versions.setdefault(v, None)
         return list(versions)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..model.kinds import KUEUE
 from ..sources.snapshot import LoadResult
 from ..store import AccessState
 from .apiserver import LOOPBACK, ApiServer
@@ -56,6 +57,7 @@ class SimServer:
     dir removed on stop). Access states in a snapshot envelope become faults when `apply_access`:
     Forbidden → 403, Error → 500, Absent → the resource is not served. `tls` (default) serves
     https with a per-run certificate pinned in the kubeconfig: kubectl sends tokens only over TLS.
+    `kueue_versions`: serve kueue.x-k8s.io only at these versions (("v1beta1",) plays Kueue ≤ 0.14).
     """
 
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
@@ -64,13 +66,15 @@ class SimServer:
                  speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
                  watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
-                 simulate: bool = False, scenario: Any = None) -> None:
+                 simulate: bool = False, scenario: Any = None, kueue_versions: tuple[str, ...] | None = None) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         self.db = ObjectDB(history=history, clock=clock, seed=seed)
         self.faults = Faults(self.db.registry, seed=seed)
         self.api = ApiServer(self.db, host=LOOPBACK, port=port, token=token, ray=ray, faults=self.faults,
                              bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as)
+        if kueue_versions:  # e.g. ("v1beta1",): a Kueue ≤ 0.14 cluster
+            self.api.serve_versions(KUEUE, tuple(kueue_versions))
         self.context = context
         self.namespace = namespace
         self.apply_access = apply_access

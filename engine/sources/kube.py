@@ -203,6 +203,11 @@ class KubeSource:
         elif self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_later(0.01, self._flush)
 
+    def version_of(self, kind: str) -> str | None:
+        """The API version this source reads `kind` at (None until discovered): writes use it too."""
+        st = self.status.get(kind)
+        return st.version if st is not None else None
+
     @property
     def pending_writes(self) -> int:
         return len(self._pending)

@@ -111,7 +111,7 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool
             session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
-                                           AuditLog(state_dir() / "audit.log"))
+                                           AuditLog(state_dir() / "audit.log"), versions=source.version_of)
         from ..app import TaudashApp
 
         await TaudashApp(session).run_async()

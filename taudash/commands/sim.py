@@ -38,6 +38,9 @@ def register(sub, add_source_args) -> None:
                    help="write the kubeconfig here (mode 0600; default: a private temp dir removed on exit)")
     s.add_argument("--context-name", default="taudash-sim", metavar="NAME", help="context name in the kubeconfig")
     s.add_argument("--no-ray", action="store_true", help="do not serve the ray.io API (an optional API, absent)")
+    s.add_argument("--kueue-api", choices=("v1beta1", "v1beta2"), metavar="VERSION",
+                   help="serve kueue.x-k8s.io only at this version (v1beta1: like Kueue 0.14 and older; "
+                        "default: both)")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -70,7 +73,8 @@ async def _serve(args) -> int:
         raise UsageError(str(exc)) from None
     sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
-                    simulate=not getattr(args, "no_controllers", False), scenario=scenario)
+                    simulate=not getattr(args, "no_controllers", False), scenario=scenario,
+                    kueue_versions=(args.kueue_api,) if getattr(args, "kueue_api", None) else None)
     try:
         await sim.start()
     except SnapshotError as exc:
