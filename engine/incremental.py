@@ -30,9 +30,11 @@ from .rules.multikueue import derive_multikueue
 from .rules.pool import derive_pool
 from .rules.profiles import derive_profiles
 from .rules.queues import (
+    Bucket,
     ObservedCounts,
     cluster_queue_view,
     derive_cohorts,
+    observed,
     workload_facts,
 )
 from .rules.workspaces import derive_workspace
@@ -108,8 +110,8 @@ class IncrementalDeriver:
         self._cluster = derive_cluster(ctx)
         self._teams = derive_teams(ctx)
         self._pool = derive_pool(ctx)
-        self._buckets: dict[Key, tuple[str, int, int, int]] = {}
-        self._counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        self._buckets: dict[Key, Bucket] = {}
+        self._counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self._wkeys: list[Key] = []
         self._wvals: list = []
         self._waiting_out: list | None = None
@@ -137,7 +139,7 @@ class IncrementalDeriver:
         self._profiles = derive_profiles(ctx)
         self._mk = derive_multikueue(ctx, self._profiles[0])
 
-    def _count(self, key: Key, bucket: tuple[str, int, int, int] | None) -> set[str]:
+    def _count(self, key: Key, bucket: Bucket | None) -> set[str]:
         """Replace one Workload's contribution to the observed counts; returns the queues touched."""
         touched = set()
         old = self._buckets.pop(key, None)
@@ -146,6 +148,7 @@ class IncrementalDeriver:
             c[0] -= old[1]
             c[1] -= old[2]
             c[2] -= old[3]
+            c[3] -= old[4]
             touched.add(old[0])
         if bucket is not None:
             self._buckets[key] = bucket
@@ -153,6 +156,7 @@ class IncrementalDeriver:
             c[0] += bucket[1]
             c[1] += bucket[2]
             c[2] += bucket[3]
+            c[3] += bucket[4]
             touched.add(bucket[0])
         return touched
 
@@ -160,7 +164,7 @@ class IncrementalDeriver:
         if not self._workloads_readable():
             return None
         c = self._counts.get(cq)
-        return ObservedCounts(pending=c[0], reserving=c[1], admitted=c[2]) if c else ObservedCounts()
+        return observed(c) if c else ObservedCounts()
 
     def _queues_changed(self, ctx: RuleContext) -> None:
         self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]

@@ -138,3 +138,55 @@ def test_waiting_list_names_owner_and_route():
                 workload("job-a-1", "ns", reason="WaitingForQuota", owner=("Job", "a", "uid-a")))
     (w,) = v.waiting
     assert (w.cluster_queue, w.owner_kind, w.owner_name, w.reason) == ("cq", "Job", "a", "WaitingForQuota")
+
+
+def test_inactive_counts_deactivated_unfinished_workloads_routed_to_the_queue():
+    objs = [cluster_queue("cq", pending=1), cluster_queue("other"), local_queue("jobqueue", "ns", "cq"),
+            local_queue("jobqueue", "elsewhere", "other")]
+    v = view_of(*objs,
+                workload("off-1", "ns", active=False),
+                workload("off-2", "ns", active=False, reason="Deactivated"),
+                workload("on", "ns"),  # active pending: pending, not inactive
+                workload("done", "ns", admitted_to="cq", state="finished", active=False),  # finished: neither
+                workload("evicting", "ns", admitted_to="cq", state="admitted", active=False),  # still holds quota
+                workload("off-other", "elsewhere", active=False))
+    by = {q.name: q for q in v.cluster_queues}
+    assert by["cq"].inactive == 2 and by["other"].inactive == 1
+    assert (by["cq"].observed.pending, by["cq"].observed.reserving, by["cq"].observed.admitted) == (1, 1, 1)
+    assert by["cq"].pending == 1  # the status count is Kueue's, untouched
+    contract = v.to_contract()["clusterQueues"]
+    assert {q["name"]: q["inactive"] for q in contract} == {"cq": 2, "other": 1}
+    assert "inactive" not in contract[0]["observed"]  # one place in the contract
+
+
+def test_no_deactivated_work_counts_zero():
+    v = view_of(cluster_queue("cq"), local_queue("jobqueue", "ns", "cq"), workload("on", "ns"))
+    assert v.cluster_queues[0].inactive == 0
+
+
+def test_inactive_is_unknown_when_workloads_are_unreadable():
+    objs = [cluster_queue("cq"), local_queue("jobqueue", "ns", "cq"), workload("off", "ns", active=False)]
+    for kind in ("Workload", "LocalQueue"):
+        v = view_of(*objs, access={kind: AccessState.FORBIDDEN})
+        assert v.cluster_queues[0].inactive is None
+        assert v.to_contract()["clusterQueues"][0]["inactive"] is None
+
+
+def test_incremental_deriver_moves_a_workload_between_pending_and_inactive():
+    from engine.incremental import IncrementalDeriver
+    from engine.model import lookup
+    from engine.rules.base import RuleConfig
+
+    store = store_from_objects([cluster_queue("cq"), local_queue("jobqueue", "ns", "cq"), workload("w", "ns")])
+    inc = IncrementalDeriver(store, RuleConfig())
+
+    def counts():
+        (q,) = inc.view(NOW).cluster_queues
+        return q.observed.pending, q.inactive
+
+    assert counts() == (1, 0)
+    raw = workload("w", "ns", active=False)
+    store.upsert(lookup(raw["apiVersion"], raw["kind"]).model.model_validate(raw), raw=raw)
+    assert counts() == (0, 1) and inc.full_builds == 1
+    store.delete("Workload", "w", "ns")
+    assert counts() == (0, 0)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pydantic import Field
+
 from ..model import ZERO, ClusterQueue, Quantity, Workload
 from .base import Finding, QuantityField, RuleContext, Severity, ViewModel, finding
 
@@ -30,6 +32,8 @@ class ObservedCounts(ViewModel):
     pending: int = 0
     reserving: int = 0
     admitted: int = 0
+    # deactivated and holding no quota; shown as ClusterQueueView.inactive (Kueue's status has no such count)
+    inactive: int = Field(0, exclude=True)
 
 
 class ClusterQueueView(ViewModel):
@@ -42,6 +46,9 @@ class ClusterQueueView(ViewModel):
     pending: int = 0
     reserving: int = 0
     admitted: int = 0
+    # unfinished Workloads routed here with spec.active false and no quota (None: Workloads unreadable);
+    # not in `pending`, which counts only what Kueue may still admit
+    inactive: int | None = None
     drained: bool | None = False
     observed: ObservedCounts | None = None  # counted from the Workloads the store holds
     queueing_strategy: str = "BestEffortFIFO"
@@ -136,12 +143,15 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
     return lq.spec.cluster_queue if lq is not None and lq.spec.cluster_queue else None
 
 
-def observed_bucket(ctx: RuleContext, wl: Workload) -> tuple[str, int, int, int] | None:
-    """What one Workload adds to its ClusterQueue's observed counts: (queue, pending, reserving, admitted)."""
+Bucket = tuple[str, int, int, int, int]  # (queue, pending, reserving, admitted, inactive)
+
+
+def observed_bucket(ctx: RuleContext, wl: Workload) -> Bucket | None:
+    """What one Workload adds to its ClusterQueue's observed counts."""
     return workload_facts(ctx, wl)[0]
 
 
-def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[tuple[str, int, int, int] | None, WaitingWorkload | None]:
+def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[Bucket | None, WaitingWorkload | None]:
     """Everything the rules read from one Workload, in one pass over its conditions: its observed-count
     bucket (`observed_bucket`) and its waiting row (`waiting_workload`). A fleet has 100k of them."""
     finished = admitted = qr = None
@@ -159,9 +169,12 @@ def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[tuple[str, int, int,
     is_admitted = admitted is not None and admitted.status == "True"
     active = wl.spec.active
     cq = workload_cluster_queue(ctx, wl)
-    bucket = None
-    if cq is not None and (active or reserved):  # deactivated and holding no quota: Kueue does not count it
-        bucket = (cq, 0, 1, 1 if is_admitted else 0) if reserved else (cq, 1, 0, 0)
+    bucket: Bucket | None = None
+    if cq is not None:
+        if reserved:  # deactivated but still holding quota (being evicted) stays reserving until released
+            bucket = (cq, 0, 1, 1 if is_admitted else 0, 0)
+        else:  # deactivated and holding no quota: Kueue does not count it pending; it never will run as is
+            bucket = (cq, 1, 0, 0, 0) if active else (cq, 0, 0, 0, 1)
     if is_admitted:
         return bucket, None
     why = _why(wl, active, qr, admitted)
@@ -181,7 +194,7 @@ def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[tuple[str, int, int,
     )
 
 
-Facts = list[tuple[tuple[str, int, int, int] | None, "WaitingWorkload | None"]]
+Facts = list[tuple[Bucket | None, "WaitingWorkload | None"]]
 
 
 def all_workload_facts(ctx: RuleContext) -> Facts:
@@ -190,7 +203,7 @@ def all_workload_facts(ctx: RuleContext) -> Facts:
 
 
 def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, ObservedCounts]:
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for b, _ in facts if facts is not None else all_workload_facts(ctx):
         if b is None:
             continue
@@ -198,7 +211,13 @@ def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, O
         c[0] += b[1]
         c[1] += b[2]
         c[2] += b[3]
-    return {k: ObservedCounts(pending=v[0], reserving=v[1], admitted=v[2]) for k, v in counts.items()}
+        c[3] += b[4]
+    return {k: observed(v) for k, v in counts.items()}
+
+
+def observed(counts: list[int]) -> ObservedCounts:
+    """ObservedCounts from [pending, reserving, admitted, inactive]."""
+    return ObservedCounts(pending=counts[0], reserving=counts[1], admitted=counts[2], inactive=counts[3])
 
 
 def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple[list[ClusterQueueView], list[Finding]]:
@@ -241,6 +260,7 @@ def cluster_queue_view(
         pending=st.pending_workloads,
         reserving=st.reserving_workloads,
         admitted=st.admitted_workloads,
+        inactive=obs.inactive if obs is not None else None,
         drained=drained,
         observed=obs,
         queueing_strategy=cq.spec.queueing_strategy,
