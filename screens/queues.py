@@ -31,6 +31,7 @@ COLS = [
     Col("stop", "stopPolicy", 14),
     Col("active", "Active", 12),
     Col("counts", "pnd·rsv·adm", 11, right=True),
+    Col("inactive", "inact", 5, right=True),
     Col("nominal", "nom", 4, right=True),
     Col("reserved", "resv", 4, right=True),
     Col("used", "used", 4, right=True),
@@ -59,6 +60,7 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
         stop_cell(q.stop_policy, tones),
         active_cell(q, tones),
         f"{q.pending}·{q.reserving}·{q.admitted}",
+        _inactive_cell(q, tones),
         _num(_gpu_total(q.flavors, "nominal")),
         _num(_gpu_total(q.flavors, "reserved")),
         _num(_gpu_total(q.flavors, "used")),
@@ -69,6 +71,12 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
 def _queue_row(q: ClusterQueueView, branch: str, tones: Tones) -> Row:
     return Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones),
                RowMeta(kind="ClusterQueue", name=q.name, text=" ".join(filter(None, [q.cohort, q.workspace, q.team]))))
+
+
+def _inactive_cell(q: ClusterQueueView, tones: Tones) -> Text:
+    if q.inactive is None:
+        return Text("?", style=tones.muted)  # the Workloads cannot be read
+    return Text(str(q.inactive), style=tones.warn if q.inactive else tones.muted)
 
 
 def _num(v: float) -> str:
@@ -100,6 +108,8 @@ GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue 
 stopPolicy                       None admits; Hold and HoldAndDrain stop new admissions.
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
 pend·resv·adm                    pending, reserving and admitted Workloads from the queue status.
+inact                            deactivated Workloads (spec.active false) routed here: not pending,
+                                 never admitted until reactivated (? when Workloads are unreadable).
 
 The pane below shows the highlighted row per flavor and resource, its limits, the Active message
 and the Workload counts cross-checked against the Workloads in the store.
@@ -145,13 +155,14 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                 rows.append(Row(f"cohort:{cohort.name}", (
                     name, "", "",
                     Text(f"{len(members)} queues", style=tones.muted),
+                    "",
                     _num(own) if own else Text("–", style=tones.muted),
                     _num(_gpu_total(cohort.flavors, "reserved")),
                     _num(_gpu_total(cohort.flavors, "used")),
                     _num(_gpu_total(cohort.flavors, "borrowed")),
                 ), RowMeta(kind="Cohort", name=cohort.name, text=" ".join(cohort.members))))
             else:
-                rows.append(Row("cohort:", (Text(f"▾ {NO_COHORT}", style=tones.muted), "", "", "", "", "", "", ""),
+                rows.append(Row("cohort:", (Text(f"▾ {NO_COHORT}", style=tones.muted), "", "", "", "", "", "", "", ""),
                                 RowMeta(text=NO_COHORT)))
             for i, q in enumerate(members):
                 branch = "└ " if i == len(members) - 1 else "├ "

@@ -129,12 +129,12 @@ def render_table(view: ClusterView) -> Group:
 
     if view.cluster_queues:
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_justify="left")
-        for col in ("clusterqueue", "cohort", "stop", "active", "pend", "resv", "adm"):
-            t.add_column(col, justify="right" if col in ("pend", "resv", "adm") else "left")
+        for col in ("clusterqueue", "cohort", "stop", "active", "pend", "resv", "adm", "inact"):
+            t.add_column(col, justify="right" if col in ("pend", "resv", "adm", "inact") else "left")
         for q in view.cluster_queues:
             act = "?" if q.active is None else ("✓" if q.active else f"✖ {q.active_reason}")
             t.add_row(L(q.name), L(q.cohort or "-"), L(q.stop_policy), L(act), str(q.pending), str(q.reserving),
-                      str(q.admitted))
+                      str(q.admitted), "?" if q.inactive is None else str(q.inactive))
         parts.append(Text("QUEUES", style="bold"))
         parts.append(t)
 

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from factories import cluster_queue, cond, workspace
+from factories import cluster_queue, cond, local_queue, workload, workspace
 
 from taudash.cli import main
 
@@ -104,3 +104,16 @@ def test_hostile_cluster_strings_are_inert_in_cli_output(args):
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\u202e" not in r.stdout
     assert "[bold]evil[/bold]" in r.stdout  # markup shown as written, not applied
     assert "\\x1b[2J" in r.stdout  # the escape sequence made visible
+
+
+def test_queue_rows_show_deactivated_workloads(tmp_path, capsys):
+    p = write_objs(tmp_path, [cluster_queue("tau-ws-train"), local_queue("jobqueue", "train", "tau-ws-train"),
+                              workload("off", "train", active=False), workload("on", "train")])
+    assert main(["status", "--snapshot", str(p), "-o", "json"]) == 0
+    (cq,) = json.loads(capsys.readouterr().out)["clusterQueues"]
+    assert cq["inactive"] == 1 and cq["observed"]["pending"] == 1
+    assert main(["status", "--snapshot", str(p), "-o", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("clusterqueue"))
+    row = next(line for line in lines if line.startswith("tau-ws-train"))
+    assert header.split()[-1] == "inact" and row.split()[-1] == "1"
