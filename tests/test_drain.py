@@ -240,3 +240,50 @@ class TestSourceDiscovery:
         before = ctx.store.revision
         derive_drain(ctx, the_workspace(ctx))
         assert ctx.store.revision == before
+
+
+# --- deactivated Workloads never finish by waiting: the advice says who stopped them ---------------------
+
+
+def deactivated(wl: dict, by: str | None = None) -> dict:
+    wl["spec"]["active"] = False
+    if by is not None:
+        wl["metadata"]["annotations"] = {"taudash.io/deactivated-by": by}
+    return wl
+
+
+class TestDeactivatedWorkloadAdvice:
+    def test_deactivated_by_a_workflow_names_it(self, mode):
+        wl = deactivated(workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep")), by="wf-20261130-ab12")
+        view, findings = drain(world(mode, job("prep"), wl))
+        (b,) = view.blockers
+        assert (b.kind, b.name, b.reason) == ("Workload", "job-prep-1a2b3", "WorkloadUnfinished")
+        assert "deactivated (spec.active=false)" in b.message
+        assert b.action == (f"Workload eval/job-prep-1a2b3 deactivated by workflow wf-20261130-ab12: reactivate it "
+                            f"or delete its owner Job eval/prep, before completing {op(mode)}")
+        assert "wait" not in b.action
+        (f,) = findings
+        assert f.rule == "DRAIN-BLOCKED" and "wf-20261130-ab12" in f.hint and "wait for" not in f.hint
+
+    def test_deactivated_without_annotation(self, mode):
+        wl = deactivated(workload("loose"))
+        view, _ = drain(world(mode, wl))
+        (b,) = view.blockers
+        assert "deactivated (spec.active=false)" in b.message
+        assert b.action == f"Workload eval/loose deactivated: reactivate it or delete it, before completing {op(mode)}"
+
+    def test_active_workload_keeps_the_wait_advice(self, mode):
+        view, _ = drain(world(mode, workload("loose")))
+        (b,) = view.blockers
+        assert "deactivated" not in b.message + b.action
+        assert b.action == f"wait for Workload eval/loose to finish, or delete it, before completing {op(mode)}"
+
+    def test_finished_deactivated_workload_does_not_block(self, mode):
+        view, _ = drain(world(mode, deactivated(workload("done", finished=True), by="wf-1")))
+        assert view.state == "Clear"
+
+    def test_unreadable_workloads_stay_unknown(self, mode):
+        wl = deactivated(workload("loose"), by="wf-1")
+        view, findings = drain(world(mode, wl), {"Workload": AccessState.FORBIDDEN})
+        assert view.state == "Unknown" and view.blockers == []
+        assert "DRAIN-UNKNOWN" in rules(findings)

@@ -24,6 +24,8 @@ CLEANED_LABELS = (
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# Set by taudash's hold workflow on each Workload it deactivates: the workflow's id.
+DEACTIVATED_BY = "taudash.io/deactivated-by"
 
 # Route states that never make the drain wait.
 NO_WAIT = ("SelectorIndependent", "NotRouted", "Missing")
@@ -121,9 +123,20 @@ def _has_workload(src: KubeObject, kind: str, owners: set[tuple[str, str, str]],
     return (kind, src.uid, src.name) in owners or (bool(src.uid) and src.uid in uids)
 
 
+def _workload_message(wl: Workload) -> str:
+    if not wl.spec.active:
+        return "Workload is deactivated (spec.active=false) and not Finished: it will not run until reactivated"
+    return f"Workload is {wl.derived_status} and not Finished"
+
+
 def _workload_action(wl: Workload, op: str) -> str:
     ref = f"{wl.namespace}/{wl.name}"
     owner = wl.owner
+    if not wl.spec.active:  # it will never finish by waiting: say who stopped it and what ends it
+        by = wl.metadata.annotations.get(DEACTIVATED_BY)
+        how = f"deactivated by workflow {by}" if by else "deactivated"
+        whose = f"its owner {owner.kind} {wl.namespace}/{owner.name}" if owner else "it"
+        return f"Workload {ref} {how}: reactivate it or delete {whose}, before completing {op}"
     if owner is None:
         return f"wait for Workload {ref} to finish, or delete it, before completing {op}"
     oref = f"{owner.kind} {wl.namespace}/{owner.name}"
@@ -228,7 +241,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 name=wl.name,
                 reason="WorkloadUnfinished",
                 route=hit,
-                message=f"Workload is {wl.derived_status} and not Finished",
+                message=_workload_message(wl),
                 action=_workload_action(wl, op),
             )
         )
