@@ -59,3 +59,44 @@ async def test_serve_until_interrupted(tmp_path):
             proc.send_signal(signal.SIGINT)  # Ctrl-C
         code = await asyncio.wait_for(proc.wait(), 10)
     assert code == 0
+
+
+def test_kueue_api_accepts_only_known_versions(capsys):
+    try:
+        build_parser().parse_args(["sim", "serve", "--kueue-api", "v9"])
+        raise AssertionError("parsed an unknown version")
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "--kueue-api" in capsys.readouterr().err
+
+
+async def test_serve_a_v1beta1_only_kueue(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
+        "--kueue-api", "v1beta1", "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 20)
+            assert line, (await proc.stderr.read()).decode()
+            if line.startswith(b"try:"):
+                break
+        env = {**os.environ, "HOME": str(tmp_path)}
+
+        async def kubectl(*args):
+            p = await asyncio.create_subprocess_exec("kubectl", "--kubeconfig", str(kubeconfig), *args,
+                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                     env=env)
+            out, err = await asyncio.wait_for(p.communicate(), 20)
+            assert p.returncode == 0, err.decode()
+            return out.decode().split()
+
+        assert [v for v in await kubectl("api-versions") if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
+        assert set(await kubectl("get", "clusterqueues", "-o", "jsonpath={.items[*].apiVersion}")) == {
+            "kueue.x-k8s.io/v1beta1"}
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 10)
+    assert code == 0

@@ -177,7 +177,7 @@ async def test_another_writer_conflict_is_replanned(h):
     obj = h.sim.db.get(CQ, "tau-ws-eval")
     assert obj["spec"]["stopPolicy"] == "HoldAndDrain" and obj["metadata"]["labels"]["edited-by"] == "someone-else"
     results = [e["result"] for e in actions.log if e["verb"] == "patch"]
-    assert results == ["conflict", "ok"]
+    assert results == ["conflict", "intent", "ok"]
     executed = [r for r in journal.records if r["event"] == "executed"]
     assert executed[0]["data"]["result"]["attempts"] == 2
 
