@@ -134,7 +134,7 @@ class Actions:
     # kind -> the version the live source reads (None until it has discovered one)
     versions: Callable[[str], str | None] | None = None
     # kind -> version found by this object's own discovery; wins over `versions` once set
-    _discovered: dict[str, str] = field(default_factory=dict)
+    _discovered: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def read_only(cls, why: str, context: str | None = None) -> Actions:

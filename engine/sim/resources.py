@@ -2,7 +2,8 @@
 
 Short names and printer columns follow the real CRDs and built-ins. Kueue is modelled as a 0.15.x
 release: v1beta2 (storage, preferred) and v1beta1 both served, and Workload still answers to `wl`
-(removed in 0.16) as well as `kwl`.
+(removed in 0.16) as well as `kwl`. `ApiServer.serve_versions` narrows what is served (v1beta1
+only: a Kueue 0.14 or older).
 """
 
 from __future__ import annotations
