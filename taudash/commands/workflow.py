@@ -139,6 +139,7 @@ async def _run_live(args) -> int:
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(), poll=args.poll)
         state = await runner.run()
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
+    _print_deactivated(status(journal).get("deactivated") or [], journal.id)
     return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
 
 
@@ -149,15 +150,17 @@ def _params(args, ctx: Context) -> dict:
         if kind == "hold":
             return hold_params(ctx, args.cq, args.profile, args.mode, cancel_pending=not args.keep_pending)
         if kind == "release":
-            return release_params(args.cq, args.reactivate_from)
+            return release_params(args.cq, args.reactivate_from, ctx=ctx)
         if kind == "catalog":
             return catalog_params(ctx, args.catalog, args.cq)
         if kind == "rollback":
             return rollback_params(ctx, args.from_id)
         if kind == "drain":
-            return drain_params(args.workspace)
+            return drain_params(ctx, args.workspace)
     except ParamError as exc:
-        raise UsageError(str(exc)) from None
+        for problem in exc.problems:  # every problem on its own line; the headline exits 2
+            print(f"  ✖ {clean(problem)}", file=sys.stderr)
+        raise UsageError(exc.headline if exc.problems else str(exc)) from None
     raise UsageError(f"unknown workflow {kind}")
 
 
@@ -209,9 +212,17 @@ def _print_status(doc: dict) -> None:
             out(f"      {op.get('diff', '')}")
         if s.get("error"):
             out(f"      error: {s['error']}")
+    for ref in doc.get("deactivated") or []:
+        out(f" deactivated Workload {ref}")
     for name, path in doc.get("artifacts", {}).items():
         out(f" artifact {name}: {path}")
     out(f" journal: {doc['journal']}")
+
+
+def _print_deactivated(refs: list[str], wid: str) -> None:
+    if refs:
+        print(f"deactivated {len(refs)} Workload(s): {clean(', '.join(refs))}; reactivate them with "
+              f"`taudash workflow start release --reactivate-from {wid}`", file=sys.stderr)
 
 
 def out(line: str) -> None:
