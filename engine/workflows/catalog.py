@@ -119,6 +119,11 @@ def _shape_problems(item: Any, label: str) -> list[str]:
     for key in _REQUIRED:
         if item.get(key) is None or item.get(key) == "":
             out.append(f"{label}: {key} is required")
+    pri = item.get("priorities") if isinstance(item.get("priorities"), dict) else {}
+    if not (pri.get("disableDefaultPriorities") or pri.get("workloadPriorityClassName")
+            or pri.get("podPriorityClassName")):
+        out.append(f"{label}: priorities: workloadPriorityClassName and podPriorityClassName are required "
+                   "(or disableDefaultPriorities: true)")
     return out
 
 

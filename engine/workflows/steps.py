@@ -153,7 +153,7 @@ class RestoreStopPolicy(SetStopPolicy):
     goes back to None, as a release would."""
 
     def __init__(self, step_id: str, cqs: list[str], from_step: str = "hold",
-                 title: str = "Restore admission: each queue back to its previous stopPolicy") -> None:
+                 title: str = "Restore admission (each queue's previous stopPolicy)") -> None:
         super().__init__(step_id, cqs, "None", title)
         self.from_step = from_step
         self._previous: dict[str, str] = {}
