@@ -160,8 +160,11 @@ async def test_catalog_holds_only_affected_queues_restores_hold_then_reactivates
     # release --reactivate-from the catalog run: active again, annotation gone
     rel = release_params([], journal.id, ctx=ctx_of(h))
     assert rel["cqs"] == ["tau-ws-eval"] and {tuple(x) for x in rel["reactivate"]} == listed
+    writes = len(writes_to(h, "tau-ws-eval"))
     _, state = await h.run("release", rel)
     assert state == "Completed"
+    # the queue is back where the operator had it: releasing the change does not open it
+    assert policy(h, "tau-ws-eval") == "Hold" and len(writes_to(h, "tau-ws-eval")) == writes
     for ns, name in listed:
         wl = h.sim.db.get(WL, name, ns)
         assert wl is None or (wl["spec"].get("active", True)

@@ -73,7 +73,8 @@ def test_param_helper_shared_with_the_cli(journals):
     store = load_snapshot(ROOT / "snapshots" / "demo.yaml").store
     ctx = Context(store=store, actions=None)  # type: ignore[arg-type]
     assert hold_params(ctx, ["tau-ws-train", "tau-ws-eval", "tau-ws-eval"]) == {
-        "cqs": ["tau-ws-eval", "tau-ws-train"], "mode": "HoldAndDrain", "cancel_pending": True}
+        "cqs": ["tau-ws-eval", "tau-ws-train"], "mode": "HoldAndDrain", "cancel_pending": True,
+        "why": {"tau-ws-eval": ["named with --cq"], "tau-ws-train": ["named with --cq"]}}
     with pytest.raises(ParamError, match="at least one ClusterQueue"):
         hold_params(ctx, [])
     with pytest.raises(ParamError, match="mode"):
@@ -82,7 +83,8 @@ def test_param_helper_shared_with_the_cli(journals):
         hold_params(ctx, [], ["no-such-profile"])
     # release reactivates what a hold deactivated, read from its journal (the fixture hold changed none)
     assert release_params([], "a1b2c3", journals) == {"cqs": ["tau-ws-vision"], "reactivate": [],
-                                                      "reactivate_from": "a1b2c3"}
+                                                      "reactivate_from": "a1b2c3",
+                                                      "restore_to": {"tau-ws-vision": "None"}}
     with pytest.raises(ParamError, match="no workflow"):
         release_params([], "nope", journals)
     with pytest.raises(ParamError, match="is a hold, not a catalog change"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import Workflow
-from .steps import DeactivatePending, Reactivate, SetStopPolicy
+from .base import Step, Workflow
+from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
 # Workflows whose drain step deactivates pending Workloads (release --reactivate-from accepts them).
 DEACTIVATING_KINDS = ("hold", "catalog", "rollback")
@@ -20,7 +20,10 @@ def hold_workflow(params: dict) -> Workflow:
 
 def release_workflow(params: dict) -> Workflow:
     cqs = params["cqs"]
-    steps = [SetStopPolicy("restore", cqs, "None")]
+    if params.get("restore_to") is not None:  # releasing another workflow's queues: back to what they were
+        steps: list[Step] = [RestoreStopPolicy("restore", cqs, targets=params["restore_to"])]
+    else:
+        steps = [SetStopPolicy("restore", cqs, "None")]
     if params.get("reactivate"):
         steps.append(Reactivate("reactivate", [tuple(x) for x in params["reactivate"]],
                                 source=params.get("reactivate_from")))

@@ -17,6 +17,7 @@ from .base import Context
 from .catalog import CatalogError, affected_queues, catalog_diff, catalog_problems, declared_catalog, load_catalog
 from .hold import DEACTIVATING_KINDS, deactivated_by
 from .journal import Journal, JournalError
+from .steps import previous_stop_policies
 
 KINDS = ("hold", "release", "catalog", "rollback", "drain")
 HOLD_MODES = ("HoldAndDrain", "Hold")
@@ -64,21 +65,26 @@ def hold_params(ctx: Context, cqs: Iterable[str] = (), profiles: Iterable[str] =
                 cancel_pending: bool = True) -> dict[str, Any]:
     if mode not in HOLD_MODES:
         raise ParamError(f"hold mode must be one of {', '.join(HOLD_MODES)}, not {mode!r}")
-    named = list(cqs)
-    chosen = list(named)
+    why: dict[str, list[str]] = {}
+    for q in cqs:
+        why.setdefault(q, ["named with --cq"])
     for p in profiles:
-        chosen += profile_queues(ctx, p)
-    if not chosen:
+        for q in profile_queues(ctx, p):
+            why.setdefault(q, []).append(f"profile {p} routes to it (--profile {p})")
+    if not why:
         raise ParamError("choose at least one ClusterQueue (or a profile)")
-    unknown_queues(ctx, chosen)
-    return {"cqs": sorted(set(chosen)), "mode": mode, "cancel_pending": cancel_pending}
+    unknown_queues(ctx, why)
+    return {"cqs": sorted(why), "mode": mode, "cancel_pending": cancel_pending,
+            "why": {q: why[q] for q in sorted(why)}}
 
 
 def release_params(cqs: Iterable[str] = (), reactivate_from: str | None = None,
                    directory: Path | None = None, ctx: Context | None = None) -> dict[str, Any]:
-    """Restore admission; with `reactivate_from`, also reactivate what that hold, catalog change or
-    rollback deactivated (its queues are released when none are named). With `ctx`, the queues
-    must exist."""
+    """Restore admission (stopPolicy None on the named queues); with `reactivate_from`, also
+    reactivate what that hold, catalog change or rollback deactivated. Named no queue, it releases
+    that workflow's queues back to the stopPolicy each had before it (a queue that was on Hold
+    stays on Hold; after a completed catalog change nothing is left to write). With `ctx`, the
+    queues must exist."""
     params: dict[str, Any] = {"cqs": sorted(set(cqs))}
     if reactivate_from:
         src = open_journal(reactivate_from, directory)
@@ -88,7 +94,9 @@ def release_params(cqs: Iterable[str] = (), reactivate_from: str | None = None,
         params["reactivate"] = [list(x) for x in deactivated_by(src)]
         params["reactivate_from"] = src.id
         if not params["cqs"]:
-            params["cqs"] = list(src.params.get("cqs", []))
+            params["cqs"] = sorted(src.params.get("cqs", []))
+            before = previous_stop_policies(src, "hold")
+            params["restore_to"] = {q: before.get(q, "None") for q in params["cqs"]}
     if not params["cqs"]:
         raise ParamError("choose at least one ClusterQueue (or a hold to reactivate the Workloads of)")
     if ctx is not None:

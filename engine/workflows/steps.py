@@ -153,16 +153,19 @@ class RestoreStopPolicy(SetStopPolicy):
     goes back to None, as a release would."""
 
     def __init__(self, step_id: str, cqs: list[str], from_step: str = "hold",
-                 title: str = "Restore admission (each queue's previous stopPolicy)") -> None:
+                 title: str = "Restore admission (each queue's previous stopPolicy)",
+                 targets: dict[str, str] | None = None) -> None:
         super().__init__(step_id, cqs, "None", title)
         self.from_step = from_step
-        self._previous: dict[str, str] = {}
+        self.targets = targets  # read from another workflow's journal (a release of that workflow)
+        self._previous: dict[str, str] = dict(targets or {})
 
     def _target(self, name: str) -> str:
         return self._previous.get(name, "None")
 
     async def plan(self, ctx: Context) -> Plan:
-        self._previous = previous_stop_policies(ctx.journal, self.from_step)
+        if self.targets is None:
+            self._previous = previous_stop_policies(ctx.journal, self.from_step)
         ops, notes = [], []
         for name in self.cqs:
             cq = ctx.store.get("ClusterQueue", name)
@@ -177,7 +180,7 @@ class RestoreStopPolicy(SetStopPolicy):
         return Plan(ops, notes)
 
     def progress(self, ctx: Context) -> Progress:
-        if not self._previous:  # a resume that starts at the wait
+        if self.targets is None and not self._previous:  # a resume that starts at the wait
             self._previous = previous_stop_policies(ctx.journal, self.from_step)
         return super().progress(ctx)
 

@@ -134,6 +134,10 @@ async def _run_live(args) -> int:
             wid = new_id()
             journal = Journal.create(wid, args.wf_kind, params, live.target.context)
             print(f"workflow {wid} ({args.wf_kind}) journal {journal.path}", file=sys.stderr)
+            for line in params.get("diff") or []:  # what the catalog change does, and why each queue holds
+                print(f"  {clean(line)}", file=sys.stderr)
+            for q, why in (params.get("why") or {}).items():
+                print(f"  hold {clean(q)}: {clean('; '.join(why))}", file=sys.stderr)
         workflow = build(journal.kind, journal.params)
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(), poll=args.poll)
