@@ -118,6 +118,12 @@ def test_an_unreadable_kind_fails_closed(ctx, current, monkeypatch):
     monkeypatch.setattr(ctx.store, "readable", lambda kind: kind != "LocalQueue" and real(kind))
     problems = catalog_problems(ctx, current)
     assert len(problems) == 1 and problems[0].startswith("LocalQueue data is ")
+    # namespaces and teams the controller never reads are not a reason to refuse every catalog
+    monkeypatch.setattr(ctx.store, "readable", lambda kind: kind not in ("Namespace", "TauTeam") and real(kind))
+    assert catalog_problems(ctx, current) == []
+    gone = copy.deepcopy(profile(current, EVAL))
+    gone["applicability"]["namespaces"] = ["nowhere"]
+    assert catalog_problems(ctx, [gone]) == [f"profile {EVAL!r}: defaultLocalQueue: LocalQueue nowhere/jobqueue not found"]
 
 
 def test_diff_names_profiles_and_fields(current):

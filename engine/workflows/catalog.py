@@ -175,10 +175,13 @@ class _Refs:
         self.ctx = ctx
         self.unreadable: dict[str, str] = {}
 
-    def readable(self, kind: str) -> bool:
+    def readable(self, kind: str, required: bool = True) -> bool:
+        """`required=False`: a check the LocalQueue lookup covers anyway (namespaces) is skipped
+        when the kind is unreadable, rather than refusing every catalog for lack of a list right."""
         if self.ctx.store.readable(kind):
             return True
-        self.unreadable.setdefault(kind, self.ctx.store.access(kind).state.value)
+        if required:
+            self.unreadable.setdefault(kind, self.ctx.store.access(kind).state.value)
         return False
 
     def get(self, kind: str, name: str, namespace: str | None = None):
@@ -215,7 +218,7 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
                    f"{p.default_local_queue!r}: the profile would resolve no LocalQueue")
     cq_names: set[str] = set()
     for ns in namespaces:
-        if refs.readable("Namespace") and refs.get("Namespace", ns) is None:
+        if refs.readable("Namespace", required=False) and refs.get("Namespace", ns) is None:
             out.append(f"{label}: applicability.namespaces: namespace {ns!r} not found")
             continue
         if not refs.readable("LocalQueue"):
@@ -284,7 +287,7 @@ def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
 
 
 def _known_teams(ctx: Context, refs: _Refs, current: list[Any]) -> set[str] | None:
-    if not refs.readable("TauTeam"):
+    if not refs.readable("TauTeam", required=False):  # the controller never reads teams: no check, no refusal
         return None
     teams = {normalize_label(t.name) for t in ctx.store.list("TauTeam")}
     teams |= {normalize_label(w.team) for w in ctx.store.list("TauWorkspace") if w.team}
@@ -313,7 +316,11 @@ def catalog_problems(ctx: Context, items: list[Any]) -> list[str]:
         problems += bad
         if bad:
             continue
-        p = _normalized(item)
+        try:
+            p = _normalized(item)
+        except ValueError as exc:  # pydantic's ValidationError; the shape check should have caught it
+            problems.append(f"{label}: {str(exc).splitlines()[0]}")
+            continue
         fields = _field_problems(p, label)
         problems += fields
         if p.name in seen:
