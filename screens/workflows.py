@@ -68,7 +68,8 @@ KIND_LABELS = {
 KIND_STEPS = {
     "hold": "1 stop admission (stopPolicy) · 2 deactivate pending Workloads, wait until pending, reserving and "
             "admitted reach 0",
-    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or rollback deactivated (optional)",
+    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or "
+               "rollback deactivated (optional)",
     "catalog": "1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
                "catalog (server dry-run), wait until Ready · 5 restore admission",
     "rollback": "survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
@@ -389,7 +390,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                     yield Static("ClusterQueues to release (stopPolicy None)", classes="nw-label")
                     stopped = self.cqs or [q.name for q in self.queues if q.stop_policy != "None"]
                     yield SelectionList[str](*self._queue_options(stopped), id="nw-release-cqs")
-                    yield Static("reactivate the Workloads a hold, catalog change or rollback deactivated", classes="nw-label")
+                    yield Static("reactivate the Workloads a hold, catalog change or rollback deactivated",
+                                 classes="nw-label")
                     yield Select(self._hold_options(), prompt="no reactivation", id="nw-release-from")
                 with Vertical(id="nw-catalog"):
                     yield Static("new catalog file: a profile list, {workloadProfiles: …} or a TauCluster (YAML)",

@@ -573,7 +573,9 @@ class ApplyCatalog(Step):
             return Progress(False, f"waiting for the controller to observe generation {tc.metadata.generation}",
                             remaining=2)
         view = ctx.view()
-        unready = [p.name for p in view.profiles.profiles if not p.ready]
+        # Name the first failing condition: a profile stuck not Ready says why in the progress line.
+        unready = [p.name + (f": {p.condition} {p.reason}".rstrip() if p.condition or p.reason else "")
+                   for p in view.profiles.profiles if not p.ready]
         if not view.profiles.usable or unready:
             return Progress(False, f"generation {tc.metadata.generation}: waiting for every profile to be Ready"
                             + (f" ({', '.join(unready)} not ready)" if unready else ""), remaining=1 + len(unready))

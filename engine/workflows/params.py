@@ -50,7 +50,7 @@ def profile_queues(ctx: Context, profile: str) -> list[str]:
     return list(prof.cluster_queues)
 
 
-def unknown_queues(ctx: Context, cqs: Iterable[str], what: str = "ClusterQueue") -> None:
+def unknown_queues(ctx: Context, cqs: Iterable[str]) -> None:
     """Refuse queues that do not exist (or cannot be read) before anything is journaled."""
     names = sorted(set(cqs))
     if names and not ctx.store.readable("ClusterQueue"):
@@ -58,7 +58,7 @@ def unknown_queues(ctx: Context, cqs: Iterable[str], what: str = "ClusterQueue")
                          f"cannot check {', '.join(names)}")
     missing = [n for n in names if ctx.store.get("ClusterQueue", n) is None]
     if missing:
-        raise ParamError(f"{what}(s) not found: {', '.join(missing)}")
+        raise ParamError(f"ClusterQueue(s) not found: {', '.join(missing)}")
 
 
 def hold_params(ctx: Context, cqs: Iterable[str] = (), profiles: Iterable[str] = (), mode: str = "HoldAndDrain",
