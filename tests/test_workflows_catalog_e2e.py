@@ -55,9 +55,11 @@ def policy(h, name) -> str:
     return h.sim.db.get(CQ, name)["spec"].get("stopPolicy", "None")
 
 
-def writes_to(h, name) -> list[tuple[str, str]]:
+def writes_to(h, name, dry_runs: bool = True) -> list[tuple[str, str]]:
+    """Write requests to a ClusterQueue; with `dry_runs`, the dry-run sent before each write too."""
     return [(r.verb, r.path) for r in h.sim.api.requests
-            if r.verb in ("patch", "update", "delete") and r.resource == CQ and r.name == name]
+            if r.verb in ("patch", "update", "delete") and r.resource == CQ and r.name == name
+            and (dry_runs or not r.dry_run)]
 
 
 def any_write(h) -> list[tuple[str, str]]:
@@ -235,3 +237,19 @@ async def test_rollback_restores_hold_and_offers_reactivation(h, tmp_path):
         assert wl is None or wl["spec"].get("active", True)
     assert h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"] == yaml.safe_load(
         open(journal.artifacts()["taucluster"]).read())["spec"]["workloadProfiles"]
+
+
+async def test_a_queue_already_on_the_target_is_recorded_not_written(h):
+    h.sim.db.patch_merge(CQ, "tau-ws-vision", {"spec": {"stopPolicy": "HoldAndDrain"}})
+    await h.settle()
+    before = len(writes_to(h, "tau-ws-vision"))
+    params = {"cqs": ["tau-ws-train", "tau-ws-vision"], "mode": "HoldAndDrain", "cancel_pending": False}
+    journal, state = await h.run("hold", params)
+    assert state == "Completed"
+    assert previous_stop_policies(journal) == {"tau-ws-train": "None", "tau-ws-vision": "HoldAndDrain"}
+    assert len(writes_to(h, "tau-ws-vision")) == before and len(writes_to(h, "tau-ws-train", dry_runs=False)) == 1
+    assert "already on HoldAndDrain, not written: tau-ws-vision" in journal.steps()["hold"].planned["notes"]
+    _, state = await h.run("release", release_params([], journal.id, ctx=ctx_of(h)))
+    assert state == "Completed"
+    assert policy(h, "tau-ws-train") == "None" and policy(h, "tau-ws-vision") == "HoldAndDrain"
+    assert len(writes_to(h, "tau-ws-vision")) == before
