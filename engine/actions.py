@@ -393,6 +393,20 @@ class Actions:
         if self.audit is not None:
             self.audit.record(entry)
 
+    async def dry_run_patch(self, kind: str, name: str, namespace: str | None, patch: Obj, reason: str) -> Obj:
+        """A connected server dry-run of a merge patch: validated and admitted, stored nowhere.
+        Refused in read-only mode like any write request."""
+        self._guard("patch", kind, name, namespace)
+        await self._permit("patch", kind, name, namespace)
+        path = self._path(BY_KIND[kind], name, namespace)
+        try:
+            out = await self._call("PATCH", path, patch, [("dryRun", "All")], "application/merge-patch+json")
+        except ApiFailure as exc:
+            self._audit("patch-dry-run", kind, name, namespace, "failed", note=str(exc), reason=reason)
+            raise
+        self._audit("patch-dry-run", kind, name, namespace, "ok", reason=reason)
+        return out
+
 
 def _group_version_root(k: ResourceKind, version: str) -> str:
     """`apis/<group>/<version>` (or `api/v1` for the core group), without the leading slash."""

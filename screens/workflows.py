@@ -37,7 +37,7 @@ from textual.widgets.selection_list import Selection
 from engine.session import Frame, Session
 from engine.workflows import Journal, JournalError, build, status
 from engine.workflows.base import Context
-from engine.workflows.hold import deactivated_by
+from engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
 from engine.workflows.journal import workflows_dir
 from engine.workflows.params import (
     ParamError,
@@ -68,7 +68,8 @@ KIND_LABELS = {
 KIND_STEPS = {
     "hold": "1 stop admission (stopPolicy) · 2 deactivate pending Workloads, wait until pending, reserving and "
             "admitted reach 0",
-    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold deactivated (optional)",
+    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or "
+               "rollback deactivated (optional)",
     "catalog": "1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
                "catalog (server dry-run), wait until Ready · 5 restore admission",
     "rollback": "survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
@@ -389,7 +390,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                     yield Static("ClusterQueues to release (stopPolicy None)", classes="nw-label")
                     stopped = self.cqs or [q.name for q in self.queues if q.stop_policy != "None"]
                     yield SelectionList[str](*self._queue_options(stopped), id="nw-release-cqs")
-                    yield Static("reactivate the Workloads a hold deactivated", classes="nw-label")
+                    yield Static("reactivate the Workloads a hold, catalog change or rollback deactivated",
+                                 classes="nw-label")
                     yield Select(self._hold_options(), prompt="no reactivation", id="nw-release-from")
                 with Vertical(id="nw-catalog"):
                     yield Static("new catalog file: a profile list, {workloadProfiles: …} or a TauCluster (YAML)",
@@ -426,7 +428,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     def _hold_options(self) -> list[tuple[Text, str]]:
         out = []
         for e in self.journals:
-            if e.kind != "hold":
+            if e.kind not in DEACTIVATING_KINDS:
                 continue
             try:
                 n = len(deactivated_by(Journal.open(e.path)))
@@ -479,7 +481,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         if kind == "release":
             src = self.query_one("#nw-release-from", Select).value
             return release_params(self.query_one("#nw-release-cqs", SelectionList).selected,
-                                  src if isinstance(src, str) else None, self.directory)
+                                  src if isinstance(src, str) else None, self.directory, ctx=ctx)
         if kind == "catalog":
             return catalog_params(ctx, self.query_one("#nw-catalog-file", Input).value.strip(),
                                   self.query_one("#nw-catalog-cqs", SelectionList).selected)
@@ -487,7 +489,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
             src = self.query_one("#nw-rollback-from", Select).value
             return rollback_params(ctx, src if isinstance(src, str) else "", self.directory)
         ws = self.query_one("#nw-drain-ws", Select).value
-        return drain_params(ws if isinstance(ws, str) else "")
+        return drain_params(ctx, ws if isinstance(ws, str) else "")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

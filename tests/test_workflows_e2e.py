@@ -129,7 +129,8 @@ async def test_catalog_change_then_rollback_restores_catalog_and_hash(h):
     gen0, hash0 = tc0["metadata"]["generation"], tc0["status"]["workloadProfiles"]["profileSetHash"]
     new = [p for p in old if p["name"] != "azure.research.remote.burst"]  # resolve the MultiKueue ambiguity
     ctx = Context(store=h.live.store, actions=h.live.actions)
-    params = {"catalog": new, "cqs": affected_queues(ctx, new, [])}
+    why = affected_queues(ctx, new, [])
+    params = {"catalog": new, "cqs": list(why), "why": why}
     journal, state = await h.run("catalog", params)
     assert state == "Completed", journal.records[-3:]
     tc = h.sim.db.get("clusters.tau.azure.com", "cluster")

@@ -72,15 +72,19 @@ def test_progress_and_eta_words():
 def test_param_helper_shared_with_the_cli(journals):
     store = load_snapshot(ROOT / "snapshots" / "demo.yaml").store
     ctx = Context(store=store, actions=None)  # type: ignore[arg-type]
-    assert hold_params(ctx, ["b", "a", "a"]) == {"cqs": ["a", "b"], "mode": "HoldAndDrain", "cancel_pending": True}
+    assert hold_params(ctx, ["tau-ws-train", "tau-ws-eval", "tau-ws-eval"]) == {
+        "cqs": ["tau-ws-eval", "tau-ws-train"], "mode": "HoldAndDrain", "cancel_pending": True,
+        "why": {"tau-ws-eval": ["named with --cq"], "tau-ws-train": ["named with --cq"]}}
     with pytest.raises(ParamError, match="at least one ClusterQueue"):
         hold_params(ctx, [])
     with pytest.raises(ParamError, match="mode"):
-        hold_params(ctx, ["a"], mode="Stop")
+        hold_params(ctx, ["tau-ws-eval"], mode="Stop")
     with pytest.raises(ParamError, match="not in TauCluster"):
         hold_params(ctx, [], ["no-such-profile"])
     # release reactivates what a hold deactivated, read from its journal (the fixture hold changed none)
-    assert release_params([], "a1b2c3", journals) == {"cqs": ["tau-ws-vision"], "reactivate": []}
+    assert release_params([], "a1b2c3", journals) == {"cqs": ["tau-ws-vision"], "reactivate": [],
+                                                      "reactivate_from": "a1b2c3",
+                                                      "restore_to": {"tau-ws-vision": "None"}}
     with pytest.raises(ParamError, match="no workflow"):
         release_params([], "nope", journals)
     with pytest.raises(ParamError, match="is a hold, not a catalog change"):
@@ -88,8 +92,8 @@ def test_param_helper_shared_with_the_cli(journals):
     with pytest.raises(ParamError, match="never exported"):
         rollback_params(ctx, "7f3a2c", journals)
     with pytest.raises(ParamError):
-        drain_params("")
-    assert describe("drain", drain_params("eval")) == "workspace eval"
+        drain_params(ctx, "")
+    assert describe("drain", drain_params(ctx, "eval")) == "workspace eval"
 
 
 class ConfirmApp(App):

@@ -8,7 +8,7 @@ from typing import Any
 from .base import Context, Runner, Workflow
 from .catalog import catalog_workflow, rollback_workflow
 from .drain import drain_workflow
-from .hold import hold_workflow, release_workflow
+from .hold import DEACTIVATING_KINDS, deactivated_by, hold_workflow, release_workflow
 from .journal import Journal, JournalError, new_id, workflows_dir
 
 BUILDERS = {
@@ -70,7 +70,9 @@ def status(journal: Journal) -> dict[str, Any]:
         })
     return {"apiVersion": "taudash/v1", "kind": "WorkflowStatus", "id": journal.id, "workflow": journal.kind,
             "context": journal.header.get("context"), "state": journal.state, "params": _public_params(journal.params),
-            "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path)}
+            "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path),
+            "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal)]
+            if journal.kind in DEACTIVATING_KINDS else []}
 
 
 def _public_params(params: dict[str, Any]) -> dict[str, Any]:

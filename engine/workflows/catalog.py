@@ -1,4 +1,10 @@
-"""The five-step workload-profile catalog change (DESIGN §5.8) and its rollback."""
+"""The five-step workload-profile catalog change (DESIGN §5.8) and its rollback.
+
+Step 0 happens before anything is journaled: `catalog_problems` checks the new catalog completely
+(fields as the TauGrid CRD and controller validate them, and every live object a profile needs to
+become Ready), `catalog_diff` says what changes, and `affected_queues` says which queues hold and
+why. The hold step then sends a server dry-run of the TauCluster update before its first write.
+"""
 
 from __future__ import annotations
 
@@ -9,27 +15,45 @@ from typing import Any
 
 import yaml
 
-from ..actions import ApiFailure
-from ..model.tau import WorkloadProfile
+from ..actions import ApiFailure, PermissionDenied, WriteRefused
+from ..model.kueue import MULTIKUEUE_CONTROLLER
+from ..model.tau import ResolvedWorkloadProfile, WorkloadProfile
 from ..paths import write_atomic
 from ..profile_snapshot import ProfileSnapshotError, export_snapshot
 from ..rules.base import RuleContext
+from ..rules.multikueue import _m3 as multikueue_wiring
+from ..rules.profilehash import (
+    MODES,
+    MULTI_KUEUE,
+    PLACEMENTS,
+    SINGLE_CLUSTER,
+    _dns1123_subdomain,
+    _label_value,
+    hash_input,
+    normalize_label,
+    normalize_name,
+    normalize_profile,
+    validate_profile,
+)
 from ..rules.profiles import targets_multikueue
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
-from .steps import CancelPending, SetStopPolicy
+from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
 
 class CatalogError(ValueError):
     pass
 
 
-def load_catalog(path: str | Path) -> list[dict[str, Any]]:
-    """A new catalog: a list of profiles, `{workloadProfiles: [...]}`, or a TauCluster object."""
+def load_catalog(path: str | Path) -> list[Any]:
+    """A new catalog: a list of profiles, `{workloadProfiles: [...]}`, or a TauCluster object.
+    Only the file and its shape are checked here; `catalog_problems` checks the profiles."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{p}: cannot read ({exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         pos = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -39,17 +63,412 @@ def load_catalog(path: str | Path) -> list[dict[str, Any]]:
     elif isinstance(data, dict):
         data = data.get("workloadProfiles")
     if not isinstance(data, list) or not data:
-        raise CatalogError(f"{p}: expected a non-empty list of workload profiles")
-    names = set()
-    for i, item in enumerate(data):
-        try:
-            prof = WorkloadProfile.model_validate(item)
-        except Exception as exc:  # pydantic ValidationError: one line
-            raise CatalogError(f"{p}: profile #{i + 1}: {str(exc).splitlines()[1:3]}") from None
-        if prof.name in names:
-            raise CatalogError(f"{p}: duplicate profile name {prof.name!r}")
-        names.add(prof.name)
+        raise CatalogError(f"{p}: expected a non-empty list of workload profiles"
+                           + (f" (workloadProfiles is a {type(data).__name__})" if data and not isinstance(data, list)
+                              else ""))
     return data
+
+
+# --- step 0: validation ----------------------------------------------------------------------
+
+# Declared fields (reference/taugrid.md §3.1) and their JSON types; anything else is a typo the
+# API server would prune silently, so it is refused here.
+_FIELDS: dict[str, type] = {"name": str, "description": str, "applicability": dict, "gpusPerWorker": int,
+                            "workerCount": int, "mode": str, "placement": str, "defaultLocalQueue": str,
+                            "executionTarget": str, "priorities": dict}
+_SUBFIELDS: dict[str, dict[str, type]] = {
+    "applicability": {"teams": list, "lanes": list, "namespaces": list},
+    "priorities": {"workloadPriorityClassName": str, "podPriorityClassName": str, "disableDefaultPriorities": bool},
+}
+_REQUIRED = ("name", "gpusPerWorker", "workerCount", "mode", "placement", "defaultLocalQueue")
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "a mapping", list: "a list"}
+
+
+def _type_ok(value: Any, t: type) -> bool:
+    if t is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, t)
+
+
+def _label(item: Any, i: int) -> str:
+    name = item.get("name") if isinstance(item, dict) else None
+    return f"profile {name!r}" if isinstance(name, str) and name.strip() else f"profile #{i + 1}"
+
+
+def _shape_problems(item: Any, label: str) -> list[str]:
+    if not isinstance(item, dict):
+        return [f"{label}: expected a mapping of profile fields, got {type(item).__name__}"]
+    out = []
+    for key, value in item.items():
+        if key not in _FIELDS:
+            out.append(f"{label}: unknown field {key!r}")
+            continue
+        if value is None:
+            continue
+        if not _type_ok(value, _FIELDS[key]):
+            out.append(f"{label}: {key} must be {_TYPE_NAMES[_FIELDS[key]]}, got {type(value).__name__}")
+            continue
+        for sub, sval in (value.items() if key in _SUBFIELDS else ()):
+            kinds = _SUBFIELDS[key]
+            if sub not in kinds:
+                out.append(f"{label}: unknown field {key}.{sub!r}")
+            elif sval is not None and not _type_ok(sval, kinds[sub]):
+                out.append(f"{label}: {key}.{sub} must be {_TYPE_NAMES[kinds[sub]]}, got {type(sval).__name__}")
+            elif kinds[sub] is list and sval and not all(isinstance(v, str) for v in sval):
+                out.append(f"{label}: {key}.{sub} must be a list of strings")
+    for key in _REQUIRED:
+        if item.get(key) is None or item.get(key) == "":
+            out.append(f"{label}: {key} is required")
+    pri = item.get("priorities") if isinstance(item.get("priorities"), dict) else {}
+    if not (pri.get("disableDefaultPriorities") or pri.get("workloadPriorityClassName")
+            or pri.get("podPriorityClassName")):
+        out.append(f"{label}: priorities: workloadPriorityClassName and podPriorityClassName are required "
+                   "(or disableDefaultPriorities: true)")
+    return out
+
+
+def _field_problems(p: ResolvedWorkloadProfile, label: str) -> list[str]:
+    """Every validation error of a normalised profile (validate_profile stops at the first)."""
+    out = []
+    if not _dns1123_subdomain(p.name):
+        out.append(f"{label}: name {p.name!r} is not a DNS-1123 subdomain")
+    for field, values in (("teams", p.applicability.teams), ("lanes", p.applicability.lanes),
+                          ("namespaces", p.applicability.namespaces)):
+        for i, v in enumerate(values):
+            if not v:
+                out.append(f"{label}: applicability.{field} has an empty value")
+            elif i and v == values[i - 1]:
+                out.append(f"{label}: applicability.{field} lists {v!r} twice")
+            elif not (_dns1123_subdomain(v) if field == "namespaces" else _label_value(v)):
+                out.append(f"{label}: applicability.{field} value {v!r} is invalid")
+    if p.gpus_per_worker < 0:
+        out.append(f"{label}: gpusPerWorker must be 0 or more, got {p.gpus_per_worker}")
+    if p.worker_count < 1:
+        out.append(f"{label}: workerCount must be 1 or more, got {p.worker_count}")
+    if p.mode not in MODES:
+        out.append(f"{label}: mode must be fixed or elastic, got {p.mode!r}")
+    if p.placement not in PLACEMENTS:
+        out.append(f"{label}: placement must be one of {', '.join(PLACEMENTS)}, got {p.placement!r}")
+    if not _dns1123_subdomain(p.default_local_queue):
+        out.append(f"{label}: defaultLocalQueue {p.default_local_queue!r} is not a valid LocalQueue name")
+    if p.execution_target not in (SINGLE_CLUSTER, MULTI_KUEUE):
+        out.append(f"{label}: executionTarget must be singleCluster or multiKueue, got {p.execution_target!r}")
+    pri = p.priorities
+    if pri.disable_default_priorities:
+        if pri.workload_priority_class_name or pri.pod_priority_class_name:
+            out.append(f"{label}: priorities: disableDefaultPriorities cannot be combined with priority class names")
+    else:
+        for field, value in (("workloadPriorityClassName", pri.workload_priority_class_name),
+                             ("podPriorityClassName", pri.pod_priority_class_name)):
+            if not _dns1123_subdomain(value):
+                out.append(f"{label}: priorities.{field} is required (or set disableDefaultPriorities: true)"
+                           if not value else f"{label}: priorities.{field} {value!r} is invalid")
+    if not out and (problem := validate_profile(p)):  # the controller's own check, should they ever differ
+        out.append(f"{label}: {problem}")
+    return out
+
+
+class _Refs:
+    """Live lookups for the reference checks; an unreadable kind is one problem, not a pass."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.unreadable: dict[str, str] = {}
+
+    def readable(self, kind: str, required: bool = True) -> bool:
+        """`required=False`: a check the LocalQueue lookup covers anyway (namespaces) is skipped
+        when the kind is unreadable, rather than refusing every catalog for lack of a list right."""
+        if self.ctx.store.readable(kind):
+            return True
+        if required:
+            self.unreadable.setdefault(kind, self.ctx.store.access(kind).state.value)
+        return False
+
+    def get(self, kind: str, name: str, namespace: str | None = None):
+        return self.ctx.store.get(kind, name, namespace)
+
+
+def _namespaces_of(ctx: Context, p: ResolvedWorkloadProfile) -> list[str]:
+    """Where the controller looks for the profile's LocalQueue (reference §3.3 step 1)."""
+    if p.applicability.namespaces:
+        return list(p.applicability.namespaces)
+    tc = _tau_cluster(ctx)
+    shared = tc.spec.queues.shared_local_queues if tc is not None else []
+    return sorted(normalize_name(q.namespace) for q in shared if normalize_name(q.name) == p.default_local_queue)
+
+
+def _cq_active(cq) -> tuple[bool, str]:
+    active = cq.condition("Active")
+    # Stopped is a hold (maybe our own), not broken wiring: the controller accepts it too.
+    if active is not None and (active.is_true or active.reason == "Stopped"):
+        return True, ""
+    return False, f" ({active.reason})" if active is not None and active.reason else ""
+
+
+def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, label: str,
+                        known_teams: set[str] | None) -> list[str]:
+    out = []
+    if known_teams is not None:
+        for team in p.applicability.teams:
+            if team not in known_teams:
+                out.append(f"{label}: applicability.teams: team {team!r} not found (no TauTeam or workspace names it)")
+    namespaces = _namespaces_of(ctx, p)
+    if not namespaces:
+        out.append(f"{label}: applicability.namespaces is empty and no spec.queues.sharedLocalQueues entry is named "
+                   f"{p.default_local_queue!r}: the profile would resolve no LocalQueue")
+    cq_names: set[str] = set()
+    for ns in namespaces:
+        if refs.readable("Namespace", required=False) and refs.get("Namespace", ns) is None:
+            out.append(f"{label}: applicability.namespaces: namespace {ns!r} not found")
+            continue
+        if not refs.readable("LocalQueue"):
+            continue
+        lq = refs.get("LocalQueue", p.default_local_queue, ns)
+        if lq is None:
+            out.append(f"{label}: defaultLocalQueue: LocalQueue {ns}/{p.default_local_queue} not found")
+        elif not lq.spec.cluster_queue:
+            out.append(f"{label}: defaultLocalQueue: LocalQueue {ns}/{p.default_local_queue} has no clusterQueue")
+        else:
+            cq_names.add(normalize_name(lq.spec.cluster_queue))
+    cqs = []
+    for name in sorted(cq_names):
+        if not refs.readable("ClusterQueue"):
+            break
+        cq = refs.get("ClusterQueue", name)
+        if cq is None:
+            out.append(f"{label}: defaultLocalQueue: ClusterQueue {name!r} (behind {p.default_local_queue}) not found")
+            continue
+        ok, why = _cq_active(cq)
+        if not ok:
+            out.append(f"{label}: defaultLocalQueue: ClusterQueue {name!r} is not Active{why}")
+        cqs.append(cq)
+    for cq in cqs:  # flavors and their topologies (steps 4-5)
+        for rg in cq.spec.resource_groups:
+            for f in rg.flavors:
+                if not refs.readable("ResourceFlavor"):
+                    break
+                rf = refs.get("ResourceFlavor", normalize_name(f.name))
+                if rf is None:
+                    out.append(f"{label}: ClusterQueue {cq.name!r} uses ResourceFlavor {f.name!r}, which does not exist")
+                elif rf.spec.topology_name and refs.readable("Topology") and \
+                        refs.get("Topology", normalize_name(rf.spec.topology_name)) is None:
+                    out.append(f"{label}: ResourceFlavor {f.name!r} names Topology {rf.spec.topology_name!r}, "
+                               "which does not exist")
+    out += _execution_problems(ctx, refs, p, label, cqs)
+    pri = p.priorities
+    if not pri.disable_default_priorities:
+        for kind, field, name in (("WorkloadPriorityClass", "workloadPriorityClassName", pri.workload_priority_class_name),
+                                  ("PriorityClass", "podPriorityClassName", pri.pod_priority_class_name)):
+            if refs.readable(kind) and refs.get(kind, name) is None:
+                out.append(f"{label}: priorities.{field}: {kind} {name!r} not found")
+    return out
+
+
+def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, label: str, cqs) -> list[str]:
+    """Step 3: a singleCluster profile must not route through MultiKueue; a multiKueue one only must."""
+    if not refs.readable("AdmissionCheck"):
+        return []
+    out = []
+    for cq in cqs:
+        names = cq.spec.admission_check_names
+        mk = [n for n in names if (ac := refs.get("AdmissionCheck", n)) is not None
+              and ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
+        if p.execution_target == SINGLE_CLUSTER and mk:
+            out.append(f"{label}: executionTarget singleCluster, but ClusterQueue {cq.name!r} uses MultiKueue "
+                       f"AdmissionCheck(s) {', '.join(mk)}")
+        elif p.execution_target == MULTI_KUEUE and (not names or len(mk) != len(names)):
+            out.append(f"{label}: executionTarget multiKueue, but ClusterQueue {cq.name!r} must use only MultiKueue "
+                       "AdmissionChecks")
+    if p.execution_target == MULTI_KUEUE:
+        check, _ = multikueue_wiring(RuleContext(store=ctx.store, now=_now(ctx), config=ctx.config))
+        if not check.ok:
+            out.append(f"{label}: executionTarget multiKueue, but MultiKueue is not ready: {check.message}")
+    return out
+
+
+def _known_teams(ctx: Context, refs: _Refs, current: list[Any]) -> set[str] | None:
+    if not refs.readable("TauTeam", required=False):  # the controller never reads teams: no check, no refusal
+        return None
+    teams = {normalize_label(t.name) for t in ctx.store.list("TauTeam")}
+    teams |= {normalize_label(w.team) for w in ctx.store.list("TauWorkspace") if w.team}
+    for item in current:  # a team the live catalog already names stays acceptable (a rollback restores it)
+        if isinstance(item, dict):
+            teams |= {normalize_label(t) for t in ((item.get("applicability") or {}).get("teams") or [])
+                      if isinstance(t, str)}
+    return teams
+
+
+def catalog_problems(ctx: Context, items: list[Any]) -> list[str]:
+    """Everything that would stop the new catalog from becoming Ready, one line per problem, each
+    naming the profile and the field: shape and types, the controller's field validation
+    (`ValidationSkipped` / `InvalidWorkloadProfile`), duplicate names, and the live objects its
+    resolution needs (namespaces, teams, LocalQueues, ClusterQueues, flavors, topologies,
+    MultiKueue wiring, priority classes). Empty: the catalog can be applied."""
+    problems: list[str] = []
+    refs = _Refs(ctx)
+    if not refs.readable("TauCluster") or _tau_cluster(ctx) is None:
+        problems.append("TauCluster cluster is not readable: the catalog cannot be checked against it")
+    known_teams = _known_teams(ctx, refs, declared_catalog(ctx))
+    seen: dict[str, str] = {}
+    for i, item in enumerate(items):
+        label = _label(item, i)
+        bad = _shape_problems(item, label)
+        problems += bad
+        if bad:
+            continue
+        try:
+            p = _normalized(item)
+        except ValueError as exc:  # pydantic's ValidationError; the shape check should have caught it
+            problems.append(f"{label}: {str(exc).splitlines()[0]}")
+            continue
+        fields = _field_problems(p, label)
+        problems += fields
+        if p.name in seen:
+            problems.append(f"{label}: name {p.name!r} is declared twice (also {seen[p.name]})")
+        seen.setdefault(p.name, label)
+        if not fields:
+            problems += _reference_problems(ctx, refs, p, label, known_teams)
+    for kind, state in sorted(refs.unreadable.items()):
+        problems.append(f"{kind} data is {state}: the catalog's references cannot be checked")
+    return problems
+
+
+# --- what changes ---------------------------------------------------------------------------
+
+
+def _normalized(item: dict) -> ResolvedWorkloadProfile:
+    return normalize_profile(ResolvedWorkloadProfile.model_validate(item))
+
+
+def _declared_fields(item: dict) -> dict[str, Any]:
+    """The profile's declared definition, normalised, flattened to `field.sub: value`."""
+    out: dict[str, Any] = {}
+    for key, value in hash_input(_normalized(item)).items():
+        if isinstance(value, dict):
+            for sub, sval in value.items():
+                out[f"{key}.{sub}"] = sval
+        else:
+            out[key] = value
+    return out
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return json.dumps(value) if isinstance(value, str) and (not value or " " in value) else str(value)
+
+
+def _by_name(items: list[Any]) -> dict[str, dict]:
+    return {normalize_name(i["name"]): i for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)}
+
+
+def profile_changes(current: list[Any], new: list[Any]) -> dict[str, tuple[str, list[tuple[str, Any, Any]]]]:
+    """Per profile name: ("added" | "removed" | "changed", [(field, old, new)]); unchanged ones are absent."""
+    cur, nxt = _by_name(current), _by_name(new)
+    out: dict[str, tuple[str, list[tuple[str, Any, Any]]]] = {}
+    for name in sorted(set(cur) | set(nxt)):
+        if name not in nxt:
+            out[name] = ("removed", [])
+        elif name not in cur:
+            out[name] = ("added", [])
+        else:
+            a, b = _declared_fields(cur[name]), _declared_fields(nxt[name])
+            fields = [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            if fields:
+                out[name] = ("changed", fields)
+    return out
+
+
+def catalog_diff(current: list[Any], new: list[Any]) -> list[str]:
+    """`+ name`, `- name`, `~ name: field old → new` for a validated new catalog against the current one."""
+    lines = []
+    for name, (what, fields) in profile_changes(current, new).items():
+        if what == "added":
+            lines.append(f"+ {name}")
+        elif what == "removed":
+            lines.append(f"- {name}")
+        else:
+            lines += [f"~ {name}: {f} {_show(old)} → {_show(new_)}" for f, old, new_ in fields]
+    return lines
+
+
+def declared_catalog(ctx: Context) -> list[Any]:
+    return ((ctx.store.raw("TauCluster", "cluster") or {}).get("spec") or {}).get("workloadProfiles") or []
+
+
+def _new_queues(ctx: Context, item: dict) -> list[str]:
+    """The ClusterQueues a declared profile will resolve to, read from the live LocalQueues."""
+    p = _normalized(item)
+    out = set()
+    for ns in _namespaces_of(ctx, p):
+        lq = ctx.store.get("LocalQueue", p.default_local_queue, ns)
+        if lq is not None and lq.spec.cluster_queue:
+            out.add(normalize_name(lq.spec.cluster_queue))
+    return sorted(out)
+
+
+def affected_queues(ctx: Context, new: list[Any], extra: list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Per ClusterQueue (sorted), why the change affects it. Only a profile whose definition changes
+    (added, removed, or any declared field differs) makes its queues affected: the queues its
+    current resolution routes to, and those its new definition will route to. Plus `extra`."""
+    tc = _tau_cluster(ctx)
+    resolved = {p.name: list(p.cluster_queues) for p in
+                (tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else [])}
+    nxt = _by_name(new)
+    why: dict[str, list[str]] = {}
+    for name, (what, fields) in profile_changes(declared_catalog(ctx), new).items():
+        change = {"added": "is added", "removed": "is removed"}.get(
+            what, "changes (" + ", ".join(f for f, _, _ in fields) + ")")
+        now = resolved.get(name, [])
+        for q in now:
+            why.setdefault(q, []).append(f"profile {name} routes to it and {name} {change}")
+        if name in nxt:
+            for q in _new_queues(ctx, nxt[name]):
+                if q not in now:
+                    why.setdefault(q, []).append(f"profile {name} will route to it and {name} {change}")
+    for q in extra:
+        why.setdefault(q, []).append("named with --cq")
+    return {q: why[q] for q in sorted(why)}
+
+
+# --- steps --------------------------------------------------------------------------------------
+
+
+async def _dry_run_catalog(ctx: Context, catalog: list[dict]) -> Check:
+    """A connected server dry-run of the TauCluster update: admitted and validated, stored nowhere."""
+    if _same_catalog(declared_catalog(ctx), catalog):
+        return Check(True, "the TauCluster already declares this catalog: nothing to dry-run")
+    try:
+        await ctx.actions.dry_run_patch("TauCluster", "cluster", None, {"spec": {"workloadProfiles": catalog}},
+                                        "server dry-run of the catalog update")
+    except (ApiFailure, WriteRefused, PermissionDenied) as exc:
+        return Check(False, f"server dry-run of the TauCluster update rejected: {exc}")
+    return Check(True, "server dry-run of the TauCluster update accepted")
+
+
+class CatalogHold(SetStopPolicy):
+    """Hold the affected queues, after a server dry-run of the catalog update has been accepted:
+    a catalog the API server refuses stops here, before any queue is touched."""
+
+    def __init__(self, step_id: str, cqs: list[str], catalog: list[dict], why: dict[str, list[str]] | None = None,
+                 title: str = "Hold the affected queues (HoldAndDrain)") -> None:
+        super().__init__(step_id, cqs, "HoldAndDrain", title, why)
+        self.catalog = catalog
+        self._dry_run = Check(False, "the server dry-run has not run")
+
+    async def plan(self, ctx: Context) -> Plan:
+        self._dry_run = await _dry_run_catalog(ctx, self.catalog)
+        plan = await super().plan(ctx)
+        diff = catalog_diff(declared_catalog(ctx), self.catalog)
+        plan.notes[:0] = [self._dry_run.message] + ([f"catalog change: {line}" for line in diff])
+        if not self.cqs:
+            plan.notes.append("no queue is affected: no profile's routing changes")
+        return plan
+
+    def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
+        return [*super().preconditions(ctx, plan), self._dry_run]
 
 
 def _tau_cluster(ctx: Context):
@@ -58,25 +477,9 @@ def _tau_cluster(ctx: Context):
 
 def _same_catalog(a: list, b: list) -> bool:
     def canon(x):
-        return json.dumps(sorted(x, key=lambda p: p.get("name", "")), sort_keys=True)
+        return json.dumps(sorted(x, key=lambda p: str(p.get("name", ""))), sort_keys=True)
 
     return canon(a or []) == canon(b or [])
-
-
-def affected_queues(ctx: Context, new: list[dict], extra: list[str]) -> list[str]:
-    """Every ClusterQueue the current or the new catalog resolves to, plus explicit extras."""
-    out = set(extra)
-    tc = _tau_cluster(ctx)
-    if tc is not None and tc.status.workload_profiles is not None:
-        for p in tc.status.workload_profiles.profiles:
-            out.update(p.cluster_queues)
-    for item in new:
-        prof = WorkloadProfile.model_validate(item)
-        for ns in prof.applicability.namespaces:
-            lq = ctx.store.get("LocalQueue", prof.default_local_queue, ns)
-            if lq is not None and lq.spec.cluster_queue:
-                out.add(lq.spec.cluster_queue)
-    return sorted(out)
 
 
 class ExportCurrent(Step):
@@ -153,7 +556,7 @@ class ApplyCatalog(Step):
             "patch", "TauCluster", None, "cluster", f"replace the workload profile catalog ({len(new)} profiles)",
             patch={"spec": {"workloadProfiles": f"<{len(new)} profiles>"}}, planner=planner,
             before=f"generation {tc.metadata.generation}: {', '.join(names_now)}", after=", ".join(names_new),
-        )])
+        )], catalog_diff(current, new) or ["only spelling differs (same profiles once normalised)"])
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         if _tau_cluster(ctx) is None:
@@ -170,7 +573,9 @@ class ApplyCatalog(Step):
             return Progress(False, f"waiting for the controller to observe generation {tc.metadata.generation}",
                             remaining=2)
         view = ctx.view()
-        unready = [p.name for p in view.profiles.profiles if not p.ready]
+        # Name the first failing condition: a profile stuck not Ready says why in the progress line.
+        unready = [p.name + (f": {p.condition} {p.reason}".rstrip() if p.condition or p.reason else "")
+                   for p in view.profiles.profiles if not p.ready]
         if not view.profiles.usable or unready:
             return Progress(False, f"generation {tc.metadata.generation}: waiting for every profile to be Ready"
                             + (f" ({', '.join(unready)} not ready)" if unready else ""), remaining=1 + len(unready))
@@ -218,11 +623,11 @@ async def _server_dry_runs(ctx: Context) -> list[Check]:
 def catalog_workflow(params: dict) -> Workflow:
     cqs = params["cqs"]
     return Workflow("catalog", "Catalog change", [
-        SetStopPolicy("hold", cqs, "HoldAndDrain", "Hold: stop new admissions (HoldAndDrain)"),
-        CancelPending("drain", cqs, "Drain: cancel pending owners, wait for zero"),
+        CatalogHold("hold", cqs, params["catalog"], params.get("why")),
+        DeactivatePending("drain", cqs),
         ExportCurrent(),
         ApplyCatalog("apply", params["catalog"], "Apply the new catalog and wait for it to be Ready"),
-        SetStopPolicy("restore", cqs, "None", "Restore admission"),
+        RestoreStopPolicy("restore", cqs),
     ], params)
 
 
@@ -307,13 +712,17 @@ class ListCredentials(Step):
 def rollback_workflow(params: dict) -> Workflow:
     cqs = params["cqs"]
     previous = params["previous_catalog"]
-    return Workflow("rollback", f"Rollback of catalog change {params['from']}", [
+    steps: list[Step] = [
         SurveyMultiKueue(previous),
-        SetStopPolicy("hold", cqs, "HoldAndDrain", "Hold: stop new admissions (HoldAndDrain)"),
-        CancelPending("drain", cqs, "Drain: cancel pending owners, wait for zero"),
+        CatalogHold("hold", cqs, previous, params.get("why")),
+        DeactivatePending("drain", cqs),
         ApplyCatalog("restore-catalog", previous, "Restore the previous catalog and wait for it to be Ready",
                      expect_hash=params.get("previous_hash")),
         RemoveRouting(previous),
         ListCredentials(),
-        SetStopPolicy("restore", cqs, "None", "Restore admission"),
-    ], params)
+        RestoreStopPolicy("restore", cqs),
+    ]
+    if params.get("reactivate"):  # what the catalog change deactivated; confirmed on its own
+        steps.append(Reactivate("reactivate", [tuple(x) for x in params["reactivate"]], source=params["from"],
+                                title=f"Reactivate the Workloads catalog change {params['from']} deactivated"))
+    return Workflow("rollback", f"Rollback of catalog change {params['from']}", steps, params)

@@ -1,33 +1,45 @@
-"""Queue hold / release workflows."""
+"""Queue hold / release workflows, and what a workflow deactivated."""
 
 from __future__ import annotations
 
-from .base import Workflow
-from .steps import CancelPending, Reactivate, SetStopPolicy
+from .base import Step, Workflow
+from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
+
+# Workflows whose drain step deactivates pending Workloads (release --reactivate-from accepts them).
+DEACTIVATING_KINDS = ("hold", "catalog", "rollback")
 
 
 def hold_workflow(params: dict) -> Workflow:
     cqs = params["cqs"]
     mode = params.get("mode", "HoldAndDrain")
-    steps = [SetStopPolicy("hold", cqs, mode)]
+    steps = [SetStopPolicy("hold", cqs, mode, why=params.get("why"))]
     if params.get("cancel_pending", True):
-        steps.append(CancelPending("drain", cqs))
+        steps.append(DeactivatePending("drain", cqs))
     return Workflow("hold", f"Hold {', '.join(cqs)} ({mode})", steps, params)
 
 
 def release_workflow(params: dict) -> Workflow:
     cqs = params["cqs"]
-    steps = [SetStopPolicy("restore", cqs, "None")]
+    if params.get("restore_to") is not None:  # releasing another workflow's queues: back to what they were
+        steps: list[Step] = [RestoreStopPolicy("restore", cqs, targets=params["restore_to"])]
+    else:
+        steps = [SetStopPolicy("restore", cqs, "None")]
     if params.get("reactivate"):
-        steps.append(Reactivate("reactivate", [tuple(x) for x in params["reactivate"]]))
+        steps.append(Reactivate("reactivate", [tuple(x) for x in params["reactivate"]],
+                                source=params.get("reactivate_from")))
     return Workflow("release", f"Release {', '.join(cqs)}", steps, params)
 
 
+def _is_deactivation(op: dict) -> bool:
+    # Journals before the deactivated-by annotation patched only spec.active.
+    return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is False
+
+
 def deactivated_by(journal) -> list[tuple[str, str]]:
-    """Workloads a workflow deactivated, read from its journal: those executed with a change, and
-    those whose write was started but whose result was never recorded (the process died in
-    between: the server may have applied it; a resume then finds it already inactive). Reactivating
-    one the server never changed is a no-op: it is still active."""
+    """Workloads a workflow (hold, catalog change or rollback) deactivated, read from its journal:
+    those executed with a change, and those whose write was started but whose result was never
+    recorded (the process died in between: the server may have applied it; a resume then finds it
+    already inactive). Reactivating one the server never changed is a no-op: it is still active."""
     out: dict[tuple[str, str], None] = {}
     open_: dict[tuple[str, str], None] = {}
     for r in journal.records:
@@ -36,7 +48,7 @@ def deactivated_by(journal) -> list[tuple[str, str]]:
             open_.clear()
             continue
         op = (r.get("data") or {}).get("op") or {}
-        if op.get("kind") != "Workload" or op.get("patch") != {"spec": {"active": False}}:
+        if not _is_deactivation(op):
             continue
         key = (op["namespace"], op["name"])
         if r["event"] == "executing":

@@ -1,4 +1,5 @@
-"""Reusable steps: stop/restore admission, cancel pending work, wait for queues to drain."""
+"""Reusable steps: stop admission (remembering each queue's policy) and restore it, deactivate
+pending work and wait for the queues to drain, reactivate what a workflow deactivated."""
 
 from __future__ import annotations
 
@@ -6,61 +7,182 @@ from ..model import Workload
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
 
+# Set on every Workload a workflow deactivates (value: the workflow id), removed on reactivation,
+# so rules and other tools can tell who deactivated it and why it stays inactive.
+DEACTIVATED_BY = "taudash.io/deactivated-by"
+
+# Journal event holding each queue's stopPolicy from before a hold step first changed it.
+PREVIOUS_POLICIES = "stop-policies"
+
+_LIST_NAMES = 10  # names shown per queue in a note; the count is always complete
+
 
 def _cq_checks(ctx: Context, cqs: list[str]) -> list[Check]:
     if not ctx.store.readable("ClusterQueue"):
         return [Check(False, f"clusterqueues are {ctx.store.access('ClusterQueue').state.value}: cannot plan")]
     missing = [n for n in cqs if ctx.store.get("ClusterQueue", n) is None]
     if not cqs:
-        return [Check(False, "no ClusterQueue selected")]
+        return [Check(True, "no ClusterQueue to change")]
     return [Check(not missing, f"ClusterQueue(s) not found: {', '.join(missing)}" if missing else "queues exist")]
 
 
-class SetStopPolicy(Step):
-    """Set `spec.stopPolicy` on the chosen ClusterQueues (Hold, HoldAndDrain, or None to resume)."""
+def _names(refs: list[str]) -> str:
+    more = len(refs) - _LIST_NAMES
+    return ", ".join(refs[:_LIST_NAMES]) + (f" … and {more} more" if more > 0 else "")
 
-    def __init__(self, step_id: str, cqs: list[str], policy: str, title: str | None = None) -> None:
+
+def previous_stop_policies(journal, step_id: str = "hold") -> dict[str, str]:
+    """Each queue's stopPolicy from before `step_id` first planned to change it (read from the journal)."""
+    out: dict[str, str] = {}
+    for r in journal.records if journal is not None else []:
+        if r["event"] == PREVIOUS_POLICIES and r["step"] == step_id:
+            for name, policy in ((r.get("data") or {}).get("previous") or {}).items():
+                out.setdefault(name, policy)  # the first record wins: later plans see our own writes
+    return out
+
+
+def _stop_policy_op(name: str, current: str, target: str) -> Operation:
+    def planner(cur: dict, policy=target) -> dict | None:
+        have = ((cur.get("spec") or {}).get("stopPolicy")) or "None"
+        return None if have == policy else {"spec": {"stopPolicy": policy}}
+
+    return Operation(
+        "patch", "ClusterQueue", None, name, f"set stopPolicy {target} on ClusterQueue {name}",
+        patch={"spec": {"stopPolicy": target}}, planner=planner,
+        destructive=target == "HoldAndDrain",  # evicts admitted work
+        before=f"stopPolicy {current}", after=target,
+    )
+
+
+def _held_work(ctx: Context, cqs: set[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """Per queue: (admitted, reserving-but-not-admitted) unfinished Workloads, as ns/name."""
+    out: dict[str, tuple[list[str], list[str]]] = {n: ([], []) for n in cqs}
+    for wl in ctx.store.list("Workload"):
+        if wl.finished or not wl.quota_reserved:
+            continue
+        cq = workload_cluster_queue(ctx, wl)  # type: ignore[arg-type]
+        if cq in out:
+            out[cq][0 if wl.admitted else 1].append(f"{wl.namespace}/{wl.name}")
+    return {n: (sorted(a), sorted(r)) for n, (a, r) in out.items()}
+
+
+class SetStopPolicy(Step):
+    """Set `spec.stopPolicy` on the chosen ClusterQueues (Hold or HoldAndDrain; None for a release).
+
+    A hold records each queue's stopPolicy before its first plan (journal event `stop-policies`),
+    so `RestoreStopPolicy` can put back exactly what was there. A queue already on the target is
+    not written, but its previous policy is still recorded."""
+
+    def __init__(self, step_id: str, cqs: list[str], policy: str, title: str | None = None,
+                 why: dict[str, list[str]] | None = None) -> None:
         self.id = step_id
         self.cqs = sorted(set(cqs))
         self.policy = policy
+        self.why = why or {}
         self.title = title or (f"Stop admission ({policy})" if policy != "None" else "Restore admission")
 
+    def _record_previous(self, ctx: Context) -> dict[str, str]:
+        known = previous_stop_policies(ctx.journal, self.id)
+        fresh = {}
+        for name in self.cqs:
+            cq = ctx.store.get("ClusterQueue", name)
+            if name not in known and cq is not None:
+                fresh[name] = cq.spec.stop_policy or "None"
+        if fresh and ctx.journal is not None:
+            ctx.journal.append(PREVIOUS_POLICIES, self.id, {"previous": fresh})
+        return {**fresh, **known}
+
     async def plan(self, ctx: Context) -> Plan:
-        ops = []
+        previous = self._record_previous(ctx) if self.policy != "None" else {}
+        ops, notes, untouched = [], [], []
         for name in self.cqs:
             cq = ctx.store.get("ClusterQueue", name)
             current = cq.spec.stop_policy if cq is not None else "?"
             if current == self.policy:
+                untouched.append(name)
                 continue
-
-            def planner(cur: dict, policy=self.policy) -> dict | None:
-                have = ((cur.get("spec") or {}).get("stopPolicy")) or "None"
-                return None if have == policy else {"spec": {"stopPolicy": policy}}
-
-            ops.append(Operation(
-                "patch", "ClusterQueue", None, name,
-                f"set stopPolicy {self.policy} on ClusterQueue {name}",
-                patch={"spec": {"stopPolicy": self.policy}}, planner=planner,
-                destructive=self.policy == "HoldAndDrain",  # evicts admitted work
-                before=f"stopPolicy {current}", after=self.policy,
-            ))
-        notes = []
+            ops.append(_stop_policy_op(name, current, self.policy))
+        for name in self.cqs:
+            if name in self.why:
+                notes.append(f"{name}: " + "; ".join(self.why[name]))
+        if previous:
+            notes.append("previous stopPolicy (restored at the end): "
+                         + ", ".join(f"{n} {p}" for n, p in sorted(previous.items())))
+        if untouched:
+            notes.append(f"already on {self.policy}, not written: {', '.join(untouched)}")
+        changing = {op.name for op in ops}
+        work = _held_work(ctx, changing) if self.policy in ("Hold", "HoldAndDrain") and changing else {}
         if self.policy == "HoldAndDrain":
             notes.append("HoldAndDrain evicts admitted Workloads (their jobs are suspended and requeued) "
                          "and releases every reservation in these queues")
+            for name in sorted(work):
+                admitted, reserving = work[name]
+                if admitted:
+                    notes.append(f"evicts {len(admitted)} admitted Workload(s) in {name}: {_names(admitted)}")
+                if reserving:
+                    notes.append(f"releases {len(reserving)} reserving Workload(s) in {name}: {_names(reserving)}")
         elif self.policy == "Hold":
             notes.append("Hold: admitted Workloads run to completion; reservations not yet admitted are released")
+            for name in sorted(work):
+                if work[name][1]:
+                    notes.append(f"releases {len(work[name][1])} reserving Workload(s) in {name}: "
+                                 f"{_names(work[name][1])}")
         return Plan(ops, notes)
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         return _cq_checks(ctx, self.cqs)
 
+    def _target(self, name: str) -> str:
+        return self.policy
+
     def progress(self, ctx: Context) -> Progress:
-        pending = [n for n in self.cqs if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy != self.policy]
+        pending = [n for n in self.cqs
+                   if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy != self._target(n)]
         if pending:
-            return Progress(False, f"waiting for the watch to show stopPolicy {self.policy} on {', '.join(pending)}",
+            return Progress(False, "waiting for the watch to show "
+                            + ", ".join(f"stopPolicy {self._target(n)} on {n}" for n in pending),
                             remaining=len(pending))
-        return Progress(True, f"stopPolicy {self.policy} on {', '.join(self.cqs)}", remaining=0)
+        if not self.cqs:
+            return Progress(True, "no ClusterQueue to change", remaining=0)
+        return Progress(True, ", ".join(f"{n} stopPolicy {self._target(n)}" for n in self.cqs), remaining=0)
+
+
+class RestoreStopPolicy(SetStopPolicy):
+    """Put each queue back to the stopPolicy it had before the hold step `from_step` (a queue that
+    was on Hold stays on Hold). A queue with no record (a journal from before this was recorded)
+    goes back to None, as a release would."""
+
+    def __init__(self, step_id: str, cqs: list[str], from_step: str = "hold",
+                 title: str = "Restore admission (each queue's previous stopPolicy)",
+                 targets: dict[str, str] | None = None) -> None:
+        super().__init__(step_id, cqs, "None", title)
+        self.from_step = from_step
+        self.targets = targets  # read from another workflow's journal (a release of that workflow)
+        self._previous: dict[str, str] = dict(targets or {})
+
+    def _target(self, name: str) -> str:
+        return self._previous.get(name, "None")
+
+    async def plan(self, ctx: Context) -> Plan:
+        if self.targets is None:
+            self._previous = previous_stop_policies(ctx.journal, self.from_step)
+        ops, notes = [], []
+        for name in self.cqs:
+            cq = ctx.store.get("ClusterQueue", name)
+            current = cq.spec.stop_policy if cq is not None else "?"
+            target = self._target(name)
+            if name not in self._previous:
+                notes.append(f"{name}: no previous stopPolicy recorded: restored to None")
+            if current == target:
+                notes.append(f"{name}: already on {target}, not written")
+                continue
+            ops.append(_stop_policy_op(name, current, target))
+        return Plan(ops, notes)
+
+    def progress(self, ctx: Context) -> Progress:
+        if self.targets is None and not self._previous:  # a resume that starts at the wait
+            self._previous = previous_stop_policies(ctx.journal, self.from_step)
+        return super().progress(ctx)
 
 
 def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
@@ -73,27 +195,38 @@ def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
     return out
 
 
-class CancelPending(Step):
-    """Deactivate pending Workloads of the queues (`spec.active: false`, reversible), then wait
-    until pending, reserving and admitted all reach zero."""
+def deactivation_patch(workflow_id: str) -> dict:
+    return {"spec": {"active": False}, "metadata": {"annotations": {DEACTIVATED_BY: workflow_id}}}
 
-    def __init__(self, step_id: str, cqs: list[str], title: str = "Drain") -> None:
+
+REACTIVATION_PATCH = {"spec": {"active": True}, "metadata": {"annotations": {DEACTIVATED_BY: None}}}
+
+
+class DeactivatePending(Step):
+    """Deactivate pending Workloads of the queues (`spec.active: false`, reversible, annotated with
+    the workflow id), then wait until pending, reserving and admitted all reach zero."""
+
+    def __init__(self, step_id: str, cqs: list[str],
+                 title: str = "Deactivate pending Workloads, then wait for the queues to drain") -> None:
         self.id = step_id
         self.cqs = sorted(set(cqs))
         self.title = title
 
     async def plan(self, ctx: Context) -> Plan:
+        wid = ctx.journal.id if ctx.journal is not None else "taudash"
+        patch = deactivation_patch(wid)
         ops = []
         for wl in pending_workloads(ctx, set(self.cqs)):
             ops.append(Operation(
                 "patch", "Workload", wl.namespace, wl.name,
-                f"deactivate pending Workload {wl.namespace}/{wl.name} (reversible: spec.active=false)",
-                patch={"spec": {"active": False}},
-                planner=lambda cur: {"spec": {"active": False}} if (cur.get("spec") or {}).get("active", True) else None,
+                f"deactivate pending Workload {wl.namespace}/{wl.name} (reversible: spec.active=false, "
+                f"annotated {DEACTIVATED_BY}={wid})",
+                patch=patch,
+                planner=lambda cur, p=patch: p if (cur.get("spec") or {}).get("active", True) else None,
                 before="active true", after="active false",
             ))
         return Plan(ops, [f"deactivate {len(ops)} pending Workload(s); reactivate them later with "
-                          "`taudash workflow start release --reactivate-from <this id>`"] if ops else [])
+                          f"`taudash workflow start release --reactivate-from {wid}`"] if ops else [])
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         checks = _cq_checks(ctx, self.cqs)
@@ -116,35 +249,60 @@ class CancelPending(Step):
                 undone.append(q.name)
         if undone:
             msg = f"pending+reserving+admitted {remaining} in {', '.join(undone)}"
-            # Evicted work comes back as pending (still active): cancel it too, with a new plan.
+            # Evicted work comes back as pending (still active): deactivate it too, with a new plan.
             fresh = pending_workloads(ctx, set(self.cqs))
             return Progress(False, msg, remaining=remaining, items=items, replan=bool(fresh))
-        return Progress(True, f"{', '.join(self.cqs)} drained", remaining=0, items=items)
+        return Progress(True, f"{', '.join(self.cqs) or 'no queue'} drained", remaining=0, items=items)
 
     def verify(self, ctx: Context) -> list[Check]:
         view = ctx.view()
-        return [Check(q.drained is True, f"{q.name} drained" if q.drained else f"{q.name} not drained")
-                for q in view.cluster_queues if q.name in self.cqs]
+        checks = [Check(q.drained is True, f"{q.name} drained" if q.drained else f"{q.name} not drained")
+                  for q in view.cluster_queues if q.name in self.cqs]
+        if ctx.journal is not None:
+            from .hold import deactivated_by
+
+            done = [f"{ns}/{name}" for ns, name in deactivated_by(ctx.journal)]
+            checks.append(Check(True, f"deactivated {len(done)} Workload(s)" + (
+                f": {_names(done)}; reactivate with `taudash workflow start release --reactivate-from "
+                f"{ctx.journal.id}`" if done else "")))
+        return checks
 
 
 class Reactivate(Step):
-    """Reactivate Workloads a previous workflow deactivated (from its journal)."""
+    """Reactivate Workloads a previous workflow deactivated (from its journal), removing the
+    deactivated-by annotation. One another workflow has deactivated since is left alone."""
 
-    def __init__(self, step_id: str, workloads: list[tuple[str, str]]) -> None:
+    def __init__(self, step_id: str, workloads: list[tuple[str, str]], source: str | None = None,
+                 title: str = "Reactivate the Workloads the workflow deactivated") -> None:
         self.id = step_id
         self.workloads = sorted(set(workloads))
-        self.title = "Reactivate cancelled Workloads"
+        self.source = source
+        self.title = title
 
     async def plan(self, ctx: Context) -> Plan:
-        ops = []
+        ops, notes, gone, others = [], [], 0, []
         for ns, name in self.workloads:
             wl = ctx.store.get("Workload", name, ns)
-            if wl is None or wl.spec.active or wl.finished:
+            if wl is None or wl.finished:
+                gone += 1
+                continue
+            if wl.spec.active:
+                continue
+            by = wl.metadata.annotations.get(DEACTIVATED_BY)
+            if self.source and by and by != self.source:
+                others.append(f"{ns}/{name} ({by})")
                 continue
             ops.append(Operation(
                 "patch", "Workload", ns, name, f"reactivate Workload {ns}/{name}",
-                patch={"spec": {"active": True}},
-                planner=lambda cur: None if (cur.get("spec") or {}).get("active", True) else {"spec": {"active": True}},
+                patch=REACTIVATION_PATCH,
+                planner=lambda cur: None if (cur.get("spec") or {}).get("active", True) else REACTIVATION_PATCH,
                 before="active false", after="active true",
             ))
-        return Plan(ops)
+        if ops:
+            notes.append(f"reactivate {len(ops)} Workload(s)"
+                         + (f" deactivated by workflow {self.source}" if self.source else ""))
+        if gone:
+            notes.append(f"{gone} Workload(s) no longer exist or have finished: nothing to reactivate")
+        if others:
+            notes.append(f"left inactive (deactivated since by another workflow): {_names(others)}")
+        return Plan(ops, notes)

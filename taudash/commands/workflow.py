@@ -134,11 +134,16 @@ async def _run_live(args) -> int:
             wid = new_id()
             journal = Journal.create(wid, args.wf_kind, params, live.target.context)
             print(f"workflow {wid} ({args.wf_kind}) journal {journal.path}", file=sys.stderr)
+            for line in params.get("diff") or []:  # what the catalog change does, and why each queue holds
+                print(f"  {clean(line)}", file=sys.stderr)
+            for q, why in (params.get("why") or {}).items():
+                print(f"  hold {clean(q)}: {clean('; '.join(why))}", file=sys.stderr)
         workflow = build(journal.kind, journal.params)
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(), poll=args.poll)
         state = await runner.run()
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
+    _print_deactivated(status(journal).get("deactivated") or [], journal.id)
     return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
 
 
@@ -149,15 +154,17 @@ def _params(args, ctx: Context) -> dict:
         if kind == "hold":
             return hold_params(ctx, args.cq, args.profile, args.mode, cancel_pending=not args.keep_pending)
         if kind == "release":
-            return release_params(args.cq, args.reactivate_from)
+            return release_params(args.cq, args.reactivate_from, ctx=ctx)
         if kind == "catalog":
             return catalog_params(ctx, args.catalog, args.cq)
         if kind == "rollback":
             return rollback_params(ctx, args.from_id)
         if kind == "drain":
-            return drain_params(args.workspace)
+            return drain_params(ctx, args.workspace)
     except ParamError as exc:
-        raise UsageError(str(exc)) from None
+        for problem in exc.problems:  # every problem on its own line; the headline exits 2
+            print(f"  ✖ {clean(problem)}", file=sys.stderr)
+        raise UsageError(exc.headline if exc.problems else str(exc)) from None
     raise UsageError(f"unknown workflow {kind}")
 
 
@@ -209,9 +216,17 @@ def _print_status(doc: dict) -> None:
             out(f"      {op.get('diff', '')}")
         if s.get("error"):
             out(f"      error: {s['error']}")
+    for ref in doc.get("deactivated") or []:
+        out(f" deactivated Workload {ref}")
     for name, path in doc.get("artifacts", {}).items():
         out(f" artifact {name}: {path}")
     out(f" journal: {doc['journal']}")
+
+
+def _print_deactivated(refs: list[str], wid: str) -> None:
+    if refs:
+        print(f"deactivated {len(refs)} Workload(s): {clean(', '.join(refs))}; reactivate them with "
+              f"`taudash workflow start release --reactivate-from {wid}`", file=sys.stderr)
 
 
 def out(line: str) -> None:
