@@ -398,9 +398,9 @@ class Actions:
         Refused in read-only mode like any write request."""
         self._guard("patch", kind, name, namespace)
         await self._permit("patch", kind, name, namespace)
-        path = self._path(BY_KIND[kind], name, namespace)
         try:
-            out = await self._call("PATCH", path, patch, [("dryRun", "All")], "application/merge-patch+json")
+            out = await self._object_call("PATCH", kind, name, namespace, None, patch, [("dryRun", "All")],
+                                          "application/merge-patch+json")
         except ApiFailure as exc:
             self._audit("patch-dry-run", kind, name, namespace, "failed", note=str(exc), reason=reason)
             raise
