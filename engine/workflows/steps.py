@@ -4,12 +4,11 @@ pending work and wait for the queues to drain, reactivate what a workflow deacti
 from __future__ import annotations
 
 from ..model import Workload
+from ..rules.drain import DEACTIVATED_BY  # set on every Workload a workflow deactivates, removed on reactivation
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
 
-# Set on every Workload a workflow deactivates (value: the workflow id), removed on reactivation,
-# so rules and other tools can tell who deactivated it and why it stays inactive.
-DEACTIVATED_BY = "taudash.io/deactivated-by"
+__all__ = ["DEACTIVATED_BY"]
 
 # Journal event holding each queue's stopPolicy from before a hold step first changed it.
 PREVIOUS_POLICIES = "stop-policies"
