@@ -8,8 +8,6 @@ from ..rules.drain import DEACTIVATED_BY  # set on every Workload a workflow dea
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
 
-__all__ = ["DEACTIVATED_BY"]
-
 # Journal event holding each queue's stopPolicy from before a hold step first changed it.
 PREVIOUS_POLICIES = "stop-policies"
 
