@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
-from engine.workflows import Journal, build, status
+from engine.workflows import Journal, JournalError, build, status
+from engine.workflows.hold import deactivated_by
 from engine.workflows.params import describe
 
 # step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
@@ -20,6 +22,7 @@ RUN_MARK = {"Completed": "✓", "Running": "▶", "Confirm": "◐", "InProgress"
 RUN_TONE = {"Completed": "ok", "Running": "info", "Confirm": "warn", "InProgress": "partial", "Failed": "bad",
             "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown"}
 RESUMABLE = ("InProgress", "Failed", "Interrupted")
+DEACTIVATING_KINDS = ("hold", "catalog", "rollback")  # their steps set spec.active=false on pending Workloads
 LOG_LINES = 400
 
 
@@ -76,6 +79,9 @@ class RunModel:
     error: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    params: dict[str, Any] = field(default_factory=dict)
+    # Workloads (namespace, name) this run deactivated, read from its journal once it stopped running
+    deactivated: list[tuple[str, str]] = field(default_factory=list)
 
     # construction ------------------------------------------------------------------------
     @classmethod
@@ -95,7 +101,7 @@ class RunModel:
             steps.append(StepLine(s["id"], s["title"], state, note))
         model = cls(id=journal.id, kind=journal.kind, title=title, about=describe(journal.kind, journal.params),
                     context=journal.header.get("context"), journal_path=str(journal.path), steps=steps,
-                    state=journal.state, artifacts=doc.get("artifacts") or {})
+                    state=journal.state, artifacts=doc.get("artifacts") or {}, params=dict(journal.params))
         # the step that is not done yet: its last plan is what a resume starts from
         for s in steps:
             if s.state != "Done":
@@ -112,7 +118,16 @@ class RunModel:
             line = _journal_line(r)
             if line is not None:
                 model.log.append(line)
+        model._read_deactivated(journal)
         return model
+
+    def _read_deactivated(self, journal: Journal | None = None) -> None:
+        if self.kind not in DEACTIVATING_KINDS:
+            return
+        try:
+            self.deactivated = deactivated_in(journal or Journal.open(self.journal_path))
+        except (JournalError, OSError):
+            pass  # the journal went away: keep what was read before
 
     def step(self, step_id: str | None) -> StepLine:
         return next((s for s in self.steps if s.id == step_id), StepLine(step_id or "?", step_id or "?"))
@@ -206,6 +221,7 @@ class RunModel:
             self.error = error
             self._log(at, "✖", f"interrupted: {error} (resumable)", "bad")
         self.state, self.asking = state, ""
+        self._read_deactivated()  # the journal now holds every write the run made
 
     def _log(self, at: datetime, mark: str, text: str, tone: str = "") -> None:
         self.log.append(LogLine(at, mark, text, tone))
@@ -258,6 +274,40 @@ def _journal_line(r: dict[str, Any]) -> LogLine | None:
     elif ev == "aborted" and data.get("by"):
         text += f" by the {data['by']}"
     return LogLine(at, mark, text, tone)
+
+
+def deactivated_in(journal: Journal) -> list[tuple[str, str]]:
+    """`deactivated_by(journal)` over the records that carry an operation as a dict (or none): a
+    confirm-each step's "confirmed" record names its object as a string, which that helper reads as
+    a dict (a rollback's journal has such records)."""
+    records = [r for r in journal.records if isinstance((r.get("data") or {}).get("op", {}), dict)]
+    return deactivated_by(SimpleNamespace(records=records))
+
+
+def written_by(journal: Journal) -> list[str]:
+    """The cluster changes a workflow made so far, as diff lines, oldest first: operations the server
+    changed, and operations sent whose result was never recorded (the process died in between, so
+    the server may have applied them). Skipped and no-op operations are not writes."""
+    out: list[str] = []
+    in_flight: dict[tuple, str] = {}
+    for r in journal.records:
+        event, data = r.get("event"), r.get("data") or {}
+        if event == "resumed":
+            out.extend(f"{diff} (sent; its result was never recorded)" for diff in in_flight.values())
+            in_flight.clear()
+            continue
+        op = data.get("op")
+        if not isinstance(op, dict):  # "confirmed" of a confirm-each step names its object as a string
+            continue
+        key = (op.get("verb"), op.get("kind"), op.get("namespace"), op.get("name"))
+        if event == "executing":
+            in_flight[key] = op.get("diff", "")
+        elif event == "executed":
+            in_flight.pop(key, None)
+            if not data.get("skipped") and (data.get("result") or {}).get("changed"):
+                out.append(op.get("diff", ""))
+    out.extend(f"{diff} (sent; no result yet)" for diff in in_flight.values())
+    return out
 
 
 def eta_text(eta: float | None) -> str:
