@@ -257,7 +257,7 @@ class StepConfirmScreen(ModalScreen[bool]):
             t.append(" (enter confirms). Each write is a server dry-run first, then the request with a "
                      "resourceVersion precondition. ", style=tones.muted)
         else:
-            t = span(f"Confirm writes exactly these {count} to {targets}", tones.warn)
+            t = span(f"Confirm sends exactly the {count} above to {targets}", tones.warn)
             t.append(" (server dry-run first, resourceVersion preconditions). ", style=tones.muted)
         t.append(self._if_not(), style=tones.muted)
         return t

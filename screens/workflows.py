@@ -448,8 +448,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         return out
 
     def _reactivation_options(self) -> list[tuple[Text, str]]:
-        return [(lit(f"{e.id} · {KIND_LABELS[e.kind].lower()} · {e.about} · "
-                     f"{n} Workload{'' if n == 1 else 's'} deactivated · {e.state}"), e.id)
+        return [(lit(f"{e.id} · {KIND_LABELS[e.kind].lower()} · {n} Workload{'' if n == 1 else 's'} deactivated · "
+                     f"{e.state} · {e.about}"), e.id)
                 for e, n in self.reactivation_sources.values()]
 
     def _catalog_options(self) -> list[tuple[Text, str]]:

@@ -181,7 +181,7 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
             assert "ALREADY WRITTEN by this workflow" in body and "this step writes nothing" in body
             assert "ClusterQueue tau-ws-train: stopPolicy None → HoldAndDrain" in body
             n = len(modal.request.operations)
-            assert f"Confirm writes exactly these {n} operation" in body
+            assert f"Confirm sends exactly the {n} operation" in body
             await pilot.click("#confirm")
         assert asked >= 1
         wizard = app.screen
