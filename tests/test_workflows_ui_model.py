@@ -132,6 +132,16 @@ async def test_confirm_gates_destructive_steps_on_the_typed_context_name():
     assert app.answer is True
 
 
+async def test_confirm_escape_in_the_context_name_declines():
+    app = ConfirmApp(request(destructive=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen.focused, Input)
+        await pilot.press("p", "escape")
+        await pilot.pause()
+    assert app.answer is False
+
+
 async def test_confirm_escape_and_enter_on_cancel_decline():
     for keys in (["escape"], ["enter"]):
         app = ConfirmApp(request(destructive=False))
