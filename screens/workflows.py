@@ -392,7 +392,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                                                 id="nw-mode-HoldAndDrain")
                         yield MarkedRadioButton("Hold — admitted work runs to completion", id="nw-mode-Hold")
                     yield MarkedCheckbox("deactivate pending Workloads (reversible: spec.active=false)", value=True,
-                                   id="nw-hold-cancel")
+                                         id="nw-hold-cancel")
                 with Vertical(id="nw-release"):
                     yield Static("ClusterQueues to release (stopPolicy None)", classes="nw-label")
                     stopped = self.cqs or [q.name for q in self.queues if q.stop_policy != "None"]
