@@ -24,7 +24,7 @@ from .messages import NewWorkflow
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled
+from .wizard import refuse_read_only
 
 COLS = [
     Col("name", "cohort / cluster queue", flex=True, max_width=48),
@@ -116,7 +116,7 @@ and the Workload counts cross-checked against the Workloads in the store.
 enter   open the highlighted cohort or ClusterQueue
 w       workflow for the highlighted ClusterQueue (a cohort: its member queues): opens the
         "new workflow" form with them chosen — hold, or release a stopped queue. Nothing is written
-        until each step is confirmed. Absent in a read-only session."""
+        until each step is confirmed. In a read-only session it only says why it is disabled."""
 
     BINDINGS = [Binding("w", "workflow", "workflow…", show=False)]
 
@@ -187,13 +187,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             return [q.name for q in self.frame.view.cluster_queues if q.cohort == name]
         return []
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "workflow":
-            return operations_enabled(self.session)[0]  # absent in a read-only session
-        return True
-
     def action_workflow(self) -> None:
-        if not operations_enabled(self.session)[0]:
+        if refuse_read_only(self, "starting a workflow"):  # bound even when read-only: it says why
             return
         cqs = self._chosen_queues()
         stopped = bool(cqs) and self.frame is not None and all(

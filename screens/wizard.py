@@ -3,7 +3,8 @@ current step's plan as a diff with its preconditions, live progress with an ETA,
 
 The wizard only renders a `RunModel`; the runner's worker moves the model along through messages
 the app handles. `StepConfirmScreen` is the confirmation the runner awaits before any write: it
-names every target, and for a destructive step asks for the context name to be typed.
+names every target, says what earlier steps already wrote, and for a destructive step asks for the
+context name to be typed (its input has the focus).
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from engine.session import Frame, Session
+from engine.workflows import Journal, JournalError
 
 from .base import DashScreen
-from .messages import AbortWorkflow, ResumeWorkflow
+from .messages import AbortWorkflow, ResumeWorkflow, StartWorkflow
 from .text import Tones, app_tones, lit, span
 from .widgets.bars import bar
 from .widgets.header_bar import HeaderBar
-from .workflow_model import RUN_MARK, RUN_TONE, STEP_MARK, STEP_TONE, RunModel, eta_text
+from .workflow_model import RUN_MARK, RUN_TONE, STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
 
 LOG_SHOWN = 40
+WRITTEN_SHOWN = 8  # earlier writes listed in a confirmation (the wizard's log has them all)
+DEACTIVATED_SHOWN = 30
 
 
 def operations_enabled(session: Session) -> tuple[bool, str]:
@@ -40,6 +44,18 @@ def operations_enabled(session: Session) -> tuple[bool, str]:
     if not session.actions.writable:
         return False, session.actions.why_read_only or "no write path configured"
     return True, ""
+
+
+def refuse_read_only(screen: Any, what: str) -> bool:
+    """True, after a notification saying why, when `screen`'s session may not start guided operations.
+
+    Keys that would start one (n, r, a, w) stay bound in a read-only session so that pressing them
+    explains itself instead of doing nothing."""
+    ok, why = operations_enabled(screen.session)
+    if ok:
+        return False
+    screen.notify(f"{what} is disabled — {why}", title="read-only", severity="warning", markup=False)
+    return True
 
 
 def read_only_line(session: Session, tones: Tones) -> Text:
@@ -101,6 +117,7 @@ class ConfirmRequest:
     checks: list[tuple[bool, str]] = field(default_factory=list)
     op_no: int | None = None  # confirm_each plans: this operation's number …
     op_total: int | None = None  # … of how many
+    written: list[str] | None = None  # changes the workflow already made (None: read from its journal)
 
     @property
     def destructive(self) -> bool:
@@ -115,8 +132,22 @@ class ConfirmRequest:
         return f"step {self.step_no} {self.step_title}: {what}"
 
 
+def targets_of(operations: list[dict[str, Any]]) -> list[str]:
+    """The distinct objects the operations touch, in order ("ClusterQueue tau-ws-train")."""
+    out: dict[str, None] = {}
+    for op in operations:
+        name = f"{op.get('namespace')}/{op.get('name')}" if op.get("namespace") else str(op.get("name", "?"))
+        out[f"{op.get('kind', '?')} {name}"] = None
+    return list(out)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 class StepConfirmScreen(ModalScreen[bool]):
-    """Cancel is focused; a destructive step's Confirm stays disabled until the context name is typed."""
+    """A destructive step focuses the context-name input (its Confirm stays disabled until the name is
+    typed; enter there confirms); any other step focuses Cancel, so enter alone never writes."""
 
     DEFAULT_CSS = """
     StepConfirmScreen { align: center middle; }
@@ -136,10 +167,23 @@ class StepConfirmScreen(ModalScreen[bool]):
     def __init__(self, request: ConfirmRequest) -> None:
         super().__init__(classes="-destructive" if request.destructive else None)
         self.request = request
+        self.written: list[str] | None = request.written
+
+    def _read_written(self) -> list[str] | None:
+        """What the workflow already changed, from its journal (None: unknown)."""
+        directory = getattr(self.app, "workflow_dir", None)
+        if not callable(directory):
+            return None
+        try:
+            return written_by(Journal.open(self.request.workflow_id, directory()))
+        except (JournalError, OSError):
+            return None
 
     def compose(self) -> ComposeResult:
         r = self.request
         tones = app_tones(self.app)
+        if self.written is None:
+            self.written = self._read_written()
         with Vertical():
             head = span("Confirm ", "bold")
             head.append(f"step {r.step_no} of {r.steps} · ", style="bold")
@@ -152,7 +196,7 @@ class StepConfirmScreen(ModalScreen[bool]):
             head.append(" · context ", style=tones.muted)
             head.append(lit(r.context, "bold"))
             yield Static(head, id="sc-head")
-            with VerticalScroll(id="sc-body", can_focus=False):  # tab goes Cancel → context name → Confirm
+            with VerticalScroll(id="sc-body", can_focus=False):  # tab goes context name → Cancel → Confirm
                 yield Static(self._body(tones), id="sc-targets")
             yield Static(self._ask(tones), id="sc-ask")
             if r.destructive:
@@ -165,7 +209,15 @@ class StepConfirmScreen(ModalScreen[bool]):
     def _body(self, tones: Tones) -> RenderableType:
         r = self.request
         parts: list[RenderableType] = []
-        title = span(f"CHANGES ({len(r.operations)})", tones.heading)
+        if r.notes:  # first and in full (they wrap): e.g. which admitted Workloads HoldAndDrain evicts
+            parts.append(span("WHAT THIS MEANS", tones.heading))
+            for n in r.notes:
+                note = span("⚠ " if r.destructive else "ℹ ", tones.bad if r.destructive else tones.warn)
+                note.append(lit(n, tones.bad if r.destructive else tones.warn))
+                parts.append(note)
+        targets = targets_of(r.operations)
+        title = span(f"CHANGES · {plural(len(r.operations), 'operation')} on {plural(len(targets), 'object')}",
+                     tones.heading)
         if r.destructive:
             title.append("  ⚠ destructive", style=tones.bad)
         parts.append(title)
@@ -175,10 +227,15 @@ class StepConfirmScreen(ModalScreen[bool]):
                 line.append("\n    ")
                 line.append(lit(op["description"], tones.muted))
             parts.append(line)
-        if r.notes:
-            parts.append(span("NOTES", tones.heading))
-            for n in r.notes:
-                parts.append(lit(f"  {n}", tones.muted))
+        if self.written:
+            head = span(f"ALREADY WRITTEN by this workflow ({len(self.written)})", tones.heading)
+            head.append("  cancelling here does not undo these", style=tones.muted)
+            parts.append(head)
+            for diff in self.written[:WRITTEN_SHOWN]:
+                parts.append(lit(f"  ✓ {diff}", tones.muted))
+            if len(self.written) > WRITTEN_SHOWN:
+                parts.append(Text(f"  … and {len(self.written) - WRITTEN_SHOWN} more (the wizard's log lists all)",
+                                  style=tones.muted))
         if r.checks:
             checks = span("PRECONDITIONS ", tones.heading)
             for i, (ok, msg) in enumerate(r.checks):
@@ -190,24 +247,39 @@ class StepConfirmScreen(ModalScreen[bool]):
 
     def _ask(self, tones: Tones) -> Text:
         r = self.request
+        count = plural(len(r.operations), "operation")
+        targets = plural(len(targets_of(r.operations)), "object")
         if r.destructive:
-            t = span("⚠ Destructive: type the context name ", tones.bad)
+            t = span(f"⚠ Destructive: {count} on {targets} — type the context name ", tones.bad)
             t.append(lit(r.context, "bold"))
             t.append(" to enable ", style=tones.bad)
             t.append("Confirm" if not r.each else "Delete", style="bold")
-            t.append(". Each write is a server dry-run first, then the request with a resourceVersion precondition.",
-                     style=tones.muted)
-            return t
-        t = span("Confirm sends exactly these changes", tones.warn)
-        t.append(" (server dry-run first, resourceVersion preconditions). ", style=tones.muted)
-        if r.each:
-            t.append("Skip leaves this object as it is and asks about the next one.", style=tones.muted)
+            t.append(" (enter confirms). Each write is a server dry-run first, then the request with a "
+                     "resourceVersion precondition. ", style=tones.muted)
         else:
-            t.append("Cancel stops the workflow here; nothing is written.", style=tones.muted)
+            t = span(f"Confirm sends exactly the {count} above to {targets}", tones.warn)
+            t.append(" (server dry-run first, resourceVersion preconditions). ", style=tones.muted)
+        t.append(self._if_not(), style=tones.muted)
         return t
 
+    def _if_not(self) -> str:
+        """What answering no leaves behind — true for this step and what the workflow already wrote."""
+        r, written = self.request, self.written
+        if r.each:
+            return "Skip leaves this object as it is and asks about the next one."
+        if written:
+            return (f"Cancel stops the workflow here: this step writes nothing, and the {plural(len(written), 'change')} "
+                    "already written (listed above) stay as they are.")
+        if written is None and r.step_no > 1:  # no journal to read: say only what is certain
+            return (f"Cancel stops the workflow here: this step writes nothing; whatever steps 1–{r.step_no - 1} "
+                    "changed stays as it is.")
+        return "Cancel stops the workflow here; nothing has been written."
+
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
+        if self.request.destructive:
+            self.query_one("#sc-context", Input).focus()  # type the context name at once
+        else:
+            self.query_one("#cancel", Button).focus()
 
     def _typed_ok(self) -> bool:
         if not self.request.destructive:
@@ -245,15 +317,19 @@ PLAN       the current step's changes as a diff (⚠ marks a destructive one), i
            destructive step asks you to type the context name. Plans that delete confirm each object.
 PROGRESS   what the step waits for, each count falling to its target, a bar and an ETA from the rate.
 LOG        every plan, confirmation, change, observation and verification, oldest first.
+DEACTIVATED  once a hold, catalog change or rollback stopped: the Workloads it deactivated
+           (spec.active=false) — they stay out of admission until reactivated.
 
 r      resume this workflow (asks first; each remaining step still asks before it writes)
 a      abort: mark it aborted in its journal and stop at its next wait (changes already made stay)
+l      release and reactivate: opens the release form with reactivate-from this run (each step asks)
 esc    back to the list (a running workflow keeps running)
-In a read-only session r and a are absent: the wizard only shows."""
+In a read-only session r, a and l only say why they are disabled: the wizard only shows."""
 
     BINDINGS = [
         Binding("r", "resume", "resume", show=False),
         Binding("a", "abort", "abort", show=False),
+        Binding("l", "reactivate", "release / reactivate…", show=False),
     ]
 
     def frame_signature(self, frame: Frame) -> tuple | None:
@@ -274,6 +350,7 @@ In a read-only session r and a are absent: the wizard only shows."""
             yield Static(id="wz-steps", classes="tile")
             yield Static(id="wz-plan", classes="detail")
             yield Static(id="wz-progress", classes="detail")
+            yield Static(id="wz-deactivated", classes="detail")
             yield Static(id="wz-log", classes="tile")
 
     def on_mount(self) -> None:
@@ -296,22 +373,40 @@ In a read-only session r and a are absent: the wizard only shows."""
     def _is_running(self) -> bool:
         return self.model.state in ("Running", "Confirm")
 
+    def _can_reactivate(self) -> bool:
+        return bool(self.model.deactivated) and not self._is_running()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("resume", "abort"):
+        if action in ("resume", "abort", "reactivate"):
             if not operations_enabled(self.session)[0]:
-                return False  # absent in a read-only session
+                return True  # bound, so that the key says why it is disabled
             if action == "resume":
                 return not self._is_running() and self.model.resumable
+            if action == "reactivate":
+                return self._can_reactivate()
             return self.model.state not in ("Completed", "Aborted")
         return True
 
     def action_resume(self) -> None:
-        if operations_enabled(self.session)[0]:
+        if not refuse_read_only(self, f"resuming workflow {self.model.id}"):
             self.post_message(ResumeWorkflow(self.model.id))
 
     def action_abort(self) -> None:
-        if operations_enabled(self.session)[0]:
+        if not refuse_read_only(self, f"aborting workflow {self.model.id}"):
             self.post_message(AbortWorkflow(self.model.id))
+
+    def action_reactivate(self) -> None:
+        """The release form, pre-filled to reactivate what this run deactivated; Start journals it."""
+        if refuse_read_only(self, "reactivating Workloads") or not self._can_reactivate():
+            return
+        from .workflows import NewWorkflowScreen, journal_dir_of  # that module imports this one
+
+        def chosen(result: tuple[str, dict] | None) -> None:
+            if result is not None:
+                self.app.post_message(StartWorkflow(*result))  # the app refuses it when read-only
+
+        self.app.push_screen(NewWorkflowScreen(self.session, "release", directory=journal_dir_of(self.app),
+                                               reactivate_from=self.model.id), chosen)
 
     # rendering ----------------------------------------------------------------------------
     def render_run(self) -> None:
@@ -327,6 +422,10 @@ In a read-only session r and a are absent: the wizard only shows."""
         prog = self.query_one("#wz-progress", Static)
         prog.display = bool(m.items) or bool(m.progress and m.progress != "nothing to wait for" and m.current)
         prog.update(self._progress(m, tones))
+        gone = self.query_one("#wz-deactivated", Static)
+        gone.display = self._can_reactivate()
+        if gone.display:
+            gone.update(self._deactivated(m, tones))
         self.query_one("#wz-log", Static).update(self._log(m, tones))
         self.refresh_bindings()
 
@@ -362,6 +461,8 @@ In a read-only session r and a are absent: the wizard only shows."""
                 keys.append(("r", "resume (asks first)"))
             if m.state not in ("Completed", "Aborted"):
                 keys.append(("a", "abort (journal only)"))
+            if self._can_reactivate():
+                keys.append(("l", f"release / reactivate the {plural(len(m.deactivated), 'Workload')}…"))
             keys.append(("esc", "back to the list"))
         for i, (k, word) in enumerate(keys):
             if i:
@@ -455,6 +556,30 @@ In a read-only session r and a are absent: the wizard only shows."""
             total.append(f"  {now:g} of {first:g} left   ")
             total.append("done" if now == 0 else eta_text(m.eta), style="bold")
             parts.append(total)
+        return stack(*parts)
+
+    def _deactivated(self, m: RunModel, tones: Tones) -> RenderableType:
+        head = span(f"DEACTIVATED by this run · {plural(len(m.deactivated), 'Workload')}", tones.heading)
+        head.append("  spec.active=false: out of admission until reactivated", style=tones.muted)
+        names = [f"{ns}/{name}" for ns, name in m.deactivated]
+        shown = names[:DEACTIVATED_SHOWN]
+        flow = Text(end="")  # whole names, wrapped between them (never cut: they are what to look for)
+        for i, name in enumerate(shown):
+            flow.append("   " if i else "  ")
+            flow.append(lit(name))
+        if len(names) > len(shown):
+            flow.append(f"  … and {len(names) - len(shown)} more (the release form reactivates all)",
+                        style=tones.muted)
+        parts: list[RenderableType] = [head, flow]
+        how = Text(end="")
+        if operations_enabled(self.session)[0]:
+            how.append("l", style=tones.accent)
+            how.append(f" release and reactivate them: opens the release form with reactivate-from {m.id} "
+                       "(each step asks before it writes)", style=tones.muted)
+        else:
+            how.append(lit(f"reactivate them from a writable session: taudash workflow start release "
+                           f"--reactivate-from {m.id}", tones.muted))
+        parts.append(how)
         return stack(*parts)
 
     def _log(self, m: RunModel, tones: Tones) -> RenderableType:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.workflows import Journal, build, status
+from engine.workflows import Journal, JournalError, build, status
+from engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
 from engine.workflows.params import describe
 
 # step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
@@ -76,6 +77,9 @@ class RunModel:
     error: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    params: dict[str, Any] = field(default_factory=dict)
+    # Workloads (namespace, name) this run deactivated, read from its journal once it stopped running
+    deactivated: list[tuple[str, str]] = field(default_factory=list)
 
     # construction ------------------------------------------------------------------------
     @classmethod
@@ -95,7 +99,7 @@ class RunModel:
             steps.append(StepLine(s["id"], s["title"], state, note))
         model = cls(id=journal.id, kind=journal.kind, title=title, about=describe(journal.kind, journal.params),
                     context=journal.header.get("context"), journal_path=str(journal.path), steps=steps,
-                    state=journal.state, artifacts=doc.get("artifacts") or {})
+                    state=journal.state, artifacts=doc.get("artifacts") or {}, params=dict(journal.params))
         # the step that is not done yet: its last plan is what a resume starts from
         for s in steps:
             if s.state != "Done":
@@ -112,7 +116,16 @@ class RunModel:
             line = _journal_line(r)
             if line is not None:
                 model.log.append(line)
+        model._read_deactivated(journal)
         return model
+
+    def _read_deactivated(self, journal: Journal | None = None) -> None:
+        if self.kind not in DEACTIVATING_KINDS:
+            return
+        try:
+            self.deactivated = deactivated_by(journal or Journal.open(self.journal_path))
+        except (JournalError, OSError):
+            pass  # the journal went away: keep what was read before
 
     def step(self, step_id: str | None) -> StepLine:
         return next((s for s in self.steps if s.id == step_id), StepLine(step_id or "?", step_id or "?"))
@@ -206,6 +219,7 @@ class RunModel:
             self.error = error
             self._log(at, "✖", f"interrupted: {error} (resumable)", "bad")
         self.state, self.asking = state, ""
+        self._read_deactivated()  # the journal now holds every write the run made
 
     def _log(self, at: datetime, mark: str, text: str, tone: str = "") -> None:
         self.log.append(LogLine(at, mark, text, tone))
@@ -258,6 +272,32 @@ def _journal_line(r: dict[str, Any]) -> LogLine | None:
     elif ev == "aborted" and data.get("by"):
         text += f" by the {data['by']}"
     return LogLine(at, mark, text, tone)
+
+
+def written_by(journal: Journal) -> list[str]:
+    """The cluster changes a workflow made so far, as diff lines, oldest first: operations the server
+    changed, and operations sent whose result was never recorded (the process died in between, so
+    the server may have applied them). Skipped and no-op operations are not writes."""
+    out: list[str] = []
+    in_flight: dict[tuple, str] = {}
+    for r in journal.records:
+        event, data = r.get("event"), r.get("data") or {}
+        if event == "resumed":
+            out.extend(f"{diff} (sent; its result was never recorded)" for diff in in_flight.values())
+            in_flight.clear()
+            continue
+        op = data.get("op")
+        if not isinstance(op, dict):  # "confirmed" of a confirm-each step names its object as a string
+            continue
+        key = (op.get("verb"), op.get("kind"), op.get("namespace"), op.get("name"))
+        if event == "executing":
+            in_flight[key] = op.get("diff", "")
+        elif event == "executed":
+            in_flight.pop(key, None)
+            if not data.get("skipped") and (data.get("result") or {}).get("changed"):
+                out.append(op.get("diff", ""))
+    out.extend(f"{diff} (sent; no result yet)" for diff in in_flight.values())
+    return out
 
 
 def eta_text(eta: float | None) -> str:

@@ -22,7 +22,6 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import (
     Button,
-    Checkbox,
     ContentSwitcher,
     DataTable,
     Input,
@@ -53,9 +52,10 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow
 from .text import Tones, lit, span
+from .widgets.choices import ChoiceSet, MarkedCheckbox, MarkedRadioButton, MarkedSelectionList
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled, read_only_line, run_state_text, stack
+from .wizard import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack
 from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
 
 KIND_LABELS = {
@@ -76,6 +76,7 @@ KIND_STEPS = {
                 "list worker credentials to revoke · restore admission",
     "drain": "1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
 }
+
 
 COLS = [
     Col("id", "id", 8),
@@ -175,7 +176,7 @@ a       abort the highlighted workflow: marks its journal aborted (nothing in th
 Every step of a running workflow shows its plan and asks before it writes: the confirmation names
 each target, and a destructive step (HoldAndDrain, deletions) asks for the context name.
 Also: 3 Queues → w on a ClusterQueue or cohort, and 4 → enter → w on a draining workspace.
-In a read-only session n, r and a are absent and guided operations are disabled."""
+In a read-only session guided operations are disabled: n, r and a only say why."""
 
     BINDINGS = [
         Binding("n", "new", "new workflow", show=False),
@@ -299,7 +300,7 @@ In a read-only session n, r and a are absent and guided operations are disabled.
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("new", "resume", "abort"):
             if not self.writable:
-                return False  # absent, not greyed: a read-only session has no such affordance
+                return True  # bound, so that the key says why it is disabled
             if action == "new":
                 return True
             e = self._selected() if self.query("#workflows") else None
@@ -312,17 +313,17 @@ In a read-only session n, r and a are absent and guided operations are disabled.
         return True
 
     def action_new(self) -> None:
-        if self.writable:
+        if not refuse_read_only(self, "starting a workflow"):
             self.post_message(NewWorkflow())
 
     def action_resume(self) -> None:
         e = self._selected()
-        if self.writable and e is not None:
+        if not refuse_read_only(self, "resuming a workflow") and e is not None:
             self.post_message(ResumeWorkflow(e.id))
 
     def action_abort(self) -> None:
         e = self._selected()
-        if self.writable and e is not None:
+        if not refuse_read_only(self, "aborting a workflow") and e is not None:
             self.post_message(AbortWorkflow(e.id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -359,7 +360,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, session: Session, kind: str | None = None, cqs: list[str] | None = None,
-                 workspace: str | None = None, directory: Path | None = None) -> None:
+                 workspace: str | None = None, directory: Path | None = None,
+                 reactivate_from: str | None = None) -> None:
         super().__init__()
         self.session = session
         self.kind = kind if kind in KIND_LABELS else "hold"
@@ -370,36 +372,42 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         self.queues = list(frame.view.cluster_queues) if frame is not None else []
         self.workspaces = [w for w in frame.view.workspaces if w.drain.state != "NotDraining"] if frame else []
         self.journals = JournalIndex().load(directory or workflows_dir())
+        self.reactivation_sources = self._reactivation_sources()
+        self.reactivate_from = reactivate_from if reactivate_from in self.reactivation_sources else None
+        if self.reactivate_from and not self.cqs:  # the queues that run held: the ones to release
+            self.cqs = list(self.reactivation_sources[self.reactivate_from][0].params.get("cqs") or [])
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("New workflow", style="bold"), id="nw-title")
-            with RadioSet(id="nw-kind"):
+            with ChoiceSet(id="nw-kind"):
                 for kind, label in KIND_LABELS.items():
-                    yield RadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
+                    yield MarkedRadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
             with ContentSwitcher(initial=f"nw-{self.kind}"):
                 with Vertical(id="nw-hold"):
                     yield Static("ClusterQueues to stop (space toggles)", classes="nw-label")
-                    yield SelectionList[str](*self._queue_options(self.cqs), id="nw-hold-cqs")
-                    with RadioSet(id="nw-hold-mode"):
-                        yield RadioButton("HoldAndDrain — evicts admitted work", value=True, id="nw-mode-HoldAndDrain")
-                        yield RadioButton("Hold — admitted work runs to completion", id="nw-mode-Hold")
-                    yield Checkbox("deactivate pending Workloads (reversible: spec.active=false)", value=True,
-                                   id="nw-hold-cancel")
+                    yield MarkedSelectionList[str](*self._queue_options(self.cqs), id="nw-hold-cqs")
+                    with ChoiceSet(id="nw-hold-mode"):
+                        yield MarkedRadioButton("HoldAndDrain — evicts admitted work", value=True,
+                                                id="nw-mode-HoldAndDrain")
+                        yield MarkedRadioButton("Hold — admitted work runs to completion", id="nw-mode-Hold")
+                    yield MarkedCheckbox("deactivate pending Workloads (reversible: spec.active=false)", value=True,
+                                         id="nw-hold-cancel")
                 with Vertical(id="nw-release"):
                     yield Static("ClusterQueues to release (stopPolicy None)", classes="nw-label")
                     stopped = self.cqs or [q.name for q in self.queues if q.stop_policy != "None"]
-                    yield SelectionList[str](*self._queue_options(stopped), id="nw-release-cqs")
+                    yield MarkedSelectionList[str](*self._queue_options(stopped), id="nw-release-cqs")
                     yield Static("reactivate the Workloads a hold, catalog change or rollback deactivated",
                                  classes="nw-label")
-                    yield Select(self._hold_options(), prompt="no reactivation", id="nw-release-from")
+                    yield Select(self._reactivation_options(), prompt="no reactivation", id="nw-release-from",
+                                 value=self.reactivate_from or Select.NULL)
                 with Vertical(id="nw-catalog"):
                     yield Static("new catalog file: a profile list, {workloadProfiles: …} or a TauCluster (YAML)",
                                  classes="nw-label")
                     yield Input(placeholder="path/to/catalog.yaml", id="nw-catalog-file")
                     yield Static("also hold (besides every queue the current and the new catalog route to)",
                                  classes="nw-label")
-                    yield SelectionList[str](*self._queue_options([]), id="nw-catalog-cqs")
+                    yield MarkedSelectionList[str](*self._queue_options([]), id="nw-catalog-cqs")
                 with Vertical(id="nw-rollback"):
                     yield Static("the catalog change to roll back (its exported TauCluster is restored)",
                                  classes="nw-label")
@@ -420,22 +428,29 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         out = []
         for q in self.queues:
             t = lit(q.name)
-            t.append(lit(f"  stopPolicy {q.stop_policy} · pending {q.pending} · reserving {q.reserving} · "
+            t.append("  ")
+            t.append(lit(f"stopPolicy {q.stop_policy} · pending {q.pending} · reserving {q.reserving} · "
                          f"admitted {q.admitted}", "dim"))
             out.append(Selection(t, q.name, q.name in chosen))
         return out
 
-    def _hold_options(self) -> list[tuple[Text, str]]:
-        out = []
+    def _reactivation_sources(self) -> dict[str, tuple[Entry, int]]:
+        """Runs that may have deactivated Workloads (hold, catalog change, rollback), newest first, with
+        how many each deactivated (read from its journal)."""
+        out: dict[str, tuple[Entry, int]] = {}
         for e in self.journals:
             if e.kind not in DEACTIVATING_KINDS:
                 continue
             try:
-                n = len(deactivated_by(Journal.open(e.path)))
+                out[e.id] = (e, len(deactivated_by(Journal.open(e.path))))
             except JournalError:
                 continue
-            out.append((lit(f"{e.id} · {e.about} · {n} Workload(s) deactivated · {e.state}"), e.id))
         return out
+
+    def _reactivation_options(self) -> list[tuple[Text, str]]:
+        return [(lit(f"{e.id} · {KIND_LABELS[e.kind].lower()} · {n} Workload{'' if n == 1 else 's'} deactivated · "
+                     f"{e.state} · {e.about}"), e.id)
+                for e, n in self.reactivation_sources.values()]
 
     def _catalog_options(self) -> list[tuple[Text, str]]:
         return [(lit(f"{e.id} · {e.about} · {e.state}" + ("" if "taucluster" in e.artifacts else " · no export")),
@@ -477,7 +492,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
             mode_btn = self.query_one("#nw-hold-mode", RadioSet).pressed_button
             mode = (mode_btn.id or "").removeprefix("nw-mode-") if mode_btn is not None else "HoldAndDrain"
             return hold_params(ctx, self.query_one("#nw-hold-cqs", SelectionList).selected, (), mode,
-                               cancel_pending=self.query_one("#nw-hold-cancel", Checkbox).value)
+                               cancel_pending=self.query_one("#nw-hold-cancel", MarkedCheckbox).value)
         if kind == "release":
             src = self.query_one("#nw-release-from", Select).value
             return release_params(self.query_one("#nw-release-cqs", SelectionList).selected,
@@ -502,7 +517,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         except ParamError as exc:
             self.query_one("#nw-error", Static).update(lit(f"✖ {exc}"))
             return
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a journal the helpers cannot read
             self.query_one("#nw-error", Static).update(lit(f"✖ {exc.__class__.__name__}: {exc}"))
             return
         self.dismiss((self.kind, params))

@@ -21,7 +21,7 @@ from .messages import NewWorkflow, OpenObject
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled
+from .wizard import operations_enabled, refuse_read_only
 from .workspaces import phase_text
 
 COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
@@ -58,7 +58,7 @@ STORAGE      configured claims; Ready proves RBAC and queues only — run a moun
 
 enter  open the highlighted route or blocker     o  open the TauWorkspace object (YAML)
 w      supervise the drain (a draining workspace only): opens the "new workflow" form; each blocker
-       is deleted only after its own confirmation. Absent in a read-only session.
+       is deleted only after its own confirmation. In a read-only session it only says why it is disabled.
 esc    back"""
 
     BINDINGS = [
@@ -95,11 +95,11 @@ esc    back"""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "supervise_drain":
-            return operations_enabled(self.session)[0] and self._draining()  # absent when read-only
+            return self._draining()  # also when read-only: the key says why it is disabled
         return True
 
     def action_supervise_drain(self) -> None:
-        if operations_enabled(self.session)[0] and self._draining():
+        if self._draining() and not refuse_read_only(self, "supervising the drain"):
             self.post_message(NewWorkflow("drain", workspace=self.ws_name))
 
     def render_frame(self, frame: Frame) -> None:

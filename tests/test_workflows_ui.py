@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
-from textual.widgets import Button, Input, RadioButton, SelectionList, Static
+from textual.widgets import Button, Input, RadioButton, Select, SelectionList, Static
 
 from engine.actions import Actions
 from engine.session import Session
@@ -31,6 +31,7 @@ from screens.workflows import NewWorkflowScreen, WorkflowsScreen
 from taudash.app import TaudashApp
 
 CQ = "clusterqueues.kueue.x-k8s.io"
+WL = "workloads.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
 TICK = 0.3
 
@@ -139,22 +140,27 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         body = modal_text(modal)
         assert "ClusterQueue tau-ws-train: stopPolicy None → HoldAndDrain" in body
         assert context in body and "type the context name" in body
-        assert modal.focused is modal.query_one("#cancel", Button)
+        # a destructive confirmation counts its operations and names each target; the plan's notes
+        # (what HoldAndDrain evicts) come first, in full
+        assert "1 operation on 1 object" in body and "⚠ destructive" in body
+        notes, flat = modal.request.notes, " ".join(body.split())  # notes wrap: compare word by word
+        assert notes and all(" ".join(n.split()) in flat for n in notes)
+        assert body.index("WHAT THIS MEANS") < body.index("CHANGES")
+        assert "nothing has been written" in body  # step 1: true, nothing was written yet
+        field = modal.query_one("#sc-context", Input)
+        assert modal.focused is field  # typing goes straight into the context name
         confirm = modal.query_one("#confirm", Button)
         assert confirm.disabled  # HoldAndDrain is destructive: the context name must be typed
-        await pilot.press("tab")  # from Cancel, tab reaches the context name (Confirm is disabled)
-        assert modal.focused is modal.query_one("#sc-context", Input)
         await pilot.press(*"wrong")
         await pilot.pause()
-        assert confirm.disabled
+        assert confirm.disabled and field.value == "wrong"
         await pilot.press("enter")  # enter with the wrong name does nothing
         await pilot.pause()
         assert app.screen is modal and rig.real_writes() == []
-        modal.query_one("#sc-context", Input).value = ""
-        await pilot.press(*context)
+        await pilot.press(*["backspace"] * len("wrong"), *context)
         await pilot.pause()
-        assert not confirm.disabled
-        await pilot.click("#confirm")
+        assert field.value == context and not confirm.disabled
+        await pilot.press("enter")  # the typed name confirms
         # step 2 deactivates pending Workloads: not destructive, Confirm is enabled at once. Work the
         # HoldAndDrain evicted comes back pending, so the step may plan (and ask) again.
         asked = 0
@@ -166,8 +172,16 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
                 break
             modal = app.screen
             asked += 1
-            assert "active true → active false" in modal_text(modal) and modal.request.step_no == 2
+            body = modal_text(modal)
+            assert "active true → active false" in body and modal.request.step_no == 2
             assert not modal.query_one("#confirm", Button).disabled and not modal.query("#sc-context")
+            assert modal.focused is modal.query_one("#cancel", Button)  # not destructive: enter alone declines
+            # step 1 wrote: the confirmation says so instead of "nothing is written"
+            assert "nothing has been written" not in body and "nothing is written" not in body
+            assert "ALREADY WRITTEN by this workflow" in body and "this step writes nothing" in body
+            assert "ClusterQueue tau-ws-train: stopPolicy None → HoldAndDrain" in body
+            n = len(modal.request.operations)
+            assert f"Confirm sends exactly the {n} operation" in body
             await pilot.click("#confirm")
         assert asked >= 1
         wizard = app.screen
@@ -176,6 +190,22 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         log = " ".join(line.text for line in wizard.model.log)
         assert "confirmed" in log and "drained" in log
         assert wizard.model.items  # live progress was shown (pending/reserving/admitted per queue)
+        # the run deactivated the pending Workloads: the wizard lists them and how to reactivate them
+        await wait_for(pilot, lambda: bool(wizard.model.deactivated), what="the deactivated list")
+        inactive = [(w["metadata"]["namespace"], w["metadata"]["name"]) for w in sim.db.list(WL)
+                    if w["spec"].get("active") is False]
+        assert sorted(wizard.model.deactivated) == sorted(inactive) and inactive
+        gone = text_of(wizard.query_one("#wz-deactivated", Static))
+        assert f"DEACTIVATED by this run · {len(inactive)} Workload" in gone
+        assert {f"{ns}/{name}" for ns, name in inactive} <= set(gone.split())  # whole names, never cut
+        assert f"reactivate-from {wizard.model.id}" in gone
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the release form")
+        form = app.screen
+        assert form.kind == "release" and form.query_one("#nw-release-from", Select).value == wizard.model.id
+        assert form.query_one("#nw-release-cqs", SelectionList).selected == ["tau-ws-train"]
+        assert form.params()["reactivate"] == wizard.model.deactivated
+        await pilot.press("escape")
     cq = sim.db.get(CQ, "tau-ws-train")
     st = cq["status"]
     assert cq["spec"]["stopPolicy"] == "HoldAndDrain"
@@ -197,7 +227,10 @@ async def test_declining_the_first_step_writes_nothing(rig):
         await pilot.click("#nw-start")
         await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
         assert "ClusterQueue tau-ws-eval" in modal_text(app.screen)
-        await pilot.press("enter")  # Cancel has the focus: enter declines
+        await pilot.press("enter")  # the context name has the focus: enter with nothing typed does nothing
+        await pilot.pause()
+        assert isinstance(app.screen, StepConfirmScreen)
+        await pilot.press("tab", "enter")  # the next stop is Cancel: enter declines
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
                        what="the wizard to show Aborted")
         assert app.screen.model.steps[0].state == "Stopped"
@@ -225,7 +258,8 @@ async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
         assert app.screen is form
         assert "no such file" in text_of(form.query_one("#nw-error", Static))
         form.select_kind("drain")
-        await pilot.pause()
+        # the change travels button → set → form (which clears the old error): wait for it to arrive
+        await wait_for(pilot, lambda: form.kind == "drain", what="the drain section")
         await pilot.click("#nw-start")
         await pilot.pause()
         assert "choose the workspace" in text_of(form.query_one("#nw-error", Static))
@@ -293,27 +327,67 @@ async def test_resume_asks_first_then_continues(rig):
     assert Journal.open(str(journal.path)).state == "Completed"
 
 
-async def test_requests_by_message_are_refused_in_a_read_only_session():
+async def test_read_only_keys_explain_themselves_and_nothing_is_written():
     async with SimServer() as sim:
         r = await make_rig(sim, read_only=True)
         app = r.app
+        why = app.session.actions.why_read_only
+        assert why == "read-only mode (--read-only)"
         Journal.create("abc123", "hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, "x")
+
+        def said(what: str) -> bool:
+            return any(n.message == f"{what} is disabled — {why}" and n.title == "read-only"
+                       and n.severity == "warning" for n in app._notifications)
+
         async with app.run_test(size=(120, 36)) as pilot:
+            # requests by message are refused by the app too
             for msg in (NewWorkflow("hold", cqs=["tau-ws-train"]),
                         StartWorkflow("hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}),
                         ResumeWorkflow("abc123")):
                 app.post_message(msg)
                 await pilot.pause()
                 assert not isinstance(app.screen, (NewWorkflowScreen, StepConfirmScreen))
+            app.clear_notifications()
+            # 9 Workflows: n, r and a say why instead of doing nothing
             await pilot.press("9")
             await pilot.pause(TICK)
             mode = text_of(app.screen.query_one("#wf-mode", Static))
-            assert "read-only: guided operations are disabled" in mode
-            keys = {b.key for b in app.screen.active_bindings.values() if hasattr(b, "key")} | set(
-                app.screen.active_bindings)
-            assert not {"n", "r", "a"} & keys
+            assert "read-only: guided operations are disabled" in mode and why in mode
+            app.screen.query_one("#workflows", KeyedTable).focus()
+            for key, what in (("n", "starting a workflow"), ("r", "resuming a workflow"), ("a", "aborting a workflow")):
+                assert not said(what)
+                await pilot.press(key)
+                await pilot.pause()
+                assert said(what), (key, [n.message for n in app._notifications])
+                assert isinstance(app.screen, WorkflowsScreen)  # no form, no confirmation
+            # the wizard's r and a, 3 Queues' w, the workspace detail's w
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="the wizard")
+            for key, what in (("r", "resuming workflow abc123"), ("a", "aborting workflow abc123")):
+                await pilot.press(key)
+                await pilot.pause()
+                assert said(what) and isinstance(app.screen, WizardScreen)
+            await pilot.press("3")
+            await pilot.pause()
+            app.screen.query_one("#queues", KeyedTable).focus()
+            app.clear_notifications()
+            await pilot.press("w")
+            await pilot.pause()
+            assert said("starting a workflow") and not isinstance(app.screen, NewWorkflowScreen)
+            await pilot.press("4")
+            await pilot.pause()
+            table = app.screen.query_one(KeyedTable)
+            table.focus()
+            table.move_cursor(row=table.get_row_index("eval"))
+            await pilot.press("enter")
+            await pilot.pause()
+            await pilot.press("w")
+            await pilot.pause()
+            assert said("supervising the drain") and not isinstance(app.screen, NewWorkflowScreen)
         assert sim.api.writes == {} and not [q for q in sim.api.requests if q.verb == "review"]
+        assert r.real_writes() == []
         assert [s["id"] for s in summaries()] == ["abc123"]
+        assert Journal.open("abc123").state == "InProgress"  # the a key did not abort it
         await r.source.stop()
         await r.source.target.close()
 

@@ -120,19 +120,30 @@ async def test_confirm_gates_destructive_steps_on_the_typed_context_name():
         screen = app.screen
         assert isinstance(screen, StepConfirmScreen)
         confirm = screen.query_one("#confirm", Button)
-        assert confirm.disabled and screen.focused is screen.query_one("#cancel", Button)
-        await pilot.press("tab")
         field = screen.query_one("#sc-context", Input)
-        assert screen.focused is field
-        field.value = "prod-"  # a prefix is not the name
+        assert confirm.disabled and screen.focused is field  # typing goes straight into the context name
+        await pilot.press(*"prod-")  # a prefix is not the name
         await pilot.pause()
         assert confirm.disabled
+        await pilot.press("enter")  # nor does enter confirm it
+        await pilot.pause()
+        assert app.screen is screen and app.answer is None
         field.value = app.request.context
         await pilot.pause()
         assert not confirm.disabled
         await pilot.press("enter")
         await pilot.pause()
     assert app.answer is True
+
+
+async def test_confirm_escape_in_the_context_name_declines():
+    app = ConfirmApp(request(destructive=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen.focused, Input)
+        await pilot.press("p", "escape")
+        await pilot.pause()
+    assert app.answer is False
 
 
 async def test_confirm_escape_and_enter_on_cancel_decline():
@@ -165,7 +176,7 @@ async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_rea
         text = app.screen.help_text
         for key in ("n ", "enter ", "r ", "a "):
             assert any(line.startswith(key) for line in text.splitlines()), key
-        assert "read-only session n, r and a are absent" in " ".join(text.split())
+        assert "read-only session guided operations are disabled: n, r and a only say why" in " ".join(text.split())
         await pilot.press("escape", "ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)

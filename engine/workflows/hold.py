@@ -47,8 +47,8 @@ def deactivated_by(journal) -> list[tuple[str, str]]:
             out.update(open_)
             open_.clear()
             continue
-        op = (r.get("data") or {}).get("op") or {}
-        if not _is_deactivation(op):
+        op = (r.get("data") or {}).get("op")
+        if not isinstance(op, dict) or not _is_deactivation(op):  # a confirm-each record names its op as a string
             continue
         key = (op["namespace"], op["name"])
         if r["event"] == "executing":
