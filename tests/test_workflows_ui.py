@@ -204,7 +204,7 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         form = app.screen
         assert form.kind == "release" and form.query_one("#nw-release-from", Select).value == wizard.model.id
         assert form.query_one("#nw-release-cqs", SelectionList).selected == ["tau-ws-train"]
-        assert form.params()["reactivate"] == wizard.model.deactivated
+        assert [tuple(x) for x in form.params()["reactivate"]] == wizard.model.deactivated
         await pilot.press("escape")
     cq = sim.db.get(CQ, "tau-ws-train")
     st = cq["status"]
