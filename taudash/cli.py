@@ -53,21 +53,24 @@ DASHBOARD = SOURCE - {"demo"}
 _parsers = 0
 
 
-def add_global_options(p: argparse.ArgumentParser, uses: frozenset[str], shown: bool = True) -> None:
-    """Declare every global option on `p` and record which of them its command uses."""
+def add_global_options(p: argparse.ArgumentParser, uses: frozenset[str], shown: bool = True,
+                       helps: dict[str, str] | None = None) -> None:
+    """Declare every global option on `p` and record which of them its command uses (`helps`: what
+    an option does for this command, where that reads differently)."""
     global _parsers
     _parsers += 1
     g = p.add_argument_group("global options (anywhere on the command line)") if shown else p
     for name, (flag, kw) in GLOBAL_OPTIONS.items():
-        g.add_argument(flag, dest=f"_g{_parsers}_{name}", default=argparse.SUPPRESS,
-                       **{**kw, **({} if shown and name in uses else {"help": argparse.SUPPRESS})})
+        text = (helps or {}).get(name, kw["help"]) if shown and name in uses else argparse.SUPPRESS
+        g.add_argument(flag, dest=f"_g{_parsers}_{name}", default=argparse.SUPPRESS, **{**kw, "help": text})
     p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard")
 
 
-def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, shown: bool = True) -> None:
+def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, shown: bool = True,
+                    helps: dict[str, str] | None = None) -> None:
     """Sub-command modules call this on every parser they create (default: a command reading a source);
     `shown=False` for a parser that only groups sub-commands (its leaves decide what is used)."""
-    add_global_options(p, uses, shown)
+    add_global_options(p, uses, shown, helps)
 
 
 def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:

@@ -29,7 +29,8 @@ def register(sub, add_source_args) -> None:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     # --snapshot (global) seeds the cluster (default: the demo scenario). --read-only is a client's
     # setting: the simulator itself serves writes, so it is refused here rather than ignored.
-    add_source_args(s, frozenset({"snapshot"}))
+    add_source_args(s, frozenset({"snapshot"}),
+                    helps={"snapshot": "seed the cluster from this snapshot (default: the demo scenario)"})
     s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default 0: a free port)")
     s.add_argument("--speed", type=float, default=1.0,
                    help="simulated seconds per wall-clock second, for the controllers (default 1)")
