@@ -62,6 +62,7 @@ class Freshness:
     observed_at: str | None  # a snapshot's capture time
     revision: int
     problems: tuple[SyncProblem, ...] = ()
+    read_only_why: str = ""  # who asked for read-only mode (flag, env, config file); "" for a snapshot
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ def tune_gc() -> None:
 
 
 class Session:
+    read_only_why = ""  # who asked for read-only mode, when an operator did (the header badge shows it)
+
     def __init__(
         self,
         store: Store,
@@ -200,6 +203,7 @@ class Session:
             observed_at=self.source.observed_at,
             revision=self.store.revision,
             problems=tuple(problems),
+            read_only_why=self.read_only_why if self.read_only else "",
         )
 
     def frame(self, now: datetime) -> Frame:

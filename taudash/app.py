@@ -156,8 +156,8 @@ class TaudashApp(WorkflowHost, App):
     def on_request_operation(self, message: RequestOperation) -> None:
         """The one door for writes from the UI: refused when read-only, else confirmed target by target."""
         if self.session.read_only:
-            self.notify(f"read-only: {message.title} was not run ({self.session.mode.lower()} source)",
-                        severity="warning", markup=False)
+            why = self.session.actions.why_read_only or f"{self.session.mode.lower()} source"  # who asked
+            self.notify(f"read-only: {message.title} was not run ({why})", severity="warning", markup=False)
             return
         self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
 

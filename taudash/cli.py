@@ -22,14 +22,88 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def add_source_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("source (pick one; default: the current kube context)")
-    g.add_argument("--snapshot", metavar="FILE", help="read a cluster snapshot file (always read-only)")
-    g.add_argument("--context", metavar="NAME", help="kubeconfig context of a live cluster")
-    g.add_argument("--demo", action="store_true", help="use the embedded demo cluster")
-    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)")
-    p.add_argument("--system-namespace", default="tau-system", help="where TauGrid objects live (default tau-system)")
-    p.add_argument("--pvc", action="append", default=[], metavar="CLAIM", help="storage claim to check in each workspace namespace (repeatable)")
+# The global options, declared once. Every (sub)parser accepts all of them, so an option means the
+# same before or after a command; each parser stores them under its own dest (`_g<n>_<name>`) and
+# `merge_global_options` combines the placements, refusing conflicts and options the command
+# cannot use. Scalars are collected as lists so `--context a ... --context b` is seen, not overwritten.
+GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
+    "read_only": ("--read-only", {"action": "append_const", "const": True,
+                                  "help": "never send a write request (also TAUDASH_READ_ONLY=1 or readOnly "
+                                          "in the config file; read-only always wins)"}),
+    "context": ("--context", {"action": "append", "metavar": "NAME", "help": "kubeconfig context of a live cluster"}),
+    "kubeconfig": ("--kubeconfig", {"action": "append", "metavar": "FILE",
+                                    "help": "kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)"}),
+    "snapshot": ("--snapshot", {"action": "append", "metavar": "FILE",
+                                "help": "read a cluster snapshot file (always read-only)"}),
+    "demo": ("--demo", {"action": "append_const", "const": True, "help": "use the embedded demo cluster"}),
+    "system_namespace": ("--system-namespace", {"action": "append", "metavar": "NS",
+                                                "help": "where TauGrid objects live (default tau-system)"}),
+    "pvc": ("--pvc", {"action": "append", "metavar": "CLAIM",
+                      "help": "storage claim to check in each workspace namespace (repeatable)"}),
+}
+SCALARS = ("context", "kubeconfig", "snapshot", "system_namespace")
+DEFAULT_SYSTEM_NAMESPACE = "tau-system"
+
+# What each kind of command can use (anything else given is refused with exit 2).
+SOURCE = frozenset({"read_only", "context", "kubeconfig", "snapshot", "demo", "system_namespace", "pvc"})
+LIVE = frozenset({"read_only", "context", "kubeconfig", "system_namespace"})
+LOCAL = frozenset({"read_only"})  # no cluster at all; read-only is trivially honoured
+DASHBOARD = SOURCE - {"demo"}
+
+_parsers = 0
+
+
+def add_global_options(p: argparse.ArgumentParser, uses: frozenset[str], shown: bool = True,
+                       helps: dict[str, str] | None = None) -> None:
+    """Declare every global option on `p` and record which of them its command uses (`helps`: what
+    an option does for this command, where that reads differently)."""
+    global _parsers
+    _parsers += 1
+    g = p.add_argument_group("global options (anywhere on the command line)") if shown else p
+    for name, (flag, kw) in GLOBAL_OPTIONS.items():
+        text = (helps or {}).get(name, kw["help"]) if shown and name in uses else argparse.SUPPRESS
+        g.add_argument(flag, dest=f"_g{_parsers}_{name}", default=argparse.SUPPRESS, **{**kw, "help": text})
+    p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard")
+
+
+def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, shown: bool = True,
+                    helps: dict[str, str] | None = None) -> None:
+    """Sub-command modules call this on every parser they create (default: a command reading a source);
+    `shown=False` for a parser that only groups sub-commands (its leaves decide what is used)."""
+    add_global_options(p, uses, shown, helps)
+
+
+def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
+    """Fold every placement of the global options into one value each (args.context, args.read_only, …)."""
+    given: dict[str, list] = {name: [] for name in GLOBAL_OPTIONS}
+    for key in [k for k in vars(args) if k.startswith("_g")]:
+        name = key.split("_", 2)[2]
+        given[name] += getattr(args, key)
+        delattr(args, key)
+    uses = getattr(args, "_uses", frozenset())
+    command = getattr(args, "_command", "this command")
+    for name, values in given.items():
+        if values and name not in uses:
+            raise UsageError(f"{GLOBAL_OPTIONS[name][0]} does not apply to {command}")
+    for name in SCALARS:
+        distinct = list(dict.fromkeys(given[name]))
+        if len(distinct) > 1:
+            raise UsageError(f"conflicting values for {GLOBAL_OPTIONS[name][0]}: {', '.join(distinct)}")
+    args.context = next(iter(given["context"]), None)
+    args.kubeconfig = next(iter(given["kubeconfig"]), None)
+    args.snapshot = next(iter(given["snapshot"]), None)
+    args.system_namespace = next(iter(given["system_namespace"]), DEFAULT_SYSTEM_NAMESPACE)
+    args.pvc = list(dict.fromkeys(given["pvc"]))
+    args.demo = bool(given["demo"])
+    args.read_only = bool(given["read_only"])
+    return args
+
+
+def read_only_of(args, context: str | None = None):
+    """Every source asking for read-only mode for this command (flag, env, config file)."""
+    from .config import resolve_read_only
+
+    return resolve_read_only(bool(getattr(args, "read_only", False)), context)
 
 
 def rule_config(args) -> RuleConfig:
@@ -77,17 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Operator console for TauGrid GPU clusters. Without a command, opens the dashboard.",
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
-    # Options of the dashboard itself (no command); distinct dests so sub-commands keep their own.
-    dash = p.add_argument_group("dashboard (no command)")
-    dash.add_argument("--snapshot", dest="dash_snapshot", metavar="FILE", help="open the dashboard on a snapshot file (read-only)")
-    dash.add_argument("--context", dest="dash_context", metavar="NAME", help="open the dashboard on a live context")
-    dash.add_argument("--kubeconfig", dest="dash_kubeconfig", metavar="FILE",
-                      help="kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)")
-    dash.add_argument("--read-only", dest="dash_read_only", action="store_true", help="never send a write request (snapshots always are)")
-    dash.add_argument("--system-namespace", dest="dash_system_namespace", default="tau-system", metavar="NS",
-                      help="where TauGrid objects live (default tau-system)")
-    dash.add_argument("--pvc", dest="dash_pvc", action="append", default=[], metavar="CLAIM",
-                      help="storage claim to check in each workspace namespace (repeatable)")
+    add_global_options(p, DASHBOARD)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     s = sub.add_parser("status", help="print the derived cluster status (the output contract)")
@@ -109,11 +173,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    return _guard(lambda: _dispatch(args))
+
+
+def _dispatch(args) -> int:
+    from . import config
+
+    merge_global_options(args)
+    config.check()  # a malformed TAUDASH_READ_ONLY or config file is bad input for every command
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default
 
-        return _guard(lambda: run_default(args))
-    return _guard(lambda: args.func(args))
+        return run_default(args)
+    return args.func(args)
 
 
 def _guard(fn) -> int:

@@ -11,6 +11,7 @@ from engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
 from engine.sources.kube import Unreachable as SourceUnreachable
 from engine.store import Store
 
+from .config import ReadOnly, resolve_read_only
 from .errors import Unreachable, UsageError
 
 
@@ -18,7 +19,8 @@ from .errors import Unreachable, UsageError
 class LiveCluster:
     context: str | None
     kubeconfig: str | None
-    read_only: bool = False
+    # The caller's request (the flag); env and config file are added once the context is known.
+    read_only: bool | ReadOnly = False
     sync_timeout: float = 30.0
     lock: Any = None
 
@@ -27,6 +29,11 @@ class LiveCluster:
             self.target: ClusterTarget = await connect(self.context, self.kubeconfig)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        try:  # read-only for this context, from every source (flag, env, config file)
+            self.read_only_state: ReadOnly = resolve_read_only(self.read_only, self.target.context)
+        except UsageError:
+            await self.target.close()
+            raise
         self.store = Store()
         self.source = KubeSource(self.store, self.target, lock=self.lock)
         try:
@@ -35,8 +42,8 @@ class LiveCluster:
             await self.target.close()
             raise Unreachable(str(exc)) from None
         await self.source.wait_synced(self.sync_timeout)
-        if self.read_only:
-            self.actions = Actions.read_only("read-only mode (--read-only)", self.target.context)
+        if self.read_only_state:
+            self.actions = Actions.read_only(self.read_only_state.why, self.target.context)
         else:
             self.actions = Actions.live(self.target.api_client, self.target.user or "unknown", self.target.context,
                                         AuditLog(state_dir() / "audit.log"), versions=self.source.version_of)

@@ -38,6 +38,8 @@ def load_from_args(args) -> Loaded:
     chosen = [x for x in (snapshot, context, demo or None) if x]
     if len(chosen) > 1:
         raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")
+    if (snapshot or demo) and getattr(args, "kubeconfig", None):
+        raise UsageError(f"--kubeconfig applies to a live cluster, not to {'--snapshot' if snapshot else '--demo'}")
     if context or not (snapshot or demo):
         return load_live(context, getattr(args, "kubeconfig", None), getattr(args, "sync_timeout", 30.0),
                          getattr(args, "source_type", "kube"))
@@ -46,6 +48,11 @@ def load_from_args(args) -> Loaded:
         result = load_snapshot(path)
     except SnapshotError as exc:
         raise UsageError(str(exc)) from None
+    if result.issues and not result.objects:
+        # Nothing loadable: no status of an empty cluster, just why (one bad object among good
+        # ones is reported after the output instead, exit 2).
+        more = f" (and {len(result.issues) - 1} more problem(s))" if len(result.issues) > 1 else ""
+        raise UsageError(f"{result.issues[0]}{more}; nothing in {path} could be loaded")
     return Loaded(
         store=result.store,
         source=SourceInfo(

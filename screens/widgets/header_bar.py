@@ -110,6 +110,9 @@ class HeaderBar(Widget):
         t = Text(end="")
         if frame.freshness.read_only:
             t.append("▌READ-ONLY▐", style=tones.badge_warn)
+            if frame.freshness.read_only_why:
+                t.append(" ")
+                t.append(lit(frame.freshness.read_only_why, tones.warn))
         else:
             t.append(" read/write ", style=tones.muted)
         t.append(" ")

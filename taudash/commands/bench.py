@@ -45,6 +45,7 @@ UI_SIZE = (160, 48)
 
 def register(sub, add_source_args) -> None:
     b = sub.add_parser("bench", help="measure sync, derivation, UI and memory on a synthetic fleet-scale cluster")
+    add_source_args(b, frozenset({"read_only"}))  # the bench brings its own cluster and never writes to one
     b.add_argument("--size", choices=sorted(SIZES), default="S", type=str.upper,
                    help="S: 100 nodes/2k Workloads, M: 1k/20k, L: 5k/100k (default S)")
     b.add_argument("--seed", type=int, default=0, help="the synthetic cluster is deterministic per seed")

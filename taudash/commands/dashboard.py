@@ -28,9 +28,7 @@ def register(sub, add_source_args) -> None:
     d = sub.add_parser("demo", help="open the dashboard on the embedded simulated cluster")
     d.add_argument("--status", action="store_true", help="print the status once instead of opening the dashboard")
     d.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
-    d.add_argument("--system-namespace", default="tau-system")
-    d.add_argument("--pvc", action="append", default=[])
-    d.add_argument("--read-only", action="store_true", help="never send a write request to the simulator")
+    add_source_args(d, frozenset({"read_only", "system_namespace", "pvc", "demo"}))
     d.add_argument("--speed", type=float, default=10.0, help="simulated seconds per wall second (default 10)")
     d.add_argument("--seed", type=int, default=1, help="random seed of the simulated world")
     d.add_argument("--snapshot-only", action="store_true",
@@ -44,7 +42,7 @@ def _config(args) -> RuleConfig:
 
 def run_demo(args) -> int:
     if args.snapshot_only:
-        args.snapshot, args.context, args.demo = str(DEMO_SNAPSHOT), None, False
+        args.snapshot, args.demo = str(DEMO_SNAPSHOT), False
         if args.status:
             from ..cli import cmd_status
 
@@ -62,43 +60,46 @@ async def _demo(args) -> int:
         if args.status:
             return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))
         return await _live_dashboard(args, context=None, kubeconfig=str(sim.kubeconfig), demo=True,
-                                     read_only=args.read_only, source_type="sim")
+                                     source_type="sim")
 
 
 def _status_once(args, kubeconfig: str) -> int:
     from ..cli import cmd_status
 
-    args.snapshot, args.demo, args.context, args.kubeconfig = None, False, None, kubeconfig
+    args.demo, args.kubeconfig = False, kubeconfig
     args.source_type = "sim"
     return cmd_status(args)
 
 
 def run_default(args) -> int:
-    snapshot = getattr(args, "dash_snapshot", None)
-    args.system_namespace = args.dash_system_namespace
-    args.pvc = getattr(args, "dash_pvc", [])
-    if snapshot:
-        args.snapshot, args.context, args.demo = snapshot, None, False
+    if args.snapshot:
         return open_snapshot_dashboard(args, demo=False)
-    return asyncio.run(_live_dashboard(args, context=getattr(args, "dash_context", None),
-                                       kubeconfig=getattr(args, "dash_kubeconfig", None), demo=False,
-                                       read_only=getattr(args, "dash_read_only", False), source_type="kube"))
+    return asyncio.run(_live_dashboard(args, context=args.context, kubeconfig=args.kubeconfig, demo=False,
+                                       source_type="kube"))
 
 
-async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool, source_type: str) -> int:
+async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str) -> int:
+    from ..cli import read_only_of
+
     try:
         target = await connect(context, kubeconfig)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        asked = read_only_of(args, target.context)  # flag, env, config file (global or this context)
+    except UsageError:
+        await target.close()
+        raise
     store = Store()
     session = Session(
         store,
         SourceInfo(type=source_type, context=target.context, path=target.server,
                    observed_at=datetime.now(UTC).isoformat(timespec="seconds")),
         _config(args),
-        read_only=read_only,
+        read_only=bool(asked),
         demo=demo,
     )
+    session.read_only_why = asked.badge  # the header badge says who asked
     source = KubeSource(store, target, lock=session.lock)
     try:
         try:
@@ -107,8 +108,8 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool
             raise Unreachable(str(exc)) from None
         print(f"taudash: syncing {target.context} ({target.server}) …", file=sys.stderr)
         await source.wait_synced(30)
-        if read_only:
-            session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
+        if asked:
+            session.actions = Actions.read_only(asked.why, target.context)
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"), versions=source.version_of)

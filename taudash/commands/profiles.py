@@ -54,9 +54,9 @@ def cmd_select(args) -> int:
 def cmd_export(args) -> int:
     loaded = load_from_args(args)
     if loaded.issues:
-        # A review artifact from partly unreadable input is worse than none: refuse.
-        report_issues(loaded.issues)
-        raise UsageError(f"refusing to export: {len(loaded.issues)} object(s) in the source could not be read")
+        # A review artifact from partly unreadable input is worse than none: refuse (one line).
+        raise UsageError(f"refusing to export: {len(loaded.issues)} object(s) in the source could not be read "
+                         f"(first: {loaded.issues[0]})")
     ctx = _context(args, loaded)
     try:
         if args.output == "-":
@@ -99,6 +99,7 @@ def cmd_verify(args) -> int:
 
 def register(sub, add_source_args) -> None:
     p = sub.add_parser("profiles", help="workload profiles: select, export a ready snapshot, verify a snapshot")
+    add_source_args(p, frozenset(), shown=False)  # global options may also stand between the two words
     psub = p.add_subparsers(dest="profiles_command", metavar="SUBCOMMAND", required=True)
 
     s = psub.add_parser(
@@ -125,6 +126,7 @@ def register(sub, add_source_args) -> None:
     e.set_defaults(func=cmd_export)
 
     v = psub.add_parser("verify", help="check a TauWorkloadProfileSnapshot file the way TauGrid decodes it")
+    add_source_args(v, frozenset({"read_only"}))  # a file check: no cluster source
     v.add_argument("file", metavar="FILE")
     v.add_argument("-o", "--output", choices=("json", "table"), default="table")
     v.set_defaults(func=cmd_verify)

@@ -23,10 +23,14 @@ snapshot frozen, changing only when a client writes."""
 def register(sub, add_source_args) -> None:
     p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
                        description="The simulated TauGrid cluster.")
+    add_source_args(p, frozenset(), shown=False)
     ssub = p.add_subparsers(dest="sim_command", metavar="SUBCOMMAND", parser_class=type(p))
     s = ssub.add_parser("serve", help="run the simulated cluster's API server until Ctrl-C", description=_SERVE_HELP,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--snapshot", metavar="FILE", help="seed the cluster from this snapshot (default: the demo scenario)")
+    # --snapshot (global) seeds the cluster (default: the demo scenario). --read-only is a client's
+    # setting: the simulator itself serves writes, so it is refused here rather than ignored.
+    add_source_args(s, frozenset({"snapshot"}),
+                    helps={"snapshot": "seed the cluster from this snapshot (default: the demo scenario)"})
     s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default 0: a free port)")
     s.add_argument("--speed", type=float, default=1.0,
                    help="simulated seconds per wall-clock second, for the controllers (default 1)")
@@ -51,6 +55,8 @@ def cmd_serve(args) -> int:
     if args.speed <= 0:
         raise UsageError(f"--speed {args.speed}: must be greater than 0")
     out = getattr(args, "kubeconfig_out", None)
+    if out == "-":  # clients read it by path while the server runs: stdout is no place for it
+        raise UsageError("--kubeconfig-out -: name a file (clients read the kubeconfig from it while serving)")
     if out:
         from pathlib import Path
 

@@ -24,18 +24,21 @@ from ..live import LiveCluster
 
 
 def register(sub, add_source_args) -> None:
+    from ..cli import LIVE, LOCAL
+
     w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain")
+    add_source_args(w, frozenset(), shown=False)  # global options may stand between the words too
     wsub = w.add_subparsers(dest="wf_command", metavar="ACTION", required=True)
 
     def conn(p):
-        p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
-        p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config)")
-        p.add_argument("--system-namespace", default="tau-system")
+        # --context/--kubeconfig/--system-namespace/--read-only are global options (taudash.cli).
+        add_source_args(p, LIVE)
         p.add_argument("--yes", action="store_true",
                        help="confirm every step (needed for any write when not run from a terminal)")
         p.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
 
     s = wsub.add_parser("start", help="start a workflow")
+    add_source_args(s, frozenset(), shown=False)
     ssub = s.add_subparsers(dest="wf_kind", metavar="WORKFLOW", required=True)
     h = ssub.add_parser("hold", help="HoldAndDrain (or Hold) chosen ClusterQueues and wait until drained")
     h.add_argument("--cq", action="append", default=[], metavar="NAME", help="ClusterQueue (repeatable)")
@@ -58,15 +61,20 @@ def register(sub, add_source_args) -> None:
     d.add_argument("--workspace", required=True)
     conn(d)
 
+    # list/status/abort read or append to the local journal only: --read-only is honoured trivially
+    # (abort writes nothing to the cluster, so it stays allowed in read-only mode).
     lst = wsub.add_parser("list", help="list workflows in the journal directory")
+    add_source_args(lst, LOCAL)
     lst.add_argument("-o", "--output", choices=("table", "json"), default="table")
     st = wsub.add_parser("status", help="a workflow's steps and state")
+    add_source_args(st, LOCAL)
     st.add_argument("id")
     st.add_argument("-o", "--output", choices=("table", "json"), default="table")
     rs = wsub.add_parser("resume", help="continue a workflow after a crash or a closed terminal")
     rs.add_argument("id")
     conn(rs)
     ab = wsub.add_parser("abort", help="mark a workflow aborted (changes nothing in the cluster)")
+    add_source_args(ab, LOCAL)
     ab.add_argument("id")
     w.set_defaults(func=run)
 
@@ -102,7 +110,18 @@ def run(args) -> int:
         else:
             _print_status(doc)
         return EXIT_OK
+    _refuse_if_read_only(args, args.context)  # before connecting: flag, env, config (global or --context)
     return asyncio.run(_run_live(args))
+
+
+def _refuse_if_read_only(args, context: str | None, asked=None) -> None:
+    """A workflow exists to write: in read-only mode it is refused before a journal or a request exists."""
+    from ..cli import read_only_of
+
+    asked = asked if asked is not None else read_only_of(args, context)
+    if asked:
+        what = f"workflow {args.wf_command}" + (f" {args.wf_kind}" if args.wf_command == "start" else f" {args.id}")
+        raise UsageError(f"{what} refused: {asked.why}; nothing was written and no journal was created")
 
 
 def _open(wid: str) -> Journal:
@@ -118,7 +137,8 @@ async def _run_live(args) -> int:
     interactive = sys.stdin.isatty() and not args.yes
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("workflows change the cluster: pass --yes to confirm from a script")
-    async with LiveCluster(args.context, args.kubeconfig) as live:
+    async with LiveCluster(args.context, args.kubeconfig, read_only=args.read_only) as live:
+        _refuse_if_read_only(args, live.target.context, live.read_only_state)  # per-context config, now known
         config = RuleConfig(system_namespace=args.system_namespace)
         if args.wf_command == "resume":
             journal = _open(args.id)
