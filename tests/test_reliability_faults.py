@@ -13,6 +13,7 @@ import time
 
 from rich.console import Console
 from tools.livedash import close, converged, dashboard, difference, eventually, live_session, store_entries
+from tools.waiting import next_renders
 
 from engine.sim.server import SimServer
 from engine.store import AccessState
@@ -72,15 +73,6 @@ async def assert_converges(sim: SimServer, session, within: float = 15.0) -> Non
         "Namespace": len(sim.db.list("namespaces")), "ClusterQueue": len(sim.db.list(CQ))}
     assert await eventually(lambda: all(a.state in (AccessState.SYNCED, AccessState.ABSENT)
                                         for a in session.store.access_states().values()), within=within)
-
-
-async def next_renders(app, n: int = 2, within: float = 20.0) -> None:
-    """Wait until the dashboard has rendered `n` more ticks. Two renders after a change mean the screen
-    shows a frame derived after it (the first may come from a derive already under way). Counting
-    renders rather than sleeping a number of ticks keeps this right on a busy machine, where a tick
-    can come late."""
-    start = app.frames
-    assert await eventually(lambda: app.frames >= start + n, within=within), (app.frames, start)
 
 
 def lists(sim: SimServer) -> int:

@@ -18,7 +18,11 @@ ID = re.compile(r"[A-Z]{2,}(?:-[A-Z]+)+")
 BOOK_ROW = re.compile(r"^\|\s*`([A-Z]{2,}(?:-[A-Z]+)+)`\s*\|", re.MULTILINE)
 # The anchors code comments and other documents link to.
 ANCHORS = ("pool", "cohorts-and-queues", "workspace-phase", "drain", "identity", "profiles", "multikueue",
-           "storage", "change-procedure", "output-contract", "cluster-and-data-access")
+           "storage", "change-procedure", "output-contract", "cluster-and-data-access", "finding-index",
+           "workspace-expected-phase", "pool-mode", "pool-nodes", "pool-inventory", "pool-budget", "pool-queues",
+           "pool-validation", "pool-zeroing", "pool-leaving", "cohorts", "cluster-queues", "waiting-workloads",
+           "drain-mode", "drain-routes", "drain-blockers", "drain-state", "profiles-usable", "profiles-hash",
+           "profiles-selection", "profiles-snapshot")
 
 
 def ids_in_code(root: Path) -> dict[str, set[str]]:

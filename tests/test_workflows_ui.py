@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from rich.console import Console
 from textual.widgets import Button, Input, RadioButton, SelectionList, Static
+from tools.waiting import palette_results
 
 from engine.actions import Actions
 from engine.session import Session
@@ -214,7 +215,7 @@ async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"start workflow catalog")
-        await pilot.pause(0.4)
+        await palette_results(pilot, "start workflow catalog", expect="catalog")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the form from the palette")
         form = app.screen
@@ -278,7 +279,8 @@ async def test_resume_asks_first_then_continues(rig):
                              app.session.actions.context)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("9")
-        await pilot.pause(TICK)
+        await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                       what="the workflows screen, rendered")
         assert app.screen.query_one("#workflows", KeyedTable).visible_keys() == ["c0ffee"]
         app.screen.query_one("#workflows", KeyedTable).focus()
         await pilot.press("r")
@@ -306,7 +308,8 @@ async def test_requests_by_message_are_refused_in_a_read_only_session():
                 await pilot.pause()
                 assert not isinstance(app.screen, (NewWorkflowScreen, StepConfirmScreen))
             await pilot.press("9")
-            await pilot.pause(TICK)
+            await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                           what="the workflows screen, rendered")
             mode = text_of(app.screen.query_one("#wf-mode", Static))
             assert "read-only: guided operations are disabled" in mode
             keys = {b.key for b in app.screen.active_bindings.values() if hasattr(b, "key")} | set(
