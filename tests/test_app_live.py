@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from tools.waiting import eventually, next_renders, palette_results
+
 from engine.actions import Actions
 from engine.session import Session
 from engine.sim.server import SimServer
@@ -42,10 +44,15 @@ async def test_a_cluster_change_appears_within_two_ticks():
         app, source = await live_app(sim, read_only=True)
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.press("3")
-            await pilot.pause(TICK * 2)
+            assert await eventually(lambda: app.current_mode == "queues")
+            await next_renders(app)
             assert "HoldAndDrain" not in row_text(app, "#queues", "cq:tau-ws-train")
+            store = app.session.store
             sim.db.patch_merge(CQ, "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
-            await pilot.pause(TICK * 2 + 0.2)  # two ticks (+ the watch's own delivery)
+            # Once the watch has delivered it, two ticks put it on screen without a key (waited for as
+            # renders, not as seconds: on a busy machine a tick can come late).
+            assert await eventually(lambda: store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "HoldAndDrain")
+            await next_renders(app)
             assert "HoldAndDrain" in row_text(app, "#queues", "cq:tau-ws-train")
             # and a node going NotReady shows on the pool screen
             await pilot.press("2")
@@ -54,7 +61,8 @@ async def test_a_cluster_change_appears_within_two_ticks():
             conds = [dict(c, status="False", reason="KubeletNotReady") if c["type"] == "Ready" else c
                      for c in node["status"]["conditions"]]
             sim.db.update_status({**node, "status": {**node["status"], "conditions": conds}})
-            await pilot.pause(TICK * 2 + 0.2)
+            assert await eventually(lambda: store.get("Node", name).condition("Ready").status == "False")
+            await next_renders(app)
             text = " ".join(str(w.render()) for w in app.screen.query("Static"))
             tables = " ".join(" ".join(c.plain for c in t.get_row(k)) for t in app.screen.query(KeyedTable)
                               for k in t.visible_keys())
@@ -138,7 +146,7 @@ async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
             for query in ("hold", "start workflow", "workflow"):
                 await pilot.press("ctrl+p")
                 await pilot.press(*query)
-                await pilot.pause(0.3)
+                await palette_results(pilot, query)
                 await pilot.press("enter")
                 await pilot.pause()
                 await pilot.press("escape", "escape", "escape")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from textual.command import CommandPalette
+from tools.waiting import eventually, palette_results
 
 from engine.rules.base import ObjRef
 from engine.session import Session
@@ -112,7 +113,7 @@ async def test_palette_opens_screen_and_object():
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"llm")
-        await pilot.pause(0.3)
+        await palette_results(pilot, "llm", expect="llm")
         await pilot.press("enter")
         await pilot.pause()
         opened = [m.ref for m in messages if isinstance(m, OpenObject)]
@@ -126,7 +127,7 @@ async def test_palette_opens_screen_and_object():
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"go multik")
-        await pilot.pause(0.3)
+        await palette_results(pilot, "go multik", expect="MultiKueue")
         await pilot.press("enter")
         await pilot.pause()
         assert app.current_mode == "multikueue"
@@ -291,10 +292,7 @@ async def test_refresh_chain_updates_rows_in_place_and_keeps_selection():
                "status": {"phase": "Pending", "observedGeneration": 1}}
         with app.session.writing() as store:
             load_documents([(None, doc)], store=store)
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if "aardvark" in ws.visible_keys():
-                break
+        await eventually(lambda: "aardvark" in ws.visible_keys())
         assert ws.visible_keys() == ["aardvark", "eval", "notebooks", "train", "vision"]
         assert ws.selected_key() == "train"  # the cursor followed its row
         assert app.frames > frames
@@ -335,7 +333,7 @@ async def test_hostile_strings_are_shown_literally():
         assert "[bold magenta]quota[/]" in why and "\\x1b[31m" in why
         # the palette shows such names literally too
         await pilot.press("ctrl+p", *"evil")
-        await pilot.pause(0.3)
+        await palette_results(pilot, "evil", expect="evil")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, WorkspaceDetailScreen) and app.screen.ws_name == "[bold]evil[/bold]"

@@ -10,6 +10,7 @@ import random
 import pytest
 from tools.livedash import close, dashboard, live_session
 from tools.mutate import demo_objects, random_mutation
+from tools.waiting import next_renders
 
 from engine.model import BY_KIND, lookup
 from engine.rules.base import ObjRef
@@ -58,7 +59,7 @@ async def render_everything(app, pilot, refs: list[ObjRef]) -> None:
         app.action_go(name)
         await pilot.pause()
         assert app.current_mode == name
-    await pilot.pause(0.4)  # a tick renders the visible screen again
+    await next_renders(app, 1)  # a tick renders the visible screen again
     for ref in refs:
         app.post_message(OpenObject(ref))
         await pilot.pause()

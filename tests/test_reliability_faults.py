@@ -13,6 +13,7 @@ import time
 
 from rich.console import Console
 from tools.livedash import close, converged, dashboard, difference, eventually, live_session, store_entries
+from tools.waiting import next_renders
 
 from engine.sim.server import SimServer
 from engine.store import AccessState
@@ -99,7 +100,7 @@ async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
         session, source = await live_session(sim)
         errors = track_errors(session.store)
         app = dashboard(session, TICK)
-        async with app.run_test(size=(120, 36)) as pilot:
+        async with app.run_test(size=(120, 36)):
             frames, listed = app.frames, lists(sim)
             with Writer(sim):
                 for abort in [True] * 6:  # more abrupt cuts in a row than the source tolerates early
@@ -108,7 +109,7 @@ async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
                     sim.faults.drop_watches(abort=abort)
                 await asyncio.sleep(0.3)
             await assert_converges(sim, session)
-            await pilot.pause(TICK * 2)
+            await next_renders(app)
             assert app.frames > frames  # the dashboard kept rendering through it
             assert all(st.watch_restarts >= 6 for st in source.status.values())
             assert errors == [] and lists(sim) == listed, errors[:3]
@@ -128,8 +129,7 @@ async def test_410_storms_relist_and_converge():
             await assert_converges(sim, session)
             assert sum(st.relists for st in source.status.values()) >= 10
             await pilot.press("3")
-            await pilot.pause(TICK * 2)
-            assert app.current_mode == "queues"
+            assert await eventually(lambda: app.current_mode == "queues")
             label = sim.db.get(CQ, "tau-ws-train")["metadata"]["labels"]["tick"]
             assert session.store.get("ClusterQueue", "tau-ws-train").labels["tick"] == label
         await close(source)
@@ -139,7 +139,7 @@ async def test_500s_with_latency_show_stale_kinds_then_recover():
     async with SimServer() as sim:
         session, source = await live_session(sim)
         app = dashboard(session, TICK)
-        async with app.run_test(size=(160, 36)) as pilot:
+        async with app.run_test(size=(160, 36)):
             sim.faults.latency(0.3)
             sim.faults.fail(500, resource="nodes")
             sim.faults.fail(500, probability=0.3, resource=WL)
@@ -148,7 +148,7 @@ async def test_500s_with_latency_show_stale_kinds_then_recover():
             assert await eventually(lambda: session.store.access("Node").state is AccessState.ERROR)
             since = session.store.access("Node").since
             assert since is not None and t0 - 1 <= since <= time.time()
-            await pilot.pause(1.2)
+            await next_renders(app)
             text = header_text(app)
             assert "unknown:" in text and "nodes error (stale" in text, text
             # the first moment the data went stale is kept across retries
@@ -157,7 +157,7 @@ async def test_500s_with_latency_show_stale_kinds_then_recover():
                 await asyncio.sleep(1.0)
             sim.faults.clear()
             await assert_converges(sim, session)
-            await pilot.pause(TICK * 3)
+            await next_renders(app)
             assert "unknown:" not in header_text(app)
         await close(source)
 
@@ -168,7 +168,8 @@ async def test_forbidden_mid_session_fails_closed_and_recovers_to_the_truth():
         app = dashboard(session, TICK)
         async with app.run_test(size=(160, 36)) as pilot:
             await pilot.press("4")
-            await pilot.pause(TICK * 2)
+            assert await eventually(lambda: app.current_mode == "workspaces")
+            await next_renders(app)
             assert "Blocked" in row_text(app, "#workspaces", "eval")
             sim.faults.forbid("deployments.apps")
             sim.faults.drop_watches()
@@ -183,7 +184,7 @@ async def test_forbidden_mid_session_fails_closed_and_recovers_to_the_truth():
                         db.patch_merge(resource, name, {"metadata": {"finalizers": None}}, "eval")
             assert await eventually(lambda: not any(session.store.list(k, "eval")
                                                     for k in ("Job", "RayJob", "RayService", "Workload")))
-            await pilot.pause(TICK * 3)
+            await next_renders(app)
             frame = session.last_frame
             eval_ws = next(w for w in frame.view.workspaces if w.name == "eval")
             assert eval_ws.drain.state == "Unknown"  # never Clear while Deployments are unreadable
@@ -197,7 +198,7 @@ async def test_forbidden_mid_session_fails_closed_and_recovers_to_the_truth():
             assert next(w for w in session.last_frame.view.workspaces if w.name == "eval").drain.state == "Unknown"
             sim.faults.allow("deployments.apps")
             await assert_converges(sim, session)
-            await pilot.pause(TICK * 3)
+            await next_renders(app)
             eval_ws = next(w for w in session.last_frame.view.workspaces if w.name == "eval")
             assert eval_ws.drain.state == "Clear", [(b.kind, b.name) for b in eval_ws.drain.blockers]
             assert "Clear" in row_text(app, "#workspaces", "eval")
@@ -218,17 +219,16 @@ async def test_api_server_restart_is_survived():
                 writer.step()
             assert await eventually(lambda: any(a.state is AccessState.ERROR
                                                 for a in session.store.access_states().values()), within=5)
-            await pilot.pause(TICK * 2)
+            await next_renders(app)
             assert "error (stale" in header_text(app)
             await pilot.press("2")  # still answering keys while the server is down
-            await pilot.pause()
-            assert app.current_mode == "pool"
+            assert await eventually(lambda: app.current_mode == "pool")
             await down
             assert sim.api.port == port
             with writer:
                 await asyncio.sleep(0.5)
             await assert_converges(sim, session, within=20)
-            await pilot.pause(TICK * 3)
+            await next_renders(app)
             assert "unknown:" not in header_text(app)
         await close(source)
 
@@ -264,11 +264,14 @@ async def test_five_second_responses_keep_the_dashboard_responsive():
                 await eventually(lambda m=mode: app.current_mode == m, within=10.0, step=0.01)
                 took.append(time.monotonic() - t)
                 assert app.current_mode == mode
+            # The refresh chain keeps ticking through the hang: renders arrive while requests still hang
+            # (waited for, not counted over the keys' ~0.1 s, which is often shorter than one tick).
+            await next_renders(app, 3)
+            assert hanging(sim) > 0 and app.frames > frames
             cutter.cancel()
             assert sum(1 for n in hung if n) >= len(keys) // 2, hung
             # generous on a noisy machine, and below the 5 s a key waiting on the network would take
             assert sorted(took)[len(took) // 2] < 1.5 and max(took) < 4.5, took
-            assert app.frames > frames  # the refresh chain kept ticking through the hang
             sim.faults.clear()
             await assert_converges(sim, session, within=20)
             assert session.store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "Hold"

@@ -26,6 +26,7 @@ import aiohttp
 import pytest
 import yaml
 from tools.livedash import close, dashboard, live_session
+from tools.waiting import next_renders
 
 from engine.model import KINDS
 from engine.sim.apiserver import ApiServer
@@ -128,7 +129,7 @@ async def test_credentials_never_leak_and_private_files_stay_private(tmp_path, m
         async with app.run_test(size=(120, 36), notifications=True) as pilot:
             for key_ in "123456789":
                 await pilot.press(key_)
-            await pilot.pause(0.3)
+            await next_renders(app)
         await close(source)
         # a Secret in the cluster's data path: the simulator refuses to hold one; the loader skips it
         assert sim.db.seed([secret]) == 0

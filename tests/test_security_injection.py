@@ -22,6 +22,7 @@ import pytest
 import yaml
 from rich.console import Console
 from tools.mutate import demo_objects
+from tools.waiting import palette_results
 
 from engine.model.tau import ResolvedWorkloadProfile
 from engine.rules.base import ObjRef
@@ -150,7 +151,7 @@ async def test_every_screen_shows_hostile_strings_inert(hostile):
         seen.check(app, "help")
         await pilot.press("escape")
         await pilot.press("ctrl+p", *"bold")  # the palette lists hostile names
-        await pilot.pause(0.5)
+        await palette_results(pilot, "bold")
         seen.check(app, "palette")
         await pilot.press("escape")
         app.push_screen(ConfirmScreen(f"Hold {H}", [f"ClusterQueue {NAME}", H], reversible=True))

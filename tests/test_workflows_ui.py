@@ -12,7 +12,12 @@ from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
+<<<<<<< HEAD
 from textual.widgets import Button, Input, RadioButton, Select, SelectionList, Static
+=======
+from textual.widgets import Button, Input, RadioButton, SelectionList, Static
+from tools.waiting import palette_results
+>>>>>>> e-docs
 
 from engine.actions import Actions
 from engine.session import Session
@@ -247,7 +252,7 @@ async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"start workflow catalog")
-        await pilot.pause(0.4)
+        await palette_results(pilot, "start workflow catalog", expect="catalog")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the form from the palette")
         form = app.screen
@@ -312,7 +317,8 @@ async def test_resume_asks_first_then_continues(rig):
                              app.session.actions.context)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("9")
-        await pilot.pause(TICK)
+        await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                       what="the workflows screen, rendered")
         assert app.screen.query_one("#workflows", KeyedTable).visible_keys() == ["c0ffee"]
         app.screen.query_one("#workflows", KeyedTable).focus()
         await pilot.press("r")
@@ -350,7 +356,8 @@ async def test_read_only_keys_explain_themselves_and_nothing_is_written():
             app.clear_notifications()
             # 9 Workflows: n, r and a say why instead of doing nothing
             await pilot.press("9")
-            await pilot.pause(TICK)
+            await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                           what="the workflows screen, rendered")
             mode = text_of(app.screen.query_one("#wf-mode", Static))
             assert "read-only: guided operations are disabled" in mode and why in mode
             app.screen.query_one("#workflows", KeyedTable).focus()

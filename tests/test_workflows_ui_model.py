@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.widgets import Button, Input
+from tools.waiting import palette_results
 
 from engine.sources.snapshot import load_snapshot
 from engine.workflows import Journal
@@ -181,6 +182,6 @@ async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_rea
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"start workflow")
-        await pilot.pause(0.4)
+        await palette_results(pilot, "start workflow")  # the search finished: an empty list means none
         hits = [str(o.prompt) for o in app.screen.query_one("CommandList").options]
         assert not [h for h in hits if "Start workflow" in h], hits
