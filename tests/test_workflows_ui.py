@@ -12,12 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
-<<<<<<< HEAD
 from textual.widgets import Button, Input, RadioButton, Select, SelectionList, Static
-=======
-from textual.widgets import Button, Input, RadioButton, SelectionList, Static
 from tools.waiting import palette_results
->>>>>>> e-docs
 
 from engine.actions import Actions
 from engine.session import Session
