@@ -35,6 +35,7 @@ class LiveCluster:
             await self.target.close()
             raise Unreachable(str(exc)) from None
         await self.source.wait_synced(self.sync_timeout)
+        self.identity = await self.source.identity()
         if self.read_only:
             self.actions = Actions.read_only("read-only mode (--read-only)", self.target.context)
         else:

@@ -107,6 +107,7 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool
             raise Unreachable(str(exc)) from None
         print(f"taudash: syncing {target.context} ({target.server}) …", file=sys.stderr)
         await source.wait_synced(30)
+        session.cluster = await source.identity()
         if read_only:
             session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
         else:
