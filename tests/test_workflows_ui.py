@@ -66,6 +66,7 @@ async def make_rig(sim: SimServer, read_only: bool = False) -> Rig:
     source = KubeSource(store, target, lock=session.lock)
     await source.start()
     assert await source.wait_synced(15)
+    session.cluster = await source.identity()
     if read_only:
         session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
     else:
@@ -275,7 +276,7 @@ async def test_resume_asks_first_then_continues(rig):
     app, sim = rig.app, rig.sim
     # a hold journaled by an earlier (crashed) session: planned, never confirmed
     journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
-                             app.session.actions.context)
+                             app.session.actions.context, cluster=app.session.cluster)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("9")
         await pilot.pause(TICK)

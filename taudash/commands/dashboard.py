@@ -113,9 +113,12 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, read_only: bool
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"))
+        from engine.workflows.journal import demo_workflows_dir
+        from screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
+
         from ..app import TaudashApp
 
-        await TaudashApp(session).run_async()
+        await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
     finally:
         await source.stop()
         await target.close()
