@@ -167,9 +167,10 @@ class Journal:
     def state(self) -> str:
         state = "InProgress"
         for r in self.records:
-            if state in TERMINAL:
-                break  # a terminal state is final, whatever a stray later record says
-            state = _STATE_OF_EVENT.get(r["event"], state)
+            if r["event"] == "rolled-back":
+                state = "RolledBack"  # a rollback ends its source run, even a completed one
+            elif state not in TERMINAL:  # otherwise a terminal state is final, whatever a stray record says
+                state = _STATE_OF_EVENT.get(r["event"], state)
         return state
 
     @property
