@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 from collections.abc import Callable
 from datetime import datetime
 
@@ -238,12 +239,36 @@ def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = inpu
         for n in plan.notes:
             print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
-            answer = await asyncio.to_thread(ask, f"destructive: type the context name ({context}) to confirm: ")
+            answer = await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")
             return answer.strip() == context
-        answer = await asyncio.to_thread(ask, "apply? [y/N] ")
+        answer = await _prompt(ask, "apply? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 
     return confirm
+
+
+async def _prompt(ask: Callable[[str], str], text: str) -> str:
+    """Read an answer on a daemon thread: Ctrl-C at a prompt must end the process at once (a worker of
+    asyncio's default executor would be joined at exit, waiting for an Enter that never comes)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def deliver(fn) -> None:
+        try:
+            loop.call_soon_threadsafe(lambda: answer.done() or fn())
+        except RuntimeError:  # the loop is gone (interrupted): nobody waits for this answer
+            pass
+
+    def read() -> None:
+        try:
+            text_in = ask(text)
+        except BaseException as exc:  # noqa: BLE001 - EOFError and friends go to the awaiting coroutine
+            deliver(lambda error=exc: answer.set_exception(error))
+            return
+        deliver(lambda: answer.set_result(text_in))
+
+    threading.Thread(target=read, name="taudash-prompt", daemon=True).start()
+    return await answer
 
 
 async def _choose(step: Step, plan: Plan, interactive: bool, ask: Callable[[str], str]) -> str:
@@ -253,7 +278,7 @@ async def _choose(step: Step, plan: Plan, interactive: bool, ask: Callable[[str]
         return STOP
     print(f"\n{clean(step.title)}: {clean(plan.question)}")
     while True:
-        answer = (await asyncio.to_thread(ask, "[r]etry that step / [w]ait anyway / [s]top? ")).strip().lower()
+        answer = (await _prompt(ask, "[r]etry that step / [w]ait anyway / [s]top? ")).strip().lower()
         for choice in (RETRY, WAIT_ANYWAY, STOP):
             if answer and choice.startswith(answer):
                 return choice
