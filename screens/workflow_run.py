@@ -365,4 +365,5 @@ class WorkflowHost:
         self.push_screen(ConfirmScreen(  # type: ignore[attr-defined]
             f"Quit while workflow {wid} runs?",
             [f"workflow {wid} stops where it is; its journal keeps every step done",
-             f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)
+             "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
+             else f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)

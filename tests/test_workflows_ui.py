@@ -294,6 +294,38 @@ async def test_resume_asks_first_then_continues(rig):
     assert Journal.open(str(journal.path)).state == "Completed"
 
 
+async def test_another_clusters_run_is_listed_greyed_and_never_resumed(rig):
+    from engine.identity import ClusterIdentity
+
+    app = rig.app
+    params = {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False}
+    elsewhere = ClusterIdentity("https://10.9.9.9:6443", "uid-of-another-cluster")
+    Journal.create("e15e01", "hold", params, app.session.actions.context, cluster=elsewhere)  # same context name
+    Journal.create("0a0a0a", "hold", params, app.session.actions.context, cluster=app.session.cluster)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("9")
+        await pilot.pause(TICK)
+        screen = app.screen
+        table = screen.query_one("#workflows", KeyedTable)
+        assert set(table.visible_keys()) == {"e15e01", "0a0a0a"}
+        assert screen.entries["e15e01"].elsewhere and not screen.entries["0a0a0a"].elsewhere
+        table.focus()
+        table.move_cursor(row=table.visible_keys().index("e15e01"))
+        await pilot.pause()
+        assert screen.check_action("resume", ()) is None and screen.check_action("abort", ()) is None
+        assert "other cluster" in text_of(screen.query_one("#wf-detail", Static))
+        table.move_cursor(row=table.visible_keys().index("0a0a0a"))
+        await pilot.pause()
+        assert screen.check_action("resume", ()) is True
+        app.post_message(ResumeWorkflow("e15e01"))  # even asked directly, it is refused
+        await pilot.pause()
+        await pilot.pause()
+        assert not isinstance(app.screen, (StepConfirmScreen, WizardScreen))
+        assert type(app.screen).__name__ != "ConfirmScreen"
+    assert rig.real_writes() == []
+    assert Journal.open("e15e01").records[-1]["event"] == "created"
+
+
 async def test_requests_by_message_are_refused_in_a_read_only_session():
     async with SimServer() as sim:
         r = await make_rig(sim, read_only=True)
