@@ -278,6 +278,9 @@ In a read-only session n, r and a are absent and guided operations are disabled.
             t.append("   every write asks first, naming its targets", style=tones.muted)
         t.append("\njournal dir ", style=tones.muted)
         t.append(lit(str(directory), tones.muted))
+        if self.session.cluster is not None:  # runs journaled on any other cluster are greyed, never resumed here
+            t.append("   cluster ", style=tones.muted)
+            t.append(lit(self.session.cluster.describe(), tones.muted if self.session.cluster.uid else tones.warn))
         return t
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -94,6 +94,20 @@ async def test_the_simulator_gives_each_run_its_own_cluster_uid():
     assert seen[0].uid != seen[1].uid
 
 
+async def test_an_unreadable_kube_system_falls_back_to_the_server_url_and_says_why():
+    async with SimServer() as sim:
+        sim.faults.forbid("namespaces")
+        async with LiveCluster(None, str(sim.kubeconfig)) as live:
+            ident = live.identity
+        assert ident.uid is None and ident.server == sim.url and "403" in ident.note
+        assert "server URL only" in ident.describe()
+        journal = Journal.create(new_id(), "hold", {"cqs": ["a"]}, "taudash-sim", cluster=ident)
+        assert journal.header["cluster"] == {"server": sim.url, "uid": None, "note": ident.note}
+        # matched on the URL alone: the same server resumes, another one does not
+        assert resume_refusal(journal.header, "taudash-sim", ClusterIdentity(sim.url, "any-uid")) is None
+        assert resume_refusal(journal.header, "taudash-sim", A) is not None
+
+
 async def test_resume_on_another_cluster_with_the_same_context_name_is_refused_and_writes_nothing():
     params = {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False}
     async with SimServer() as first, SimServer() as second:
