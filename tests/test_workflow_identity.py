@@ -192,6 +192,7 @@ async def test_a_wait_past_its_deadline_fails_and_stays_resumable(tmp_path):
     assert await runner.run() == "Failed"
     error = journal.steps()["wait"].failed
     assert "gave up waiting" in error and "limit 300 s" in error and "can be resumed" in error
+    assert "taudash workflow resume dead01" in error
     assert journal.state == "Failed" and not journal.terminal
     # the default deadline is minutes, not an hour
     assert NeverDone.wait_timeout <= 900
@@ -199,6 +200,7 @@ async def test_a_wait_past_its_deadline_fails_and_stays_resumable(tmp_path):
     again = Journal.open(str(journal.path))
     wf = Workflow("test", "test", [NeverDone(done=True)], {})
     assert await Runner(wf, ctx_for(again, t.clock), again, yes, poll=1, sleep=t.sleep).run() == "Completed"
+    assert again.steps()["wait"].failed is None  # the failure was taken up again and is over
 
 
 def test_terminal_states(tmp_path):

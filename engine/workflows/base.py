@@ -416,12 +416,13 @@ class Runner:
                 if choice == RETRY:
                     return prog.retry_step or "replan"
                 if choice == STOP:
-                    raise StepFailed(f"{prog.stuck}; stopped (the workflow is Failed and can be resumed)")
+                    raise StepFailed(f"{prog.stuck}; stopped (the workflow is Failed and can be resumed: "
+                                     f"`taudash workflow resume {self.journal.id}`)")
                 waiting_anyway = True
             if now - start > timeout:
                 raise StepFailed(f"{step.title}: gave up waiting after {int(now - start)} s (limit {timeout:g} s): "
                                  f"{prog.message}; the workflow is Failed and can be resumed "
-                                 "(`taudash workflow resume`, optionally with a longer --wait-timeout)")
+                                 f"(`taudash workflow resume {self.journal.id}`, optionally with a longer --wait-timeout)")
             await self.sleep(self.poll)
 
 

@@ -139,6 +139,8 @@ class Journal:
                 continue
             s = out.setdefault(r["step"], StepRecord())
             ev, data = r["event"], r["data"]
+            if ev != "failed":
+                s.failed = None  # the step was taken up again after its failure (a resume)
             if ev == "planned":
                 s.planned = data
             elif ev == "confirmed":
