@@ -278,7 +278,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a missing source journal must not fail a completed rollback
             self.journal.append("warning", None, {"message": f"could not mark workflow {source_id} rolled back: {exc}"})
             return
-        if not source.terminal or source.state == "Completed":
+        if source.state != "RolledBack":  # whatever it was (even Completed or Aborted), it is undone now
             source.append("rolled-back", None, {"by": self.journal.id})
 
     async def _plan_and_execute(self, step: Step, rec) -> str:
@@ -296,7 +296,7 @@ class Runner:
             confirmed_before = rec is not None and rec.confirmed and rec.planned is not None and \
                 rec.planned.get("signature") == plan.signature()
             if not plan.confirm_each and not confirmed_before:
-                if await self.confirm(step, plan, None) is not True:
+                if not _approved(await self.confirm(step, plan, None)):
                     self.journal.append("declined", step.id, {})
                     self.journal.append("aborted", None, {"step": step.id})
                     self._emit("aborted", step.id, f"{step.title}: not confirmed; workflow stopped")
@@ -305,7 +305,7 @@ class Runner:
                 self.ctx.hook(f"{step.id}:confirmed")
             for i, op in enumerate(plan.operations):
                 if plan.confirm_each:
-                    if await self.confirm(step, plan, op) is not True:
+                    if not _approved(await self.confirm(step, plan, op)):
                         self.journal.append("executed", step.id, {"op": op.to_dict(), "skipped": True})
                         self._emit("executed", step.id, f"skipped: {op.diff_line()}")
                         continue
@@ -349,8 +349,7 @@ class Runner:
     def _seen(self, w: _Written) -> bool:
         obj = self.ctx.store.get(w.kind, w.name, w.namespace)
         if w.deleted:
-            return obj is None or getattr(obj, "deleting", False) or \
-                getattr(getattr(obj, "metadata", None), "deletion_timestamp", None) is not None
+            return obj is None or bool(getattr(obj, "deleting", False))  # gone, or going (finalizers)
         if obj is None:
             return True  # deleted since by someone else: nothing of ours left to see
         have = getattr(getattr(obj, "metadata", None), "resource_version", "") or ""
@@ -424,6 +423,11 @@ class Runner:
                                  f"{prog.message}; the workflow is Failed and can be resumed "
                                  f"(`taudash workflow resume {self.journal.id}`, optionally with a longer --wait-timeout)")
             await self.sleep(self.poll)
+
+
+def _approved(answer: bool | str) -> bool:
+    """A yes to a plan or an operation: an answer meant for a question (a str) never approves a write."""
+    return bool(answer) and not isinstance(answer, str)
 
 
 def version_reached(have: str, written: str, before: str = "") -> bool:
