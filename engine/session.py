@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .identity import ClusterIdentity
 from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
 from .rules.base import ObjRef, RuleConfig
@@ -128,6 +129,9 @@ class Session:
 
         self.actions = Actions.read_only("read-only session" if self.read_only else "no write path configured")
         self.lock = threading.RLock()
+        # The cluster this session shows (set once connected to a live one): workflows journaled on
+        # another cluster are never offered for resume here.
+        self.cluster: ClusterIdentity | None = None
         tune_gc()
         self._derive = derive_fn or derive
         # Without a custom derive, views are kept current from the store's change feed: a burst of

@@ -17,9 +17,9 @@ from engine.workflows.params import describe
 STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Failed": "✖", "Stopped": "■", "Pending": " "}
 STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Failed": "bad", "Stopped": "warn", "Pending": "muted"}
 RUN_MARK = {"Completed": "✓", "Running": "▶", "Confirm": "◐", "InProgress": "◐", "Failed": "✖", "Aborted": "■",
-            "Interrupted": "✖", "Unreadable": "?"}
+            "Interrupted": "✖", "Unreadable": "?", "RolledBack": "↶", "Abandoned": "■"}
 RUN_TONE = {"Completed": "ok", "Running": "info", "Confirm": "warn", "InProgress": "partial", "Failed": "bad",
-            "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown"}
+            "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown", "RolledBack": "muted", "Abandoned": "muted"}
 RESUMABLE = ("InProgress", "Failed", "Interrupted")
 LOG_LINES = 400
 

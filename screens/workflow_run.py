@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine.identity import resume_refusal
 from engine.session import Session
 from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
-from engine.workflows.base import Context, Operation, Plan, RunnerEvent, Step
+from engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
 from engine.workflows.journal import workflows_dir
 
 from .confirm import ConfirmScreen
@@ -46,7 +47,8 @@ class RunOptions:
     poll: float = 0.5
     sleep: Callable[[float], Awaitable[None]] | None = None
     clock: Callable[[], float] = time.time
-    directory: Path | None = None  # the journal directory; None: <state dir>/workflows
+    directory: Path | None = None  # the journal directory; None: <state dir>/workflows (`taudash demo`: its own)
+    wait_timeout: float | None = None  # every step's wait deadline; None: each step's own
 
 
 @dataclass
@@ -174,7 +176,8 @@ class WorkflowHost:
             return
         try:
             build(message.kind, message.params)
-            journal = Journal.create(new_id(), message.kind, message.params, self._context_name(), self.workflow_dir())
+            journal = Journal.create(new_id(), message.kind, message.params, self._context_name(), self.workflow_dir(),
+                                     cluster=self.session.cluster)
         except (JournalError, KeyError, TypeError, ValueError) as exc:
             self.notify(f"could not start the workflow: {exc}", severity="error", markup=False)  # type: ignore[attr-defined]
             return
@@ -191,9 +194,9 @@ class WorkflowHost:
             self.notify(f"workflow {journal.id} is {journal.state}: nothing to resume", markup=False)  # type: ignore[attr-defined]
             return
         here = self._context_name()
-        if journal.header.get("context") not in (None, here):
-            self.notify(f"workflow {journal.id} ran against context {journal.header['context']}, not {here}: "  # type: ignore[attr-defined]
-                        "resume it there", severity="error", markup=False)
+        refusal = self._resume_refusal(journal)
+        if refusal:
+            self.notify(refusal, severity="error", markup=False)  # type: ignore[attr-defined]
             return
         model = self._model(journal)
         left = [f"step {i} {s.title}" for i, s in enumerate(model.steps, start=1) if s.state != "Done"]
@@ -201,7 +204,7 @@ class WorkflowHost:
         def answered(ok: bool | None) -> None:
             if ok and self.workflows_writable and not self._active:
                 again = self._open(journal.id)  # re-read: the CLI may have moved it meanwhile
-                if again is not None and again.state in ("InProgress", "Failed"):
+                if again is not None and again.state in ("InProgress", "Failed") and not self._resume_refusal(again):
                     self._launch(again, resumed=True)
 
         self._show_wizard(model)
@@ -209,6 +212,10 @@ class WorkflowHost:
             ConfirmScreen(f"Resume {journal.kind} workflow {journal.id} on context {here}",
                           left + ["each step is planned again from live state and asks before it writes"], True),
             answered)
+
+    def _resume_refusal(self, journal: Journal) -> str | None:
+        """Only a run journaled on the cluster this dashboard shows resumes here (engine.identity)."""
+        return resume_refusal(journal.header, self._context_name(), self.session.cluster)
 
     # abort -----------------------------------------------------------------------------------------
     def on_abort_workflow(self, message: AbortWorkflow) -> None:
@@ -219,7 +226,7 @@ class WorkflowHost:
         journal = active.journal if active is not None else self._open(wid)
         if journal is None:
             return
-        if active is None and journal.state in ("Completed", "Aborted"):
+        if active is None and journal.terminal:
             self.notify(f"workflow {wid} is already {journal.state}", markup=False)  # type: ignore[attr-defined]
             return
         targets = [f"workflow {wid} ({journal.kind}) is marked aborted in its journal",
@@ -235,7 +242,7 @@ class WorkflowHost:
                 now.abort.set()
             else:
                 j = self._open(wid)
-                if j is not None and j.state not in ("Completed", "Aborted"):
+                if j is not None and not j.terminal:
                     j.append("aborted", None, {"by": "operator"})
                     model = self.workflow_models.get(wid)
                     if model is not None:
@@ -280,12 +287,16 @@ class WorkflowHost:
             if active.abort.is_set():
                 raise _Stop
 
-        async def confirm(step: Step, plan: Plan, op: Operation | None) -> bool:
+        async def confirm(step: Step, plan: Plan, op: Operation | None) -> bool | str:
             if active.abort.is_set():
                 raise _Stop
             if not operations_enabled(session)[0]:
-                return False  # never reached from a read-only session; refuse rather than ask
-            checks = [(c.ok, c.message) for c in step.preconditions(ctx, plan)]
+                return STOP if plan.question else False  # never reached from a read-only session
+            question = plan.question
+            if question:  # a stuck wait: Confirm runs the blocking step again, Cancel stops (Failed)
+                plan = Plan([], [question, "Confirm: plan that step again (each change asks again) · "
+                                 "Cancel: stop here (the workflow is Failed and can be resumed)"])
+            checks = [] if question else [(c.ok, c.message) for c in step.preconditions(ctx, plan)]
             ops = [op] if op is not None else plan.operations
             request = ConfirmRequest(
                 workflow_id=wid, workflow_title=workflow.title, context=self._context_name(),
@@ -298,13 +309,17 @@ class WorkflowHost:
             post(WorkflowEvent(wid, RunnerEvent("confirm", step.id, request.summary())))
             ok = bool(await self.push_screen_wait(StepConfirmScreen(request)))  # type: ignore[attr-defined]
             word = ("confirmed" if ok else ("skipped" if op is not None else "declined")) + f": {request.summary()}"
+            if question:
+                word = f"{'retry' if ok else 'stop'}: {question}"
             post(WorkflowEvent(wid, RunnerEvent("answer", step.id, word, {"ok": ok})))
             if active.abort.is_set():
                 raise _Stop
+            if question:
+                return RETRY if ok else STOP
             return ok
 
         runner = Runner(workflow, ctx, journal, confirm, on_event=lambda e: post(WorkflowEvent(wid, e)),
-                        poll=opts.poll, sleep=sleep)
+                        poll=opts.poll, sleep=sleep, wait_timeout=opts.wait_timeout)
         state, error = "Interrupted", ""
         try:
             state = await runner.run()
@@ -350,4 +365,5 @@ class WorkflowHost:
         self.push_screen(ConfirmScreen(  # type: ignore[attr-defined]
             f"Quit while workflow {wid} runs?",
             [f"workflow {wid} stops where it is; its journal keeps every step done",
-             f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)
+             "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
+             else f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)

@@ -33,6 +33,7 @@ from textual.widgets import (
 )
 from textual.widgets.selection_list import Selection
 
+from engine.identity import ClusterIdentity, resume_refusal
 from engine.session import Frame, Session
 from engine.workflows import Journal, JournalError, build, status
 from engine.workflows.base import Context
@@ -113,15 +114,32 @@ class Entry:
     steps: list[dict[str, Any]] = field(default_factory=list)  # status(journal)["steps"]
     artifacts: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    header: dict[str, Any] = field(default_factory=dict)  # the journal's first record (id, context, cluster)
+    elsewhere: str = ""  # why it does not belong to the shown cluster (never resumable here); "" when it does
+
+    @property
+    def server(self) -> str | None:
+        ident = ClusterIdentity.from_dict(self.header.get("cluster"))
+        return ident.server if ident else None
 
 
 class JournalIndex:
-    """The journal directory as entries, re-read only for files that changed (stat per tick, no parse)."""
+    """The journal directory as entries, re-read only for files that changed (stat per tick, no parse).
+
+    Given the shown cluster (`here`), an entry journaled on another cluster — or one that cannot be
+    shown to be on this one — carries `elsewhere` (listed greyed as "other cluster", never resumable)."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int], Entry]] = {}
 
-    def load(self, directory: Path) -> list[Entry]:
+    def load(self, directory: Path, here: ClusterIdentity | None = None, context: str | None = None) -> list[Entry]:
+        entries = self._load(directory)
+        for e in entries:
+            e.elsewhere = "" if here is None or e.state == "Unreadable" else \
+                (resume_refusal(e.header, context, here) or "")
+        return entries
+
+    def _load(self, directory: Path) -> list[Entry]:
         out, seen = [], set()
         try:
             paths = sorted(directory.glob("*.jsonl"))
@@ -155,7 +173,8 @@ def _entry(path: Path) -> Entry:
     err = next((s["error"] for s in steps if s.get("error")), "") if j.state == "Failed" else ""
     return Entry(j.id, j.kind, j.state, sum(1 for s in steps if s["state"] == "Done"), len(steps),
                  j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(path),
-                 error=err or "", steps=steps, artifacts=doc.get("artifacts") or {}, params=j.params)
+                 error=err or "", steps=steps, artifacts=doc.get("artifacts") or {}, params=j.params,
+                 header=dict(j.header))
 
 
 # --- the screen ---------------------------------------------------------------------------
@@ -218,13 +237,21 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             return  # not composed yet: the first frame renders it
         tones, now = self.tones, self.frame.now.timestamp()
         directory = journal_dir_of(self.app)
-        entries = self.index.load(directory)
+        entries = self.index.load(directory, self.session.cluster, self._shown_context())
         self.entries = {e.id: e for e in entries}
         live = self.live_states()
         self.query_one("#wf-mode", Static).update(self._mode(tones, directory))
         rows = []
         for e in entries:
             state = live.get(e.id, e.state)
+            if e.elsewhere:  # another cluster's run: listed, greyed, never resumable here
+                rows.append(Row(e.id, (
+                    lit(e.id, tones.muted), lit(e.kind, tones.muted), Text("other cluster", style=tones.muted),
+                    Text(f"{e.done}/{e.total}" if e.total else "–", style=tones.muted), lit(e.context or "–", tones.muted),
+                    Text(age_text(max(0.0, now - e.started)) if e.started else "–", style=tones.muted),
+                    lit(f"{e.about}  ({state}, {e.server or 'server unknown'})", tones.muted),
+                ), RowMeta(text=f"{e.kind} other cluster {state} {e.context or ''} {e.about}")))
+                continue
             rows.append(Row(e.id, (
                 lit(e.id, "bold"), lit(e.kind), run_state_text(state, tones),
                 f"{e.done}/{e.total}" if e.total else "–", lit(e.context or "–"),
@@ -235,6 +262,9 @@ In a read-only session guided operations are disabled: n, r and a only say why."
         table.sync(rows)
         self._detail(table.selected_key())
         self.refresh_bindings()
+
+    def _shown_context(self) -> str | None:
+        return self.session.actions.context or self.session.source.context
 
     def _mode(self, tones: Tones, directory: Path) -> Text:
         if not self.writable:
@@ -250,6 +280,9 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             t.append("   every write asks first, naming its targets", style=tones.muted)
         t.append("\njournal dir ", style=tones.muted)
         t.append(lit(str(directory), tones.muted))
+        if self.session.cluster is not None:  # runs journaled on any other cluster are greyed, never resumed here
+            t.append("   cluster ", style=tones.muted)
+            t.append(lit(self.session.cluster.describe(), tones.muted if self.session.cluster.uid else tones.warn))
         return t
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -274,6 +307,9 @@ In a read-only session guided operations are disabled: n, r and a only say why."
         head.append(lit(e.about, tones.muted))
         if e.state == "Unreadable":
             return stack(head, lit(e.error, tones.bad), lit(e.path, tones.muted))
+        if e.elsewhere:
+            head.append("  ")
+            head.append(Text("other cluster: not resumable here", style=tones.warn))
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
         grid.add_column(no_wrap=True, justify="right")
@@ -288,6 +324,8 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             grid.add_row(Text(STEP_MARK.get(st, " "), style=tone), Text(str(i), style=tone), lit(s["title"]),
                          lit(note, tones.bad if s.get("error") else tones.muted))
         parts: list[RenderableType] = [head, grid]
+        if e.elsewhere:
+            parts.append(lit(e.elsewhere, tones.muted))
         for name, path in e.artifacts.items():
             parts.append(lit(f"artifact {name}: {path}", tones.muted))
         return stack(*parts)
@@ -307,6 +345,8 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             if e is None:
                 return None
             state = self.live_states().get(e.id, e.state)
+            if e.elsewhere:
+                return None  # another cluster's run: neither resumed nor marked from here
             if action == "resume":
                 return state in RESUMABLE or None
             return state not in ("Completed", "Aborted", "Unreadable") or None

@@ -42,6 +42,7 @@ class LiveCluster:
             await self.target.close()
             raise Unreachable(str(exc)) from None
         await self.source.wait_synced(self.sync_timeout)
+        self.identity = await self.source.identity()
         if self.read_only_state:
             self.actions = Actions.read_only(self.read_only_state.why, self.target.context)
         else:

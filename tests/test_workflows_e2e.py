@@ -157,6 +157,10 @@ async def test_catalog_change_then_rollback_restores_catalog_and_hash(h):
     assert tc["status"]["workloadProfiles"]["profileSetHash"] == hash0
     creds = next(r["data"]["local"] for r in rb.records if r["event"] == "executed" and r["step"] == "credentials")
     assert "revoke" in creds
+    # the rollback's completion ends the catalog run it undid: RolledBack, never resumable
+    source = Journal.open(str(journal.path))
+    assert source.state == "RolledBack" and source.terminal
+    assert source.last("rolled-back")["data"] == {"by": rb.id}
 
 
 async def test_another_writer_conflict_is_replanned(h):

@@ -68,6 +68,7 @@ async def make_rig(sim: SimServer, read_only: bool = False) -> Rig:
     source = KubeSource(store, target, lock=session.lock)
     await source.start()
     assert await source.wait_synced(15)
+    session.cluster = await source.identity()
     if read_only:
         session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
     else:
@@ -310,7 +311,7 @@ async def test_resume_asks_first_then_continues(rig):
     app, sim = rig.app, rig.sim
     # a hold journaled by an earlier (crashed) session: planned, never confirmed
     journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
-                             app.session.actions.context)
+                             app.session.actions.context, cluster=app.session.cluster)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("9")
         await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
@@ -327,6 +328,38 @@ async def test_resume_asks_first_then_continues(rig):
                        within=30, what="Completed")
     assert sim.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "Hold"
     assert Journal.open(str(journal.path)).state == "Completed"
+
+
+async def test_another_clusters_run_is_listed_greyed_and_never_resumed(rig):
+    from engine.identity import ClusterIdentity
+
+    app = rig.app
+    params = {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False}
+    elsewhere = ClusterIdentity("https://10.9.9.9:6443", "uid-of-another-cluster")
+    Journal.create("e15e01", "hold", params, app.session.actions.context, cluster=elsewhere)  # same context name
+    Journal.create("0a0a0a", "hold", params, app.session.actions.context, cluster=app.session.cluster)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("9")
+        await pilot.pause(TICK)
+        screen = app.screen
+        table = screen.query_one("#workflows", KeyedTable)
+        assert set(table.visible_keys()) == {"e15e01", "0a0a0a"}
+        assert screen.entries["e15e01"].elsewhere and not screen.entries["0a0a0a"].elsewhere
+        table.focus()
+        table.move_cursor(row=table.visible_keys().index("e15e01"))
+        await pilot.pause()
+        assert screen.check_action("resume", ()) is None and screen.check_action("abort", ()) is None
+        assert "other cluster" in text_of(screen.query_one("#wf-detail", Static))
+        table.move_cursor(row=table.visible_keys().index("0a0a0a"))
+        await pilot.pause()
+        assert screen.check_action("resume", ()) is True
+        app.post_message(ResumeWorkflow("e15e01"))  # even asked directly, it is refused
+        await pilot.pause()
+        await pilot.pause()
+        assert not isinstance(app.screen, (StepConfirmScreen, WizardScreen))
+        assert type(app.screen).__name__ != "ConfirmScreen"
+    assert rig.real_writes() == []
+    assert Journal.open("e15e01").records[-1]["event"] == "created"
 
 
 async def test_read_only_keys_explain_themselves_and_nothing_is_written():

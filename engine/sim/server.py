@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,7 @@ class SimServer:
                 self._apply_access(self.load_result)
         if self._objects:
             self.db.seed(self._objects)
+        self._fresh_cluster_uid()
         self._tmpdir = tempfile.mkdtemp(prefix="taudash-sim-")  # 0700: the key and token stay private
         try:
             if self.tls:
@@ -166,6 +168,16 @@ class SimServer:
     def _start_task(self, controller: Controller) -> None:
         name = getattr(controller, "__name__", type(controller).__name__)
         self._tasks.append(asyncio.create_task(controller(self), name=f"sim-controller-{name}"))
+
+    def _fresh_cluster_uid(self) -> None:
+        """Each run is its own cluster: a kube-system Namespace with a new UID (clients fingerprint a
+        cluster by it), created when the seed lacks it, re-identified when the seed carries one."""
+        ns = self.db.get("namespaces", "kube-system") or {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "kube-system", "labels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        ns["metadata"]["uid"] = str(uuid.uuid4())
+        self.db.seed([ns])
 
     def _apply_access(self, result: LoadResult) -> None:
         for r in self.db.registry.all:

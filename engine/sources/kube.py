@@ -27,6 +27,7 @@ import msgspec
 from msgspec.structs import force_setattr
 from pydantic import ValidationError
 
+from ..identity import ClusterIdentity
 from ..model import KINDS, ResourceKind
 from ..model.fast import FAST_MODELS, FastCodec, ListMeta
 from ..model.slim import share_raw, slim
@@ -244,6 +245,21 @@ class KubeSource:
                 raise Unreachable(
                     f"context {self.target.context} (server {self.target.server}): credentials rejected ({exc})"
                 ) from None
+
+    async def identity(self) -> ClusterIdentity:
+        """The cluster's identity: the server URL plus the kube-system Namespace UID, read once. A
+        403/404 (or any failure) leaves the URL alone, saying why (never a guessed fingerprint)."""
+        server = self.target.server
+        try:
+            ns = await self._get_json("/api/v1/namespaces/kube-system", deadline=min(self.request_timeout, 10.0))
+        except ApiStatusError as exc:
+            return ClusterIdentity(server, None, f"kube-system namespace not readable ({exc})")
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            return ClusterIdentity(server, None, f"kube-system namespace not read: {_why(exc)}")
+        uid = ((ns.get("metadata") if isinstance(ns, dict) else None) or {}).get("uid")
+        if not uid:
+            return ClusterIdentity(server, None, "kube-system namespace has no uid")
+        return ClusterIdentity(server, str(uid))
 
     # HTTP --------------------------------------------------------------------------------
     async def _request(self, path: str, query: list[tuple[str, Any]] | None = None, deadline=None):

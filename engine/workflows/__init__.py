@@ -9,7 +9,8 @@ from .base import Context, Runner, Workflow
 from .catalog import catalog_workflow, rollback_workflow
 from .drain import drain_workflow
 from .hold import DEACTIVATING_KINDS, deactivated_by, hold_workflow, release_workflow
-from .journal import Journal, JournalError, new_id, workflows_dir
+from .journal import TERMINAL, Journal, JournalError, new_id, workflows_dir
+from .params import describe
 
 BUILDERS = {
     "hold": hold_workflow,
@@ -28,7 +29,15 @@ def artifacts_dir(journal: Journal) -> Path:
     return journal.path.parent / journal.id
 
 
+def cluster_of(journal: Journal) -> dict[str, Any]:
+    """Where a run ran: its context and the cluster identity it was bound to (None when journaled before)."""
+    ident = journal.cluster
+    return {"context": journal.header.get("context"), "server": ident.server if ident else None,
+            "uid": ident.uid if ident else None}
+
+
 def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
+    """Every journal in the directory, oldest start first."""
     out = []
     for p in sorted((directory or workflows_dir()).glob("*.jsonl")):
         try:
@@ -38,9 +47,15 @@ def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
             continue
         steps = j.steps()
         done = sum(1 for s in steps.values() if s.verified)
+        try:
+            target = describe(j.kind, j.params)
+        except (AttributeError, TypeError, ValueError):
+            target = ""
         out.append({"id": j.id, "kind": j.kind, "context": j.header.get("context"), "state": j.state,
                     "startedAt": j.records[0]["at"], "stepsDone": done,
-                    "steps": len(build(j.kind, j.params).steps) if j.kind in BUILDERS else None})
+                    "steps": len(build(j.kind, j.params).steps) if j.kind in BUILDERS else None,
+                    "target": target, "cluster": cluster_of(j), "terminal": j.state in TERMINAL})
+    out.sort(key=lambda r: (r.get("startedAt") or 0.0, r["id"]))
     return out
 
 
@@ -69,7 +84,7 @@ def status(journal: Journal) -> dict[str, Any]:
             "observed": r.observed if r else None, "error": r.failed if r else None,
         })
     return {"apiVersion": "taudash/v1", "kind": "WorkflowStatus", "id": journal.id, "workflow": journal.kind,
-            "context": journal.header.get("context"), "state": journal.state, "params": _public_params(journal.params),
+            "context": journal.header.get("context"), "cluster": cluster_of(journal), "state": journal.state, "params": _public_params(journal.params),
             "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path),
             "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal)]
             if journal.kind in DEACTIVATING_KINDS else []}
@@ -83,5 +98,5 @@ def _public_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BUILDERS", "Context", "Journal", "JournalError", "Runner", "Workflow", "artifacts_dir", "build",
-           "new_id", "status", "summaries"]
+__all__ = ["BUILDERS", "TERMINAL", "Context", "Journal", "JournalError", "Runner", "Workflow", "artifacts_dir", "build",
+           "cluster_of", "new_id", "status", "summaries"]

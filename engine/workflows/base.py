@@ -85,6 +85,10 @@ class Plan:
     operations: list[Operation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     confirm_each: bool = False  # destructive deletes are confirmed one by one
+    # A question instead of changes (no operations): the confirm callback answers with one of
+    # `choices` (a callback that only says yes/no answers True/False: see Runner._ask).
+    question: str = ""
+    choices: tuple[str, ...] = ()
 
     @property
     def destructive(self) -> bool:
@@ -108,9 +112,20 @@ class Progress:
     remaining: float | None = None  # a number that falls to zero as the wait completes (for an ETA)
     replan: bool = False  # new work for this step's action appeared while waiting (plan it again)
     items: list[tuple[str, float, float]] = field(default_factory=list)  # (label, current, target)
+    # The wait cannot end as things stand (e.g. the operator skipped a drain blocker): why, and which
+    # step's action a retry runs again. The runner asks instead of waiting out the deadline.
+    stuck: str = ""
+    retry_step: str | None = None
 
 
-Confirm = Callable[["Step", Plan, Operation | None], Awaitable[bool]]
+Confirm = Callable[["Step", Plan, Operation | None], Awaitable[bool | str]]
+
+# Answers to a stuck wait (Plan.question): run the blocking step's action again, keep waiting until
+# the deadline, or stop (the run is Failed and stays resumable).
+RETRY, WAIT_ANYWAY, STOP = "retry", "wait", "stop"
+
+DEFAULT_WAIT_TIMEOUT = 900.0  # per step: minutes, not hours; `--wait-timeout` overrides it
+SETTLE_TIMEOUT = 10.0  # how long a plan waits for the watch to show the run's own writes
 
 
 @dataclass
@@ -142,7 +157,7 @@ class Context:
 class Step:
     id: str = ""
     title: str = ""
-    wait_timeout: float = 3600.0
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT
 
     async def plan(self, ctx: Context) -> Plan:
         return Plan()
@@ -180,10 +195,23 @@ class RunnerEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class _Written:
+    """A write this run made, to be seen in the store before the next plan or progress check."""
+
+    kind: str
+    namespace: str | None
+    name: str
+    deleted: bool
+    resource_version: str = ""  # the server's answer (patch)
+    before_version: str = ""  # the object's version before the write
+
+
 class Runner:
     def __init__(self, workflow: Workflow, ctx: Context, journal: Journal, confirm: Confirm,
                  on_event: Callable[[RunnerEvent], None] | None = None, poll: float = 0.5,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, wait_timeout: float | None = None,
+                 settle_timeout: float = SETTLE_TIMEOUT) -> None:
         self.workflow = workflow
         self.ctx = ctx
         self.journal = journal
@@ -191,6 +219,9 @@ class Runner:
         self.on_event = on_event or (lambda e: None)
         self.poll = poll
         self.sleep = sleep
+        self.wait_timeout = wait_timeout  # None: each step's own
+        self.settle_timeout = settle_timeout
+        self._written: list[_Written] = []
         ctx.journal = journal
 
     def _emit(self, kind: str, step: str | None, message: str, **data: Any) -> None:
@@ -212,8 +243,9 @@ class Runner:
                     if outcome == "aborted":
                         return "Aborted"
                 if rec is None or rec.observed is None:
-                    while await self._wait(step) == "replan":
-                        if await self._plan_and_execute(step, None) == "aborted":
+                    while (outcome := await self._wait(step)) != "done":
+                        again = step if outcome == "replan" else self._step(outcome)
+                        if await self._plan_and_execute(again, None) == "aborted":
                             return "Aborted"
                 checks = step.verify(self.ctx)
                 if asyncio.iscoroutine(checks):
@@ -230,10 +262,28 @@ class Runner:
                 return "Failed"
         self.journal.append("completed", None, {})
         self._emit("completed", None, f"{self.workflow.title}: completed")
+        self._mark_rolled_back()
         return "Completed"
+
+    def _step(self, step_id: str) -> Step:
+        return next(s for s in self.workflow.steps if s.id == step_id)
+
+    def _mark_rolled_back(self) -> None:
+        """A completed rollback ends the run it undid: that run becomes RolledBack (never resumable)."""
+        source_id = self.workflow.params.get("from") if self.workflow.kind == "rollback" else None
+        if not source_id:
+            return
+        try:
+            source = Journal.open(str(source_id), self.journal.path.parent)
+        except Exception as exc:  # noqa: BLE001 - a missing source journal must not fail a completed rollback
+            self.journal.append("warning", None, {"message": f"could not mark workflow {source_id} rolled back: {exc}"})
+            return
+        if source.state != "RolledBack":  # whatever it was (even Completed or Aborted), it is undone now
+            source.append("rolled-back", None, {"by": self.journal.id})
 
     async def _plan_and_execute(self, step: Step, rec) -> str:
         self.ctx.hook(f"{step.id}:before-plan")
+        await self._settle(step)
         plan = await step.plan(self.ctx)
         self.journal.append("planned", step.id, plan.to_dict())
         self._emit("plan", step.id, f"{step.title}: {len(plan.operations)} change(s)", plan=plan.to_dict())
@@ -246,7 +296,7 @@ class Runner:
             confirmed_before = rec is not None and rec.confirmed and rec.planned is not None and \
                 rec.planned.get("signature") == plan.signature()
             if not plan.confirm_each and not confirmed_before:
-                if not await self.confirm(step, plan, None):
+                if not _approved(await self.confirm(step, plan, None)):
                     self.journal.append("declined", step.id, {})
                     self.journal.append("aborted", None, {"step": step.id})
                     self._emit("aborted", step.id, f"{step.title}: not confirmed; workflow stopped")
@@ -255,7 +305,7 @@ class Runner:
                 self.ctx.hook(f"{step.id}:confirmed")
             for i, op in enumerate(plan.operations):
                 if plan.confirm_each:
-                    if not await self.confirm(step, plan, op):
+                    if not _approved(await self.confirm(step, plan, op)):
                         self.journal.append("executed", step.id, {"op": op.to_dict(), "skipped": True})
                         self._emit("executed", step.id, f"skipped: {op.diff_line()}")
                         continue
@@ -263,7 +313,9 @@ class Runner:
                 # Intent first: a kill between the server applying the write and the "executed" record
                 # below must not lose track of it (a release reads what a hold changed from here).
                 self.journal.append("executing", step.id, {"op": op.to_dict()})
+                before = self.ctx.store.get(op.kind, op.name, op.namespace)
                 result = await self._execute(step, op)
+                self._remember(op, result, before)
                 self.journal.append("executed", step.id, {"op": op.to_dict(), "result": result.summary()})
                 self._emit("executed", step.id, f"{op.diff_line()} ({'done' if result.changed else result.note})")
                 self.ctx.hook(f"{step.id}:op{i}")
@@ -284,11 +336,64 @@ class Runner:
         except Exception as exc:  # an API failure: stop here, resumable
             raise StepFailed(f"{op.ref}: {exc}") from None
 
+    def _remember(self, op: Operation, result: Result, before: Any) -> None:
+        if not result.changed:
+            return
+        before_rv = getattr(getattr(before, "metadata", None), "resource_version", "") or ""
+        if result.verb == "delete":
+            self._written.append(_Written(op.kind, op.namespace, op.name, True, before_version=before_rv))
+            return
+        rv = str(((result.after or {}).get("metadata") or {}).get("resourceVersion") or "")
+        self._written.append(_Written(op.kind, op.namespace, op.name, False, rv, before_rv))
+
+    def _seen(self, w: _Written) -> bool:
+        obj = self.ctx.store.get(w.kind, w.name, w.namespace)
+        if w.deleted:
+            return obj is None or bool(getattr(obj, "deleting", False))  # gone, or going (finalizers)
+        if obj is None:
+            return True  # deleted since by someone else: nothing of ours left to see
+        have = getattr(getattr(obj, "metadata", None), "resource_version", "") or ""
+        return version_reached(have, w.resource_version, w.before_version)
+
+    async def _settle(self, step: Step) -> None:
+        """Wait (bounded) until the store, fed by the watch, shows this run's own writes, so that a plan
+        or a progress check never acts on the state from before them (e.g. proposes the same change twice)."""
+        if not self._written:
+            return
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            unseen = [w for w in self._written if not self._seen(w)]
+            if not unseen:
+                break
+            if time.monotonic() >= deadline:
+                refs = ", ".join(f"{w.kind} {w.namespace + '/' if w.namespace else ''}{w.name}" for w in unseen[:5])
+                message = (f"the watch did not show {len(unseen)} of this run's writes within "
+                           f"{self.settle_timeout:g} s ({refs}); planning from what it shows")
+                self.journal.append("warning", step.id, {"message": message})
+                self._emit("warning", step.id, message)
+                break
+            await asyncio.sleep(0.02)  # the watch is real time even when the runner's sleep is simulated
+        self._written.clear()
+
+    async def _ask(self, step: Step, prog: Progress) -> str:
+        plan = Plan([], [prog.stuck], question=prog.stuck, choices=(RETRY, WAIT_ANYWAY, STOP))
+        answer = await self.confirm(step, plan, None)
+        # A yes/no callback (e.g. `--yes`) cannot choose: stopping is the only answer that never waits forever.
+        choice = answer if answer in (RETRY, WAIT_ANYWAY, STOP) else STOP
+        self.journal.append("stuck", step.id, {"message": prog.stuck, "answer": choice})
+        return choice
+
     async def _wait(self, step: Step) -> str:
         start = self.ctx.clock()
+        timeout = self.wait_timeout if self.wait_timeout is not None else step.wait_timeout
         samples: list[tuple[float, float]] = []
         first = True
+        waiting_anyway = False
         while True:
+            await self._settle(step)
+            if first:  # a crash here: executed, not yet observed (a step whose wait ends at once has it too)
+                self.ctx.hook(f"{step.id}:mid-wait")
+                first = False
             prog = step.progress(self.ctx)
             now = self.ctx.clock()
             eta = None
@@ -305,12 +410,36 @@ class Runner:
             if prog.replan:
                 self.journal.append("replan", step.id, {"message": prog.message})
                 return "replan"
-            if now - start > step.wait_timeout:
-                raise StepFailed(f"{step.title}: still waiting after {int(now - start)} s: {prog.message}")
-            if first:
-                self.ctx.hook(f"{step.id}:mid-wait")
-                first = False
+            if prog.stuck and not waiting_anyway:
+                choice = await self._ask(step, prog)
+                if choice == RETRY:
+                    return prog.retry_step or "replan"
+                if choice == STOP:
+                    raise StepFailed(f"{prog.stuck}; stopped (the workflow is Failed and can be resumed: "
+                                     f"`taudash workflow resume {self.journal.id}`)")
+                waiting_anyway = True
+            if now - start > timeout:
+                raise StepFailed(f"{step.title}: gave up waiting after {int(now - start)} s (limit {timeout:g} s): "
+                                 f"{prog.message}; the workflow is Failed and can be resumed "
+                                 f"(`taudash workflow resume {self.journal.id}`, optionally with a longer --wait-timeout)")
             await self.sleep(self.poll)
+
+
+def _approved(answer: bool | str) -> bool:
+    """A yes to a plan or an operation: an answer meant for a question (a str) never approves a write."""
+    return bool(answer) and not isinstance(answer, str)
+
+
+def version_reached(have: str, written: str, before: str = "") -> bool:
+    """Whether an object at resourceVersion `have` reflects a write the server answered with `written`.
+    Versions are opaque strings; compare as integers when both parse (etcd's are), else the object
+    must be at the written version or at least have moved from the one before the write."""
+    if not written:
+        return bool(have) and have != before if before else True
+    try:
+        return int(have) >= int(written)
+    except ValueError:
+        return have == written or (bool(before) and have != before)
 
 
 def _eta(samples: list[tuple[float, float]]) -> float | None:

@@ -51,6 +51,9 @@ class RemoveBlockers(Step):
 
 
 class WaitClear(Step):
+    # Running Workloads are waited for, never deleted: they take as long as they run (the demo's take
+    # ~35 min). An hour, then Failed and resumable, rather than the 15-minute default.
+    wait_timeout = 3600.0
     def __init__(self, workspace: str) -> None:
         self.id = "clear"
         self.workspace = workspace
@@ -61,8 +64,28 @@ class WaitClear(Step):
         if ws is None or ws.drain.state in ("Clear", "NotDraining"):
             return Progress(True, "drain clear: the controller can finish the cleanup", remaining=0)
         n = len(ws.drain.blockers)
+        skipped = _skipped(ctx)
+        kept = [f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers if (b.kind, b.namespace, b.name) in skipped]
+        stuck = (f"the drain of {self.workspace} cannot clear while the skipped blocker(s) remain: {', '.join(kept)}"
+                 if kept else "")
         return Progress(False, f"drain {ws.drain.state}: {n} blocker(s): "
-                        + ", ".join(f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers[:5]), remaining=n)
+                        + ", ".join(f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers[:5]), remaining=n,
+                        stuck=stuck, retry_step="blockers" if stuck else None)
+
+
+def _skipped(ctx: Context) -> set[tuple[str, str | None, str]]:
+    """Blockers the operator declined to delete in this run's journal (and did not delete on a retry)."""
+    out: set[tuple[str, str | None, str]] = set()
+    for r in ctx.journal.records if ctx.journal is not None else ():
+        op = (r.get("data") or {}).get("op")
+        if r["event"] != "executed" or r.get("step") != "blockers" or not isinstance(op, dict):
+            continue
+        key = (op.get("kind"), op.get("namespace"), op.get("name"))
+        if r["data"].get("skipped"):
+            out.add(key)  # type: ignore[arg-type]
+        else:
+            out.discard(key)  # type: ignore[arg-type]
+    return out
 
 
 def drain_workflow(params: dict) -> Workflow:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..identity import ClusterIdentity
 from ..paths import append_private, state_dir, write_atomic
 
 
@@ -25,6 +26,20 @@ def workflows_dir() -> Path:
     d = state_dir() / "workflows"
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
+
+
+def demo_workflows_dir() -> Path:
+    """The demo's own journals: a demo run is a throwaway cluster, its list stays apart from `sim serve`'s
+    and a real cluster's (the identity check would refuse them anyway)."""
+    d = state_dir() / "demo" / "workflows"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+# States a run never leaves: nothing to resume. Failed and InProgress (a run whose process died) resume.
+TERMINAL = ("Completed", "RolledBack", "Aborted", "Abandoned")
+_STATE_OF_EVENT = {"failed": "Failed", "resumed": "InProgress", "aborted": "Aborted", "completed": "Completed",
+                   "rolled-back": "RolledBack", "abandoned": "Abandoned"}
 
 
 def new_id() -> str:
@@ -51,13 +66,14 @@ class Journal:
 
     @classmethod
     def create(cls, workflow_id: str, kind: str, params: dict[str, Any], context: str | None,
-               directory: Path | None = None) -> Journal:
+               directory: Path | None = None, cluster: ClusterIdentity | None = None) -> Journal:
         d = directory or workflows_dir()
         path = d / f"{workflow_id}.jsonl"
         if path.exists():
             raise JournalError(f"workflow {workflow_id} already exists ({path})")
         j = cls(path)
-        j.append("created", None, {"id": workflow_id, "kind": kind, "params": params, "context": context})
+        j.append("created", None, {"id": workflow_id, "kind": kind, "params": params, "context": context,
+                                   "cluster": cluster.to_dict() if cluster is not None else None})
         return j
 
     @classmethod
@@ -111,6 +127,11 @@ class Journal:
     def params(self) -> dict[str, Any]:
         return self.header["params"]
 
+    @property
+    def cluster(self) -> ClusterIdentity | None:
+        """The cluster the run is bound to (None: journaled before identities were recorded)."""
+        return ClusterIdentity.from_dict(self.header.get("cluster"))
+
     def steps(self) -> dict[str, StepRecord]:
         out: dict[str, StepRecord] = {}
         for r in self.records[1:]:
@@ -118,6 +139,8 @@ class Journal:
                 continue
             s = out.setdefault(r["step"], StepRecord())
             ev, data = r["event"], r["data"]
+            if ev != "failed":
+                s.failed = None  # the step was taken up again after its failure (a resume)
             if ev == "planned":
                 s.planned = data
             elif ev == "confirmed":
@@ -146,9 +169,15 @@ class Journal:
     def state(self) -> str:
         state = "InProgress"
         for r in self.records:
-            state = {"failed": "Failed", "resumed": "InProgress", "aborted": "Aborted",
-                     "completed": "Completed"}.get(r["event"], state)
+            if r["event"] == "rolled-back":
+                state = "RolledBack"  # a rollback ends its source run, even a completed one
+            elif state not in TERMINAL:  # otherwise a terminal state is final, whatever a stray record says
+                state = _STATE_OF_EVENT.get(r["event"], state)
         return state
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
 
     def artifacts(self) -> dict[str, str]:
         out: dict[str, str] = {}

@@ -108,14 +108,18 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
             raise Unreachable(str(exc)) from None
         print(f"taudash: syncing {target.context} ({target.server}) …", file=sys.stderr)
         await source.wait_synced(30)
+        session.cluster = await source.identity()
         if asked:
             session.actions = Actions.read_only(asked.why, target.context)
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"), versions=source.version_of)
+        from engine.workflows.journal import demo_workflows_dir
+        from screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
+
         from ..app import TaudashApp
 
-        await TaudashApp(session).run_async()
+        await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
     finally:
         await source.stop()
         await target.close()

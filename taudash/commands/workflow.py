@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
+import threading
+from collections.abc import Callable
+from datetime import datetime
 
+from engine.identity import resume_refusal
 from engine.text import clean
 from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
-from engine.workflows.base import Context, Operation, Plan, RunnerEvent, Step
+from engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
 from engine.workflows.params import (
     ParamError,
     catalog_params,
@@ -36,6 +39,8 @@ def register(sub, add_source_args) -> None:
         p.add_argument("--yes", action="store_true",
                        help="confirm every step (needed for any write when not run from a terminal)")
         p.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
+        p.add_argument("--wait-timeout", type=float, metavar="SECONDS",
+                       help="give up a step's wait after this long (default: the step's own, 15 min for most)")
 
     s = wsub.add_parser("start", help="start a workflow")
     add_source_args(s, frozenset(), shown=False)
@@ -85,6 +90,9 @@ def argparse_hidden():
     return argparse.SUPPRESS
 
 
+EXIT_INTERRUPTED = 130
+
+
 def run(args) -> int:
     cmd = args.wf_command
     if cmd == "list":
@@ -93,14 +101,16 @@ def run(args) -> int:
             print(json.dumps(rows, indent=2))
         else:
             for r in rows:
-                print(clean(f"{r['id']:8} {r['kind']:9} {r['state']:11} {r.get('stepsDone', 0)}/{r.get('steps') or '?'} "
-                            f"steps  context {r.get('context') or '-'}"))
+                print(clean(_list_line(r)))
             if not rows:
                 print("no workflows yet", file=sys.stderr)
         return EXIT_OK
     if cmd in ("status", "abort"):
         journal = _open(args.id)
         if cmd == "abort":
+            if journal.terminal:
+                print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
+                return EXIT_OK
             journal.append("aborted", None, {"by": "operator"})
             print(f"workflow {journal.id} marked aborted; nothing in the cluster was changed", file=sys.stderr)
             return EXIT_OK
@@ -111,7 +121,52 @@ def run(args) -> int:
             _print_status(doc)
         return EXIT_OK
     _refuse_if_read_only(args, args.context)  # before connecting: flag, env, config (global or --context)
-    return asyncio.run(_run_live(args))
+    if cmd == "resume":
+        try:
+            _resumable(_open(args.id))  # before connecting: a finished run needs no cluster
+        except _Finished:
+            return EXIT_OK
+    running: dict[str, str] = {}  # the journal id once known, for the Ctrl-C hint
+    try:
+        return asyncio.run(_run_live(args, running))
+    except KeyboardInterrupt:
+        return interrupted(running.get("id"), running.get("context") or getattr(args, "context", None),
+                           getattr(args, "kubeconfig", None))
+
+
+def interrupted(workflow_id: str | None, context: str | None, kubeconfig: str | None = None, err=None) -> int:
+    """Ctrl-C: the journal keeps every step done; say how to continue (stderr) and exit 130."""
+    err = err or sys.stderr
+    if workflow_id:
+        hint = f"taudash workflow resume {workflow_id}" + (f" --context {context}" if context else "") + \
+            (f" --kubeconfig {kubeconfig}" if kubeconfig else "")
+        print(clean(f"taudash: interrupted; resume with: {hint}"), file=err)
+    else:
+        print("taudash: interrupted before a workflow was started; nothing was written", file=err)
+    return EXIT_INTERRUPTED
+
+
+def _resumable(journal: Journal) -> None:
+    """A finished run is never resumed: Completed exits 0 (its goal is reached), every other terminal state
+    (RolledBack, Aborted, Abandoned) is refused with exit 2 — start a new workflow instead."""
+    state = journal.state
+    if state == "Completed":
+        print(f"workflow {journal.id} already completed: nothing to resume", file=sys.stderr)
+        raise _Finished
+    if journal.terminal:
+        raise UsageError(f"workflow {journal.id} is {state}: a finished run cannot be resumed; start a new workflow")
+
+
+class _Finished(Exception):
+    pass
+
+
+def _list_line(r: dict) -> str:
+    started = datetime.fromtimestamp(r["startedAt"]).strftime("%Y-%m-%d %H:%M") if r.get("startedAt") else "-"
+    cluster = r.get("cluster") or {}
+    where = f"{cluster.get('context') or r.get('context') or '-'} @ {cluster.get('server') or 'server unknown'}"
+    return (f"{r['id']:8} {started:16} {r['kind']:9} {r['state']:11} {r.get('stepsDone', 0)}/{r.get('steps') or '?'} "
+            f"steps  {where}  {r.get('target') or ''}").rstrip()
 
 
 def _refuse_if_read_only(args, context: str | None, asked=None) -> None:
@@ -131,36 +186,46 @@ def _open(wid: str) -> Journal:
         raise UsageError(str(exc)) from None
 
 
-async def _run_live(args) -> int:
+async def _run_live(args, running: dict[str, str] | None = None) -> int:
     from engine.rules.base import RuleConfig
 
+    running = running if running is not None else {}
     interactive = sys.stdin.isatty() and not args.yes
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("workflows change the cluster: pass --yes to confirm from a script")
+    if args.wait_timeout is not None and args.wait_timeout <= 0:
+        raise UsageError("--wait-timeout: give a number of seconds above 0")
     async with LiveCluster(args.context, args.kubeconfig, read_only=args.read_only) as live:
         _refuse_if_read_only(args, live.target.context, live.read_only_state)  # per-context config, now known
         config = RuleConfig(system_namespace=args.system_namespace)
         if args.wf_command == "resume":
             journal = _open(args.id)
-            if journal.state == "Completed":
-                print(f"workflow {journal.id} already completed", file=sys.stderr)
+            try:
+                _resumable(journal)  # again: another process may have finished it meanwhile
+            except _Finished:
                 return EXIT_OK
-            if journal.header.get("context") not in (None, live.target.context):
-                raise UsageError(f"workflow {journal.id} ran against context {journal.header['context']}, "
-                                 f"not {live.target.context}: resume it there")
+            # Bound to the cluster it ran on: a same-named context elsewhere is refused before any write.
+            refusal = resume_refusal(journal.header, live.target.context, live.identity)
+            if refusal:
+                raise UsageError(refusal)
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
             wid = new_id()
-            journal = Journal.create(wid, args.wf_kind, params, live.target.context)
+            if not live.identity.uid:
+                print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
+                      f"binding the journal to the server URL {live.identity.server} only", file=sys.stderr)
+            journal = Journal.create(wid, args.wf_kind, params, live.target.context, cluster=live.identity)
             print(f"workflow {wid} ({args.wf_kind}) journal {journal.path}", file=sys.stderr)
             for line in params.get("diff") or []:  # what the catalog change does, and why each queue holds
                 print(f"  {clean(line)}", file=sys.stderr)
             for q, why in (params.get("why") or {}).items():
                 print(f"  hold {clean(q)}: {clean('; '.join(why))}", file=sys.stderr)
+        running.update(id=journal.id, context=live.target.context)
         workflow = build(journal.kind, journal.params)
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
-        runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(), poll=args.poll)
+        runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(),
+                        poll=args.poll, wait_timeout=args.wait_timeout)
         state = await runner.run()
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
     _print_deactivated(status(journal).get("deactivated") or [], journal.id)
@@ -188,8 +253,10 @@ def _params(args, ctx: Context) -> dict:
     raise UsageError(f"unknown workflow {kind}")
 
 
-def _confirmer(interactive: bool, context: str):
-    async def confirm(step: Step, plan: Plan, op: Operation | None) -> bool:
+def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = input):
+    async def confirm(step: Step, plan: Plan, op: Operation | None) -> bool | str:
+        if plan.question:
+            return await _choose(step, plan, interactive, ask)
         if not interactive:
             return True  # --yes
         targets = [op] if op is not None else plan.operations
@@ -199,36 +266,80 @@ def _confirmer(interactive: bool, context: str):
         for n in plan.notes:
             print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
-            answer = await asyncio.to_thread(input, f"destructive: type the context name ({context}) to confirm: ")
+            answer = await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")
             return answer.strip() == context
-        answer = await asyncio.to_thread(input, "apply? [y/N] ")
+        answer = await _prompt(ask, "apply? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 
     return confirm
 
 
-def _printer():
-    last = {"t": 0.0, "msg": ""}
+async def _prompt(ask: Callable[[str], str], text: str) -> str:
+    """Read an answer on a daemon thread: Ctrl-C at a prompt must end the process at once (a worker of
+    asyncio's default executor would be joined at exit, waiting for an Enter that never comes)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def deliver(fn) -> None:
+        try:
+            loop.call_soon_threadsafe(lambda: answer.done() or fn())
+        except RuntimeError:  # the loop is gone (interrupted): nobody waits for this answer
+            pass
+
+    def read() -> None:
+        try:
+            text_in = ask(text)
+        except BaseException as exc:  # noqa: BLE001 - EOFError and friends go to the awaiting coroutine
+            deliver(lambda error=exc: answer.set_exception(error))
+            return
+        deliver(lambda: answer.set_result(text_in))
+
+    threading.Thread(target=read, name="taudash-prompt", daemon=True).start()
+    return await answer
+
+
+async def _choose(step: Step, plan: Plan, interactive: bool, ask: Callable[[str], str]) -> str:
+    """A stuck wait (e.g. a drain whose blockers were skipped): retry the blocking step, wait anyway, or
+    stop. Unattended (`--yes`) it stops: the run is Failed, resumable, and the message names why."""
+    if not interactive:
+        return STOP
+    print(f"\n{clean(step.title)}: {clean(plan.question)}")
+    while True:
+        answer = (await _prompt(ask, "[r]etry that step / [w]ait anyway / [s]top? ")).strip().lower()
+        for choice in (RETRY, WAIT_ANYWAY, STOP):
+            if answer and choice.startswith(answer):
+                return choice
+        if answer in ("", "n", "no", "q"):
+            return STOP
+
+
+def _printer(now: Callable[[], datetime] = datetime.now, err=None):
+    """Progress lines are timestamped and printed only when the message changes (not on a timer)."""
+    last = {"msg": None}
 
     def on_event(e: RunnerEvent) -> None:
+        stream = err or sys.stderr
         if e.kind == "progress":
-            now = time.monotonic()
-            if e.message == last["msg"] and now - last["t"] < 5 and not e.data.get("done"):
+            if e.message == last["msg"]:
                 return
-            last.update(t=now, msg=e.message)
+            last["msg"] = e.message
             eta = e.data.get("eta")
-            print(f"  … {clean(e.message)}" + (f" (ETA {int(eta)} s)" if eta else ""), file=sys.stderr)
+            print(f"{now():%H:%M:%S}  … {clean(e.message)}" + (f" (ETA {int(eta)} s)" if eta else ""), file=stream)
             return
+        if e.kind == "step-start":
+            last["msg"] = None
         mark = {"step-start": "▶", "verified": "✓", "failed": "✖", "completed": "✓", "aborted": "■",
-                "executed": " ", "plan": " "}.get(e.kind, " ")
-        print(f"{mark} {clean(e.message)}", file=sys.stderr)
+                "executed": " ", "plan": " ", "warning": "!"}.get(e.kind, " ")
+        print(f"{mark} {clean(e.message)}", file=stream)
 
     return on_event
 
 
 def _print_status(doc: dict) -> None:
     """Names, errors and paths come from the cluster and the journal: every line is printed inert."""
-    out(f"workflow {doc['id']} ({doc['workflow']}) · context {doc.get('context') or '-'} · {doc['state']}")
+    cluster = doc.get("cluster") or {}
+    out(f"workflow {doc['id']} ({doc['workflow']}) · context {doc.get('context') or '-'} · "
+        f"server {cluster.get('server') or 'unknown'} · {doc['state']}")
     marks = {"Done": "✓", "Failed": "✖", "Waiting": "◐", "Planned": "▶", "Pending": " "}
     for i, s in enumerate(doc["steps"], 1):
         out(f" {marks.get(s['state'], ' ')} {i} {s['title']}  [{s['state']}]")
