@@ -170,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as every command sees it: parsed, with the global options folded into one value each."""
+    return merge_global_options(build_parser().parse_args(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

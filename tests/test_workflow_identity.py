@@ -23,7 +23,7 @@ from engine.workflows import Journal, Runner, artifacts_dir, build, new_id, summ
 from engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Plan, Progress, Step, Workflow, version_reached
 from engine.workflows.journal import TERMINAL
 from screens.workflows import JournalIndex
-from taudash.cli import build_parser
+from taudash.cli import parse_args
 from taudash.commands import workflow as wfcli
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
@@ -116,7 +116,7 @@ async def test_resume_on_another_cluster_with_the_same_context_name_is_refused_a
             assert live.target.context == "taudash-sim"
             journal = Journal.create(new_id(), "hold", params, live.target.context, cluster=here)
             old = Journal.create(new_id(), "hold", params, live.target.context)  # journaled before identities
-        args = build_parser().parse_args(["workflow", "resume", journal.id, "--kubeconfig", str(second.kubeconfig),
+        args = parse_args(["workflow", "resume", journal.id, "--kubeconfig", str(second.kubeconfig),
                                           "--yes", "--poll", "0"])
         with pytest.raises(UsageError) as refused:
             await wfcli._run_live(args)
@@ -125,13 +125,13 @@ async def test_resume_on_another_cluster_with_the_same_context_name_is_refused_a
         assert writes(second) == []
         assert Journal.open(str(journal.path)).records[-1]["event"] == "created"  # nothing journaled either
         # an old journal on the very same cluster: no server was recorded, so it is refused too
-        args = build_parser().parse_args(["workflow", "resume", old.id, "--kubeconfig", str(first.kubeconfig),
+        args = parse_args(["workflow", "resume", old.id, "--kubeconfig", str(first.kubeconfig),
                                           "--yes", "--poll", "0"])
         with pytest.raises(UsageError, match="before cluster identities"):
             await wfcli._run_live(args)
         assert writes(first) == []
         # on its own cluster it resumes and completes
-        args = build_parser().parse_args(["workflow", "resume", journal.id, "--kubeconfig", str(first.kubeconfig),
+        args = parse_args(["workflow", "resume", journal.id, "--kubeconfig", str(first.kubeconfig),
                                           "--yes", "--poll", "0"])
         assert await wfcli._run_live(args) == 0
         assert first.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "Hold"
@@ -224,10 +224,10 @@ def test_resume_of_a_finished_run_says_its_state_without_connecting(tmp_path, ca
     rolled = Journal.create(new_id(), "catalog", {"cqs": ["a"]}, "prod", cluster=A)
     rolled.append("rolled-back", None, {"by": "x"})
     missing = str(tmp_path / "no-kubeconfig")  # connecting would fail: proves no connection is made
-    args = build_parser().parse_args(["workflow", "resume", done.id, "--kubeconfig", missing, "--yes"])
+    args = parse_args(["workflow", "resume", done.id, "--kubeconfig", missing, "--yes"])
     assert wfcli.run(args) == 0
     assert "already completed" in capsys.readouterr().err
-    args = build_parser().parse_args(["workflow", "resume", rolled.id, "--kubeconfig", missing, "--yes"])
+    args = parse_args(["workflow", "resume", rolled.id, "--kubeconfig", missing, "--yes"])
     with pytest.raises(UsageError, match="is RolledBack") as refused:
         wfcli.run(args)
     assert refused.value.code == 2
@@ -267,7 +267,7 @@ def test_ctrl_c_during_a_run_exits_130_with_the_hint(monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(wfcli, "_run_live", interrupted_run)
-    args = build_parser().parse_args(["workflow", "start", "drain", "--workspace", "w", "--yes"])
+    args = parse_args(["workflow", "start", "drain", "--workspace", "w", "--yes"])
     assert wfcli.run(args) == 130
     assert "resume with: taudash workflow resume feed01 --context prod" in capsys.readouterr().err
 
@@ -311,10 +311,10 @@ def test_list_is_sorted_by_start_with_target_and_cluster(capsys):
     assert [r["id"] for r in rows] == ["early1", "late01"]
     assert rows[0]["target"] == "tau-ws-train (Hold)" and rows[1]["target"] == "workspace eval"
     assert rows[0]["cluster"] == {"context": "dev", "server": B.server, "uid": "uid-b"}
-    args = build_parser().parse_args(["workflow", "list", "-o", "json"])
+    args = parse_args(["workflow", "list", "-o", "json"])
     assert wfcli.run(args) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ["early1", "late01"]
-    args = build_parser().parse_args(["workflow", "list"])
+    args = parse_args(["workflow", "list"])
     assert wfcli.run(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("early1") and f"dev @ {B.server}" in lines[0] and "tau-ws-train (Hold)" in lines[0]
