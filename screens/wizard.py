@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from engine.session import Frame, Session
+from taudash.engine.session import Frame, Session
 
 from .base import DashScreen
 from .messages import AbortWorkflow, ResumeWorkflow

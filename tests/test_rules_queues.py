@@ -2,11 +2,11 @@ from datetime import UTC, datetime
 
 from factories import cluster_queue, cohort, local_queue, workload
 
-from engine.model import Quantity, Workload
-from engine.rules.queues import why_waiting
-from engine.sources.snapshot import store_from_objects
-from engine.store import AccessState
-from engine.view import derive
+from taudash.engine.model import Quantity, Workload
+from taudash.engine.rules.queues import why_waiting
+from taudash.engine.sources.snapshot import store_from_objects
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"

@@ -14,21 +14,21 @@ import pytest
 from rich.console import Console
 from textual.widgets import Button, Input, RadioButton, SelectionList, Static
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.sources.kube import KubeSource, connect
-from engine.store import Store
-from engine.view import SourceInfo
-from engine.workflows import Journal, summaries
-from screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
-from screens.widgets.keyed_table import KeyedTable
-from screens.wizard import StepConfirmScreen, WizardScreen
-from screens.workflow_run import RunOptions
-from screens.workflows import NewWorkflowScreen, WorkflowsScreen
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
+from taudash.engine.workflows import Journal, summaries
+from taudash.screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.screens.wizard import StepConfirmScreen, WizardScreen
+from taudash.screens.workflow_run import RunOptions
+from taudash.screens.workflows import NewWorkflowScreen, WorkflowsScreen
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))

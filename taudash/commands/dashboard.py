@@ -11,14 +11,14 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 
-from engine.actions import Actions, AuditLog
-from engine.paths import state_dir
-from engine.rules.base import RuleConfig
-from engine.session import Session
-from engine.sources.kube import ConfigError, KubeSource, connect
-from engine.sources.kube import Unreachable as SourceUnreachable
-from engine.store import Store
-from engine.view import SourceInfo
+from taudash.engine.actions import Actions, AuditLog
+from taudash.engine.paths import state_dir
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
 
 from ..errors import Unreachable, UsageError
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
@@ -56,7 +56,7 @@ def run_demo(args) -> int:
 
 
 async def _demo(args) -> int:
-    from engine.sim.server import SimServer
+    from taudash.sim.server import SimServer
 
     async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed) as sim:
         if args.status:

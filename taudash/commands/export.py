@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 
-from engine.sources.export import export_snapshot
+from taudash.engine.sources.export import export_snapshot
 
 from ..errors import UsageError
 from ..loading import load_from_args, report_issues

@@ -7,10 +7,10 @@ import json
 import sys
 import time
 
-from engine.text import clean
-from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
-from engine.workflows.base import Context, Operation, Plan, RunnerEvent, Step
-from engine.workflows.params import (
+from taudash.engine.text import clean
+from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
+from taudash.engine.workflows.base import Context, Operation, Plan, RunnerEvent, Step
+from taudash.engine.workflows.params import (
     ParamError,
     catalog_params,
     drain_params,
@@ -113,7 +113,7 @@ def _open(wid: str) -> Journal:
 
 
 async def _run_live(args) -> int:
-    from engine.rules.base import RuleConfig
+    from taudash.engine.rules.base import RuleConfig
 
     interactive = sys.stdin.isatty() and not args.yes
     if not args.yes and not sys.stdin.isatty():
