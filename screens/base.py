@@ -16,8 +16,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable
 
-from engine.rules.base import ObjRef
-from engine.session import Frame, Session
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.session import Frame, Session
 
 from .filtering import RowMeta, parse_filter
 from .messages import OpenObject

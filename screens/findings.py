@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from engine.session import Frame
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import parse_filter

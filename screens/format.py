@@ -8,9 +8,9 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from engine.model import Quantity
-from engine.rules.base import Finding, ObjRef
-from engine.session import gpu_resource
+from taudash.engine.model import Quantity
+from taudash.engine.rules.base import Finding, ObjRef
+from taudash.engine.session import gpu_resource
 
 from .filtering import RowMeta
 from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit, span

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from engine.rules.base import ObjRef
+from taudash.engine.rules.base import ObjRef
 
 
 class Navigate(Message):

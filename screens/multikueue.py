@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.model import MULTIKUEUE_CONTROLLER
-from engine.session import Frame
+from taudash.engine.model import MULTIKUEUE_CONTROLLER
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.events import Click
 from textual.widgets import Static
 
-from engine.rules.base import Finding
-from engine.session import Frame
-from engine.view import ClusterView
+from taudash.engine.rules.base import Finding
+from taudash.engine.session import Frame
+from taudash.engine.view import ClusterView
 
 from .base import DashScreen
 from .format import finding_meta, gpu_of, plural, qfloat, qty, ref_text, severity_cell, short_flavor

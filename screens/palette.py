@@ -11,7 +11,7 @@ from functools import partial
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from engine.rules.base import ObjRef
+from taudash.engine.rules.base import ObjRef
 
 from .format import objname
 from .messages import Navigate, OpenObject

@@ -9,8 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.rules.base import ObjRef
-from engine.session import Frame
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from engine.rules.queues import ClusterQueueView, CohortView
-from engine.session import Frame
+from taudash.engine.rules.queues import ClusterQueueView, CohortView
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from engine.session import Frame
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -15,7 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color, ColorParseError
 
-from engine.text import clean
+from taudash.engine.text import clean
 
 MARK = {"ok": "✓", "warn": "⚠", "bad": "✖", "partial": "◐", "unknown": "?", "info": "ℹ"}
 SEVERITY_TONE = {"critical": "bad", "warning": "warn", "info": "info"}

@@ -21,8 +21,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from engine.session import Frame, Session
-from engine.workflows import Journal, JournalError
+from taudash.engine.session import Frame, Session
+from taudash.engine.workflows import Journal, JournalError
 
 from .base import DashScreen
 from .messages import AbortWorkflow, ResumeWorkflow, StartWorkflow

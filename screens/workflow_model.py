@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.workflows import Journal, JournalError, build, status
-from engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
-from engine.workflows.params import describe
+from taudash.engine.workflows import Journal, JournalError, build, status
+from taudash.engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
+from taudash.engine.workflows.params import describe
 
 # step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
 STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Failed": "✖", "Stopped": "■", "Pending": " "}

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.identity import resume_refusal
-from engine.session import Session
-from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
-from engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
-from engine.workflows.journal import workflows_dir
+from taudash.engine.identity import resume_refusal
+from taudash.engine.session import Session
+from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
+from taudash.engine.workflows.journal import workflows_dir
 
 from .confirm import ConfirmScreen
 from .messages import (

@@ -33,13 +33,13 @@ from textual.widgets import (
 )
 from textual.widgets.selection_list import Selection
 
-from engine.identity import ClusterIdentity, resume_refusal
-from engine.session import Frame, Session
-from engine.workflows import Journal, JournalError, build, status
-from engine.workflows.base import Context
-from engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
-from engine.workflows.journal import workflows_dir
-from engine.workflows.params import (
+from taudash.engine.identity import ClusterIdentity, resume_refusal
+from taudash.engine.session import Frame, Session
+from taudash.engine.workflows import Journal, JournalError, build, status
+from taudash.engine.workflows.base import Context
+from taudash.engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
+from taudash.engine.workflows.journal import workflows_dir
+from taudash.engine.workflows.params import (
     ParamError,
     catalog_params,
     describe,

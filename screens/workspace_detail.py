@@ -10,9 +10,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.rules.base import ObjRef
-from engine.rules.workspaces import WorkspaceView
-from engine.session import Frame, Session
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.rules.workspaces import WorkspaceView
+from taudash.engine.session import Frame, Session
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -11,8 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from engine.rules.workspaces import WorkspaceView
-from engine.session import Frame
+from taudash.engine.rules.workspaces import WorkspaceView
+from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta

@@ -15,26 +15,26 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from engine.model import BY_KIND
-from engine.session import Frame, Session
-from screens.base import DashScreen
-from screens.confirm import ConfirmScreen
-from screens.findings import FindingsScreen
-from screens.help import HelpScreen
-from screens.messages import Navigate, OpenObject, RequestOperation
-from screens.multikueue import MultiKueueScreen
-from screens.object_detail import ObjectDetailScreen
-from screens.overview import OverviewScreen
-from screens.palette import NavigationProvider
-from screens.pool import PoolScreen
-from screens.profiles import ProfilesScreen
-from screens.queues import QueuesScreen
-from screens.sources import SourcesScreen
-from screens.widgets.footer_bar import NAV
-from screens.workflow_run import RunOptions, WorkflowHost
-from screens.workflows import WorkflowProvider, WorkflowsScreen
-from screens.workspace_detail import WorkspaceDetailScreen
-from screens.workspaces import WorkspacesScreen
+from taudash.engine.model import BY_KIND
+from taudash.engine.session import Frame, Session
+from taudash.screens.base import DashScreen
+from taudash.screens.confirm import ConfirmScreen
+from taudash.screens.findings import FindingsScreen
+from taudash.screens.help import HelpScreen
+from taudash.screens.messages import Navigate, OpenObject, RequestOperation
+from taudash.screens.multikueue import MultiKueueScreen
+from taudash.screens.object_detail import ObjectDetailScreen
+from taudash.screens.overview import OverviewScreen
+from taudash.screens.palette import NavigationProvider
+from taudash.screens.pool import PoolScreen
+from taudash.screens.profiles import ProfilesScreen
+from taudash.screens.queues import QueuesScreen
+from taudash.screens.sources import SourcesScreen
+from taudash.screens.widgets.footer_bar import NAV
+from taudash.screens.workflow_run import RunOptions, WorkflowHost
+from taudash.screens.workflows import WorkflowProvider, WorkflowsScreen
+from taudash.screens.workspace_detail import WorkspaceDetailScreen
+from taudash.screens.workspaces import WorkspacesScreen
 
 SCREENS: dict[str, type[DashScreen]] = {
     "overview": OverviewScreen,

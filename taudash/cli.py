@@ -8,8 +8,8 @@ import sys
 
 import yaml
 
-from engine.rules.base import RuleConfig
-from engine.text import clean
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.text import clean
 
 from . import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, Unreachable, UsageError

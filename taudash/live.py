@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.actions import Actions, AuditLog
-from engine.paths import state_dir
-from engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
-from engine.sources.kube import Unreachable as SourceUnreachable
-from engine.store import Store
+from taudash.engine.actions import Actions, AuditLog
+from taudash.engine.paths import state_dir
+from taudash.engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
+from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.store import Store
 
 from .config import ReadOnly, resolve_read_only
 from .errors import Unreachable, UsageError

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.rules.base import RuleConfig
-from engine.sources.snapshot import LoadIssue, SnapshotError, load_snapshot
-from engine.store import Store
-from engine.view import ClusterView, SourceInfo, derive
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.sources.snapshot import LoadIssue, SnapshotError, load_snapshot
+from taudash.engine.store import Store
+from taudash.engine.view import ClusterView, SourceInfo, derive
 
+from .data import demo_snapshot
 from .errors import UsageError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_SNAPSHOT = REPO_ROOT / "snapshots" / "demo.yaml"
+DEMO_SNAPSHOT = demo_snapshot()
 
 
 @dataclass
@@ -70,8 +70,8 @@ def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float =
     """Connect, sync every kind once (bounded), disconnect: for one-shot commands."""
     import asyncio
 
-    from engine.sources.kube import ConfigError, KubeSource, connect
-    from engine.sources.kube import Unreachable as SourceUnreachable
+    from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+    from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 
     from .errors import Unreachable
 

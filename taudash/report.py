@@ -7,8 +7,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from engine.text import clean
-from engine.view import ClusterView
+from taudash.engine.text import clean
+from taudash.engine.view import ClusterView
 
 SEV_MARK = {"critical": ("✖", "bold red"), "warning": ("⚠", "yellow"), "info": ("ℹ", "cyan")}
 PHASE_MARK = {"Ready": "✓", "Pending": "◐", "Degraded": "✖"}

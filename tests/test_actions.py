@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from engine.actions import Actions, AuditLog, PermissionDenied, PreconditionFailed, WriteRefused
-from engine.sim.server import SimServer
-from engine.sources.kube import connect
+from taudash.engine.actions import Actions, AuditLog, PermissionDenied, PreconditionFailed, WriteRefused
+from taudash.engine.sources.kube import connect
+from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 

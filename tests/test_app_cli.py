@@ -56,7 +56,7 @@ def test_live_dashboard_without_kubeconfig_or_context_is_one_line_exit_2(opened,
     assert main([]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no such file" in err and "taudash demo" in err
-    from engine.sim.kubeconfig import write_kubeconfig
+    from taudash.sim.kubeconfig import write_kubeconfig
 
     kc = write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:9", "t", "staging")
     assert main(["--kubeconfig", str(kc), "--context", "prod"]) == 2

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 from tools.waiting import eventually, next_renders, palette_results
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sim.server import SimServer
-from engine.sources.kube import KubeSource, connect
-from engine.store import Store
-from engine.view import SourceInfo
-from screens.widgets.keyed_table import KeyedTable
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 TICK = 0.3
@@ -96,10 +96,10 @@ async def press_all(pilot, app, back: list[str]) -> None:
 
 
 async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
-    from engine.workflows import Journal
-    from screens.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
-    from screens.wizard import StepConfirmScreen, WizardScreen
-    from screens.workflows import NewWorkflowScreen
+    from taudash.engine.workflows import Journal
+    from taudash.screens.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
+    from taudash.screens.wizard import StepConfirmScreen, WizardScreen
+    from taudash.screens.workflows import NewWorkflowScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
     # journals a read-only session must never act on: an InProgress hold and a Failed drain

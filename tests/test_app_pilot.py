@@ -11,22 +11,22 @@ from rich.console import Console
 from textual.command import CommandPalette
 from tools.waiting import eventually, palette_results
 
-from engine.rules.base import ObjRef
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from screens.confirm import ConfirmScreen
-from screens.help import HelpScreen
-from screens.messages import Navigate, OpenObject, RequestOperation
-from screens.object_detail import ObjectDetailScreen
-from screens.pool import PoolScreen
-from screens.widgets.filter_bar import FilterBar
-from screens.widgets.footer_bar import FooterBar
-from screens.widgets.header_bar import HeaderBar
-from screens.widgets.keyed_table import KeyedTable
-from screens.workspace_detail import WorkspaceDetailScreen
-from screens.workspaces import WorkspacesScreen
 from taudash.app import TaudashApp
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.screens.confirm import ConfirmScreen
+from taudash.screens.help import HelpScreen
+from taudash.screens.messages import Navigate, OpenObject, RequestOperation
+from taudash.screens.object_detail import ObjectDetailScreen
+from taudash.screens.pool import PoolScreen
+from taudash.screens.widgets.filter_bar import FilterBar
+from taudash.screens.widgets.footer_bar import FooterBar
+from taudash.screens.widgets.header_bar import HeaderBar
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.screens.workspace_detail import WorkspaceDetailScreen
+from taudash.screens.workspaces import WorkspacesScreen
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
@@ -286,7 +286,7 @@ async def test_refresh_chain_updates_rows_in_place_and_keeps_selection():
         assert ws.selected_key() == "train"
         frames = app.frames
         # a live source adds a workspace that sorts before "train" (under the session lock)
-        from engine.sources.snapshot import load_documents
+        from taudash.engine.sources.snapshot import load_documents
         doc = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
                "metadata": {"name": "aardvark", "namespace": "tau-system", "generation": 1},
                "status": {"phase": "Pending", "observedGeneration": 1}}

@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from engine.bench.generate import CAPTURED_AT, SIZES, generate
-from engine.model import KINDS, lookup
-from engine.store import AccessState, Store
-from engine.view import derive
+from taudash.bench.generate import CAPTURED_AT, SIZES, generate
 from taudash.cli import main
+from taudash.engine.model import KINDS, lookup
+from taudash.engine.store import AccessState, Store
+from taudash.engine.view import derive
 
 
 def _store(objects) -> Store:

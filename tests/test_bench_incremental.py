@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.bench.generate import generate
-from engine.incremental import IncrementalDeriver
-from engine.model import BY_KIND, KINDS, lookup
-from engine.rules.base import RuleConfig
-from engine.sources.snapshot import load_snapshot
-from engine.store import AccessState, Store
-from engine.view import derive
+from taudash.bench.generate import generate
+from taudash.engine.incremental import IncrementalDeriver
+from taudash.engine.model import BY_KIND, KINDS, lookup
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.store import AccessState, Store
+from taudash.engine.view import derive
 
 DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -52,7 +52,7 @@ def demo_raws() -> list[dict]:
 @pytest.fixture(scope="module")
 def bench_raws() -> list[dict]:
     # A quarter of size S keeps the full-derive reference fast; the shapes are the same.
-    from engine.bench.generate import Size
+    from taudash.bench.generate import Size
 
     return generate(Size("T", 30, 500, 250, 10, 2, 3, 6), seed=5)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from engine.bench.generate import Size, generate
-from engine.model import KINDS, lookup
-from engine.model.kueue import Workload  # the pydantic schema (the store's Workloads are fast structs)
-from engine.model.slim import share_raw, slim
-from engine.sources.snapshot import load_snapshot
+from taudash.bench.generate import Size, generate
+from taudash.engine.model import KINDS, lookup
+from taudash.engine.model.kueue import Workload  # the pydantic schema (the store's Workloads are fast structs)
+from taudash.engine.model.slim import share_raw, slim
+from taudash.engine.sources.snapshot import load_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from screens.filtering import RowMeta, parse_filter
-from screens.text import lit
-from screens.widgets.keyed_table import MORE_KEY, PAGE_ROWS, Col, KeyedTable, Row
+from taudash.screens.filtering import RowMeta, parse_filter
+from taudash.screens.text import lit
+from taudash.screens.widgets.keyed_table import MORE_KEY, PAGE_ROWS, Col, KeyedTable, Row
 
 
 class _TableApp(App):

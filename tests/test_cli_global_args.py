@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 import taudash.app
-from engine.sim.server import SimServer
 from taudash.cli import build_parser, main, merge_global_options
 from taudash.errors import UsageError
+from taudash.sim.server import SimServer
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "snapshots" / "demo.yaml"

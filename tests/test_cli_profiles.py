@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from engine.rules.profilehash import profile_set_hash
 from taudash.cli import main
+from taudash.engine.rules.profilehash import profile_set_hash
 
 GEN = 3
 ORDER = [

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import Quantity
-from engine.rules.base import RuleConfig
-from engine.rules.queues import ObservedCounts
-from engine.sources.snapshot import load_snapshot
-from engine.view import derive
+from taudash.engine.model import Quantity
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.rules.queues import ObservedCounts
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import derive
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "snapshots" / "demo.yaml"
-GENERATOR = ROOT / "snapshots" / "gen_demo.py"
+GENERATOR = ROOT / "taudash" / "sim" / "demo_scenario.py"
 GPU = "nvidia.com/gpu"
 H100, A100, H200 = "taugrid-gpu-h100-80gb", "taugrid-gpu-a100-80gb", "taugrid-gpu-h200-141gb"
 
@@ -69,9 +69,9 @@ def test_demo_never_contains_secrets():
 
 def test_generator_reproduces_demo_byte_for_byte(tmp_path):
     out = tmp_path / "demo.yaml"
-    proc = subprocess.run([sys.executable, str(GENERATOR), "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "taudash.sim.demo_scenario", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert out.read_bytes() == DEMO.read_bytes(), "snapshots/demo.yaml is stale: run snapshots/gen_demo.py"
+    assert out.read_bytes() == DEMO.read_bytes(), "snapshots/demo.yaml is stale: run python -m taudash.sim.demo_scenario"
 
 
 def test_object_counts(store):

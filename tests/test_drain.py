@@ -16,7 +16,7 @@ from test_drain_builders import (
     world,
 )
 
-from engine.store import AccessState
+from taudash.engine.store import AccessState
 
 pytestmark = pytest.mark.parametrize("mode", MODES)
 
@@ -234,7 +234,7 @@ class TestSourceDiscovery:
     def test_discovery_never_writes(self, mode):
         from test_drain_builders import ctx_for, the_workspace
 
-        from engine.rules.drain import derive_drain
+        from taudash.engine.rules.drain import derive_drain
 
         ctx = ctx_for(world(mode, job("prep"), rayservice("llm"), deployment("web", template_labels=managed_template())))
         before = ctx.store.revision

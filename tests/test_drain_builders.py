@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.rules.base import RuleConfig, RuleContext
-from engine.rules.drain import derive_drain
-from engine.sources.snapshot import store_from_objects
+from taudash.engine.rules.base import RuleConfig, RuleContext
+from taudash.engine.rules.drain import derive_drain
+from taudash.engine.sources.snapshot import store_from_objects
 
 KQ = "kueue.x-k8s.io/v1beta2"
 TAU = "tau.azure.com/v1alpha1"

@@ -23,9 +23,9 @@ from test_drain_builders import (
     ws_labels,
 )
 
-from engine.rules.base import RuleConfig
-from engine.store import AccessState
-from engine.view import derive
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 # --- mode ----------------------------------------------------------------------------------------------
 

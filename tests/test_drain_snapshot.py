@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.rules.base import RuleConfig
-from engine.sources.snapshot import load_snapshot
-from engine.store import AccessState
-from engine.view import derive
 from taudash.cli import main
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 SNAPSHOT = Path(__file__).resolve().parent.parent / "snapshots" / "drain-blocked.yaml"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

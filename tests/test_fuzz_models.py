@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from tools.mutate import JUNK, MUTATION, demo_objects, mutate
 
-from engine.model import KINDS, Quantity, QuantityError
-from engine.store import Store
+from taudash.engine.model import KINDS, Quantity, QuantityError
+from taudash.engine.store import Store
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DEMO = demo_objects()

@@ -12,11 +12,11 @@ from tools.livedash import close, dashboard, live_session
 from tools.mutate import demo_objects, random_mutation
 from tools.waiting import next_renders
 
-from engine.model import BY_KIND, lookup
-from engine.rules.base import ObjRef
-from engine.sim.server import SimServer
-from screens.messages import OpenObject
 from taudash.app import SCREENS
+from taudash.engine.model import BY_KIND, lookup
+from taudash.engine.rules.base import ObjRef
+from taudash.screens.messages import OpenObject
+from taudash.sim.server import SimServer
 
 DEMO = demo_objects()
 

@@ -15,9 +15,9 @@ from test_drain_builders import (
     world,
 )
 
-from engine.rules.drain import derive_drain
-from engine.rules.identity import derive_identity
-from engine.store import AccessState
+from taudash.engine.rules.drain import derive_drain
+from taudash.engine.rules.identity import derive_identity
+from taudash.engine.store import AccessState
 
 RESEARCHER = ("Group", "eval-researchers")
 

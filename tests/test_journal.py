@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from engine.workflows.journal import Journal, JournalError
+from taudash.engine.workflows.journal import Journal, JournalError
 
 
 def test_round_trip_and_private_mode(tmp_path):

@@ -5,8 +5,8 @@ import copy
 
 import orjson
 
-from engine.sim.server import SimServer
-from engine.sources.kube import LIST_PAGE, _peek_continue
+from taudash.engine.sources.kube import LIST_PAGE, _peek_continue
+from taudash.sim.server import SimServer
 from tests.test_kube_source import Live, db_state, store_state
 
 WL = "workloads.kueue.x-k8s.io"

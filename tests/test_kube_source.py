@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.sim.server import SimServer
-from engine.sources.kube import KubeSource, Unreachable, connect
-from engine.store import AccessState, Store
-from engine.view import derive
 from taudash.cli import main
+from taudash.engine.sources.kube import KubeSource, Unreachable, connect
+from taudash.engine.store import AccessState, Store
+from taudash.engine.view import derive
+from taudash.sim.server import SimServer
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 CQ = "clusterqueues.kueue.x-k8s.io"
@@ -45,7 +45,7 @@ class Live:
 
 def db_state(sim: SimServer) -> dict[str, set]:
     """(namespace, name, resourceVersion) per kind, as the server holds it."""
-    from engine.model import KINDS
+    from taudash.engine.model import KINDS
 
     out = {}
     for k in KINDS:
@@ -164,7 +164,7 @@ async def test_500s_mark_the_kind_stale_and_it_recovers():
 
 
 async def test_unreachable_server_fails_fast(tmp_path):
-    from engine.sim.kubeconfig import write_kubeconfig
+    from taudash.sim.kubeconfig import write_kubeconfig
 
     cfg = write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:9", "t", "gone")
     target = await connect(kubeconfig=str(cfg))
@@ -178,7 +178,7 @@ async def test_unreachable_server_fails_fast(tmp_path):
 
 
 def test_cli_unreachable_exit_3(tmp_path, capsys):
-    from engine.sim.kubeconfig import write_kubeconfig
+    from taudash.sim.kubeconfig import write_kubeconfig
 
     cfg = write_kubeconfig(tmp_path / "kc", "https://127.0.0.1:9", "t", "gone")
     assert main(["status", "--kubeconfig", str(cfg), "--context", "gone"]) == 3

@@ -11,10 +11,10 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from engine.bench.generate import Size, generate
-from engine.model import CSINode, Job, Node, Quantity, Workload
-from engine.model.fast import FastCodec
-from engine.sources.snapshot import load_snapshot
+from taudash.bench.generate import Size, generate
+from taudash.engine.model import CSINode, Job, Node, Quantity, Workload
+from taudash.engine.model.fast import FastCodec
+from taudash.engine.sources.snapshot import load_snapshot
 
 DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.rules.base import RuleContext, Severity
-from engine.rules.multikueue import derive_multikueue
-from engine.rules.profilehash import profile_set_hash
-from engine.rules.profiles import derive_profiles
-from engine.sources.snapshot import store_from_objects
-from engine.store import AccessState
+from taudash.engine.rules.base import RuleContext, Severity
+from taudash.engine.rules.multikueue import derive_multikueue
+from taudash.engine.rules.profilehash import profile_set_hash
+from taudash.engine.rules.profiles import derive_profiles
+from taudash.engine.sources.snapshot import store_from_objects
+from taudash.engine.store import AccessState
 
 GEN = 4
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -24,7 +24,7 @@ from test_pool_builders import (
     workspace,
 )
 
-from engine.rules.base import Severity
+from taudash.engine.rules.base import Severity
 
 
 def test_healthy_pool_is_valid_established_and_quiet():

@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.model import Quantity
-from engine.rules.base import RuleContext
-from engine.rules.pool import derive_pool
-from engine.sources.snapshot import store_from_objects
+from taudash.engine.model import Quantity
+from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.pool import derive_pool
+from taudash.engine.sources.snapshot import store_from_objects
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SYS = "tau-system"

@@ -19,7 +19,7 @@ from test_pool_builders import (
     workspace,
 )
 
-from engine.rules.base import Severity
+from taudash.engine.rules.base import Severity
 
 
 def conflicts(objs):

@@ -23,8 +23,8 @@ from test_pool_builders import (
     workspace,
 )
 
-from engine.rules.base import Severity
-from engine.store import AccessState
+from taudash.engine.rules.base import Severity
+from taudash.engine.store import AccessState
 
 # --- None and Explicit --------------------------------------------------------------------------
 

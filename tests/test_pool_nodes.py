@@ -3,8 +3,8 @@
 import pytest
 from test_pool_builders import A100, GPU, H100, flavor, node, pool_of, q, tau_cluster, team
 
-from engine.model import Node
-from engine.rules.pool import exclusion_reason
+from taudash.engine.model import Node
+from taudash.engine.rules.pool import exclusion_reason
 
 
 def auto(*nodes, selector=None):

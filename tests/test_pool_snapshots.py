@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from test_pool_builders import NOW
 
-from engine.rules.base import RuleContext, Severity
-from engine.rules.pool import derive_pool
-from engine.sources.snapshot import load_snapshot
 from taudash.cli import main
+from taudash.engine.rules.base import RuleContext, Severity
+from taudash.engine.rules.pool import derive_pool
+from taudash.engine.sources.snapshot import load_snapshot
 
 SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
 H100, A100, H200 = "taugrid-gpu-h100-80gb", "taugrid-gpu-a100-40gb", "taugrid-gpu-h200-141gb"

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from engine import paths
-from engine.profile_snapshot import ProfileSnapshotError, build_snapshot, export_snapshot, verify
-from engine.rules.base import RuleContext
-from engine.rules.profilehash import profile_set_hash
-from engine.sources.snapshot import store_from_objects
+from taudash.engine import paths
+from taudash.engine.profile_snapshot import ProfileSnapshotError, build_snapshot, export_snapshot, verify
+from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.profilehash import profile_set_hash
+from taudash.engine.sources.snapshot import store_from_objects
 
 GEN = 5
 ORDER = [

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from engine.model.tau import ResolvedWorkloadProfile
-from engine.rules.profilehash import (
+from taudash.engine.model.tau import ResolvedWorkloadProfile
+from taudash.engine.rules.profilehash import (
     ProfileHashError,
     canonical_json,
     go_json,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.rules.base import RuleContext, Severity
-from engine.rules.profilehash import profile_set_hash
-from engine.rules.profiles import (
+from taudash.engine.rules.base import RuleContext, Severity
+from taudash.engine.rules.profilehash import profile_set_hash
+from taudash.engine.rules.profiles import (
     ANN_GENERATION,
     ANN_PROFILE,
     ANN_SET_HASH,
@@ -18,9 +18,9 @@ from engine.rules.profiles import (
     load_profile_set,
     select_profile,
 )
-from engine.sources.snapshot import store_from_objects
-from engine.store import AccessState
-from engine.view import derive
+from taudash.engine.sources.snapshot import store_from_objects
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 GEN = 7
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -16,14 +16,14 @@ import pytest
 from rich.console import Console
 
 import taudash.app
-from engine.actions import WriteRefused
-from engine.sim.server import SimServer
-from engine.workflows import Journal, new_id
-from screens.widgets.header_bar import HeaderBar
 from taudash.cli import main
 from taudash.config import ReadOnly, load_config, resolve_read_only
+from taudash.engine.actions import WriteRefused
+from taudash.engine.workflows import Journal, new_id
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
+from taudash.screens.widgets.header_bar import HeaderBar
+from taudash.sim.server import SimServer
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "snapshots" / "demo.yaml"

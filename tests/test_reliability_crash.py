@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sources.snapshot import load_snapshot
-from engine.workflows import Journal, Runner, artifacts_dir, build, new_id
-from engine.workflows.base import Context, Crash
-from engine.workflows.hold import deactivated_by
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import Context, Crash
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.live import LiveCluster
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"
@@ -169,9 +169,9 @@ async def test_write_applied_but_not_journaled_is_recovered_on_resume(tmp_path, 
 
 WRITER = """
 import sys
-from engine.sources.export import export_snapshot
-from engine.sources.snapshot import load_snapshot
-from engine.workflows.journal import Journal
+from taudash.engine.sources.export import export_snapshot
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.workflows.journal import Journal
 store = load_snapshot(sys.argv[1]).store
 print("ready", flush=True)
 i = 0

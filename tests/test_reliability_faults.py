@@ -15,10 +15,10 @@ from rich.console import Console
 from tools.livedash import close, converged, dashboard, difference, eventually, live_session, store_entries
 from tools.waiting import next_renders
 
-from engine.sim.server import SimServer
-from engine.store import AccessState
-from screens.widgets.header_bar import HeaderBar
-from screens.widgets.keyed_table import KeyedTable
+from taudash.engine.store import AccessState
+from taudash.screens.widgets.header_bar import HeaderBar
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"

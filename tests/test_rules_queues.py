@@ -2,11 +2,11 @@ from datetime import UTC, datetime
 
 from factories import cluster_queue, cohort, local_queue, workload
 
-from engine.model import Quantity, Workload
-from engine.rules.queues import why_waiting
-from engine.sources.snapshot import store_from_objects
-from engine.store import AccessState
-from engine.view import derive
+from taudash.engine.model import Quantity, Workload
+from taudash.engine.rules.queues import why_waiting
+from taudash.engine.sources.snapshot import store_from_objects
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"
@@ -173,9 +173,9 @@ def test_inactive_is_unknown_when_workloads_are_unreadable():
 
 
 def test_incremental_deriver_moves_a_workload_between_pending_and_inactive():
-    from engine.incremental import IncrementalDeriver
-    from engine.model import lookup
-    from engine.rules.base import RuleConfig
+    from taudash.engine.incremental import IncrementalDeriver
+    from taudash.engine.model import lookup
+    from taudash.engine.rules.base import RuleConfig
 
     store = store_from_objects([cluster_queue("cq"), local_queue("jobqueue", "ns", "cq"), workload("w", "ns")])
     inc = IncrementalDeriver(store, RuleConfig())

@@ -3,10 +3,10 @@ from datetime import UTC, datetime
 import pytest
 from factories import cond, workspace
 
-from engine.model import TauWorkspace
-from engine.rules.workspaces import expected_phase, is_stale
-from engine.sources.snapshot import store_from_objects
-from engine.view import derive
+from taudash.engine.model import TauWorkspace
+from taudash.engine.rules.workspaces import expected_phase, is_stale
+from taudash.engine.sources.snapshot import store_from_objects
+from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

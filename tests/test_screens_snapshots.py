@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.rules.base import ObjRef
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from screens.messages import OpenObject
 from taudash.app import TaudashApp
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.screens.messages import OpenObject
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "snapshots" / "demo.yaml"

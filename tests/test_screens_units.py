@@ -13,16 +13,16 @@ from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.rules.base import ObjRef
-from engine.session import Session
-from engine.sources.snapshot import load_documents, load_snapshot
-from engine.store import AccessState
-from engine.view import SourceInfo, derive
-from screens.filtering import RowMeta, parse_filter
-from screens.help import help_renderable
-from screens.text import clean, lit, tones_for
-from screens.widgets.bars import bar, sparkline
-from screens.widgets.keyed_table import Col, KeyedTable, Row
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_documents, load_snapshot
+from taudash.engine.store import AccessState
+from taudash.engine.view import SourceInfo, derive
+from taudash.screens.filtering import RowMeta, parse_filter
+from taudash.screens.help import help_renderable
+from taudash.screens.text import clean, lit, tones_for
+from taudash.screens.widgets.bars import bar, sparkline
+from taudash.screens.widgets.keyed_table import Col, KeyedTable, Row
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ui-demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)

@@ -28,13 +28,13 @@ import yaml
 from tools.livedash import close, dashboard, live_session
 from tools.waiting import next_renders
 
-from engine.model import KINDS
-from engine.sim.apiserver import ApiServer
-from engine.sim.objects import ObjectDB
-from engine.sim.server import SimServer
-from engine.sources.export import export_snapshot
-from engine.sources.snapshot import load_snapshot
 from taudash.cli import main
+from taudash.engine.model import KINDS
+from taudash.engine.sources.export import export_snapshot
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.sim.apiserver import ApiServer
+from taudash.sim.objects import ObjectDB
+from taudash.sim.server import SimServer
 
 TOKEN = "tdsecret-7f3a9c2e41b8d6f05e7a9c3b1d2e4f60"
 WRONG = "tdwrong-0a1b2c3d4e5f60718293a4b5c6d7e8f9"

@@ -24,15 +24,15 @@ from rich.console import Console
 from tools.mutate import demo_objects
 from tools.waiting import palette_results
 
-from engine.model.tau import ResolvedWorkloadProfile
-from engine.rules.base import ObjRef
-from engine.rules.profilehash import profile_set_hash
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from screens.confirm import ConfirmScreen
-from screens.messages import OpenObject
 from taudash.app import SCREENS, TaudashApp
+from taudash.engine.model.tau import ResolvedWorkloadProfile
+from taudash.engine.rules.base import ObjRef
+from taudash.engine.rules.profilehash import profile_set_hash
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.screens.confirm import ConfirmScreen
+from taudash.screens.messages import OpenObject
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
@@ -183,8 +183,8 @@ def test_profiles_select_table_is_inert(hostile):
 
 def test_workflow_status_and_list_tables_are_inert(tmp_path, monkeypatch, capsys):
     """A journal whose plan names hostile objects and whose failure quotes a hostile API message."""
-    from engine.workflows import Journal
     from taudash.cli import main
+    from taudash.engine.workflows import Journal
 
     state = tmp_path / "state"
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(state))

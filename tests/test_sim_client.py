@@ -15,9 +15,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 from kubernetes_asyncio.watch import Watch
 
-from engine.sim.apiserver import ApiServer
-from engine.sim.objects import ObjectDB
-from engine.sim.server import SimServer
+from taudash.sim.apiserver import ApiServer
+from taudash.sim.objects import ObjectDB
+from taudash.sim.server import SimServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
 KUEUE, V2 = "kueue.x-k8s.io", "v1beta2"

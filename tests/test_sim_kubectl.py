@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest_asyncio
 import yaml
 
-from engine.sim.server import SimServer
+from taudash.sim.server import SimServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
 KUBECTL = shutil.which("kubectl") or "kubectl"  # installed on every taudash machine; never skipped

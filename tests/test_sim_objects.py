@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.sim.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
-from engine.sim.objects import ObjectDB
-from engine.sim.patch import PatchError, json_patch, merge_patch
-from engine.sim.selectors import parse_field_selector, parse_label_selector
+from taudash.sim.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
+from taudash.sim.objects import ObjectDB
+from taudash.sim.patch import PatchError, json_patch, merge_patch
+from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import KINDS
-from engine.model.quantity import Quantity
-from engine.rules.profilehash import profile_set_hash
-from engine.rules.profiles import load_profile_set
-from engine.sim.controllers.scenario import Scenario
-from engine.sim.world import World
-from engine.sources.snapshot import load_documents, load_snapshot
-from engine.view import derive
+from taudash.engine.model import KINDS
+from taudash.engine.model.quantity import Quantity
+from taudash.engine.rules.profilehash import profile_set_hash
+from taudash.engine.rules.profiles import load_profile_set
+from taudash.engine.sources.snapshot import load_documents, load_snapshot
+from taudash.engine.view import derive
+from taudash.sim.controllers.scenario import Scenario
+from taudash.sim.world import World
 
 DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 QUIET = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.sim.controllers.scenario import Scenario
-from engine.sim.world import World
+from taudash.sim.controllers.scenario import Scenario
+from taudash.sim.world import World
 
 KQ = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"

@@ -10,11 +10,11 @@ import aiohttp
 import pytest
 from test_sim_world import DEMO, conditions, db_view, root_gpus, world
 
-from engine.model.quantity import Quantity
-from engine.sim.clock import SimClock, parse_rfc3339, rfc3339
-from engine.sim.controllers.scenario import Knobs, Scenario, ScenarioError, duration
-from engine.sim.server import SimServer
 from taudash.cli import main
+from taudash.engine.model.quantity import Quantity
+from taudash.sim.clock import SimClock, parse_rfc3339, rfc3339
+from taudash.sim.controllers.scenario import Knobs, Scenario, ScenarioError, duration
+from taudash.sim.server import SimServer
 
 
 def test_durations_and_knobs_parse():

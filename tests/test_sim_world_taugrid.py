@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_sim_world import GPU, conditions, db_view, root_gpus, world
 
-from engine.model.quantity import Quantity
+from taudash.engine.model.quantity import Quantity
 
 NEW_WS = {
     "apiVersion": "tau.azure.com/v1alpha1",

@@ -3,8 +3,8 @@ import json
 import pytest
 from factories import cluster_queue, workspace
 
-from engine.sources.snapshot import SnapshotError, load_snapshot
-from engine.store import AccessState
+from taudash.engine.sources.snapshot import SnapshotError, load_snapshot
+from taudash.engine.store import AccessState
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\nstatus:\n  allocatable:\n    cpu: '{cpu}'\n"
 

@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from msgspec.structs import replace
 from rich.console import Console
 
-from engine.bench.generate import Size, generate
-from engine.model import Workload, lookup
-from engine.session import Session
-from engine.store import Store
-from engine.view import SourceInfo
-from screens.sources import SourcesScreen
 from taudash.app import TaudashApp
+from taudash.bench.generate import Size, generate
+from taudash.engine.model import Workload, lookup
+from taudash.engine.session import Session
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
+from taudash.screens.sources import SourcesScreen
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -98,7 +98,7 @@ async def test_patched_rows_equal_the_full_walk():
 async def test_drain_blockers_are_laid_over_the_rows():
     from pathlib import Path
 
-    from engine.sources.snapshot import load_snapshot
+    from taudash.engine.sources.snapshot import load_snapshot
 
     path = Path(__file__).resolve().parent.parent / "snapshots" / "drain-blocked.yaml"
     r = load_snapshot(path)

@@ -3,10 +3,10 @@
 import pytest
 from test_drain_builders import NEW, NOW, OLD, ctx_for, rules, the_workspace, workspace, world
 
-from engine.rules.base import RuleConfig
-from engine.rules.storage import derive_storage
-from engine.store import AccessState
-from engine.view import derive
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.rules.storage import derive_storage
+from taudash.engine.store import AccessState
+from taudash.engine.view import derive
 
 CLAIM = "blob-training"
 DRIVER = "blob.csi.azure.com"

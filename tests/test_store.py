@@ -1,7 +1,7 @@
 from factories import workload
 
-from engine.model import Node, Workload
-from engine.store import AccessState, Store
+from taudash.engine.model import Node, Workload
+from taudash.engine.store import AccessState, Store
 
 
 def node(name, **labels):

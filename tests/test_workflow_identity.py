@@ -13,20 +13,30 @@ from collections import Counter
 
 import pytest
 
-from engine.actions import Actions
-from engine.identity import ClusterIdentity, resume_refusal
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.store import Store
-from engine.workflows import Journal, Runner, artifacts_dir, build, new_id, summaries
-from engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Plan, Progress, Step, Workflow, version_reached
-from engine.workflows.journal import TERMINAL
-from screens.workflows import JournalIndex
 from taudash.cli import parse_args
 from taudash.commands import workflow as wfcli
+from taudash.engine.actions import Actions
+from taudash.engine.identity import ClusterIdentity, resume_refusal
+from taudash.engine.store import Store
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id, summaries
+from taudash.engine.workflows.base import (
+    RETRY,
+    STOP,
+    WAIT_ANYWAY,
+    Context,
+    Plan,
+    Progress,
+    Step,
+    Workflow,
+    version_reached,
+)
+from taudash.engine.workflows.journal import TERMINAL
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
+from taudash.screens.workflows import JournalIndex
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
@@ -285,7 +295,7 @@ async def test_stuck_question_in_the_cli():
 def test_progress_is_timestamped_and_printed_only_when_it_changes():
     from datetime import datetime
 
-    from engine.workflows.base import RunnerEvent
+    from taudash.engine.workflows.base import RunnerEvent
 
     err = io.StringIO()
     on_event = wfcli._printer(now=lambda: datetime(2026, 1, 2, 9, 5, 7), err=err)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.sources.snapshot import load_snapshot
-from engine.workflows.base import Context
-from engine.workflows.catalog import affected_queues, catalog_diff, catalog_problems, declared_catalog
-from engine.workflows.params import ParamError, catalog_params, drain_params, hold_params, release_params
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.workflows.base import Context
+from taudash.engine.workflows.catalog import affected_queues, catalog_diff, catalog_problems, declared_catalog
+from taudash.engine.workflows.params import ParamError, catalog_params, drain_params, hold_params, release_params
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = "azure.research.eval.gpu"

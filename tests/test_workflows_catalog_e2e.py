@@ -11,14 +11,14 @@ import copy
 import pytest
 import yaml
 
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.workflows import Journal, status
-from engine.workflows.base import Context, Crash
-from engine.workflows.params import catalog_params, release_params, rollback_params
-from engine.workflows.steps import DEACTIVATED_BY, previous_stop_policies
 from taudash.cli import main
+from taudash.engine.workflows import Journal, status
+from taudash.engine.workflows.base import Context, Crash
+from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
+from taudash.engine.workflows.steps import DEACTIVATED_BY, previous_stop_policies
 from taudash.live import LiveCluster
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 from tests.test_workflows_e2e import CQ, QUIET, Harness
 
 TC = "clusters.tau.azure.com"

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.workflows import Journal, Runner, artifacts_dir, build, new_id
-from engine.workflows.base import Context, Crash
-from engine.workflows.catalog import affected_queues
-from engine.workflows.hold import deactivated_by
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import Context, Crash
+from taudash.engine.workflows.catalog import affected_queues
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.live import LiveCluster
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from screens.messages import NewWorkflow, OpenWorkflow
-from screens.wizard import ConfirmRequest, StepConfirmScreen
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.screens.messages import NewWorkflow, OpenWorkflow
+from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "snapshots" / "demo.yaml"

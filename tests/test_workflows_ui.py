@@ -15,21 +15,21 @@ from rich.console import Console
 from textual.widgets import Button, Input, RadioButton, Select, SelectionList, Static
 from tools.waiting import palette_results
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.sources.kube import KubeSource, connect
-from engine.store import Store
-from engine.view import SourceInfo
-from engine.workflows import Journal, summaries
-from screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
-from screens.widgets.keyed_table import KeyedTable
-from screens.wizard import StepConfirmScreen, WizardScreen
-from screens.workflow_run import RunOptions
-from screens.workflows import NewWorkflowScreen, WorkflowsScreen
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
+from taudash.engine.workflows import Journal, summaries
+from taudash.screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.screens.wizard import StepConfirmScreen, WizardScreen
+from taudash.screens.workflow_run import RunOptions
+from taudash.screens.workflows import NewWorkflowScreen, WorkflowsScreen
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"
@@ -331,7 +331,7 @@ async def test_resume_asks_first_then_continues(rig):
 
 
 async def test_another_clusters_run_is_listed_greyed_and_never_resumed(rig):
-    from engine.identity import ClusterIdentity
+    from taudash.engine.identity import ClusterIdentity
 
     app = rig.app
     params = {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False}

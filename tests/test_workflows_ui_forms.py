@@ -14,17 +14,17 @@ import pytest
 from rich.console import Console
 from textual.widgets import Select, Static
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from engine.workflows import Journal
-from engine.workflows.journal import workflows_dir
-from screens.messages import NewWorkflow, OpenWorkflow, StartWorkflow
-from screens.widgets.choices import CHECK_OFF, CHECK_ON, RADIO_OFF, RADIO_ON
-from screens.wizard import WizardScreen
-from screens.workflows import NewWorkflowScreen
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.engine.workflows import Journal
+from taudash.engine.workflows.journal import workflows_dir
+from taudash.screens.messages import NewWorkflow, OpenWorkflow, StartWorkflow
+from taudash.screens.widgets.choices import CHECK_OFF, CHECK_ON, RADIO_OFF, RADIO_ON
+from taudash.screens.wizard import WizardScreen
+from taudash.screens.workflows import NewWorkflowScreen
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "snapshots" / "demo.yaml"

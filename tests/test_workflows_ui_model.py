@@ -12,12 +12,19 @@ from textual.app import App
 from textual.widgets import Button, Input
 from tools.waiting import palette_results
 
-from engine.sources.snapshot import load_snapshot
-from engine.workflows import Journal
-from engine.workflows.base import Context, RunnerEvent
-from engine.workflows.params import ParamError, describe, drain_params, hold_params, release_params, rollback_params
-from screens.wizard import ConfirmRequest, StepConfirmScreen
-from screens.workflow_model import ProgressItem, RunModel, eta_text
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.workflows import Journal
+from taudash.engine.workflows.base import Context, RunnerEvent
+from taudash.engine.workflows.params import (
+    ParamError,
+    describe,
+    drain_params,
+    hold_params,
+    release_params,
+    rollback_params,
+)
+from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
+from taudash.screens.workflow_model import ProgressItem, RunModel, eta_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "workflow-state" / "workflows"
@@ -161,10 +168,10 @@ async def test_confirm_escape_and_enter_on_cancel_decline():
 async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_read_only(tmp_path, monkeypatch):
     from textual.command import CommandPalette
 
-    from engine.session import Session
-    from engine.view import SourceInfo
-    from screens.help import HelpScreen
     from taudash.app import TaudashApp
+    from taudash.engine.session import Session
+    from taudash.engine.view import SourceInfo
+    from taudash.screens.help import HelpScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
     r = load_snapshot(ROOT / "snapshots" / "demo.yaml")

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.actions import Actions
-from engine.session import Session
-from engine.sources.snapshot import load_snapshot
-from engine.view import SourceInfo
-from engine.workflows.base import RunnerEvent
-from screens.messages import OpenWorkflow, WorkflowEvent
 from taudash.app import TaudashApp
+from taudash.engine.actions import Actions
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.engine.workflows.base import RunnerEvent
+from taudash.screens.messages import OpenWorkflow, WorkflowEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "snapshots" / "demo.yaml"

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.actions import Actions, ApiNotServed, AuditLog, PreconditionFailed
-from engine.sim.controllers.scenario import Knobs, Scenario
-from engine.sim.server import SimServer
-from engine.sim.world import World
-from engine.sources.kube import connect
-from engine.workflows import Journal, Runner, artifacts_dir, build, new_id
-from engine.workflows.base import Context
-from engine.workflows.hold import deactivated_by
+from taudash.engine.actions import Actions, ApiNotServed, AuditLog, PreconditionFailed
+from taudash.engine.sources.kube import connect
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import Context
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.live import LiveCluster
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"
@@ -197,7 +197,7 @@ async def test_failed_write_records_intent_then_failure(tmp_path):
 
         def reject_real_write(op, r, new, old):
             if r.plural == "clusterqueues" and len([x for x in sim.api.requests if x.verb == "patch"]) >= 2:
-                from engine.sim.errors import ApiError
+                from taudash.sim.errors import ApiError
                 raise ApiError("admission webhook denied the request", code=500)
         sim.db.add_admission(reject_real_write)
         with pytest.raises(Exception, match="500"):

@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Static
 
-from engine.session import Frame
+from taudash.engine.session import Frame
 
 from ..text import Tones, app_tones, lit
 

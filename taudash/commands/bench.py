@@ -19,8 +19,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.bench.generate import SIZES
-from engine.bench.measure import (
+from taudash.bench.generate import SIZES
+from taudash.bench.measure import (
     DECODER,
     Figure,
     LatencyProbe,
@@ -36,9 +36,9 @@ from engine.bench.measure import (
     percentile,
     rss_mib,
 )
-from engine.rules.base import RuleConfig
-from engine.session import Session
-from engine.view import SourceInfo, derive
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.session import Session
+from taudash.engine.view import SourceInfo, derive
 
 UI_SIZE = (160, 48)
 
@@ -120,7 +120,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
     store_session = None
     sync = None
     try:
-        from engine.store import Store
+        from taudash.engine.store import Store
 
         store = Store()
         session = Session(store, SourceInfo(type="sim", context="taudash-bench", path=sim.url), RuleConfig())
@@ -206,8 +206,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     prof = prof or _Profiles(None)
     from textual import events
 
-    from screens.widgets.footer_bar import NAV
     from taudash.app import SCREENS, TaudashApp
+    from taudash.screens.widgets.footer_bar import NAV
 
     keys = {name: str(i) for i, (name, _, _) in enumerate(NAV, start=1)}
     app = TaudashApp(session, tick=1.0)

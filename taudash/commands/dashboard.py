@@ -11,14 +11,14 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 
-from engine.actions import Actions, AuditLog
-from engine.paths import state_dir
-from engine.rules.base import RuleConfig
-from engine.session import Session
-from engine.sources.kube import ConfigError, KubeSource, connect
-from engine.sources.kube import Unreachable as SourceUnreachable
-from engine.store import Store
-from engine.view import SourceInfo
+from taudash.engine.actions import Actions, AuditLog
+from taudash.engine.paths import state_dir
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
 
 from ..errors import Unreachable, UsageError
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
@@ -54,7 +54,7 @@ def run_demo(args) -> int:
 
 
 async def _demo(args) -> int:
-    from engine.sim.server import SimServer
+    from taudash.sim.server import SimServer
 
     async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed) as sim:
         if args.status:
@@ -114,8 +114,8 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"), versions=source.version_of)
-        from engine.workflows.journal import demo_workflows_dir
-        from screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
+        from taudash.engine.workflows.journal import demo_workflows_dir
+        from taudash.screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
 
         from ..app import TaudashApp
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from engine.sources.export import export_snapshot, snapshot_document
+from taudash.engine.sources.export import export_snapshot, snapshot_document
 
 from ..errors import UsageError
 from ..loading import load_from_args, report_issues

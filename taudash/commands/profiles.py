@@ -6,16 +6,16 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from engine.profile_snapshot import (
+from taudash.engine.profile_snapshot import (
     ProfileSnapshotError,
     build_snapshot,
     export_snapshot,
     render_snapshot,
     verify,
 )
-from engine.rules.base import RuleContext
-from engine.rules.profiles import select_profile
-from engine.text import clean
+from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.profiles import select_profile
+from taudash.engine.text import clean
 
 from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError

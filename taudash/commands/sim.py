@@ -67,10 +67,10 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(args) -> int:
-    from engine.sim.controllers.scenario import Scenario, ScenarioError
-    from engine.sim.server import SimServer, default_snapshot
-    from engine.sim.tls import TlsError
-    from engine.sources.snapshot import SnapshotError
+    from taudash.engine.sources.snapshot import SnapshotError
+    from taudash.sim.controllers.scenario import Scenario, ScenarioError
+    from taudash.sim.server import SimServer, default_snapshot
+    from taudash.sim.tls import TlsError
 
     snapshot = args.snapshot or default_snapshot()
     try:

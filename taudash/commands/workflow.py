@@ -9,11 +9,11 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from engine.identity import resume_refusal
-from engine.text import clean
-from engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
-from engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
-from engine.workflows.params import (
+from taudash.engine.identity import resume_refusal
+from taudash.engine.text import clean
+from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
+from taudash.engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
+from taudash.engine.workflows.params import (
     ParamError,
     catalog_params,
     drain_params,
@@ -187,7 +187,7 @@ def _open(wid: str) -> Journal:
 
 
 async def _run_live(args, running: dict[str, str] | None = None) -> int:
-    from engine.rules.base import RuleConfig
+    from taudash.engine.rules.base import RuleConfig
 
     running = running if running is not None else {}
     interactive = sys.stdin.isatty() and not args.yes

@@ -7,13 +7,13 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-from engine.model import KINDS
-from engine.session import Session
-from engine.sim.server import SimServer
-from engine.sources.kube import KubeSource, connect
-from engine.store import Store
-from engine.view import SourceInfo
 from taudash.app import TaudashApp
+from taudash.engine.model import KINDS
+from taudash.engine.session import Session
+from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.store import Store
+from taudash.engine.view import SourceInfo
+from taudash.sim.server import SimServer
 
 
 async def eventually(pred, within: float = 10.0, step: float = 0.05) -> bool:

@@ -114,7 +114,7 @@ def small_workload(name: str, ns: str, rng: random.Random) -> dict[str, Any]:
 
 def fleet(size, seed: int, hot: int = 500) -> list[dict[str, Any]]:
     """The synthetic fleet plus `hot` small pending Workloads the stream keeps moving."""
-    from engine.bench.generate import generate
+    from taudash.bench.generate import generate
 
     objects = generate(size, seed)
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["kind"] == "LocalQueue"})
@@ -148,7 +148,7 @@ class WatchBuffers:
 
 
 def server_state(sim) -> dict[str, list]:
-    from engine.model import KINDS
+    from taudash.engine.model import KINDS
 
     out = {}
     for k in KINDS:
@@ -163,7 +163,7 @@ def server_state(sim) -> dict[str, list]:
 
 async def serve(args: argparse.Namespace) -> None:
     """The simulator process: `stream RATE SECONDS`, `state PATH`, `quit` on stdin."""
-    from engine.sim.server import SimServer
+    from taudash.sim.server import SimServer
 
     sim = SimServer(snapshot=None, objects=fleet(args.size, args.seed), kubeconfig=args.kubeconfig,
                     history=200_000, bookmark_interval=5.0)
@@ -295,16 +295,16 @@ class SimProcess:
 async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, size: str = "S", seed: int = 0,
                    in_process: bool = False, tick: float = 1.0, settle: float = 60.0,
                    history: int = 200_000) -> LoadResult:
-    from engine.bench.generate import SIZES, Size
-    from engine.session import Session
-    from engine.sources.kube import KubeSource, connect
-    from engine.store import Store
-    from engine.view import SourceInfo
+    from taudash.bench.generate import SIZES, Size
+    from taudash.engine.session import Session
+    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.store import Store
+    from taudash.engine.view import SourceInfo
 
     res = LoadResult(rate=rate, seconds=seconds, size=size, in_process=in_process)
     sim = proc = None
     if in_process:
-        from engine.sim.server import SimServer
+        from taudash.sim.server import SimServer
 
         sz = SIZES.get(size) or Size(size, 20, 300, 150, 4, 2, 2, 3)  # a small fleet for the quick test
         sim = SimServer(snapshot=None, objects=fleet(sz, seed, hot=100), history=history, bookmark_interval=5.0)

@@ -23,18 +23,18 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ..rules.base import RuleConfig
-from ..store import Store
-from ..view import ClusterView, SourceInfo, derive
-from .clock import DEFAULT_START, SimClock, parse_rfc3339
-from .controllers.base import LogEntry, Mirror, Writer
-from .controllers.gc import GarbageCollector
-from .controllers.kueue import KueueController
-from .controllers.nodes import NodesController
-from .controllers.scenario import Knobs, Scenario
-from .controllers.taugrid import TauGridController
-from .controllers.workloads import WorkloadsController
-from .objects import ObjectDB
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.store import Store
+from taudash.engine.view import ClusterView, SourceInfo, derive
+from taudash.sim.clock import DEFAULT_START, SimClock, parse_rfc3339
+from taudash.sim.controllers.base import LogEntry, Mirror, Writer
+from taudash.sim.controllers.gc import GarbageCollector
+from taudash.sim.controllers.kueue import KueueController
+from taudash.sim.controllers.nodes import NodesController
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.controllers.taugrid import TauGridController
+from taudash.sim.controllers.workloads import WorkloadsController
+from taudash.sim.objects import ObjectDB
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,19 @@ from typing import Any
 
 from aiohttp import web
 
-from .errors import ApiError, BadRequest, Gone, MethodNotAllowed, NotFound, Unauthorized, UnsupportedMediaType
-from .faults import Faults
-from .objects import Obj, ObjectDB, WatchEvent
-from .resources import Resource
-from .selectors import parse_field_selector, parse_label_selector
+from taudash.sim.errors import (
+    ApiError,
+    BadRequest,
+    Gone,
+    MethodNotAllowed,
+    NotFound,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from taudash.sim.faults import Faults
+from taudash.sim.objects import Obj, ObjectDB, WatchEvent
+from taudash.sim.resources import Resource
+from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 LOOPBACK = "127.0.0.1"
 KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim", "gitCommit": "0" * 40,

@@ -4,7 +4,7 @@ simulator does no GC itself (docs/simulator.md)."""
 
 from __future__ import annotations
 
-from .base import Controller, controller_owner, deleting, meta
+from taudash.sim.controllers.base import Controller, controller_owner, deleting, meta
 
 OWNED_KINDS = ("Workload",)
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .errors import BadRequest
+from taudash.sim.errors import BadRequest
 
 Matcher = Callable[[dict[str, Any]], bool]
 

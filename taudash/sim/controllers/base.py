@@ -18,20 +18,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ...model import BY_KIND, KINDS, QuantityError, lookup
-from ...model.quantity import DECIMAL_SI, Quantity
+from taudash.engine.model import BY_KIND, KINDS, QuantityError, lookup
+from taudash.engine.model.quantity import DECIMAL_SI, Quantity
 
 # The label and annotation keys are the rules' own (re-exported for the controllers).
-from ...rules.drain import JOB_UID_LABEL as JOB_UID_LABEL
-from ...rules.drain import MANAGED_LABEL as MANAGED_LABEL
-from ...rules.drain import QUEUE_LABEL as QUEUE_LABEL
-from ...rules.identity import OWNER_UID as OWNER_UID
-from ...rules.queues import MANAGED_BY as MANAGED_BY
-from ...rules.queues import TAU_MANAGER as TAU_MANAGER
-from ...store import AccessState, Store
-from ..clock import SimClock, rfc3339
-from ..errors import ApiError, Conflict, NotFound
-from ..objects import ObjectDB, WatchEvent
+from taudash.engine.rules.drain import JOB_UID_LABEL as JOB_UID_LABEL
+from taudash.engine.rules.drain import MANAGED_LABEL as MANAGED_LABEL
+from taudash.engine.rules.drain import QUEUE_LABEL as QUEUE_LABEL
+from taudash.engine.rules.identity import OWNER_UID as OWNER_UID
+from taudash.engine.rules.queues import MANAGED_BY as MANAGED_BY
+from taudash.engine.rules.queues import TAU_MANAGER as TAU_MANAGER
+from taudash.engine.store import AccessState, Store
+from taudash.sim.clock import SimClock, rfc3339
+from taudash.sim.errors import ApiError, Conflict, NotFound
+from taudash.sim.objects import ObjectDB, WatchEvent
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)

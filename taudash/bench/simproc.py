@@ -16,9 +16,9 @@ import resource
 import sys
 import time
 
-from ..sim.server import SimServer
-from .generate import QUEUE, generate
-from .stream import Mutator
+from taudash.bench.generate import QUEUE, generate
+from taudash.bench.stream import Mutator
+from taudash.sim.server import SimServer
 
 
 async def _serve(args: argparse.Namespace) -> None:

@@ -9,10 +9,10 @@ the QuotaReserved=False reason and message that explain why.
 
 from __future__ import annotations
 
-from .admission import Assignment, Capacity, assign, usage_of
-from .base import FORMATS, Obj, condition, deleting, is_true, labels, meta, qfmt, with_condition
-from .jobs import requests_of
-from .queues import check_names, cq_active, namespace_matches, stop_policy
+from taudash.sim.controllers.admission import Assignment, Capacity, assign, usage_of
+from taudash.sim.controllers.base import FORMATS, Obj, condition, deleting, is_true, labels, meta, qfmt, with_condition
+from taudash.sim.controllers.jobs import requests_of
+from taudash.sim.controllers.queues import check_names, cq_active, namespace_matches, stop_policy
 
 
 class Scheduler:

@@ -7,8 +7,8 @@ cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionChe
 
 from __future__ import annotations
 
-from .admission import usage_of
-from .base import (
+from taudash.sim.controllers.admission import usage_of
+from taudash.sim.controllers.base import (
     Controller,
     Obj,
     condition,
@@ -19,7 +19,7 @@ from .base import (
     meta,
     with_condition,
 )
-from .jobs import (
+from taudash.sim.controllers.jobs import (
     SOURCE_KINDS,
     build_workload,
     finished,
@@ -30,7 +30,7 @@ from .jobs import (
     suspend_patch,
     suspended,
 )
-from .queues import (
+from taudash.sim.controllers.queues import (
     MULTIKUEUE,
     Tally,
     ac_active,
@@ -42,7 +42,7 @@ from .queues import (
     mk_workers,
     stop_policy,
 )
-from .scheduler import Scheduler
+from taudash.sim.controllers.scheduler import Scheduler
 
 STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
 INPUTS = {

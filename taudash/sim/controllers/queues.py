@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
-from ...model.base import LabelSelector
-from ...rules.selectors import SelectorError, selector_matches
-from .admission import FR, ZERO
-from .base import FORMATS, Obj, condition, deleting, meta, qfmt, qparse, with_condition
+from taudash.engine.model.base import LabelSelector
+from taudash.engine.rules.selectors import SelectorError, selector_matches
+from taudash.sim.controllers.admission import FR, ZERO
+from taudash.sim.controllers.base import FORMATS, Obj, condition, deleting, meta, qfmt, qparse, with_condition
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 STOP_POLICIES = ("Hold", "HoldAndDrain")

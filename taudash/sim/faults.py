@@ -16,8 +16,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import ApiError, Forbidden, InternalError
-from .resources import Registry, Resource
+from taudash.sim.errors import ApiError, Forbidden, InternalError
+from taudash.sim.resources import Registry, Resource
 
 _ALL = None  # a rule for every resource
 _REASONS = {429: "TooManyRequests", 503: "ServiceUnavailable", 504: "Timeout"}

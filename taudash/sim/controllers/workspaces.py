@@ -9,13 +9,22 @@ finalizer. What must be revoked, kept or bound comes from `derive_identity`.
 
 from __future__ import annotations
 
-from ...model import TauWorkspace
-from ...model.base import Condition
-from ...rules.drain import CLEANED_LABELS, derive_drain
-from ...rules.identity import CLIENT_ID, RESEARCHER_ROLE, WS_LABEL, derive_identity
-from ...rules.pool import TEAM_LABEL, PoolView
-from ...rules.workspaces import expected_phase
-from .base import MANAGED_BY, OWNER_UID, TAU_MANAGER, Obj, condition, labels, meta, with_condition
+from taudash.engine.model import TauWorkspace
+from taudash.engine.model.base import Condition
+from taudash.engine.rules.drain import CLEANED_LABELS, derive_drain
+from taudash.engine.rules.identity import CLIENT_ID, RESEARCHER_ROLE, WS_LABEL, derive_identity
+from taudash.engine.rules.pool import TEAM_LABEL, PoolView
+from taudash.engine.rules.workspaces import expected_phase
+from taudash.sim.controllers.base import (
+    MANAGED_BY,
+    OWNER_UID,
+    TAU_MANAGER,
+    Obj,
+    condition,
+    labels,
+    meta,
+    with_condition,
+)
 
 FINALIZER = "tau.azure.com/workspace-cleanup"
 LQ_LABEL = "tau.azure.com/local-queue"

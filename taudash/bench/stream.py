@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Any
 
-from ..sim.objects import ObjectDB
+from taudash.sim.objects import ObjectDB
 
 GPU = "nvidia.com/gpu"
 

@@ -3,11 +3,11 @@
 See docs/simulator.md. `SimServer` is the one entry point most callers need.
 """
 
-from .apiserver import ApiServer, RequestRecord
-from .errors import ApiError
-from .faults import Faults
-from .objects import ObjectDB, Subscription, WatchEvent
-from .server import SimOptions, SimServer, default_snapshot
+from taudash.sim.apiserver import ApiServer, RequestRecord
+from taudash.sim.errors import ApiError
+from taudash.sim.faults import Faults
+from taudash.sim.objects import ObjectDB, Subscription, WatchEvent
+from taudash.sim.server import SimOptions, SimServer, default_snapshot
 
 __all__ = [
     "ApiError",

@@ -10,11 +10,22 @@ this controller writes itself, and of Kueue's queue counters, trigger nothing; a
 
 from __future__ import annotations
 
-from ...rules.base import RuleConfig, RuleContext
-from ...rules.pool import FLAVOR_PREFIX, TEAM_LABEL, PoolView, derive_pool, team_cohort_name
-from .base import MANAGED_BY, OWNER_UID, TAU_MANAGER, Controller, Obj, condition, labels, meta, qparse, with_condition
-from .profiles import multikueue_ready, resolve_profiles
-from .workspaces import WorkspaceReconciler
+from taudash.engine.rules.base import RuleConfig, RuleContext
+from taudash.engine.rules.pool import FLAVOR_PREFIX, TEAM_LABEL, PoolView, derive_pool, team_cohort_name
+from taudash.sim.controllers.base import (
+    MANAGED_BY,
+    OWNER_UID,
+    TAU_MANAGER,
+    Controller,
+    Obj,
+    condition,
+    labels,
+    meta,
+    qparse,
+    with_condition,
+)
+from taudash.sim.controllers.profiles import multikueue_ready, resolve_profiles
+from taudash.sim.controllers.workspaces import WorkspaceReconciler
 
 KQ = "kueue.x-k8s.io/v1beta2"
 _OWN_STATUS = {"TauCluster", "TauWorkspace", "TauTeam"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from .base import Obj, meta, qfmt, qres
+from taudash.sim.controllers.base import Obj, meta, qfmt, qres
 
 FR = tuple[str, str]  # (flavor, resource)
 ZERO = Decimal(0)

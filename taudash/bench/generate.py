@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..model.quantity import Quantity
+from taudash.engine.model.quantity import Quantity
 
 Obj = dict[str, Any]
 

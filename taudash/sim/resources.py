@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.kinds import KINDS, NEVER_READ, ResourceKind, lookup
+from taudash.engine.model.kinds import KINDS, NEVER_READ, ResourceKind, lookup
 
 # Getter of one table cell from a raw object.
 Cell = Callable[[dict[str, Any]], Any]

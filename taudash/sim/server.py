@@ -21,22 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.kinds import KUEUE
-from ..sources.snapshot import LoadResult
-from ..store import AccessState
-from .apiserver import LOOPBACK, ApiServer
-from .faults import Faults
-from .kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
-from .objects import ObjectDB
-from .tls import ServerCert, make_cert
-
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-# The demo scenario; until it lands, the small API-test fixture keeps `sim serve` useful.
-DEFAULT_SNAPSHOTS = (_REPO_ROOT / "snapshots" / "demo.yaml", _REPO_ROOT / "tests" / "fixtures" / "sim-cluster.yaml")
+from taudash.data import demo_snapshot
+from taudash.engine.model.kinds import KUEUE
+from taudash.engine.sources.snapshot import LoadResult
+from taudash.engine.store import AccessState
+from taudash.sim.apiserver import LOOPBACK, ApiServer
+from taudash.sim.faults import Faults
+from taudash.sim.kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
+from taudash.sim.objects import ObjectDB
+from taudash.sim.tls import ServerCert, make_cert
 
 
 def default_snapshot() -> Path | None:
-    return next((p for p in DEFAULT_SNAPSHOTS if p.is_file()), None)
+    """The demo scenario, shipped as package data."""
+    path = demo_snapshot()
+    return path if path.is_file() else None
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class SimServer:
         self._tasks: list[asyncio.Task] = []
         self.running = False
         self.controller_errors: list[BaseException] = []
-        # The simulated world (engine.sim.world): with `simulate`, built once seeded and ticked in real time.
+        # The simulated world (taudash.sim.world): with `simulate`, built once seeded and ticked in real time.
         self.simulate = simulate
         self.scenario = scenario
         self.world: Any = None
@@ -132,7 +131,7 @@ class SimServer:
             self._tmpdir = None
             raise
         if self.simulate and self.world is None:
-            from .world import World
+            from taudash.sim.world import World
 
             self.world = World.for_server(self, self.scenario)
             self._controllers.append(self.world.serve)

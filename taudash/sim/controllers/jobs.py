@@ -10,8 +10,18 @@ from __future__ import annotations
 import hashlib
 from decimal import Decimal
 
-from .admission import PodSetRequest
-from .base import JOB_UID_LABEL, MANAGED_LABEL, PRIORITY_LABEL, QUEUE_LABEL, Obj, is_true, labels, meta, qres
+from taudash.sim.controllers.admission import PodSetRequest
+from taudash.sim.controllers.base import (
+    JOB_UID_LABEL,
+    MANAGED_LABEL,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    Obj,
+    is_true,
+    labels,
+    meta,
+    qres,
+)
 
 KUEUE_V = "kueue.x-k8s.io/v1beta2"
 SOURCE_KINDS = ("Job", "RayJob", "RayService", "Deployment")

@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..model import KINDS
-from ..store import AccessState, Change, Store
+from taudash.engine.model import KINDS
+from taudash.engine.store import AccessState, Change, Store
 
 try:  # the fastest decoder available is the baseline (DESIGN: orjson is a dependency, json the fallback)
     import orjson
@@ -108,7 +108,7 @@ class SimProcess:
         env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         t = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.bench.simproc", "--size", self.size, "--seed", str(self.seed),
+            [sys.executable, "-m", "taudash.bench.simproc", "--size", self.size, "--seed", str(self.seed),
              "--kubeconfig", str(self.kubeconfig)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
         line = self._readline(timeout)
@@ -165,7 +165,7 @@ class SyncResult:
 
 async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> SyncResult:
     """Connect and list every kind through engine.sources.kube; the informers keep watching after."""
-    from ..sources.kube import KubeSource, connect
+    from taudash.engine.sources.kube import KubeSource, connect
 
     target = await connect(None, str(kubeconfig))
     source = KubeSource(store, target, lock=lock)
@@ -181,7 +181,7 @@ async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> Sync
 async def list_bodies(source: Any, out: Any = None) -> list[bytes]:
     """The same list pages the informers read (same paths, same page size), as raw bytes; written
     length-prefixed to the binary file `out` instead of kept, when given."""
-    from ..sources.kube import LIST_PAGE
+    from taudash.engine.sources.kube import LIST_PAGE
 
     bodies: list[bytes] = []
     for k in source.kinds:

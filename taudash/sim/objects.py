@@ -26,12 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..model.kinds import NEVER_READ
-from ..sources.snapshot import LoadResult, load_snapshot
-from .errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
-from .patch import PatchError, clone, json_patch, merge_patch
-from .resources import Registry, Resource
-from .selectors import parse_field_selector, parse_label_selector
+from taudash.engine.model.kinds import NEVER_READ
+from taudash.engine.sources.snapshot import LoadResult, load_snapshot
+from taudash.sim.errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
+from taudash.sim.patch import PatchError, clone, json_patch, merge_patch
+from taudash.sim.resources import Registry, Resource
+from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
 ResourceRef = str | Resource  # "ClusterQueue", "clusterqueues.kueue.x-k8s.io", "cq" or a Resource

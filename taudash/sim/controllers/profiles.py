@@ -7,10 +7,10 @@ is published with `profile_set_hash` (the same function taudash verifies with).
 
 from __future__ import annotations
 
-from ...model.tau import ResolvedWorkloadProfile, TauCluster
-from ...rules.base import RuleContext
-from ...rules.multikueue import _m3 as multikueue_wiring
-from ...rules.profilehash import (
+from taudash.engine.model.tau import ResolvedWorkloadProfile, TauCluster
+from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.multikueue import _m3 as multikueue_wiring
+from taudash.engine.rules.profilehash import (
     MULTI_KUEUE,
     ProfileHashError,
     hash_input,
@@ -19,9 +19,9 @@ from ...rules.profilehash import (
     profile_set_hash,
     validate_profile,
 )
-from ...store import Store
-from .base import Obj, condition, meta, with_condition
-from .queues import MULTIKUEUE, check_names, mk_workers
+from taudash.engine.store import Store
+from taudash.sim.controllers.base import Obj, condition, meta, with_condition
+from taudash.sim.controllers.queues import MULTIKUEUE, check_names, mk_workers
 
 ORDER = (
     "LocalQueuesResolved",

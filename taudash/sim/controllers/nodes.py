@@ -9,9 +9,9 @@ the seed stay so unless the scenario says otherwise.
 
 from __future__ import annotations
 
-from ...rules.pool import GPU_CLASS_LABEL as GPU_CLASS
-from .base import Controller, Obj, condition, labels, meta, with_condition
-from .scenario import Event
+from taudash.engine.rules.pool import GPU_CLASS_LABEL as GPU_CLASS
+from taudash.sim.controllers.base import Controller, Obj, condition, labels, meta, with_condition
+from taudash.sim.controllers.scenario import Event
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
 UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

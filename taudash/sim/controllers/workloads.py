@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import math
 
-from ...rules.pool import FLAVOR_PREFIX
-from ...rules.pool import GPU_CLASS_LABEL as GPU_CLASS
-from ..clock import parse_rfc3339, rfc3339
-from .base import PRIORITY_LABEL, QUEUE_LABEL, Controller, Obj, condition, deleting, is_true, labels, meta
-from .jobs import short_hash
+from taudash.engine.rules.pool import FLAVOR_PREFIX
+from taudash.engine.rules.pool import GPU_CLASS_LABEL as GPU_CLASS
+from taudash.sim.clock import parse_rfc3339, rfc3339
+from taudash.sim.controllers.base import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    Controller,
+    Obj,
+    condition,
+    deleting,
+    is_true,
+    labels,
+    meta,
+)
+from taudash.sim.controllers.jobs import short_hash
 
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/ib"
