@@ -221,6 +221,23 @@ def test_transition_rules_need_a_correlated_old_value():
     assert check(s, {"spec": {"queue": "a", "atomic": [{"v": "2"}]}}, old)[0].ok
 
 
+def test_an_update_ratchets_unchanged_values_but_runs_transition_rules():
+    s = obj_schema({
+        "spec": obj_schema({"n": {"type": "integer", "maximum": 5}, "tag": {"type": "string"}}),
+        "status": obj_schema({"phase": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self == oldSelf || oldSelf != 'Done'", "message": "Done is final"}]}}),
+    })
+    old = {"spec": {"n": 9, "tag": "a"}, "status": {"phase": "Done"}}
+    assert not check(s, old)[0].ok  # a create validates everything
+    out = check(s, {"spec": {"n": 9, "tag": "a"}, "status": {"phase": "Done"}}, old)[0]
+    assert out.ok and out.ratcheted >= 1  # the stored, unchanged spec is not re-judged
+    assert check(s, {"spec": {"n": 9, "tag": "b"}, "status": {"phase": "Done"}}, old)[0].ok  # n itself unchanged
+    assert reasons(check(s, {"spec": {"n": 10, "tag": "a"}, "status": {"phase": "Done"}}, old)[0]) == [
+        ("spec.n", "FieldValueInvalid")]  # a changed value is validated
+    assert reasons(check(s, {"spec": {"n": 9, "tag": "a"}, "status": {"phase": "Running"}}, old)[0]) == [
+        ("status.phase", "FieldValueInvalid")]
+
+
 def test_an_unsupported_rule_is_skipped_visibly_never_passed():
     s = obj_schema({"spec": obj_schema({"a": {"type": "string"}}, **{"x-kubernetes-validations": [
         {"rule": "self.a.split(',').size() == 1"},

@@ -35,8 +35,10 @@ Deliberately skipped: a rule outside the subset (a function or construct `cel.py
 `Outcome.rules_skipped` / `SchemaSet.skipped` and listed by `SchemaSet.skipped_rules()` — none of
 the rules in the two CRD folders above is skipped today. Transition rules run only on an update
 whose old value correlates (object fields, map keys, list-type=map items), as in the API server.
-Not done: ObjectMeta validation beyond what ObjectDB checks, ratcheting of unchanged invalid
-values, CEL cost limits, `messageExpression`.
+An update ratchets like the API server (CRDValidationRatcheting, on by default since 1.30): a
+value equal to the stored one is left as stored and not validated again, unless a transition rule
+lies at or below it. Not done: ObjectMeta validation beyond what ObjectDB checks, CEL cost limits,
+`messageExpression`, defaulting on read (seeded objects are stored as the snapshot has them).
 """
 
 from __future__ import annotations

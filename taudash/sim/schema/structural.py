@@ -68,6 +68,7 @@ class Node:
     list_type: str | None = None
     list_map_keys: tuple[str, ...] = ()
     rules: list[Rule] = field(default_factory=list)
+    has_transition: bool = False  # a transition rule here or below: never ratcheted
 
 
 _INLINE_FLAGS = re.compile(r"\(\?([ims]+)\)")
@@ -130,6 +131,8 @@ def compile_schema(schema: dict[str, Any]) -> Node:
             n.rules.append(Rule(src, message, None, False, "messageExpression/optionalOldSelf/fieldPath"))
             continue
         n.rules.append(Rule(src, message, program, uses_old_self(program)))
+    children = [*(n.properties or {}).values(), n.items, n.additional]
+    n.has_transition = any(r.transition for r in n.rules) or any(c.has_transition for c in children if c is not None)
     return n
 
 
@@ -141,6 +144,7 @@ class Outcome:
     unknown: list[str] = field(default_factory=list)  # pruned (or, Strict, refused) field paths
     rules_evaluated: int = 0
     rules_skipped: int = 0
+    ratcheted: int = 0  # unchanged subtrees of an update left as stored
     skipped_rules: set[str] = field(default_factory=set)
 
     @property
@@ -209,6 +213,12 @@ class _Walk:
 
     # pruning, null-dropping and defaulting (mutates `value`), then validation
     def visit(self, node: Node, value: Any, old: Any, path: str, root: bool = False) -> None:
+        if old is not None and not node.has_transition and value == old:
+            # Ratcheting (the API server's CRDValidationRatcheting): an update leaves a value it does
+            # not change as stored, unvalidated; only transition rules always run. It also keeps a
+            # status write from re-walking an unchanged spec.
+            self.out.ratcheted += 1
+            return
         if node.int_or_string:
             if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
                 self.fail(path, "FieldValueTypeInvalid",
