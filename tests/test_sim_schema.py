@@ -444,3 +444,28 @@ async def test_a_seeded_run_with_a_hold_and_drain_serves_only_valid_kueue_object
         for w in evicted():
             assert all("underlyingCause" in e for e in w["status"]["schedulingStats"]["evictions"])
     assert sim.controller_errors == []
+
+
+def test_v1beta1_writes_use_the_v1beta1_schema_only_for_v1beta1_shaped_objects(main_crds):
+    db = ObjectDB(schemas=main_crds)
+    v1 = {**_workload(), "apiVersion": f"{KUEUE}/v1beta1"}
+    v1["spec"] = {**v1["spec"], "priorityClassName": "high"}  # v1beta1 only; its rule then wants `priority`
+    v1.pop("status")
+    with pytest.raises(Invalid, match="spec: Invalid value"):
+        db.create(v1, version="v1beta1")
+    assert db.schema_fallbacks == 0
+    stored = db.create({**v1, "spec": {**v1["spec"], "priority": 5}}, version="v1beta1")
+    assert stored["spec"]["priorityClassName"] == "high"  # known to v1beta1: kept
+    # a v1beta2-shaped object written through the v1beta1 endpoint: no conversion, judged as v1beta2
+    v2 = _workload()
+    v2["metadata"]["name"] = "w2"
+    v2["spec"] = {**v2["spec"], "priority": 5,
+                  "priorityClassRef": {"group": KUEUE, "kind": "WorkloadPriorityClass", "name": "high"}}
+    v2.pop("status")
+    db.create(v2)
+    out = db.patch_merge("Workload", "w2", {"status": {"clusterName": "east"}}, "ns", subresource="status",
+                         version="v1beta1")
+    assert db.schema_fallbacks == 1 and out["spec"]["priorityClassRef"]["name"] == "high"
+    with pytest.raises(Invalid, match="mutually exclusive"):
+        db.patch_merge("Workload", "w2", {"status": {"nominatedClusterNames": ["west"]}}, "ns",
+                       subresource="status", version="v1beta1")

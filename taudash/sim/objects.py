@@ -31,7 +31,7 @@ from taudash.engine.sources.snapshot import LoadResult, load_snapshot
 from taudash.sim.errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
 from taudash.sim.patch import PatchError, clone, json_patch, merge_patch
 from taudash.sim.resources import Registry, Resource
-from taudash.sim.schema import SchemaSet
+from taudash.sim.schema import STORED_SHAPE, SchemaSet
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
@@ -497,10 +497,11 @@ class ObjectDB:
     def _check_schema(self, r: Resource, obj: Obj, old: Obj | None, version: str, field_validation: str | None) -> None:
         schemas = self.schemas
         assert schemas is not None
-        if version != r.storage_version and schemas.unknown_fields(r.group, r.kind, version, obj):
-            # Stored objects are in the storage version's shape and conversion is not simulated
-            # yet: an object another version's schema cannot read is validated as stored.
-            version = r.storage_version
+        if (version != STORED_SHAPE and STORED_SHAPE in schemas.versions(r.group, r.kind)
+                and schemas.unknown_fields(r.group, r.kind, version, obj)):
+            # Conversion is not simulated yet: objects keep the v1beta2 shape whatever version a
+            # request names, so one the named version's schema cannot read is validated as v1beta2.
+            version = STORED_SHAPE
             self.schema_fallbacks += 1
         out = schemas.check(r.group, r.kind, version, obj, old)
         if out is None:

@@ -58,8 +58,11 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader reads th
 
 ENV_VAR = "TAUDASH_KUEUE_CRDS"
 DEFAULT_CRD_VERSION = "main-ff69552"  # the current Kueue: v1beta2 stored, v1beta1 served
+# The shape of the Kueue objects the simulator stores and serves on every version endpoint: it does
+# not convert between versions yet (docs/simulator.md).
+STORED_SHAPE = "v1beta2"
 
-__all__ = ["ENV_VAR", "DEFAULT_CRD_VERSION", "Cause", "Outcome", "SchemaSet", "crd_root", "repo_root"]
+__all__ = ["ENV_VAR", "DEFAULT_CRD_VERSION", "STORED_SHAPE", "Cause", "Outcome", "SchemaSet", "crd_root", "repo_root"]
 
 
 def repo_root() -> Path:
