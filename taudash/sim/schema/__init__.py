@@ -66,12 +66,9 @@ __all__ = ["ENV_VAR", "DEFAULT_CRD_VERSION", "STORED_SHAPE", "Cause", "Outcome",
 
 
 def repo_root() -> Path:
-    """The checkout this package runs from (the folder holding pyproject.toml)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").is_file():
-            return parent
-    return here.parents[3]
+    """The checkout this package runs from: taudash/sim/schema/ sits three levels below it (an
+    installed wheel has no such root beside shared/, so the default finds nothing there)."""
+    return Path(__file__).resolve().parents[3]
 
 
 def crd_root() -> Path:

@@ -14,6 +14,7 @@ error on one side when the other side decides; selecting an absent field is an e
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -283,91 +284,144 @@ def uses_old_self(node: Any) -> bool:
 
 
 # --- evaluation ---------------------------------------------------------------------------------
+# A compiled rule becomes nested closures once (`to_callable`): a rule runs on every write, and
+# dispatching on the node type each time cost more than the rule itself.
+
+Program = Callable[[dict[str, Any]], Any]
 
 
 def evaluate(node: tuple, env: dict[str, Any]) -> Any:
     """Evaluate a compiled rule; raises CelError for CEL's runtime errors."""
+    return to_callable(node)(env)
+
+
+def to_callable(node: tuple) -> Program:
+    """The rule as a function of its variables (`self`, `oldSelf`)."""
+    return _build(node)
+
+
+def _build(node: tuple) -> Program:  # noqa: C901 - one branch per node type
     op = node[0]
     if op == "lit":
-        return node[1]
+        value = node[1]
+        return lambda env: value
     if op == "var":
-        if node[1] not in env:
-            raise CelError(f"undeclared reference to '{node[1]}'")
-        return env[node[1]]
+        name = node[1]
+
+        def var(env: dict[str, Any]) -> Any:
+            try:
+                return env[name]
+            except KeyError:
+                raise CelError(f"undeclared reference to '{name}'") from None
+        return var
     if op == "field":
-        target = evaluate(node[1], env)
-        if not isinstance(target, dict):
-            raise CelError(f"no such key: {node[2]}")
-        if node[2] not in target:
-            raise CelError(f"no such key: {node[2]}")
-        return target[node[2]]
+        target, key = _build(node[1]), node[2]
+
+        def select(env: dict[str, Any]) -> Any:
+            obj = target(env)
+            if isinstance(obj, dict) and key in obj:
+                return obj[key]
+            raise CelError(f"no such key: {key}")
+        return select
     if op == "has":
-        target = evaluate(node[1], env)
-        if not isinstance(target, dict):
-            raise CelError(f"invalid type for field selection: {node[2]}")
-        return node[2] in target
+        target, key = _build(node[1]), node[2]
+
+        def has(env: dict[str, Any]) -> bool:
+            obj = target(env)
+            if not isinstance(obj, dict):
+                raise CelError(f"invalid type for field selection: {key}")
+            return key in obj
+        return has
     if op == "index":
-        target, idx = evaluate(node[1], env), evaluate(node[2], env)
-        if isinstance(target, list):
-            if not _is_int(idx) or not 0 <= idx < len(target):
-                raise CelError(f"index out of bounds: {idx}")
-            return target[idx]
-        if isinstance(target, dict):
-            if idx not in target:
-                raise CelError(f"no such key: {idx}")
-            return target[idx]
-        raise CelError("no such overload: index")
+        target, index = _build(node[1]), _build(node[2])
+        return lambda env: _index(target(env), index(env))
     if op == "size":
-        value = evaluate(node[1], env)
-        if isinstance(value, str | list | dict):
-            return len(value)
-        raise CelError("no such overload: size")
+        target = _build(node[1])
+        return lambda env: _size(target(env))
     if op == "list":
-        return [evaluate(x, env) for x in node[1]]
+        items = [_build(x) for x in node[1]]
+        return lambda env: [item(env) for item in items]
     if op == "not":
-        value = evaluate(node[1], env)
-        if not isinstance(value, bool):
-            raise CelError("no such overload: !_")
-        return not value
+        operand = _build(node[1])
+
+        def negate(env: dict[str, Any]) -> bool:
+            value = operand(env)
+            if not isinstance(value, bool):
+                raise CelError("no such overload: !_")
+            return not value
+        return negate
     if op == "neg":
-        value = evaluate(node[1], env)
-        if not _is_number(value):
-            raise CelError("no such overload: -_")
-        return -value
+        operand = _build(node[1])
+
+        def minus(env: dict[str, Any]) -> Any:
+            value = operand(env)
+            if not _is_number(value):
+                raise CelError("no such overload: -_")
+            return -value
+        return minus
     if op in ("and", "or"):
-        return _logic(op, node, env)
+        return _logic(op == "or", _build(node[1]), _build(node[2]))
     if op == "cond":
-        cond = evaluate(node[1], env)
-        if not isinstance(cond, bool):
-            raise CelError("no such overload: _?_:_")
-        return evaluate(node[2] if cond else node[3], env)
+        cond, yes, no = _build(node[1]), _build(node[2]), _build(node[3])
+
+        def choose(env: dict[str, Any]) -> Any:
+            value = cond(env)
+            if not isinstance(value, bool):
+                raise CelError("no such overload: _?_:_")
+            return yes(env) if value else no(env)
+        return choose
     if op == "bin":
-        return _binary(node[1], evaluate(node[2], env), evaluate(node[3], env))
+        binop, left, right = node[1], _build(node[2]), _build(node[3])
+        if binop == "==":
+            return lambda env: equal(left(env), right(env))
+        if binop == "!=":
+            return lambda env: not equal(left(env), right(env))
+        return lambda env: _binary(binop, left(env), right(env))
     if op == "macro":
-        return _macro(node, env)
+        return _macro(node[1], _build(node[2]), node[3], _build(node[4]))
     if op == "strfn":
-        return _string_fn(node[1], evaluate(node[2], env), [evaluate(a, env) for a in node[3]])
-    raise CelError(f"unknown node {op}")  # pragma: no cover - the parser makes no other nodes
+        name, target, args = node[1], _build(node[2]), [_build(a) for a in node[3]]
+        return lambda env: _string_fn(name, target(env), [a(env) for a in args])
+    raise CelUnsupported(f"unknown node {op}")  # pragma: no cover - the parser makes no other nodes
 
 
-def _logic(op: str, node: tuple, env: dict[str, Any]) -> bool:
+def _index(target: Any, idx: Any) -> Any:
+    if isinstance(target, list):
+        if not _is_int(idx) or not 0 <= idx < len(target):
+            raise CelError(f"index out of bounds: {idx}")
+        return target[idx]
+    if isinstance(target, dict):
+        if idx not in target:
+            raise CelError(f"no such key: {idx}")
+        return target[idx]
+    raise CelError("no such overload: index")
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str | list | dict):
+        return len(value)
+    raise CelError("no such overload: size")
+
+
+def _logic(decisive: bool, left: Program, right: Program) -> Program:
     # CEL's commutative && and ||: a deciding side wins over an error on the other one.
-    decisive = op == "or"
-    error: CelError | None = None
-    for side in (node[1], node[2]):
-        try:
-            value = evaluate(side, env)
-        except CelError as exc:
-            error = error or exc
-            continue
-        if not isinstance(value, bool):
-            error = error or CelError(f"no such overload: _{'||' if decisive else '&&'}_")
-            continue
-        if value is decisive:
-            return decisive
-    if error is not None:
-        raise error
-    return not decisive
+    def run(env: dict[str, Any]) -> bool:
+        error: CelError | None = None
+        for side in (left, right):
+            try:
+                value = side(env)
+            except CelError as exc:
+                error = error or exc
+                continue
+            if not isinstance(value, bool):
+                error = error or CelError(f"no such overload: _{'||' if decisive else '&&'}_")
+                continue
+            if value is decisive:
+                return decisive
+        if error is not None:
+            raise error
+        return not decisive
+    return run
 
 
 def _is_int(v: Any) -> bool:
@@ -380,6 +434,8 @@ def _is_number(v: Any) -> bool:
 
 def equal(a: Any, b: Any) -> bool:
     """CEL equality: numbers compare by value, everything else by type and value, deeply."""
+    if type(a) is type(b) and type(a) in (str, int):  # the common case: `c.type == 'Admitted'`
+        return a == b
     if _is_number(a) and _is_number(b):
         return a == b
     if isinstance(a, bool) or isinstance(b, bool):
@@ -427,52 +483,47 @@ def _binary(op: str, a: Any, b: Any) -> Any:
     return a / b
 
 
-def _macro(node: tuple, env: dict[str, Any]) -> Any:
-    _, name, target_node, var, body = node
-    target = evaluate(target_node, env)
-    if isinstance(target, dict):
-        items = list(target)
-    elif isinstance(target, list):
-        items = target
-    else:
-        raise CelError(f"no such overload: {name}")
-    scope = dict(env)
+def _macro(name: str, target: Program, var: str, body: Program) -> Program:
+    def run(env: dict[str, Any]) -> Any:
+        items = target(env)
+        if isinstance(items, dict):
+            items = list(items)
+        elif not isinstance(items, list):
+            raise CelError(f"no such overload: {name}")
+        scope = dict(env)
 
-    def run(item: Any) -> Any:
-        scope[var] = item
-        return evaluate(body, scope)
+        def each(item: Any) -> Any:
+            scope[var] = item
+            return body(scope)
 
-    if name == "map":
-        return [run(x) for x in items]
-    if name == "filter":
-        out = []
+        if name == "map":
+            return [each(x) for x in items]
+        if name == "filter":
+            out = []
+            for x in items:
+                keep = each(x)
+                if not isinstance(keep, bool):
+                    raise CelError("no such overload: filter")
+                if keep:
+                    out.append(x)
+            return out
+        if name == "exists_one":
+            return sum(1 for x in items if each(x) is True) == 1
+        # all / exists: like && / || over the items, errors absorbed by a deciding item
+        decisive = name == "exists"
+        error: CelError | None = None
         for x in items:
-            keep = run(x)
-            if not isinstance(keep, bool):
-                raise CelError("no such overload: filter")
-            if keep:
-                out.append(x)
-        return out
-    if name == "exists_one":
-        count = 0
-        for x in items:
-            if run(x) is True:
-                count += 1
-        return count == 1
-    # all / exists: like && / || over the items, errors absorbed by a deciding item
-    decisive = name == "exists"
-    error: CelError | None = None
-    for x in items:
-        try:
-            value = run(x)
-        except CelError as exc:
-            error = error or exc
-            continue
-        if value is decisive:
-            return decisive
-    if error is not None:
-        raise error
-    return not decisive
+            try:
+                value = each(x)
+            except CelError as exc:
+                error = error or exc
+                continue
+            if value is decisive:
+                return decisive
+        if error is not None:
+            raise error
+        return not decisive
+    return run
 
 
 @lru_cache(maxsize=256)

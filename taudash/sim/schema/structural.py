@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from taudash.sim.schema.cel import CelError, CelUnsupported, compile_rule, evaluate, uses_old_self
+from taudash.sim.schema.cel import CelError, CelUnsupported, Program, compile_rule, to_callable, uses_old_self
 
 Cause = tuple[str, str, str]  # (field path, reason, message)
 
@@ -32,7 +32,7 @@ _ROOT_KEPT = ("apiVersion", "kind", "metadata")  # the API server owns these at 
 class Rule:
     source: str
     message: str
-    program: tuple | None  # None: skipped (not in the supported CEL subset)
+    program: Program | None  # None: skipped (not in the supported CEL subset)
     transition: bool
     skip_reason: str = ""
 
@@ -130,7 +130,7 @@ def compile_schema(schema: dict[str, Any]) -> Node:
         if "messageExpression" in rule or "optionalOldSelf" in rule or "fieldPath" in rule:
             n.rules.append(Rule(src, message, None, False, "messageExpression/optionalOldSelf/fieldPath"))
             continue
-        n.rules.append(Rule(src, message, program, uses_old_self(program)))
+        n.rules.append(Rule(src, message, to_callable(program), uses_old_self(program)))
     children = [*(n.properties or {}).values(), n.items, n.additional]
     n.has_transition = any(r.transition for r in n.rules) or any(c.has_transition for c in children if c is not None)
     return n
@@ -366,7 +366,7 @@ class _Walk:
             env = {"self": value, "oldSelf": old} if rule.transition else {"self": value}
             self.out.rules_evaluated += 1
             try:
-                result = evaluate(rule.program, env)
+                result = rule.program(env)
             except CelError as exc:
                 self.fail(path, "FieldValueInvalid", f'Invalid value: "{shown}": {rule.message}: evaluation error: {exc}')
                 continue
