@@ -469,3 +469,20 @@ def test_v1beta1_writes_use_the_v1beta1_schema_only_for_v1beta1_shaped_objects(m
     with pytest.raises(Invalid, match="mutually exclusive"):
         db.patch_merge("Workload", "w2", {"status": {"nominatedClusterNames": ["west"]}}, "ns",
                        subresource="status", version="v1beta1")
+
+
+def test_a_controllers_invalid_write_raises_when_strict_else_is_logged_and_dropped(main_crds):
+    from taudash.sim.clock import SimClock
+    from taudash.sim.controllers.base import Writer
+
+    db = ObjectDB(schemas=main_crds)
+    db.create(_cq())
+    rv = db.resource_version
+    bad = {"stopPolicy": "Later"}
+    with pytest.raises(Invalid, match="Unsupported value"):
+        Writer(db, SimClock(0.0), strict=True).patch("ClusterQueue", "cq", None, {"spec": bad})
+    lenient = Writer(db, SimClock(0.0), strict=False)
+    assert lenient.patch("ClusterQueue", "cq", None, {"spec": bad}) is None
+    assert lenient.invalid == 1 and "Unsupported value" in lenient.errors[-1] and not lenient.log
+    assert db.resource_version == rv
+    assert lenient.patch("ClusterQueue", "cq", None, {"spec": {"stopPolicy": "Hold"}}) is not None
