@@ -324,6 +324,12 @@ def test_objectdb_prunes_defaults_and_refuses(main_crds):
     with pytest.raises(BadRequest, match='strict decoding error: unknown field "spec.extra"'):
         db.create({**_cq("strict"), "spec": {**_cq()["spec"], "extra": "x"}}, field_validation="Strict")
     assert db.get("ClusterQueue", "strict") is None
+    with pytest.raises(Invalid) as many:
+        db.create(_cq("many", stopPolicy="Later", queueingStrategy="Random"))
+    assert str(many.value) == (f'ClusterQueue.{KUEUE} "many" is invalid: [spec.stopPolicy: Unsupported value: "Later": '
+                               'supported values: "None", "Hold", "HoldAndDrain", spec.queueingStrategy: Unsupported '
+                               'value: "Random": supported values: "StrictFIFO", "BestEffortFIFO"]')
+    assert len(many.value.details["causes"]) == 2
     rv = db.resource_version
     # a borrowingLimit without a cohort: a CEL rule of the ClusterQueue CRD
     bad = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
