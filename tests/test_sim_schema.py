@@ -26,6 +26,10 @@ DEMO = ROOT / "snapshots" / "demo.yaml"
 KUEUE = "kueue.x-k8s.io"
 SNAPSHOTS = [ROOT / "snapshots" / n for n in ("demo.yaml", "drain-blocked.yaml", "pool-shrunk.yaml", "pool-zeroed.yaml")]
 FIXTURES = [ROOT / "tests" / "fixtures" / n for n in ("sim-cluster.yaml", "ui-demo.yaml")]
+# Fields the simulator's v1beta2-shaped objects spell differently from v1beta1 (no conversion yet).
+V1BETA1_SPELLING = {("Workload", "spec.priorityClassRef"), ("ClusterQueue", "spec.cohortName"),
+                    ("LocalQueue", "status.flavorsUsage"), ("MultiKueueCluster", "spec.clusterSource"),
+                    ("MultiKueueCluster", "spec.kubeConfig")}
 
 
 @pytest.fixture(scope="module")
@@ -447,6 +451,19 @@ async def test_a_seeded_run_with_a_hold_and_drain_serves_only_valid_kueue_object
                     assert out.ok and not out.unknown, (r.kind, item["metadata"]["name"], out)
                     served += 1
         assert served >= 50
+        # v1beta1 serves the same (v1beta2-shaped) objects: conversion is not simulated yet. What
+        # v1beta1's schema cannot read must stay the documented spelling differences (docs/simulator.md).
+        gaps = set()
+        async with aiohttp.ClientSession() as s:
+            for r in sim.db.registry.all:
+                if r.group != KUEUE:
+                    continue
+                url = f"{sim.url}/apis/{KUEUE}/v1beta1/{r.plural}"
+                async with s.get(url, headers=headers, ssl=sim.cert.client_context()) as resp:
+                    for item in (await resp.json())["items"]:
+                        out = main_crds.check(KUEUE, r.kind, "v1beta1", copy.deepcopy(item))
+                        gaps |= {(r.kind, f) for f in out.unknown} | {(r.kind, f) for f, _, _ in out.causes}
+        assert gaps <= V1BETA1_SPELLING, gaps - V1BETA1_SPELLING
         for w in evicted():
             assert all("underlyingCause" in e for e in w["status"]["schedulingStats"]["evictions"])
     assert sim.controller_errors == []
