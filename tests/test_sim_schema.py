@@ -364,10 +364,13 @@ def test_sim_server_without_the_crd_folder_says_so(tmp_path):
     assert SimServer(None, kueue_crds=None).db.schemas is None
 
 
-async def _request(sim: SimServer, method: str, path: str, body, ctype: str = "application/merge-patch+json"):
+async def _request(sim: SimServer, method: str, path: str, body, ctype: str = "application/merge-patch+json",
+                   warnings: list[str] | None = None):
     headers = {"Authorization": f"Bearer {sim.token}", "Content-Type": ctype}
     async with aiohttp.ClientSession() as s, s.request(method, sim.url + path, data=json.dumps(body), headers=headers,
                                                         ssl=sim.cert.client_context()) as r:
+        if warnings is not None:
+            warnings.extend(r.headers.getall("Warning", []))
         return r.status, json.loads(await r.read())
 
 
@@ -406,8 +409,13 @@ async def test_an_invalid_write_over_http_is_a_422_status_and_stores_nothing(crd
         status, body = await _request(sim, "PATCH", cq_path + "?fieldValidation=Strict", strict)
         assert status == 400 and 'unknown field "spec.notAField"' in body["message"]
         assert sim.db.resource_version == rv
-        status, body = await _request(sim, "PATCH", cq_path, strict)
+        warned: list[str] = []
+        status, body = await _request(sim, "PATCH", cq_path, strict, warnings=warned)
         assert status == 200 and body["spec"]["stopPolicy"] == "Hold" and "notAField" not in body["spec"]
+        assert warned == ['299 - "unknown field \\"spec.notAField\\""']  # what kubectl prints as a Warning
+        quiet: list[str] = []
+        status, _ = await _request(sim, "PATCH", cq_path + "?fieldValidation=Ignore", strict, warnings=quiet)
+        assert status == 200 and quiet == []
         assert "notAField" not in sim.db.get("ClusterQueue", "tau-ws-train")["spec"]
 
 

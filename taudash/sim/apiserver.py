@@ -250,7 +250,11 @@ class ApiServer:
                 if verb == "watch":
                     record.status = status = 200
                     return await self._watch(request, target)
+                self.db.pruned = []
                 resp = await self._dispatch(request, target, verb)
+                if self.db.pruned and q.get("fieldValidation") != "Ignore":  # Warn, the default
+                    for field in self.db.pruned:
+                        resp.headers.add("Warning", f'299 - "unknown field \\"{field}\\""')
             status = resp.status
             return resp
         except ApiError as exc:

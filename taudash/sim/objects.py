@@ -182,6 +182,7 @@ class ObjectDB:
         # defaulted and validated like the API server does; None runs unvalidated.
         self.schemas = schemas
         self.schema_fallbacks = 0  # v1beta1-addressed writes validated at the storage version (no conversion)
+        self.pruned: list[str] = []  # unknown fields the last validated write dropped (HTTP Warning headers)
 
     # --- bookkeeping ----------------------------------------------------------------------------
     @property
@@ -506,6 +507,7 @@ class ObjectDB:
         out = schemas.check(r.group, r.kind, version, obj, old)
         if out is None:
             return
+        self.pruned = out.unknown
         if out.unknown and field_validation == "Strict":
             fields = ", ".join(f'unknown field "{f}"' for f in out.unknown)
             raise BadRequest(f'{r.kind} in version "{version}" cannot be handled as a {r.kind}: '
