@@ -4,7 +4,8 @@ One global, monotonically increasing resourceVersion; uid, creationTimestamp and
 like the real apiserver (generation moves on spec changes and on deletion with finalizers, never
 on /status); finalizers honoured on delete; a bounded event history so watches can resume from a
 recent resourceVersion and older ones expire (410 Gone); subscriptions that feed HTTP watches and
-in-process controllers alike. Never holds Secrets.
+in-process controllers alike. Never holds Secrets. Writes of Kueue kinds are pruned, defaulted and
+validated against the real Kueue CRDs when `schemas` is given (taudash.sim.schema).
 
 Everything runs on one event loop and no method awaits, so each write (and the fan-out of its
 event) is atomic with respect to readers. Stored dicts are never mutated after they are stored:

@@ -43,6 +43,7 @@ lies at or below it. Not done: ObjectMeta validation beyond what ObjectDB checks
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from dataclasses import dataclass, field
@@ -171,8 +172,6 @@ class SchemaSet:
 
     def unknown_fields(self, group: str, kind: str, version: str, obj: dict[str, Any]) -> list[str]:
         """The fields `obj` has that version's schema does not know (nothing is changed)."""
-        import copy
-
         node = self.node(group, kind, version)
         if node is None:
             return []
