@@ -104,6 +104,7 @@ async def _serve(args) -> int:
         print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
         print(f"kubeconfig: {sim.kubeconfig}", flush=True)
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
+        print(f"validation: {sim.validation}", flush=True)
         if sim.world is not None:
             print(f"simulating: from {sim.world.clock.stamp()} at {args.speed:g}x, seed {args.seed}", flush=True)
         print("Ctrl-C to stop.", flush=True)

@@ -267,7 +267,11 @@ class ApiServer:
                 if verb == "watch":
                     record.status = status = 200
                     return await self._watch(request, target)
+                self.db.pruned = []
                 resp = await self._dispatch(request, target, verb)
+                if self.db.pruned and q.get("fieldValidation") != "Ignore":  # Warn, the default
+                    for field in self.db.pruned:
+                        resp.headers.add("Warning", f'299 - "unknown field \\"{field}\\""')
             status = resp.status
             return resp
         except ApiError as exc:
@@ -432,6 +436,8 @@ class ApiServer:
         q = request.rel_url.query
         db, r = self.db, t.resource
         dry_run = _dry_run(q)
+        # Writes are validated against the schema of the version they are addressed to.
+        schema = {"version": t.version, "field_validation": _field_validation(q)}
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
@@ -445,12 +451,13 @@ class ApiServer:
             if t.name is not None:
                 raise MethodNotAllowed("the server does not allow this method on the requested resource")
             body = await _body(request)
-            created = db.create(body, resource=r, namespace=t.namespace, dry_run=dry_run)
+            created = db.create(body, resource=r, namespace=t.namespace, dry_run=dry_run, **schema)
             return self._json(self._out(created, t), 201)
         if verb == "update":
             body = await _body(request)
             fn = db.update_status if t.subresource == "status" else db.update
-            return self._json(self._out(fn(body, resource=r, name=t.name, namespace=t.namespace, dry_run=dry_run), t))
+            return self._json(self._out(fn(body, resource=r, name=t.name, namespace=t.namespace, dry_run=dry_run,
+                                           **schema), t))
         if verb == "patch":
             body = await _body(request)
             ctype = request.content_type
@@ -458,9 +465,11 @@ class ApiServer:
                 # Built-ins take strategic merge; without list merge keys it is a merge patch.
                 if not isinstance(body, dict):
                     raise BadRequest("a merge patch must be a JSON object")
-                out = db.patch_merge(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run)
+                out = db.patch_merge(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run,
+                                     **schema)
             elif ctype == _JSON_PATCH:
-                out = db.patch_json(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run)
+                out = db.patch_json(r, t.name or "", body, t.namespace, subresource=t.subresource, dry_run=dry_run,
+                                    **schema)
             else:
                 accepted = [_JSON_PATCH, _MERGE, _APPLY] + ([_STRATEGIC] if r.builtin else [])
                 extra = " (server-side apply is not simulated)" if ctype == _APPLY else ""
@@ -705,6 +714,13 @@ def _dry_run(q: Any) -> bool:
         if v != "All":
             raise BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')
     return bool(values)
+
+
+def _field_validation(q: Any) -> str | None:
+    value = q.get("fieldValidation")
+    if value not in (None, "", "Ignore", "Warn", "Strict"):
+        raise BadRequest(f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"')
+    return value or None
 
 
 def _dry_run_options(opts: Any) -> bool:

@@ -1279,9 +1279,9 @@ def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor
             status["nominatedClusterNames"] = ["eastus-2"]
     if src.state in ("preempted", "node-failure"):
         reason = "Preempted" if src.state == "preempted" else "NodeFailures"
-        stat = {"reason": reason, "count": 1}
-        if src.state == "preempted":
-            stat["underlyingCause"] = "InClusterQueue"
+        # underlyingCause is required by the CRD; Kueue writes "" when there is no finer cause.
+        stat = {"reason": reason, "underlyingCause": "InClusterQueue" if src.state == "preempted" else "",
+                "count": 1}
         status["schedulingStats"] = {"evictions": [stat]}
         status["requeueState"] = {"count": 1}
     return {"apiVersion": KQ, "kind": "Workload",

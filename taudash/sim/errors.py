@@ -130,6 +130,8 @@ class Invalid(ApiError):
     def of(cls, resource: Any, name: str, causes: list[tuple[str, str, str]]) -> Invalid:
         """causes: (field, reason, message) such as ("spec.x", "FieldValueNotSupported", 'Unsupported value: "y"')."""
         text = ", ".join(f"{f}: {m}" if f else m for f, _, m in causes)
+        if len(causes) > 1:
+            text = f"[{text}]"  # the API server's aggregate of several field errors
         kind = resource.kind if resource is not None else "Object"
         group = f".{resource.group}" if resource is not None and resource.group else ""
         details = {"name": name, "kind": kind, **({"group": resource.group} if resource is not None and resource.group else {})}

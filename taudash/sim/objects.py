@@ -4,7 +4,8 @@ One global, monotonically increasing resourceVersion; uid, creationTimestamp and
 like the real apiserver (generation moves on spec changes and on deletion with finalizers, never
 on /status); finalizers honoured on delete; a bounded event history so watches can resume from a
 recent resourceVersion and older ones expire (410 Gone); subscriptions that feed HTTP watches and
-in-process controllers alike. Never holds Secrets.
+in-process controllers alike. Never holds Secrets. Writes of Kueue kinds are pruned, defaulted and
+validated against the real Kueue CRDs when `schemas` is given (taudash.sim.schema).
 
 Everything runs on one event loop and no method awaits, so each write (and the fan-out of its
 event) is atomic with respect to readers. Stored dicts are never mutated after they are stored:
@@ -31,6 +32,7 @@ from taudash.engine.sources.snapshot import LoadResult, load_snapshot
 from taudash.sim.errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
 from taudash.sim.patch import PatchError, clone, json_patch, merge_patch
 from taudash.sim.resources import Registry, Resource
+from taudash.sim.schema import STORED_SHAPE, SchemaSet
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
@@ -163,7 +165,7 @@ class ObjectDB:
     """
 
     def __init__(self, *, registry: Registry | None = None, history: int = 10_000, clock: Callable[[], float] | None = None,
-                 seed: int = 0, subscriber_buffer: int = 10_000) -> None:
+                 seed: int = 0, subscriber_buffer: int = 10_000, schemas: SchemaSet | None = None) -> None:
         self.registry = registry or Registry()
         self.clock = clock or time.time
         self._rng = random.Random(seed)  # uids and generateName suffixes: deterministic per seed
@@ -177,6 +179,11 @@ class ObjectDB:
         self._subscribers: set[Subscription] = set()
         self._subscriber_buffer = subscriber_buffer
         self._admission: list[Admission] = []
+        # The real Kueue CRDs (taudash.sim.schema): every write of a kind they cover is pruned,
+        # defaulted and validated like the API server does; None runs unvalidated.
+        self.schemas = schemas
+        self.schema_fallbacks = 0  # v1beta1-addressed writes validated at the storage version (no conversion)
+        self.pruned: list[str] = []  # unknown fields the last validated write dropped (HTTP Warning headers)
 
     # --- bookkeeping ----------------------------------------------------------------------------
     @property
@@ -252,7 +259,8 @@ class ObjectDB:
 
     # --- writes ------------------------------------------------------------------------------------
     def create(self, obj: Obj, *, resource: ResourceRef | None = None, namespace: str | None = None,
-               dry_run: bool = False, with_status: bool = False) -> Obj:
+               dry_run: bool = False, with_status: bool = False, version: str | None = None,
+               field_validation: str | None = None) -> Obj:
         """Create an object. `with_status` keeps its status (in-process seeding of state);
         over HTTP the status of a resource with a /status subresource is dropped, as the real server does."""
         r = self._resource_for(obj, resource)
@@ -282,32 +290,40 @@ class ObjectDB:
         meta["creationTimestamp"] = _rfc3339(self.clock())
         meta["generation"] = 1
         self._admit("CREATE", r, new, None)
-        self._validate(r, new)
+        self._validate(r, new, None, version, field_validation)
         if dry_run:
             return new
         return self._commit(r, ns, name, new, "ADDED", None)
 
     def update(self, obj: Obj, *, resource: ResourceRef | None = None, name: str | None = None,
-               namespace: str | None = None, dry_run: bool = False) -> Obj:
+               namespace: str | None = None, dry_run: bool = False, version: str | None = None,
+               field_validation: str | None = None) -> Obj:
         """Replace an object (PUT). A metadata.resourceVersion in `obj` is a precondition (409 on
         mismatch); without one the update is unconditional. The status is kept from the stored
         object when the resource has a /status subresource. `name`/`namespace` are the URL's."""
-        return self._replace(obj, resource, subresource=None, dry_run=dry_run, name=name, namespace=namespace)
+        return self._replace(obj, resource, subresource=None, dry_run=dry_run, name=name, namespace=namespace,
+                             version=version, field_validation=field_validation)
 
     def update_status(self, obj: Obj, *, resource: ResourceRef | None = None, name: str | None = None,
-                      namespace: str | None = None, dry_run: bool = False) -> Obj:
+                      namespace: str | None = None, dry_run: bool = False, version: str | None = None,
+                      field_validation: str | None = None) -> Obj:
         """Replace only the status (PUT /status); never bumps generation."""
-        return self._replace(obj, resource, subresource="status", dry_run=dry_run, name=name, namespace=namespace)
+        return self._replace(obj, resource, subresource="status", dry_run=dry_run, name=name, namespace=namespace,
+                             version=version, field_validation=field_validation)
 
     def patch_merge(self, resource: ResourceRef, name: str, patch: Obj, namespace: str | None = None, *,
-                    subresource: str | None = None, dry_run: bool = False) -> Obj:
+                    subresource: str | None = None, dry_run: bool = False, version: str | None = None,
+                    field_validation: str | None = None) -> Obj:
         """Apply a JSON merge patch (RFC 7386). A resourceVersion in the patch is a precondition."""
-        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: merge_patch(cur, patch))
+        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: merge_patch(cur, patch),
+                           version, field_validation)
 
     def patch_json(self, resource: ResourceRef, name: str, operations: list[Obj], namespace: str | None = None, *,
-                   subresource: str | None = None, dry_run: bool = False) -> Obj:
+                   subresource: str | None = None, dry_run: bool = False, version: str | None = None,
+                   field_validation: str | None = None) -> Obj:
         """Apply a JSON patch (RFC 6902)."""
-        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: json_patch(cur, operations))
+        return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: json_patch(cur, operations),
+                           version, field_validation)
 
     def delete(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
                preconditions: dict[str, Any] | None = None, dry_run: bool = False) -> Obj:
@@ -461,7 +477,14 @@ class ObjectDB:
         if causes:
             raise Invalid.of(r, str(name), causes)
 
-    def _validate(self, r: Resource, obj: Obj) -> None:
+    def _validate(self, r: Resource, obj: Obj, old: Obj | None = None, version: str | None = None,
+                  field_validation: str | None = None) -> None:
+        """The write's validation: the CRD schema when one covers the kind (prunes and defaults
+        `obj` in place; `version` is the request's, None for in-process writes: the storage
+        version), else the built-in enum checks."""
+        if self.schemas is not None and self.schemas.covers(r.group, r.kind):
+            self._check_schema(r, obj, old, version or r.storage_version, field_validation)
+            return
         causes = []
         for dotted, allowed in _ENUMS.get(r.kind, ()):
             cur: Any = obj
@@ -473,12 +496,33 @@ class ObjectDB:
         if causes:
             raise Invalid.of(r, obj["metadata"]["name"], causes)
 
+    def _check_schema(self, r: Resource, obj: Obj, old: Obj | None, version: str, field_validation: str | None) -> None:
+        schemas = self.schemas
+        assert schemas is not None
+        if (version != STORED_SHAPE and STORED_SHAPE in schemas.versions(r.group, r.kind)
+                and schemas.unknown_fields(r.group, r.kind, version, obj)):
+            # Conversion is not simulated yet: objects keep the v1beta2 shape whatever version a
+            # request names, so one the named version's schema cannot read is validated as v1beta2.
+            version = STORED_SHAPE
+            self.schema_fallbacks += 1
+        out = schemas.check(r.group, r.kind, version, obj, old)
+        if out is None:
+            return
+        self.pruned = out.unknown
+        if out.unknown and field_validation == "Strict":
+            fields = ", ".join(f'unknown field "{f}"' for f in out.unknown)
+            raise BadRequest(f'{r.kind} in version "{version}" cannot be handled as a {r.kind}: '
+                             f"strict decoding error: {fields}")
+        if out.causes:
+            raise Invalid.of(r, obj["metadata"].get("name") or "", out.causes)
+
     def _admit(self, op: str, r: Resource, new: Obj | None, old: Obj | None) -> None:
         for hook in list(self._admission):
             hook(op, r, new, old)
 
     def _replace(self, obj: Obj, resource: ResourceRef | None, *, subresource: str | None, dry_run: bool,
-                 name: str | None = None, namespace: str | None = None, owned: bool = False) -> Obj:
+                 name: str | None = None, namespace: str | None = None, owned: bool = False,
+                 version: str | None = None, field_validation: str | None = None) -> Obj:
         r = self._resource_for(obj, resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
@@ -531,7 +575,7 @@ class ObjectDB:
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         self._admit("UPDATE", r, new, cur)
-        self._validate(r, new)
+        self._validate(r, new, cur, version, field_validation)
         ns = (old_meta.get("namespace") or "") if r.namespaced else ""
         if new == cur:
             return clone(cur)  # a no-op write changes nothing, not even the resourceVersion
@@ -542,7 +586,8 @@ class ObjectDB:
         return self._commit(r, ns, oname, new, "MODIFIED", cur)
 
     def _patch(self, resource: ResourceRef, name: str, namespace: str | None, subresource: str | None,
-               dry_run: bool, apply: Callable[[Obj], Any]) -> Obj:
+               dry_run: bool, apply: Callable[[Obj], Any], version: str | None = None,
+               field_validation: str | None = None) -> Obj:
         r = self.resource(resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
@@ -563,7 +608,8 @@ class ObjectDB:
         if r.namespaced and meta.get("namespace") != cur["metadata"].get("namespace"):
             raise BadRequest("the namespace of the object cannot be changed by a patch")
         # The patch's resourceVersion (if it set one) stays in place and acts as a precondition.
-        return self._replace(patched, r, subresource=subresource, dry_run=dry_run, owned=patched is not cur)
+        return self._replace(patched, r, subresource=subresource, dry_run=dry_run, owned=patched is not cur,
+                             version=version, field_validation=field_validation)
 
     def _commit(self, r: Resource, ns: str, name: str, obj: Obj, typ: str, old: Obj | None) -> Obj:
         self._rv += 1

@@ -29,6 +29,7 @@ from taudash.sim.apiserver import LOOPBACK, ApiServer
 from taudash.sim.faults import Faults
 from taudash.sim.kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
 from taudash.sim.objects import ObjectDB
+from taudash.sim.schema import DEFAULT_CRD_VERSION, SchemaSet, crd_root
 from taudash.sim.tls import ServerCert, make_cert
 
 
@@ -66,10 +67,18 @@ class SimServer:
                  speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
                  watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
-                 simulate: bool = False, scenario: Any = None, kueue_versions: tuple[str, ...] | None = None) -> None:
+                 simulate: bool = False, scenario: Any = None, kueue_versions: tuple[str, ...] | None = None,
+                 kueue_crds: str | Path | None | object = _DEFAULT, kueue_crd_version: str = DEFAULT_CRD_VERSION) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
-        self.db = ObjectDB(history=history, clock=clock, seed=seed)
+        # `kueue_crds`: the `kueue` test-data folder whose CRDs validate writes (default: crd_root());
+        # None turns validation off. An absent folder also runs unvalidated, said once in `validation`.
+        crd_folder = crd_root() if kueue_crds is _DEFAULT else kueue_crds
+        schemas = SchemaSet.shared(crd_folder, kueue_crd_version) if crd_folder is not None else None  # type: ignore[arg-type]
+        self.validation = (schemas.describe() if schemas is not None else
+                           f"no schema validation (Kueue CRDs not found at {crd_folder}/crds/{kueue_crd_version})"
+                           if crd_folder is not None else "no schema validation (turned off)")
+        self.db = ObjectDB(history=history, clock=clock, seed=seed, schemas=schemas)
         self.faults = Faults(self.db.registry, seed=seed)
         self.api = ApiServer(self.db, host=LOOPBACK, port=port, token=token, ray=ray, faults=self.faults,
                              bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as)

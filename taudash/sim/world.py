@@ -35,6 +35,7 @@ from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.controllers.taugrid import TauGridController
 from taudash.sim.controllers.workloads import WorkloadsController
 from taudash.sim.objects import ObjectDB
+from taudash.sim.schema import SchemaSet
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class World:
     def from_snapshot(
         cls, path: str | Path, *, seed: int = 0, speed: float = 1.0, scenario: Scenario | None = None, **kwargs: Any
     ) -> World:
-        db = ObjectDB(seed=seed)
+        db = ObjectDB(seed=seed, schemas=SchemaSet.shared())
         result = db.seed_from_snapshot(path)
         return cls(db, seed=seed, speed=speed, start=start_of(db, result.captured_at), scenario=scenario, **kwargs)
 
@@ -96,7 +97,7 @@ class World:
         **kwargs: Any,
     ) -> World:
         """A world seeded from raw objects (copied); `captured_at` dates the start like a snapshot's."""
-        db = ObjectDB(seed=seed)
+        db = ObjectDB(seed=seed, schemas=SchemaSet.shared())
         db.seed(objects)
         return cls(db, seed=seed, speed=speed, start=start_of(db, captured_at), scenario=scenario, **kwargs)
 

@@ -9,6 +9,8 @@ validate, and most ticks change a handful of objects, so the Store is kept incre
 
 from __future__ import annotations
 
+import logging
+import os
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,13 +32,19 @@ from taudash.engine.rules.queues import MANAGED_BY as MANAGED_BY
 from taudash.engine.rules.queues import TAU_MANAGER as TAU_MANAGER
 from taudash.engine.store import AccessState, Store
 from taudash.sim.clock import SimClock, rfc3339
-from taudash.sim.errors import ApiError, Conflict, NotFound
+from taudash.sim.errors import ApiError, Conflict, Invalid, NotFound
 from taudash.sim.objects import ObjectDB, WatchEvent
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+log = logging.getLogger(__name__)
+
+# Set (to anything but "" or "0") to make a controller's schema-invalid write raise instead of being
+# logged and dropped: tests use it so a controller bug fails loudly.
+STRICT_ENV = "TAUDASH_SIM_STRICT"
 
 
 # --- reading raw objects -----------------------------------------------------------------------
@@ -263,19 +271,32 @@ class LogEntry:
 class Writer:
     """Every controller write goes through here: to the ObjectDB's in-process API (so HTTP
     watchers see it) and, when it changed something, into the event log. A Conflict or NotFound
-    (someone else wrote first) is dropped: the next tick re-reads and re-plans."""
+    (someone else wrote first) is dropped: the next tick re-reads and re-plans.
 
-    def __init__(self, db: ObjectDB, clock: SimClock) -> None:
+    A write the CRD schema refuses (422) is a controller bug: with `strict` (default: env
+    TAUDASH_SIM_STRICT, set in tests) it raises and fails the step; otherwise (`sim serve`) it is
+    logged, counted in `invalid` and dropped like any refused write, so the cluster keeps serving."""
+
+    def __init__(self, db: ObjectDB, clock: SimClock, strict: bool | None = None) -> None:
         self.db = db
         self.clock = clock
         self.log: deque[LogEntry] = deque(maxlen=LOG_LIMIT)  # bounded: `sim serve` may run for days
         self.errors: deque[str] = deque(maxlen=1000)
+        self.invalid = 0
+        self.strict = strict if strict is not None else os.environ.get(STRICT_ENV, "") not in ("", "0")
 
     def _write(self, verb: str, kind: str, fn, *args, **kwargs) -> Obj | None:
         before = self.db.resource_version  # moves only when a write changes something
         try:
             out = fn(*args, **kwargs)
         except (Conflict, NotFound):
+            return None
+        except Invalid as exc:
+            self.invalid += 1
+            if self.strict:
+                raise
+            log.warning("simulated controller wrote an invalid %s: %s", kind, exc)
+            self.errors.append(f"{rfc3339(self.clock.now())} {verb} {kind}: {exc}")
             return None
         except ApiError as exc:  # a write the apiserver refuses: keep going, keep the reason
             self.errors.append(f"{rfc3339(self.clock.now())} {verb} {kind}: {exc}")

@@ -239,9 +239,11 @@ class KueueController(Controller):
         stats = [dict(e) for e in ((st.get("schedulingStats") or {}).get("evictions") or ())]
         hit = next((e for e in stats if e.get("reason") == reason and not e.get("underlyingCause")), None)
         if hit is None:
-            stats.append({"reason": reason, "count": 1})
+            # underlyingCause is required (it may be empty): Kueue writes "" when there is no finer cause.
+            stats.append({"reason": reason, "underlyingCause": "", "count": 1})
         else:
             hit["count"] = int(hit.get("count") or 0) + 1
+            hit["underlyingCause"] = ""
         self._status(
             wl,
             {
@@ -249,6 +251,7 @@ class KueueController(Controller):
                 "admission": None,
                 "admissionChecks": None,
                 "clusterName": None,
+                "nominatedClusterNames": None,
                 "schedulingStats": {"evictions": stats},
             },
         )
@@ -296,7 +299,9 @@ class KueueController(Controller):
                 st.get("conditions"), "Admitted", "True", "Admitted", "The workload is admitted", now
             )
             if cluster:
+                # A CEL rule of the Workload CRD: clusterName excludes nominatedClusterNames.
                 update["clusterName"] = cluster
+                update["nominatedClusterNames"] = None
         if differs(st, update):
             self._status(wl, update)
         return ready
