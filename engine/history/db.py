@@ -21,6 +21,8 @@ from pathlib import Path
 from ..paths import state_dir
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+# `taudash demo` runs a fresh simulator on a random port each time: one stable key for all of them.
+DEMO_CLUSTER_KEY = "demo"
 
 
 class HistoryError(Exception):

@@ -408,14 +408,17 @@ class Recorder:
 
 class RecorderThread:
     """Records beside a dashboard: every `period` seconds, collect under the session's lock (the store
-    is not thread-safe) and write outside it, on a daemon thread so a slow disk never holds a UI tick."""
+    is not thread-safe) and write outside it, on a daemon thread so a slow disk never holds a UI tick.
+    The database is opened on the first tick, so a dashboard closed at once leaves no file behind."""
 
-    def __init__(self, recorder: Recorder, session: Any, clock: Callable[[], datetime], period: float = 5.0) -> None:
-        self.recorder = recorder
+    def __init__(self, open_recorder: Callable[[], Recorder], session: Any, clock: Callable[[], datetime],
+                 period: float = 5.0) -> None:
+        self.open_recorder = open_recorder
+        self.recorder: Recorder | None = None
         self.session = session
         self.clock = clock
         self.period = period
-        self.costs: list[float] = []  # seconds per record (the newest 100)
+        self.costs: list[float] = []  # seconds per tick (the newest 100)
         self.error: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="taudash-history", daemon=True)
@@ -426,6 +429,8 @@ class RecorderThread:
 
     def tick(self) -> None:
         t0 = time.perf_counter()
+        if self.recorder is None:
+            self.recorder = self.open_recorder()
         now = self.clock()
         with self.session.lock:
             obs = self.recorder.collect(self.session.view(now), self.session.store, now)
@@ -438,7 +443,11 @@ class RecorderThread:
             try:
                 self.tick()
                 self.error = None
-            except sqlite3.Error as exc:  # a full disk or a locked file: keep the dashboard, retry later
+            except hdb.NewerSchema as exc:  # permanent: never write into a newer taudash's file
+                self.error = str(exc)
+                log.warning("history not recorded: %s", exc)
+                return
+            except (sqlite3.Error, OSError, hdb.HistoryError) as exc:  # a full disk, a locked file: retry later
                 self.error = f"history: {exc}"
                 log.warning("history recording failed: %s", exc)
 
@@ -446,4 +455,5 @@ class RecorderThread:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        self.recorder.close()
+        if self.recorder is not None:
+            self.recorder.close()
