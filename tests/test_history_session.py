@@ -53,3 +53,56 @@ def test_a_newer_schema_stops_recording_with_a_message(tmp_path):
     assert not thread._thread.is_alive()  # gave up for good instead of retrying
     assert "newer taudash" in (thread.error or "")
     thread.stop()
+
+
+def test_taudash_demo_records_history_that_taudash_history_reads(tmp_path, monkeypatch, capsys):
+    import asyncio
+    import json
+    import sqlite3
+
+    import taudash.app
+    import taudash.commands.dashboard as dashboard
+    from taudash.cli import main
+    from taudash.engine.history import db as hdb
+
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+
+    class FastThread(RecorderThread):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **{**kw, "period": 0.05})
+
+    monkeypatch.setattr(dashboard, "RecorderThread", FastThread)
+    path = tmp_path / "state" / "history" / f"{hdb.DEMO_CLUSTER_KEY}.sqlite3"
+
+    def recorded() -> int:
+        if not path.exists():
+            return 0
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT count(DISTINCT ts) FROM samples").fetchone()[0]
+        except sqlite3.OperationalError:  # created, schema not committed yet
+            return 0
+        finally:
+            conn.close()
+
+    async def run_async(self, *a, **kw):  # the dashboard "runs" until two samples are recorded
+        for _ in range(600):
+            if recorded() >= 2:
+                return
+            await asyncio.sleep(0.1)
+
+    monkeypatch.setattr(taudash.app.TaudashApp, "run_async", run_async)
+    monkeypatch.setattr(dashboard.Recorder, "for_cluster",
+                        classmethod(lambda cls, key, base=None, **kw: cls(hdb.db_path(key, base), interval=1, **kw)))
+    assert main(["demo", "--speed", "60"]) == 0
+    assert recorded() >= 2
+    assert main(["history", "summary", "--demo", "-o", "json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["cluster"] == "demo" and s["series"] > 0 and s["findingEvents"] > 0
+    assert main(["history", "preemptions", "--demo", "--since", "2000-01-01T00:00:00Z", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # the demo snapshot carries one preemption: ctx-ablation-32k by llama-pretrain-34b, in the same queue
+    assert doc["kind"] == "PreemptionLog"
+    (item,) = [i for i in doc["items"] if "ctx-ablation-32k" in i["workload"]["name"]]
+    assert "llama-pretrain-34b" in item["preemptor"]["name"] and item["preemptionReason"] == "InClusterQueue"
+    assert item["clusterQueue"] == item["preemptor"]["clusterQueue"] == "tau-ws-train"
