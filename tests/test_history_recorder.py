@@ -69,11 +69,19 @@ def test_recorded_series_and_events_equal_the_views_derived_at_each_tick(tmp_pat
                 for r in fl.resources:
                     assert sample(conn, now, "cohort", co.name, "borrowed", fl.name, r.name) == (
                         True, r.borrowed.as_float())
+        teams: dict[tuple, float] = {}
+        for pq in view.pool.queues:
+            for flavor, res in pq.reserved.items() if pq.team else ():
+                if GPU in res:
+                    teams[(pq.team, flavor)] = teams.get((pq.team, flavor), 0.0) + res[GPU].as_float()
+        for (team, flavor), total in teams.items():
+            assert sample(conn, now, "team", team, "reserved", flavor, GPU) == (True, total)
         assert replay_findings(conn, now) == finding_keys(view)
         return view
 
     first = tick()
     assert first.pool.flavors and any(f.reserved.get(GPU) for f in first.pool.flavors)
+    assert any(pq.team and pq.reserved for pq in first.pool.queues)  # team usage is compared, not vacuous
     for _ in range(12):
         tick()
 

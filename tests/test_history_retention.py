@@ -187,6 +187,10 @@ def test_wait_and_eviction_counts_group_per_bucket(tmp_path):
     counts = q.eviction_counts(rec.conn, T0, T0 + 4 * 3600, 3600)
     assert [n for _, n in counts["evictions"]] == [2, 2, 2, 2]
     assert [n for _, n in counts["preemptions"]] == [1, 1, 2, 1]  # evictions 0, 3 and 6 timed out
+    totals = q.eviction_totals(rec.conn, T0 + 7 * 1800)  # evictions at T0 .. T0 + 3.5 h, every 30 min
+    assert totals == {"1h": {"preemptions": 2, "evictions": 3}, "24h": {"preemptions": 5, "evictions": 8},
+                      "7d": {"preemptions": 5, "evictions": 8}}
+    assert q.eviction_totals(rec.conn, T0 - 1) == {w: {"preemptions": 0, "evictions": 0} for w in ("1h", "24h", "7d")}
     with pytest.raises(ValueError):
         q.wait_percentiles(rec.conn, T0, T0 + 1, by="uid; DROP TABLE waits")
     rec.close()

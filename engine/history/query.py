@@ -178,6 +178,20 @@ def eviction_counts(conn: sqlite3.Connection, start: float, end: float, step: fl
     return {"preemptions": list(zip(starts, pre, strict=True)), "evictions": list(zip(starts, ev, strict=True))}
 
 
+def eviction_totals(conn: sqlite3.Connection, now: float,
+                    windows: dict[str, float] | None = None) -> dict[str, dict[str, int]]:
+    """Preemptions and evictions in the last hour, day and week (or the given windows) before `now`."""
+    windows = windows or {"1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+    out = {}
+    for label, seconds in windows.items():
+        n, pre = conn.execute(
+            "SELECT count(*), coalesce(sum(reason = ?), 0) FROM evictions WHERE at >= ? AND at <= ?",
+            (PREEMPTED, now - seconds, now),
+        ).fetchone()
+        out[label] = {"preemptions": pre, "evictions": n}
+    return out
+
+
 @dataclass(frozen=True)
 class EvictionRecord:
     at: float

@@ -114,7 +114,8 @@ def _num(q: Any) -> float | None:
 def view_samples(view: Any) -> dict[SeriesKey, float | None]:
     """Every series value the view holds: per pool flavor and resource budget/reserved/used/headroom,
     per ClusterQueue the Workload counts (inactive when the view has it, else NULL), per Cohort the
-    borrowed quantity per flavor and resource."""
+    borrowed quantity per flavor and resource, per team the reserved and used quantity of its
+    workspace queues per flavor and resource."""
     out: dict[SeriesKey, float | None] = {}
     for f in view.pool.flavors:
         maps = {m: getattr(f, m) for m in FLAVOR_METRICS}
@@ -129,6 +130,13 @@ def view_samples(view: Any) -> dict[SeriesKey, float | None]:
         for fl in cohort.flavors:
             for r in fl.resources:
                 out[("cohort", cohort.name, fl.name, r.name, "borrowed")] = _num(r.borrowed)
+    # per-team usage: the pool's workspace queues summed by the team that owns them
+    for pq in view.pool.queues:
+        for metric in ("reserved", "used"):
+            for flavor, resources in getattr(pq, metric).items() if pq.team else ():
+                for resource, qty in resources.items():
+                    key = ("team", pq.team, flavor, resource, metric)
+                    out[key] = (out.get(key) or 0.0) + qty.as_float()
     return out
 
 
