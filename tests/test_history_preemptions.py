@@ -246,3 +246,24 @@ def test_history_bad_input_is_one_line_exit_2(tmp_path, capsys, monkeypatch, arg
     assert main(["history", "preemptions", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_a_batch_that_failed_to_commit_is_collected_again(tmp_path):
+    import sqlite3
+
+    store = load_documents([(None, o) for o in cluster([])]).store
+    rec = Recorder(tmp_path / "h.sqlite3")
+    rec.record(derive(store, NOW), store, NOW)
+    load_documents([(None, evicted("ablation-32k", "train", timedelta(minutes=1),
+                                   message=kueue_message("uid-x", "y")))], store=store)
+    blocker = sqlite3.connect(tmp_path / "h.sqlite3")
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file
+    rec.conn.execute("PRAGMA busy_timeout = 0")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        rec.record(derive(store, NOW), store, NOW + timedelta(seconds=10))
+    blocker.rollback()
+    blocker.close()
+    assert q.preemption_log(rec.conn, 0) == []
+    rec.record(derive(store, NOW), store, NOW + timedelta(seconds=20))  # nothing changed in the store since
+    assert [r.name for r in q.preemption_log(rec.conn, 0)] == ["ablation-32k"]
+    rec.close()

@@ -97,6 +97,7 @@ class Observation:
     """One tick, extracted: written by `Recorder.write` without touching the store again."""
 
     now: float
+    revision: int | None = None  # the store revision the Workloads were read at
     samples: dict[SeriesKey, float | None] | None = None  # None: no sample due this tick
     waits: list[Wait] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
@@ -205,12 +206,14 @@ def workload_wait(wl: Any, ctx: _Context) -> Wait | None:
                 ctx.team_of_ns.get(ns), _gpu_flavor(wl), parse_time(wl.metadata.creation_timestamp), reserved_at, at)
 
 
-def workload_eviction(wl: Any, ctx: _Context, now: float) -> Eviction | None:
+def workload_eviction(wl: Any, ctx: _Context) -> Eviction | None:
     """The Workload's current eviction (Evicted=True), with the preemptor when Kueue names it."""
     ev = wl.condition("Evicted")
     if ev is None or ev.status != "True" or not wl.metadata.uid:
         return None
     at = parse_time(ev.last_transition_time)
+    if at is None:  # required by the API; without it there is no time and nothing to de-duplicate by
+        return None
     ns = wl.metadata.namespace or ""
     cq = ctx.cluster_queue(wl)
     preempted = wl.condition("Preempted")
@@ -219,7 +222,7 @@ def workload_eviction(wl: Any, ctx: _Context, now: float) -> Eviction | None:
     preemptor = ctx.workload(uid) if uid else None
     return Eviction(
         uid=wl.metadata.uid,
-        at=at if at is not None else now,
+        at=at,
         namespace=ns,
         name=wl.metadata.name,
         cluster_queue=cq,
@@ -261,7 +264,7 @@ class Recorder:
                 "SELECT rule, kind, namespace, name, severity, message FROM open_findings")
         }
         self._drains: dict[str, str] = dict(self.conn.execute("SELECT workspace, state FROM drain_state"))
-        self._revision: int | None = None  # the store revision the last collect read up to
+        self._revision: int | None = None  # the store revision the last committed write read up to
         self._waits_seen: set[str] = set()
         self._evictions_seen: set[tuple[str, float]] = set()
         self._next_maintenance: float | None = None
@@ -280,7 +283,7 @@ class Recorder:
     # collect ------------------------------------------------------------------------------------------
     def collect(self, view: Any, store: Any, now: datetime | float) -> Observation:
         ts = epoch(now)
-        obs = Observation(now=ts, findings=view_findings(view))
+        obs = Observation(now=ts, revision=store.revision, findings=view_findings(view))
         if self._last_sample is None or ts - self._last_sample >= self.interval:
             obs.samples = view_samples(view)
         if store.readable("TauWorkspace"):
@@ -290,14 +293,14 @@ class Recorder:
             wait = workload_wait(wl, ctx) if wl.metadata.uid not in self._waits_seen else None
             if wait is not None:
                 obs.waits.append(wait)
-            eviction = workload_eviction(wl, ctx, ts)
+            eviction = workload_eviction(wl, ctx)
             if eviction is not None and (eviction.uid, eviction.at) not in self._evictions_seen:
                 obs.evictions.append(eviction)
         return obs
 
     def _changed_workloads(self, store: Any) -> list[Any]:
-        since, self._revision = self._revision, store.revision
-        changes = store.changes_since(since) if since is not None else None
+        # From the revision the last committed write read up to: a failed write is re-read next time.
+        changes = store.changes_since(self._revision) if self._revision is not None else None
         if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
             return store.list("Workload")
         keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
@@ -334,6 +337,8 @@ class Recorder:
             # Only once committed: a failed batch is retried whole on the next tick.
             if obs.samples is not None:
                 self._last_sample = obs.now
+            if obs.revision is not None:
+                self._revision = obs.revision
             self._waits_seen.update(w.uid for w in obs.waits)
             self._evictions_seen.update((e.uid, e.at) for e in obs.evictions)
             for key in closed:
