@@ -38,7 +38,9 @@ def maintain(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
         _transaction(conn, lambda: _drop_oldest(conn, r))
         more = True
     if conn.execute("PRAGMA freelist_count").fetchone()[0] > 0:
-        conn.execute(f"PRAGMA incremental_vacuum({int(r.vacuum_pages)})")
+        # The pragma frees one page per step of its statement and `execute` steps it once:
+        # `executescript` runs it to the end (no transaction is open here for it to commit).
+        conn.executescript(f"PRAGMA incremental_vacuum({int(r.vacuum_pages)});")
         more |= conn.execute("PRAGMA freelist_count").fetchone()[0] > 0
     return more
 
