@@ -106,3 +106,28 @@ def test_taudash_demo_records_history_that_taudash_history_reads(tmp_path, monke
     (item,) = [i for i in doc["items"] if "ctx-ablation-32k" in i["workload"]["name"]]
     assert "llama-pretrain-34b" in item["preemptor"]["name"] and item["preemptionReason"] == "InClusterQueue"
     assert item["clusterQueue"] == item["preemptor"]["clusterQueue"] == "tau-ws-train"
+
+
+def test_a_failing_pass_is_kept_as_an_error_and_the_next_one_recovers(tmp_path):
+    w = world(seed=4)
+    session = session_of(w)
+    failures, errors_seen = [], []
+
+    def flaky_view(now):
+        errors_seen.append(thread.error)
+        if len(failures) < 2:
+            failures.append(now)
+            raise RuntimeError("a rule bug")
+        return Session.view(session, now)
+
+    session.view = flaky_view
+    thread = RecorderThread(lambda: Recorder(tmp_path / "h.sqlite3"), session, w.clock.datetime, period=0.01).start()
+    for _ in range(3000):
+        if thread.recorder is not None and thread.error is None and len(failures) == 2:
+            break
+        thread._stop.wait(0.01)
+    assert len(failures) == 2 and thread.error is None  # it kept going after the failures
+    assert errors_seen[:2] == [None, "history: RuntimeError: a rule bug"]
+    assert thread._thread.is_alive()
+    thread.stop()
+    assert not thread._thread.is_alive()

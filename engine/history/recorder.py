@@ -16,8 +16,6 @@ two halves so a caller can hold the store's lock only for the cheap one:
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,8 +26,6 @@ from typing import Any
 
 from . import db as hdb
 from .retention import Retention, maintain
-
-log = logging.getLogger(__name__)
 
 SeriesKey = tuple[str, str, str, str, str]  # kind, name, flavor, resource, metric
 FindingKey = tuple[str, str, str, str]  # rule, object kind, namespace, name
@@ -452,17 +448,17 @@ class RecorderThread:
         self.costs = [*self.costs[-99:], time.perf_counter() - t0]
 
     def _run(self) -> None:
+        # Errors are kept in `error` (the dashboard prints it on exit), never written to the terminal
+        # the dashboard is drawing on.
         while not self._stop.wait(self.period):
             try:
                 self.tick()
                 self.error = None
             except hdb.NewerSchema as exc:  # permanent: never write into a newer taudash's file
                 self.error = str(exc)
-                log.warning("history not recorded: %s", exc)
                 return
-            except (sqlite3.Error, OSError, hdb.HistoryError) as exc:  # a full disk, a locked file: retry later
-                self.error = f"history: {exc}"
-                log.warning("history recording failed: %s", exc)
+            except Exception as exc:  # a full disk, a locked file, a rule bug: the dashboard goes on, retry later
+                self.error = f"history: {type(exc).__name__}: {exc}"
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
