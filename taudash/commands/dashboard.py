@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime
 
 from taudash.engine.actions import Actions, AuditLog
+from taudash.engine.history import DEMO_CLUSTER_KEY, Recorder, RecorderThread, cluster_key
 from taudash.engine.paths import state_dir
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Session
@@ -119,7 +120,14 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
 
         from ..app import TaudashApp
 
-        await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
+        key = DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server)
+        history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
+        try:
+            await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
+        finally:
+            history.stop()
+            if history.error:
+                print(f"taudash: {history.error}", file=sys.stderr)
     finally:
         await source.stop()
         await target.close()

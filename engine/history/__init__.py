@@ -1,0 +1,9 @@
+"""Embedded history: a per-cluster SQLite file the dashboard records into (recorder.py), kept within
+bounds (retention.py) and read back by the CLI, the History screen and exporters (query.py)."""
+
+from .db import DEMO_CLUSTER_KEY, HistoryError, NewerSchema, cluster_key, connect, db_path
+from .recorder import Recorder, RecorderThread
+from .retention import Retention
+
+__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "NewerSchema", "Recorder", "RecorderThread", "Retention", "cluster_key", "connect",
+           "db_path"]

@@ -1,0 +1,468 @@
+"""The recorder: what a tick's derived view and store say, written to the history database.
+
+`Recorder.record(view, store, now)` is called per tick with the time (it never reads a clock). It has
+two halves so a caller can hold the store's lock only for the cheap one:
+
+* `collect(view, store, now)` reads the view and the Workloads that changed since the last call (the
+  store's change feed; a full scan the first time or when the feed no longer reaches back) into an
+  `Observation` — plain values, nothing shared with the store;
+* `write(observation)` writes it in one transaction: a sample per series when one is due (at most
+  every `interval` seconds), and the events seen (admission waits, evictions, findings opened and
+  closed, drains started, changed and cleared).
+
+`maintain(now)` applies retention (retention.py) in bounded steps; `record` calls it when due.
+`RecorderThread` runs collect+write beside a dashboard Session on its own thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import db as hdb
+from .retention import Retention, maintain
+
+SeriesKey = tuple[str, str, str, str, str]  # kind, name, flavor, resource, metric
+FindingKey = tuple[str, str, str, str]  # rule, object kind, namespace, name
+
+FLAVOR_METRICS = ("budget", "reserved", "used", "headroom")
+QUEUE_METRICS = ("pending", "reserving", "admitted", "inactive")
+
+
+def epoch(now: datetime | float) -> float:
+    return now.timestamp() if isinstance(now, datetime) else float(now)
+
+
+def parse_time(stamp: str | None) -> float | None:
+    """Epoch seconds of a Kubernetes timestamp (RFC 3339), None when absent or unreadable."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Wait:
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    cluster_queue: str | None
+    team: str | None
+    flavor: str | None
+    created: float | None
+    reserved: float | None
+    admitted: float
+
+
+@dataclass(frozen=True)
+class Eviction:
+    uid: str
+    at: float
+    namespace: str
+    name: str
+    cluster_queue: str | None
+    cohort: str | None
+    team: str | None
+    reason: str
+    message: str
+    preemption_reason: str | None = None
+    preemptor_uid: str | None = None
+    preemptor_namespace: str | None = None
+    preemptor_name: str | None = None
+    preemptor_cluster_queue: str | None = None
+
+
+@dataclass(frozen=True)
+class DrainState:
+    state: str
+    mode: str | None = None
+    old_namespace: str | None = None
+    new_namespace: str | None = None
+
+
+@dataclass
+class Observation:
+    """One tick, extracted: written by `Recorder.write` without touching the store again."""
+
+    now: float
+    revision: int | None = None  # the store revision the Workloads were read at
+    samples: dict[SeriesKey, float | None] | None = None  # None: no sample due this tick
+    waits: list[Wait] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    findings: dict[FindingKey, tuple[str, str]] = field(default_factory=dict)  # key -> (severity, message)
+    drains: dict[str, DrainState] | None = None  # None: workspaces unreadable, keep the last known states
+
+
+# --- pure extraction -----------------------------------------------------------------------------------
+
+
+def _num(q: Any) -> float | None:
+    return None if q is None else q.as_float()
+
+
+def view_samples(view: Any) -> dict[SeriesKey, float | None]:
+    """Every series value the view holds: per pool flavor and resource budget/reserved/used/headroom,
+    per ClusterQueue the Workload counts (inactive when the view has it, else NULL), per Cohort the
+    borrowed quantity per flavor and resource, per team the reserved and used quantity of its
+    workspace queues per flavor and resource."""
+    out: dict[SeriesKey, float | None] = {}
+    for f in view.pool.flavors:
+        maps = {m: getattr(f, m) for m in FLAVOR_METRICS}
+        for resource in sorted(set().union(*(m.keys() for m in maps.values()))):
+            for metric, values in maps.items():
+                out[("flavor", f.name, f.name, resource, metric)] = _num(values.get(resource))
+    for cq in view.cluster_queues:
+        for metric in QUEUE_METRICS:
+            value = getattr(cq, metric, None)
+            out[("queue", cq.name, "", "", metric)] = None if value is None else float(value)
+    for cohort in view.cohorts:
+        for fl in cohort.flavors:
+            for r in fl.resources:
+                out[("cohort", cohort.name, fl.name, r.name, "borrowed")] = _num(r.borrowed)
+    # per-team usage: the pool's workspace queues summed by the team that owns them
+    for pq in view.pool.queues:
+        for metric in ("reserved", "used"):
+            for flavor, resources in getattr(pq, metric).items() if pq.team else ():
+                for resource, qty in resources.items():
+                    key = ("team", pq.team, flavor, resource, metric)
+                    out[key] = (out.get(key) or 0.0) + qty.as_float()
+    return out
+
+
+def view_findings(view: Any) -> dict[FindingKey, tuple[str, str]]:
+    out: dict[FindingKey, tuple[str, str]] = {}
+    for f in view.findings:  # sorted by severity: the first finding of a key is its worst
+        key = (f.rule, f.object.kind, f.object.namespace or "", f.object.name)
+        out.setdefault(key, (f.severity.value, f.message))
+    return out
+
+
+def view_drains(view: Any) -> dict[str, DrainState]:
+    return {
+        ws.name: DrainState(ws.drain.state, ws.drain.mode, ws.drain.old_namespace, ws.drain.new_namespace)
+        for ws in view.workspaces
+        if ws.drain.state != "NotDraining"
+    }
+
+
+def _gpu_flavor(wl: Any) -> str | None:
+    """The flavor the Workload's GPU request was admitted to (else its first assigned flavor)."""
+    first = None
+    admission = wl.status.admission
+    for psa in admission.pod_set_assignments if admission else ():
+        for resource, flavor in psa.flavors.items():
+            if "gpu" in resource:
+                return flavor
+            first = first or flavor
+    return first
+
+
+class _Context:
+    """Lookups the Workload extraction needs, built once per collect and only when asked."""
+
+    def __init__(self, view: Any, store: Any) -> None:
+        self.store = store
+        self.team_of_ns = {ws.namespace: ws.team for ws in view.workspaces if ws.namespace}
+        self.cohort_of_cq = {cq.name: cq.cohort for cq in view.cluster_queues}
+        self._by_uid: dict[str, Any] | None = None
+
+    def cluster_queue(self, wl: Any) -> str | None:
+        if wl.status.admission and wl.status.admission.cluster_queue:
+            return wl.status.admission.cluster_queue
+        # An evicted Workload has lost its admission: its LocalQueue says where it queues.
+        lq = self.store.get("LocalQueue", wl.spec.queue_name, wl.metadata.namespace) if wl.spec.queue_name else None
+        return (lq.spec.cluster_queue or None) if lq is not None else None
+
+    def workload(self, uid: str) -> Any:
+        if self._by_uid is None:
+            self._by_uid = {w.metadata.uid: w for w in self.store.list("Workload") if w.metadata.uid}
+        return self._by_uid.get(uid)
+
+
+def workload_wait(wl: Any, ctx: _Context) -> Wait | None:
+    """creation -> QuotaReserved -> Admitted of an admitted Workload (None when not admitted)."""
+    admitted = wl.condition("Admitted")
+    if admitted is None or admitted.status != "True" or not wl.metadata.uid:
+        return None
+    at = parse_time(admitted.last_transition_time)
+    if at is None:
+        return None
+    reserved = wl.condition("QuotaReserved")
+    reserved_at = parse_time(reserved.last_transition_time) if reserved and reserved.status == "True" else None
+    ns = wl.metadata.namespace or ""
+    return Wait(wl.metadata.uid, ns, wl.metadata.name, wl.spec.queue_name, ctx.cluster_queue(wl),
+                ctx.team_of_ns.get(ns), _gpu_flavor(wl), parse_time(wl.metadata.creation_timestamp), reserved_at, at)
+
+
+def workload_eviction(wl: Any, ctx: _Context) -> Eviction | None:
+    """The Workload's current eviction (Evicted=True), with the preemptor when Kueue names it."""
+    ev = wl.condition("Evicted")
+    if ev is None or ev.status != "True" or not wl.metadata.uid:
+        return None
+    at = parse_time(ev.last_transition_time)
+    if at is None:  # required by the API; without it there is no time and nothing to de-duplicate by
+        return None
+    ns = wl.metadata.namespace or ""
+    cq = ctx.cluster_queue(wl)
+    preempted = wl.condition("Preempted")
+    preempted = preempted if preempted is not None and preempted.status == "True" else None
+    uid = hdb.preemptor_uid(ev.message) or (hdb.preemptor_uid(preempted.message) if preempted else None)
+    preemptor = ctx.workload(uid) if uid else None
+    return Eviction(
+        uid=wl.metadata.uid,
+        at=at,
+        namespace=ns,
+        name=wl.metadata.name,
+        cluster_queue=cq,
+        cohort=ctx.cohort_of_cq.get(cq) if cq else None,
+        team=ctx.team_of_ns.get(ns),
+        reason=ev.reason,
+        message=ev.message,
+        preemption_reason=preempted.reason if preempted else None,
+        preemptor_uid=uid,
+        preemptor_namespace=preemptor.metadata.namespace if preemptor is not None else None,
+        preemptor_name=preemptor.metadata.name if preemptor is not None else None,
+        preemptor_cluster_queue=ctx.cluster_queue(preemptor) if preemptor is not None else None,
+    )
+
+
+# --- the recorder --------------------------------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        interval: float = 10.0,
+        retention: Retention | None = None,
+        maintenance_every: float = 60.0,
+    ) -> None:
+        self.path = Path(path)
+        self.conn = hdb.connect(self.path)  # NewerSchema: the caller decides (the dashboard records nothing)
+        self.interval = interval
+        self.retention = retention or Retention()
+        self.maintenance_every = maintenance_every
+        self._series: dict[SeriesKey, int] = dict(self._load_series())
+        last = self.conn.execute("SELECT max(ts) FROM samples").fetchone()[0]
+        self._last_sample: float | None = float(last) if last is not None else None
+        self._open: dict[FindingKey, tuple[str, str]] = {
+            (r, k, ns, n): (sev, msg)
+            for r, k, ns, n, sev, msg in self.conn.execute(
+                "SELECT rule, kind, namespace, name, severity, message FROM open_findings")
+        }
+        self._drains: dict[str, str] = dict(self.conn.execute("SELECT workspace, state FROM drain_state"))
+        self._revision: int | None = None  # the store revision the last committed write read up to
+        self._waits_seen: set[str] = set()
+        self._evictions_seen: set[tuple[str, float]] = set()
+        self._next_maintenance: float | None = None
+        self._lock = threading.Lock()  # write/maintain/close from the recorder thread and its owner
+
+    @classmethod
+    def for_cluster(cls, key: str, base: Path | None = None, **kwargs: Any) -> Recorder:
+        return cls(hdb.db_path(key, base), **kwargs)
+
+    def _load_series(self) -> Iterable[tuple[SeriesKey, int]]:
+        for sid, kind, name, flavor, resource, metric in self.conn.execute(
+            "SELECT id, kind, name, flavor, resource, metric FROM series"
+        ):
+            yield (kind, name, flavor, resource, metric), sid
+
+    # collect ------------------------------------------------------------------------------------------
+    def collect(self, view: Any, store: Any, now: datetime | float) -> Observation:
+        ts = epoch(now)
+        obs = Observation(now=ts, revision=store.revision, findings=view_findings(view))
+        if self._last_sample is None or ts - self._last_sample >= self.interval:
+            obs.samples = view_samples(view)
+        if store.readable("TauWorkspace"):
+            obs.drains = view_drains(view)
+        ctx = _Context(view, store)
+        for wl in self._changed_workloads(store):
+            wait = workload_wait(wl, ctx) if wl.metadata.uid not in self._waits_seen else None
+            if wait is not None:
+                obs.waits.append(wait)
+            eviction = workload_eviction(wl, ctx)
+            if eviction is not None and (eviction.uid, eviction.at) not in self._evictions_seen:
+                obs.evictions.append(eviction)
+        return obs
+
+    def _changed_workloads(self, store: Any) -> list[Any]:
+        # From the revision the last committed write read up to: a failed write is re-read next time.
+        changes = store.changes_since(self._revision) if self._revision is not None else None
+        if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
+            return store.list("Workload")
+        keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
+        found = (store.get("Workload", name, ns or None) for ns, name in sorted(keys))
+        return [w for w in found if w is not None]
+
+    # write --------------------------------------------------------------------------------------------
+    def write(self, obs: Observation) -> None:
+        with self._lock:
+            c = self.conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                if obs.samples is not None:
+                    self._write_samples(int(obs.now), obs.samples)
+                c.executemany(
+                    "INSERT OR IGNORE INTO waits VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [(w.uid, w.namespace, w.name, w.queue, w.cluster_queue, w.team, w.flavor, w.created,
+                      w.reserved, w.admitted) for w in obs.waits],
+                )
+                c.executemany(
+                    "INSERT OR IGNORE INTO evictions (uid, at, namespace, name, cluster_queue, team, reason, message,"
+                    " cohort, preemption_reason, preemptor_uid, preemptor_namespace, preemptor_name,"
+                    " preemptor_cluster_queue) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [(e.uid, e.at, e.namespace, e.name, e.cluster_queue, e.team, e.reason, e.message, e.cohort,
+                      e.preemption_reason, e.preemptor_uid, e.preemptor_namespace, e.preemptor_name,
+                      e.preemptor_cluster_queue) for e in obs.evictions],
+                )
+                opened, closed = self._write_findings(obs)
+                drains = self._write_drains(obs)
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            # Only once committed: a failed batch is retried whole on the next tick.
+            if obs.samples is not None:
+                self._last_sample = obs.now
+            if obs.revision is not None:
+                self._revision = obs.revision
+            self._waits_seen.update(w.uid for w in obs.waits)
+            self._evictions_seen.update((e.uid, e.at) for e in obs.evictions)
+            for key in closed:
+                del self._open[key]
+            self._open.update(opened)
+            if drains is not None:
+                self._drains = drains
+
+    def _write_samples(self, ts: int, samples: dict[SeriesKey, float | None]) -> None:
+        rows = []
+        for key, value in samples.items():
+            sid = self._series.get(key)
+            if sid is None:
+                sid = self.conn.execute(
+                    "INSERT INTO series (kind, name, flavor, resource, metric) VALUES (?,?,?,?,?) "
+                    "ON CONFLICT DO UPDATE SET kind = kind RETURNING id", key
+                ).fetchone()[0]
+                self._series[key] = sid
+            rows.append((sid, ts, value))
+        self.conn.executemany("INSERT OR REPLACE INTO samples VALUES (?,?,?)", rows)
+
+    def _write_findings(self, obs: Observation) -> tuple[dict[FindingKey, tuple[str, str]], list[FindingKey]]:
+        opened = {k: v for k, v in obs.findings.items() if k not in self._open}
+        closed = [k for k in self._open if k not in obs.findings]
+        events = [(obs.now, "open", *k, *v) for k, v in opened.items()]
+        events += [(obs.now, "close", *k, *self._open[k]) for k in closed]
+        self.conn.executemany(
+            "INSERT INTO finding_events (at, event, rule, kind, namespace, name, severity, message)"
+            " VALUES (?,?,?,?,?,?,?,?)", events)
+        self.conn.executemany("DELETE FROM open_findings WHERE rule=? AND kind=? AND namespace=? AND name=?", closed)
+        self.conn.executemany("INSERT INTO open_findings VALUES (?,?,?,?,?,?,?)",
+                              [(*k, *v, obs.now) for k, v in opened.items()])
+        return opened, closed
+
+    def _write_drains(self, obs: Observation) -> dict[str, str] | None:
+        if obs.drains is None:
+            return None
+        events = []
+        for ws, st in sorted(obs.drains.items()):
+            before = self._drains.get(ws)
+            if before != st.state:
+                event = "started" if before is None else "changed"
+                events.append((obs.now, event, ws, st.state, before or "NotDraining", st.mode, st.old_namespace,
+                               st.new_namespace))
+        for ws in sorted(set(self._drains) - set(obs.drains)):
+            events.append((obs.now, "cleared", ws, "NotDraining", self._drains[ws], None, None, None))
+        self.conn.executemany(
+            "INSERT INTO drain_events (at, event, workspace, state, previous, mode, old_namespace, new_namespace)"
+            " VALUES (?,?,?,?,?,?,?,?)", events)
+        if events:
+            self.conn.execute("DELETE FROM drain_state")
+            self.conn.executemany("INSERT INTO drain_state VALUES (?,?,?)",
+                                  [(ws, st.state, obs.now) for ws, st in obs.drains.items()])
+        return {ws: st.state for ws, st in obs.drains.items()}
+
+    # record, maintain ---------------------------------------------------------------------------------
+    def record(self, view: Any, store: Any, now: datetime | float) -> Observation:
+        obs = self.collect(view, store, now)
+        self.write(obs)
+        self.maintain_if_due(obs.now)
+        return obs
+
+    def maintain_if_due(self, now: float) -> bool:
+        if self._next_maintenance is not None and now < self._next_maintenance:
+            return False
+        more = self.maintain(now)
+        # Work left over (a backlog of days to roll up, a file over its cap): continue next tick.
+        self._next_maintenance = now if more else now + self.maintenance_every
+        return more
+
+    def maintain(self, now: datetime | float) -> bool:
+        """One bounded step of retention; True when more work remains."""
+        with self._lock:
+            return maintain(self.conn, epoch(now), self.retention)
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+
+class RecorderThread:
+    """Records beside a dashboard: every `period` seconds, collect under the session's lock (the store
+    is not thread-safe) and write outside it, on a daemon thread so a slow disk never holds a UI tick.
+    The database is opened on the first tick, so a dashboard closed at once leaves no file behind."""
+
+    def __init__(self, open_recorder: Callable[[], Recorder], session: Any, clock: Callable[[], datetime],
+                 period: float = 5.0) -> None:
+        self.open_recorder = open_recorder
+        self.recorder: Recorder | None = None
+        self.session = session
+        self.clock = clock
+        self.period = period
+        self.costs: list[float] = []  # seconds per tick (the newest 100)
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="taudash-history", daemon=True)
+
+    def start(self) -> RecorderThread:
+        self._thread.start()
+        return self
+
+    def tick(self) -> None:
+        t0 = time.perf_counter()
+        if self.recorder is None:
+            self.recorder = self.open_recorder()
+        now = self.clock()
+        with self.session.lock:
+            obs = self.recorder.collect(self.session.view(now), self.session.store, now)
+        self.recorder.write(obs)
+        self.recorder.maintain_if_due(obs.now)
+        self.costs = [*self.costs[-99:], time.perf_counter() - t0]
+
+    def _run(self) -> None:
+        # Errors are kept in `error` (the dashboard prints it on exit), never written to the terminal
+        # the dashboard is drawing on.
+        while not self._stop.wait(self.period):
+            try:
+                self.tick()
+                self.error = None
+            except hdb.NewerSchema as exc:  # permanent: never write into a newer taudash's file
+                self.error = str(exc)
+                return
+            except Exception as exc:  # a full disk, a locked file, a rule bug: the dashboard goes on, retry later
+                self.error = f"history: {type(exc).__name__}: {exc}"
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self.recorder is not None:
+            self.recorder.close()

@@ -1,0 +1,122 @@
+"""Retention: raw samples for a day, 5-minute roll-ups for thirty days, events for thirty days, and a
+cap on the file's size. Every call does a bounded amount of work (one chunk of each step) so a
+recording tick never stalls on a backlog; it says whether work remains.
+
+A roll-up keeps min, max, avg and last of its 5-minute bucket (and the sample count), so each series
+can be read back with the aggregate that suits it (query.py `DEFAULT_AGG`): capacity (budget) as its
+last value, usage (reserved, used, borrowed) as the average, headroom as the minimum (the tightest
+moment), Workload counts (pending, reserving, admitted, inactive) as the maximum (the worst backlog).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from .db import DEFAULT_MAX_BYTES, file_bytes
+
+DAY = 86400.0
+EVENT_TABLES = (("waits", "admitted"), ("evictions", "at"), ("finding_events", "at"), ("drain_events", "at"))
+
+
+@dataclass(frozen=True)
+class Retention:
+    raw_seconds: float = DAY
+    rollup_step: int = 300
+    rollup_seconds: float = 30 * DAY
+    event_seconds: float = 30 * DAY
+    max_bytes: int = DEFAULT_MAX_BYTES
+    batch_rows: int = 5000  # rows deleted per table per call
+    rollup_chunk: int = 3600  # seconds of raw samples rolled up per call
+    vacuum_pages: int = 2048  # pages handed back to the file system per call
+
+
+def maintain(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
+    more = _transaction(conn, lambda: _roll_up(conn, now, r))
+    more |= _transaction(conn, lambda: _expire(conn, now, r))
+    if file_bytes(conn) > r.max_bytes:
+        _transaction(conn, lambda: _drop_oldest(conn, r))
+        more = True
+    if conn.execute("PRAGMA freelist_count").fetchone()[0] > 0:
+        # The pragma frees one page per step of its statement and `execute` steps it once:
+        # `executescript` runs it to the end (no transaction is open here for it to commit).
+        conn.executescript(f"PRAGMA incremental_vacuum({int(r.vacuum_pages)});")
+        more |= conn.execute("PRAGMA freelist_count").fetchone()[0] > 0
+    return more
+
+
+def _transaction(conn: sqlite3.Connection, step) -> bool:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = step()
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _roll_up(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
+    """Roll up the oldest chunk of whole 5-minute buckets older than the raw retention, then drop those
+    samples (same transaction: a sample is in exactly one of the two tables)."""
+    oldest = conn.execute("SELECT min(ts) FROM samples").fetchone()[0]
+    step = r.rollup_step
+    cutoff = int(now - r.raw_seconds) // step * step
+    if oldest is None or oldest >= cutoff:
+        return False
+    start = oldest // step * step
+    end = min(cutoff, start + max(step, r.rollup_chunk // step * step))
+    conn.execute(
+        """
+        INSERT OR REPLACE INTO rollups (series_id, ts, min, max, avg, last, n)
+        SELECT g.series_id, g.bucket, g.lo, g.hi, g.mean, s.value, g.n
+        FROM (SELECT series_id, (ts / ?1) * ?1 AS bucket, min(value) AS lo, max(value) AS hi,
+                     avg(value) AS mean, count(*) AS n, max(ts) AS newest
+              FROM samples WHERE ts >= ?2 AND ts < ?3 GROUP BY series_id, bucket) AS g
+        JOIN samples AS s ON s.series_id = g.series_id AND s.ts = g.newest
+        """,
+        (step, start, end),
+    )
+    conn.execute("DELETE FROM samples WHERE ts >= ? AND ts < ?", (start, end))
+    return end < cutoff
+
+
+def _expire(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
+    more = _delete_before(conn, "rollups", "ts", now - r.rollup_seconds, r.batch_rows, keyed=True)
+    for table, column in EVENT_TABLES:
+        more |= _delete_before(conn, table, column, now - r.event_seconds, r.batch_rows)
+    return more
+
+
+def _delete_before(conn: sqlite3.Connection, table: str, column: str, cutoff: float, limit: int,
+                   keyed: bool = False) -> bool:
+    """Delete at most `limit` rows older than `cutoff`, oldest first; True when the limit was hit."""
+    # `rollups` and `samples` have no rowid: their primary key picks the rows instead.
+    pick, columns = ("(series_id, ts)", "series_id, ts") if keyed else ("rowid", "rowid")
+    cur = conn.execute(
+        f"DELETE FROM {table} WHERE {pick} IN (SELECT {columns} FROM {table} WHERE {column} < ? "
+        f"ORDER BY {column} LIMIT ?)",
+        (cutoff, limit),
+    )
+    return cur.rowcount >= limit
+
+
+def oldest_time(conn: sqlite3.Connection) -> float | None:
+    stamps = [conn.execute("SELECT min(ts) FROM samples").fetchone()[0],
+              conn.execute("SELECT min(ts) FROM rollups").fetchone()[0]]
+    stamps += [conn.execute(f"SELECT min({column}) FROM {table}").fetchone()[0] for table, column in EVENT_TABLES]
+    present = [s for s in stamps if s is not None]
+    return min(present) if present else None
+
+
+def _drop_oldest(conn: sqlite3.Connection, r: Retention) -> bool:
+    """Over the size cap: delete the oldest hour of everything (bounded per table), whatever its kind."""
+    oldest = oldest_time(conn)
+    if oldest is None:
+        return False
+    cutoff = oldest + 3600
+    more = _delete_before(conn, "samples", "ts", cutoff, r.batch_rows, keyed=True)
+    more |= _delete_before(conn, "rollups", "ts", cutoff, r.batch_rows, keyed=True)
+    for table, column in EVENT_TABLES:
+        more |= _delete_before(conn, table, column, cutoff, r.batch_rows)
+    return more
