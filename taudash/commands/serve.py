@@ -186,8 +186,8 @@ class Serve:
         except OSError as exc:
             raise UsageError(f"--metrics {self.args.metrics}: cannot listen: {exc.strerror or exc}") from None
         if not self.address.loopback:
-            _say(f"warning: metrics on {self.address.host} are reachable beyond this machine; "
-                 "they name cluster objects — restrict access to the port")
+            _say(f"warning: the metrics endpoint listens on {self.address.host}, reachable beyond this machine; "
+                 "its series name cluster objects: restrict access to the port")
         _say(f"metrics on {self.address.url(port)}")
         return server
 
