@@ -339,6 +339,7 @@ def test_snapshot_serve_exports_then_stops_on_sigterm_with_exit_0_and_warns_off_
         end = time.monotonic() + 60
         body = ""
         while time.monotonic() < end and "taudash_up 1.0" not in body:
+            time.sleep(0.1)
             body = urllib.request.urlopen(url.replace("0.0.0.0", "127.0.0.1"), timeout=10).read().decode()
         assert "taudash_up 1.0" in body
         status = json.loads(subprocess.run([sys.executable, "-m", "taudash.cli", "status", "-o", "json", "--snapshot",
@@ -349,6 +350,80 @@ def test_snapshot_serve_exports_then_stops_on_sigterm_with_exit_0_and_warns_off_
         proc.terminate()  # SIGTERM
         assert proc.wait(timeout=30) == 0
         assert "stopped" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def test_the_engine_may_not_import_the_exporter_library(tmp_path):
+    from test_import_contract import _copy, lint_imports
+
+    copy = _copy(tmp_path)
+    (copy / "engine" / "leak.py").write_text("import prometheus_client\n")
+    r = lint_imports(copy, env={"PYTHONPATH": str(copy), "PATH": str(Path(sys.executable).parent)})
+    assert r.returncode != 0, r.stdout
+    assert "taudash.engine.leak -> prometheus_client" in r.stdout
+
+
+async def test_tick_hooks_see_each_view_one_at_a_time_and_a_failing_hook_does_not_stop_serve(capsys):
+    import asyncio
+    import threading
+
+    from taudash.cli import build_parser
+    from taudash.commands.serve import Serve
+
+    args = build_parser().parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"])
+    serve = Serve(args, None)
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[ClusterView, Store, datetime]] = []
+    active, most = [0], [0]
+    guard = threading.Lock()
+
+    def broken(view, store, now):
+        raise RuntimeError("recorder is down")
+
+    def record(view, store, now):
+        with guard:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        threading.Event().wait(0.05)  # a slow hook: the next tick must wait for it, not run beside it
+        seen.append((view, store, now))
+        with guard:
+            active[0] -= 1
+        if len(seen) == 3:
+            loop.call_soon_threadsafe(serve._stop.set)
+
+    serve.on_tick += [broken, record]
+    assert await asyncio.wait_for(serve.main(), 120) == 0
+    assert len(seen) == 3 and most[0] == 1
+    view, store, now = seen[-1]
+    assert {w.name for w in view.workspaces} == {"eval", "train", "vision"}
+    assert store.get("TauWorkspace", "eval", "tau-system") is not None and now.tzinfo is not None
+    err = capsys.readouterr().err
+    assert "recorder is down" in err and err.count("tick hook 'broken' failed") == 3
+
+
+def test_demo_serve_stops_on_sigint_with_exit_0(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "taudash.cli", "serve", "--demo", "--metrics", ":0",
+                             "--interval", "0.5"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            cwd=tmp_path)
+    try:
+        url, before = wait_for_metrics(proc)
+        assert url.startswith("http://127.0.0.1:")  # loopback without asking
+        assert not any("warning" in line for line in before)
+        end = time.monotonic() + 120
+        body = ""
+        while time.monotonic() < end and "taudash_up 1.0" not in body:
+            time.sleep(0.1)
+            body = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert 'taudash_source_info{context="taudash-sim",type="sim"} 1.0' in body
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
