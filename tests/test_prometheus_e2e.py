@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -45,6 +46,25 @@ def test_the_example_rules_pass_promtool():
     out = subprocess.run([tool("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout
+
+
+def test_every_example_rule_is_documented_and_uses_exported_metrics():
+    doc = (ROOT / "docs" / "alerts.md").read_text()
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    assert len(rules) >= 10
+    for rule in rules:
+        assert f"| {rule['alert']} | `{rule['expr']}` | {rule['for']} | {rule['labels']['severity']} |" in doc, rule
+    # every metric a rule reads is one the exporter emits (on the demo cluster, where all are known)
+    from test_serve_metrics import names, registry_for
+
+    from taudash.engine.sources.snapshot import load_snapshot
+    from taudash.engine.view import derive
+
+    loaded = load_snapshot(ROOT / "snapshots" / "demo.yaml")
+    loaded.store.last_event_at = 1.0
+    emitted = names(registry_for(derive(loaded.store, datetime.now(UTC)), loaded.store))
+    used = {m for rule in rules for m in re.findall(r"\btaudash_[a-z_]+", rule["expr"])}
+    assert used <= emitted, used - emitted
 
 
 def test_a_broken_rule_file_fails_promtool(tmp_path):
