@@ -1,0 +1,215 @@
+"""`taudash serve`: the dashboard's engine and live source without a screen, for as long as it runs.
+
+Derives the view on a timer (one derive at a time; a slow one delays the next tick instead of
+stacking up), optionally exports it to Prometheus (`--metrics ADDR`), and stops cleanly on SIGINT
+or SIGTERM (exit 0). Read-only by construction: the session's write path is `Actions.read_only`,
+and nothing here builds another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from taudash.engine.actions import Actions
+from taudash.engine.rules.base import RuleConfig
+from taudash.engine.session import Session
+from taudash.engine.store import Store
+from taudash.engine.view import ClusterView, SourceInfo
+
+from ..errors import Unreachable, UsageError
+from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
+
+READ_ONLY_REASON = "taudash serve is read-only by construction"
+DEFAULT_INTERVAL = 2.0
+
+TickHook = Callable[[ClusterView, Store, datetime], None]
+
+
+def register(sub, add_source_args) -> None:
+    s = sub.add_parser("serve", help="run headless: derive the view on a timer, export Prometheus metrics")
+    add_source_args(s)
+    s.add_argument("--metrics", metavar="ADDR",
+                   help="serve Prometheus metrics on ADDR: PORT or :PORT (127.0.0.1), or HOST:PORT (default: off)")
+    s.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
+                   help=f"seconds between derivations (default {DEFAULT_INTERVAL:g})")
+    s.add_argument("--speed", type=float, default=10.0, help="with --demo: simulated seconds per wall second")
+    s.add_argument("--seed", type=int, default=1, help="with --demo: random seed of the simulated world")
+    s.set_defaults(func=run_serve)
+
+
+def run_serve(args) -> int:
+    from ..serve.exporter import AddressError, parse_address
+
+    if not args.interval > 0:
+        raise UsageError("--interval must be a positive number of seconds")
+    chosen = [x for x in (args.snapshot, args.context, args.demo or None) if x]
+    if len(chosen) > 1:
+        raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")
+    address = None
+    if args.metrics is not None:
+        try:
+            address = parse_address(args.metrics)
+        except AddressError as exc:
+            raise UsageError(str(exc)) from None
+    return asyncio.run(Serve(args, address).main())
+
+
+class Serve:
+    def __init__(self, args, address) -> None:
+        self.args = args
+        self.address = address
+        self.config = RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
+        # --- per-tick hooks -----------------------------------------------------------------
+        # Called after every derive, in the derive's worker thread, under the session lock (the
+        # store matches the view). The history recorder attaches here; a failing hook is reported
+        # and never stops the service.
+        self.on_tick: list[TickHook] = []
+        from ..serve.metrics import Latest
+
+        self.latest = Latest()
+        self._stop = asyncio.Event()
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stop.set)
+        # Bound before connecting: a port in use fails at once, not after a 30 s sync.
+        self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot else "kube")
+        try:
+            if self.args.demo:
+                return await self._demo()
+            if self.args.snapshot:
+                return await self._snapshot()
+            return await self._live(self.args.context, self.args.kubeconfig, "kube", demo=False)
+        finally:
+            if self.metrics is not None:
+                self.metrics.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    async def _demo(self) -> int:
+        from taudash.sim.server import SimServer
+
+        if not DEMO_SNAPSHOT.exists():
+            raise UsageError(f"{DEMO_SNAPSHOT}: the demo cluster is missing from this installation")
+        async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=self.args.speed, seed=self.args.seed) as sim:
+            return await self._live(None, str(sim.kubeconfig), "sim", demo=True)
+
+    async def _snapshot(self) -> int:
+        loaded = await asyncio.to_thread(load_from_args, self.args)
+        report_issues(loaded.issues)
+        session = Session(loaded.store, loaded.source, self.config, read_only=True,
+                          issues=tuple(str(i) for i in loaded.issues))
+        session.actions = Actions.read_only(READ_ONLY_REASON)
+        return await self._run(session)
+
+    async def _live(self, context, kubeconfig, source_type: str, demo: bool) -> int:
+        from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+        from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+
+        try:
+            target = await connect(context, kubeconfig)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        session = Session(
+            Store(),
+            SourceInfo(type=source_type, context=target.context, path=target.server,
+                       observed_at=datetime.now(UTC).isoformat(timespec="seconds")),
+            self.config,
+            read_only=True,
+            demo=demo,
+        )
+        session.actions = Actions.read_only(READ_ONLY_REASON, target.context)
+        source = KubeSource(session.store, target, lock=session.lock)
+        try:
+            try:
+                await source.start()
+            except SourceUnreachable as exc:
+                raise Unreachable(str(exc)) from None
+            _say(f"syncing {target.context} ({target.server}) …")
+            if not await self._unless_stopped(source.wait_synced(30)):
+                _say("stopped")
+                return 0
+            return await self._run(session)
+        finally:
+            await source.stop()
+            await target.close()
+
+    async def _unless_stopped(self, work) -> bool:
+        """Await `work` unless a stop signal comes first (then cancel it): True when it finished."""
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self._stop.wait())
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if task.done():
+            task.result()
+            return True
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        return False
+
+    async def _run(self, session: Session) -> int:
+        if self.collector is not None:
+            self.collector.context = session.source.context
+        _say(f"serving {session.source.context or session.source.path or session.source.type}"
+             f" every {self.args.interval:g} s (read-only); stop with Ctrl-C or SIGTERM")
+        loop = asyncio.get_running_loop()
+        while not self._stop.is_set():
+            started = loop.time()
+            await asyncio.to_thread(self._tick, session)  # never two at once: the loop awaits each
+            wait = max(0.0, self.args.interval - (loop.time() - started))
+            try:
+                await asyncio.wait_for(self._stop.wait(), wait)
+            except TimeoutError:
+                pass
+        _say("stopped")
+        return 0
+
+    def _start_metrics(self, source_type: str):
+        self.collector = None
+        if self.address is None:
+            return None
+        from ..serve.exporter import MetricsServer
+        from ..serve.metrics import TaudashCollector
+
+        self.collector = TaudashCollector(self.latest, source_type, None)
+        server = MetricsServer(self.address, self.collector)
+        try:
+            port = server.start()
+        except OSError as exc:
+            raise UsageError(f"--metrics {self.args.metrics}: cannot listen: {exc.strerror or exc}") from None
+        if not self.address.loopback:
+            _say(f"warning: the metrics endpoint listens on {self.address.host}, reachable beyond this machine; "
+                 "its series name cluster objects: restrict access to the port")
+        _say(f"metrics on {self.address.url(port)}")
+        return server
+
+    def _tick(self, session: Session) -> None:
+        from ..serve.metrics import sample_of
+
+        now = datetime.now(UTC)
+        try:
+            with session.lock:
+                view = session.view(now)
+                self.latest.publish(sample_of(view, session.store, now.timestamp()))
+                for hook in self.on_tick:
+                    try:
+                        hook(view, session.store, now)
+                    except Exception as exc:  # one hook's failure must not stop the service or the others
+                        _say(f"tick hook {getattr(hook, '__name__', hook)!r} failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            self.latest.failed()
+            _say(f"derive failed: {type(exc).__name__}: {exc}")
+
+
+def _say(text: str) -> None:
+    from taudash.engine.text import clean
+
+    print(f"taudash serve: {clean(text)}", file=sys.stderr, flush=True)
