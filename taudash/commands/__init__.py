@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("dashboard", "profiles", "sim", "export", "workflow", "bench")
+MODULES = ("dashboard", "profiles", "sim", "export", "workflow", "bench", "why")
 
 
 def register_all(sub, add_source_args) -> None:
