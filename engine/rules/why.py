@@ -72,19 +72,16 @@ RANK = {
     "KueueCondition": 20,
 }
 
-# Kueue's QuotaReserved reasons and the computed code each agrees with.
+# Kueue's specific QuotaReserved/Admitted reasons and the computed codes each agrees with. Its generic
+# ones (Pending, Inadmissible, Waiting, NoReservation) agree with any computed reason.
 KUEUE_AGREES = {
-    "WaitingForQuota": {"InsufficientQuota", "HeadOfLineBlocked"},
-    "Pending": {"InsufficientQuota", "HeadOfLineBlocked", "QueuedBehind", "FitsNow"},
-    "Inadmissible": {"InsufficientQuota", "ExceedsMaxQuota", "NoMatchingFlavor", "ResourceNotCovered",
-                     "ClusterQueueStopped", "LocalQueueStopped", "ClusterQueueInactive"},
+    "WaitingForQuota": {"InsufficientQuota", "HeadOfLineBlocked", "QueuedBehind"},
     "ExceedsMaxQuota": {"ExceedsMaxQuota"},
     "NoMatchingFlavor": {"NoMatchingFlavor", "ResourceNotCovered"},
-    "Suspended": {"ClusterQueueStopped", "LocalQueueStopped", "ClusterQueueInactive"},
-    "OnHold": {"ClusterQueueStopped", "LocalQueueStopped"},
+    "Suspended": {"ClusterQueueStopped", "LocalQueueStopped", "ClusterQueueInactive", "Inactive"},
+    "OnHold": {"ClusterQueueStopped", "LocalQueueStopped", "Inactive"},
     "WaitingForPreemptedWorkloads": {"InsufficientQuota"},
     "UnsatisfiedAdmissionChecks": {"AdmissionCheckPending", "AdmissionCheckRejected"},
-    "NoReservation": {"InsufficientQuota", "HeadOfLineBlocked", "QueuedBehind", "FitsNow", "ExceedsMaxQuota"},
 }
 
 
@@ -694,9 +691,12 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str) -> WorkloadW
     kc = _kueue_condition(wl)
     if kc is not None and not wl.admitted and not wl.finished:
         computed = {r.code for r in reasons}
-        agrees = bool(KUEUE_AGREES.get(kc["reason"], set()) & computed)
+        specific = KUEUE_AGREES.get(kc["reason"])
+        agrees = specific is None or bool(specific & computed) or not reasons
+        # A disagreement is news: shown right after the top computed reason (the estimate may be stale, or Kueue's).
+        top = min((r.rank for r in reasons), default=RANK["KueueCondition"])
         reasons.append(WaitReason(
-            code="KueueCondition", severity=Severity.INFO, rank=RANK["KueueCondition"] if agrees or not reasons else 1,
+            code="KueueCondition", severity=Severity.INFO, rank=RANK["KueueCondition"] if agrees else top,
             message=f"Kueue says {kc['type']}={kc['status']} {kc['reason']}: {kc['message']}",
             details={**kc, "agreesWithEstimate": agrees}))
 
