@@ -21,8 +21,8 @@ def register(sub, add_source_args) -> None:
         "why",
         help="why is a Workload waiting: ranked reasons, quota per flavor, the Workloads ahead, preemption",
         description="Prints a WorkloadWaitReport (docs/queue-insight.md). Positions and fits are estimates "
-        "from the objects (positionSource: estimated). Exit 0 with a report, 2 when the Workload is not found "
-        "or the source is partly unreadable.",
+        "from the objects (positionSource: estimated); unreadable kinds give an Unknown reason, never a fit. "
+        "Exit 0 with a report, 2 when the Workload is not found or the snapshot had unreadable objects.",
     )
     p.add_argument("workload", metavar="NS/NAME", help="the Workload (kueue.x-k8s.io), namespace/name")
     add_source_args(p)
