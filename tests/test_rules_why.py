@@ -203,6 +203,18 @@ def test_reclaim_within_cohort_targets_borrowing_queues_only():
     assert r2.preemption.possible is False
 
 
+def test_no_preemption_to_borrow_unless_borrow_within_cohort_allows_it():
+    def objs(preemption):
+        return [cq("a", "2", cohort_name="c", preemption=preemption), cq("b", "2", cohort_name="c"),
+                local_queue("lq", NS, "a"), wl("low", gpu="2", priority=1, held_in="a"), wl("w", gpu="3", priority=9)]
+
+    # Preempting `low` would free room, but the request (3) exceeds a's nominal (2): Kueue waits instead.
+    r = report("w", *objs({"withinClusterQueue": "LowerPriority"}))
+    assert r.preemption.possible is False and "borrowing" in r.preemption.message
+    allowed = report("w", *objs({"withinClusterQueue": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}}))
+    assert allowed.preemption.possible is True and [c.name for c in allowed.preemption.candidates] == ["low"]
+
+
 # --- order and head-of-line blocking ---------------------------------------------------------------
 
 

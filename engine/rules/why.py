@@ -21,7 +21,9 @@ from ..quota import (
     build_tree,
     from_parent,
     is_borrowing,
+    local_available,
     potential_available,
+    quotas_of,
     remove_usage,
 )
 from .base import QuantityField, RuleContext, ViewModel
@@ -282,7 +284,9 @@ def flavor_mismatch(flavor, pod_sets) -> str | None:
 
 
 @dataclass
-class _Inputs:
+class QuotaInputs:
+    """What every report of one store shares: build once with `quota_inputs` when explaining many Workloads."""
+
     tree: QuotaTree | None
     holders: dict[str, list]  # cluster queue → quota-holding Workloads
     unknown: list[str]
@@ -309,7 +313,7 @@ def _unreadable(ctx: RuleContext, kinds: tuple[str, ...]) -> list[str]:
     return [f"{res} ({why})" for res, why in ctx.unreadable(*kinds)]
 
 
-def _inputs(ctx: RuleContext) -> _Inputs:
+def quota_inputs(ctx: RuleContext) -> QuotaInputs:
     unknown = _unreadable(ctx, ("ClusterQueue", "Workload"))
     cohort_acc = ctx.store.access("Cohort")
     cohorts_ok = cohort_acc.readable or cohort_acc.state.value == "Absent"  # no Cohort API: only implicit cohorts
@@ -327,7 +331,7 @@ def _inputs(ctx: RuleContext) -> _Inputs:
     tree = None
     if not unknown:
         tree = build_tree(ctx.store.list("ClusterQueue"), ctx.store.list("Cohort") if cohorts_ok else [], usage)
-    return _Inputs(tree, holders, unknown)
+    return QuotaInputs(tree, holders, unknown)
 
 
 def _group_requests(requests: dict[str, Quantity], covered: list[str], count: int) -> dict[str, Quantity]:
@@ -406,7 +410,7 @@ def _fits(ev: list[_FlavorEval]) -> bool:
     return bool(groups) and all(g in ch and ch[g].mode == "Fit" for g in groups)
 
 
-def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: _Inputs, ctx: RuleContext) -> list[FlavorQuota]:
+def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: QuotaInputs, ctx: RuleContext) -> list[FlavorQuota]:
     quotas = {}
     for rg in cq.spec.resource_groups:
         for fl in rg.flavors:
@@ -449,6 +453,25 @@ def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: _Inp
     return rows
 
 
+def _may_preempt_for(node: QuotaNode, fr: FlavorResource, val: Quantity, nominal: dict, borrow_ok: bool) -> bool:
+    """Whether Kueue's flavor assigner would try preemption for this resource at all (else: wait)."""
+    lim = nominal.get(fr)
+    if (lim is not None and not lim.nominal < val) or borrow_ok:
+        return True
+    if node.parent is None:
+        return False
+    # Reclaim in the hierarchy: the lowest node that would hold the request without borrowing must
+    # have a parent (Kueue's FindHeightOfLowestSubtreeThatFits).
+    if not node.subtree_quota.get(fr, ZERO) < node.usage.get(fr, ZERO) + val:
+        return True
+    remaining = val - local_available(node, fr)
+    for anc in node.ancestors():
+        if not anc.subtree_quota.get(fr, ZERO) < anc.usage.get(fr, ZERO) + remaining:
+            return anc.parent is not None
+        remaining = remaining - local_available(anc, fr)
+    return False
+
+
 def _satisfies(policy: str, preemptor, candidate) -> bool:
     p, c = effective_priority(preemptor), effective_priority(candidate)
     if policy == "LowerPriority":
@@ -458,7 +481,7 @@ def _satisfies(policy: str, preemptor, candidate) -> bool:
     return policy == "Any"
 
 
-def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: _Inputs) -> Preemption:
+def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: QuotaInputs) -> Preemption:
     pol = cq.spec.preemption
     bwc = pol.borrow_within_cohort
     policy = {
@@ -480,6 +503,13 @@ def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: _
     needs = {(e.flavor, r): req for e in chosen.values() for r, req, av, _ in e.rows}
     short = [fr for fr, req in needs.items() if available(node, fr) < req]
     borrow_ok = bwc is not None and bwc.policy != "Never"
+    nominal = quotas_of(cq.spec.resource_groups)
+    refused = [fr for fr in short if not _may_preempt_for(node, fr, needs[fr], nominal, borrow_ok)]
+    if refused:
+        return Preemption(possible=False, policy=policy, message=(
+            "no: Kueue preempts only for a request that fits the queue's nominal quota (or a sub-cohort's), "
+            "or when borrowWithinCohort allows it; " + ", ".join(f"{f}/{r}" for f, r in refused)
+            + " would need borrowing, so it waits for quota to be released"))
     candidates = []
     for h in inputs.holders.get(cq.name, []):
         if h.uid != wl.uid and any(not reserved_usage(h).get(fr, ZERO).is_zero() for fr in short) \
@@ -544,12 +574,19 @@ def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: _
                               "Kueue preempts only for the head of the queue, and the cluster may change first)")
 
 
-def why_waiting_report(ctx: RuleContext, namespace: str, name: str) -> WorkloadWaitReport | None:
-    """The wait report of one Workload, or None when the store does not hold it."""
+_UNSET: Any = object()
+
+
+def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: QuotaInputs | None = None,
+                       orders: dict[str, ClusterQueueOrder] | None = _UNSET) -> WorkloadWaitReport | None:
+    """The wait report of one Workload, or None when the store does not hold it.
+    `inputs` (quota_inputs) and `orders` (cluster_queue_orders) may be passed in when the caller
+    explains many Workloads of one store; they are computed here otherwise."""
     wl = ctx.store.get("Workload", name, namespace)
     if wl is None:
         return None
-    inputs = _inputs(ctx)
+    if inputs is None:
+        inputs = quota_inputs(ctx)
     reasons: list[WaitReason] = []
     if inputs.unknown:
         reasons.append(_reason("Unknown", Severity.UNKNOWN, "cannot tell: " + ", ".join(inputs.unknown) + " unreadable; "
@@ -657,7 +694,10 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str) -> WorkloadW
                     shortfall={f"{f.flavor}/{f.resource}": str(f.shortfall) for f in rows}))
         preemption = _preemption(wl, cq, node, ev, inputs)
 
-        orders = cluster_queue_orders(ctx) if not inputs.unknown else None
+        if orders is _UNSET:
+            orders = cluster_queue_orders(ctx)
+        if inputs.unknown:
+            orders = None
         order: ClusterQueueOrder | None = orders.get(cq.name) if orders is not None else None
         entry = order.entry(namespace, name) if order is not None else None
         if entry is not None:
@@ -728,8 +768,10 @@ def _kueue_condition(wl) -> dict[str, str] | None:
 
 __all__ = [
     "DEACTIVATED_BY",
+    "QuotaInputs",
     "WaitReason",
     "WorkloadWaitReport",
+    "quota_inputs",
     "pod_set_requests",
     "reserved_usage",
     "why_waiting_report",

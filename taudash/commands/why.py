@@ -16,6 +16,9 @@ from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from ..loading import load_from_args, report_issues
 
 
+AHEAD_SHOWN = 20
+
+
 def register(sub, add_source_args) -> None:
     p = sub.add_parser(
         "why",
@@ -85,9 +88,11 @@ def _print_table(d: dict) -> None:
                                 f"(priority {h['priority']})"))
     if d["ahead"]:
         print(f"ahead ({len(d['ahead'])}):")
-        for a in d["ahead"]:
+        for a in d["ahead"][:AHEAD_SHOWN]:
             owner = f"{a['owner']['kind']}/{a['owner']['name']}" if a["owner"] else "-"
             print(clean(f"  {a['position']:>3} {a['namespace']}/{a['name']}  {owner}  priority {a['priority']}"))
+        if len(d["ahead"]) > AHEAD_SHOWN:
+            print(f"  ... {len(d['ahead']) - AHEAD_SHOWN} more (-o json lists them all)")
     p = d["preemption"]
     print(clean(f"preemption: {p['message']}"))
     for c in p["candidates"]:
