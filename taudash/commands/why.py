@@ -15,7 +15,6 @@ from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from ..loading import load_from_args, report_issues
 
-
 AHEAD_SHOWN = 20
 
 
