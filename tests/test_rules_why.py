@@ -302,3 +302,19 @@ def test_kueue_condition_is_reported_after_agreeing_reasons_and_first_when_it_di
     kc2 = next(x for x in r2.reasons if x.code == "KueueCondition")
     assert kc2.details["agreesWithEstimate"] is True and r2.reasons[-1] is kc2
     assert r2.reasons[0].code == "InsufficientQuota"
+
+
+def test_no_matching_flavor_by_taint_and_node_selector():
+    rf = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": F},
+          "spec": {"nodeLabels": {"gpu": "h100"}, "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]}}
+    base = [cq("a", "8"), local_queue("lq", NS, "a"), rf]
+    r = report("w", *base, wl("w"))
+    assert codes(r)[0] == "NoMatchingFlavor" and "sku=gpu" in r.reasons[0].details["flavors"][F]
+    tolerant = wl("w")
+    tolerant["spec"]["podSets"][0]["template"]["spec"]["tolerations"] = [{"key": "sku", "operator": "Exists"}]
+    assert "FitsNow" in codes(report("w", *base, tolerant))
+    tolerant["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"] = {"gpu": "a100"}
+    assert codes(report("w", *base, tolerant))[0] == "NoMatchingFlavor"
+    # a taint the flavor itself tolerates does not count
+    rf2 = {**rf, "spec": {**rf["spec"], "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu"}]}}
+    assert "FitsNow" in codes(report("w", cq("a", "8"), local_queue("lq", NS, "a"), rf2, wl("w")))

@@ -144,9 +144,17 @@ class LocalQueue(KubeObject):
     status: LocalQueueStatus = LocalQueueStatus()
 
 
+class Toleration(KModel):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
 class ResourceFlavorSpec(KModel):
     node_labels: StrMap = {}
     node_taints: Annotated[list[Taint], BeforeValidator(_listify)] = []
+    tolerations: Annotated[list[Toleration], BeforeValidator(_listify)] = []  # taints matched here are ignored
     topology_name: str | None = None
 
 
@@ -164,13 +172,6 @@ class ContainerRequests(KModel):
 
     name: str = ""
     resources: ContainerResources = ContainerResources()
-
-
-class Toleration(KModel):
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
 
 
 class PodSetPodSpec(KModel):

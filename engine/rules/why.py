@@ -265,7 +265,8 @@ def _tolerates(tolerations, taint) -> bool:
 
 def flavor_mismatch(flavor, pod_sets) -> str | None:
     """Why a ResourceFlavor cannot host the pod sets (nodeSelector on the flavor's own label keys,
-    untolerated NoSchedule/NoExecute taints), or None when it can."""
+    NoSchedule/NoExecute taints tolerated neither by the pod set nor by the flavor), or None when it can.
+    Required node affinity is not evaluated (an estimate that errs toward "matches")."""
     if flavor is None:
         return None
     labels = flavor.spec.node_labels
@@ -275,7 +276,7 @@ def flavor_mismatch(flavor, pod_sets) -> str | None:
             if k in labels and labels[k] != v:
                 return f"pod set {ps.name} selects {k}={v}, the flavor has {k}={labels[k]}"
         for taint in flavor.spec.node_taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerates(spec.tolerations, taint):
+            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerates([*spec.tolerations, *flavor.spec.tolerations], taint):
                 return f"pod set {ps.name} does not tolerate the flavor's taint {taint.key}={taint.value}:{taint.effect}"
     return None
 
