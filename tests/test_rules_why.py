@@ -318,3 +318,14 @@ def test_no_matching_flavor_by_taint_and_node_selector():
     # a taint the flavor itself tolerates does not count
     rf2 = {**rf, "spec": {**rf["spec"], "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu"}]}}
     assert "FitsNow" in codes(report("w", cq("a", "8"), local_queue("lq", NS, "a"), rf2, wl("w")))
+
+
+def test_admission_gated_workload_is_not_queued():
+    gated = wl("g", priority=99)
+    gated["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/gate"}
+    objs = [cq("a", "8"), local_queue("lq", NS, "a"), gated, wl("w", priority=1)]
+    r = report("g", *objs)
+    assert codes(r)[0] == "AdmissionGated" and r.queue.position_in_cluster_queue is None
+    assert report("w", *objs).queue.position_in_cluster_queue == 0  # the gated one is not ahead
+    gated["metadata"]["annotations"] = {}
+    assert report("w", *objs).queue.position_in_cluster_queue == 1

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from .base import RuleContext
 
 PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"  # non-empty: Kueue does not queue the Workload
 # Evictions after which Kueue queues a Workload by the eviction time, not its creation
 # (PodsReadyTimeout: with requeuingTimestamp Eviction, the default since 0.19).
 REQUEUE_AT_EVICTION = frozenset({"PodsReadyTimeout", "AdmissionCheck"})
@@ -54,8 +55,10 @@ def order_key(wl) -> tuple:
 
 
 def is_pending(wl) -> bool:
-    """In Kueue's queues: not finished, holding no quota reservation, active, not being deleted."""
-    return wl.spec.active and not wl.finished and not wl.quota_reserved and not wl.deleting
+    """In Kueue's queues: not finished, holding no quota reservation, active, not admission-gated,
+    not being deleted."""
+    return (wl.spec.active and not wl.finished and not wl.quota_reserved and not wl.deleting
+            and not wl.metadata.annotations.get(ADMISSION_GATED_BY))
 
 
 def in_backoff(wl, now: datetime) -> bool:
@@ -124,6 +127,7 @@ def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | Non
 
 
 __all__ = [
+    "ADMISSION_GATED_BY",
     "ClusterQueueOrder",
     "QueueEntry",
     "cluster_queue_orders",

@@ -28,6 +28,7 @@ from ..quota import (
 )
 from .base import QuantityField, RuleContext, ViewModel
 from .queue_order import (
+    ADMISSION_GATED_BY,
     ClusterQueueOrder,
     cluster_queue_orders,
     effective_priority,
@@ -61,6 +62,7 @@ RANK = {
     "LocalQueueStopped": 4,
     "ClusterQueueStopped": 4,
     "ClusterQueueInactive": 5,
+    "AdmissionGated": 6,
     "AdmissionCheckRejected": 6,
     "AdmissionCheckPending": 7,
     "ResourceNotCovered": 8,
@@ -611,6 +613,12 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             msg += f" (deactivated by taudash workflow {by})"
         reasons.append(_reason("Inactive", Severity.BLOCKING, msg, deactivatedBy=by))
 
+    gate = wl.metadata.annotations.get(ADMISSION_GATED_BY)
+    if gate and not wl.quota_reserved and not wl.finished:
+        reasons.append(_reason("AdmissionGated", Severity.BLOCKING,
+                               f"admission-gated by {gate}: Kueue does not queue it until the annotation is cleared",
+                               gatedBy=gate))
+
     # --- its queues
     if not wl.spec.queue_name:
         reasons.append(_reason("LocalQueueMissing", Severity.BLOCKING, "spec.queueName is empty: no LocalQueue"))
@@ -653,7 +661,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                                        check=c.name, state=c.state))
 
     # --- quota and order (only for a pending Workload)
-    pending = wl.spec.active and not wl.finished and not wl.quota_reserved
+    pending = wl.spec.active and not wl.finished and not wl.quota_reserved and not gate
     flavor_rows: list[FlavorQuota] = []
     ahead: list[WorkloadRef] = []
     pos_cq = pos_lq = None
