@@ -329,3 +329,16 @@ def test_admission_gated_workload_is_not_queued():
     assert report("w", *objs).queue.position_in_cluster_queue == 0  # the gated one is not ahead
     gated["metadata"]["annotations"] = {}
     assert report("w", *objs).queue.position_in_cluster_queue == 1
+
+
+def test_namespace_not_selected_by_the_cluster_queue():
+    def ns(labels):
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": labels}}
+
+    picky = cq("a", "8")
+    picky["spec"]["namespaceSelector"] = {"matchLabels": {"team": "vision"}}
+    objs = [picky, local_queue("lq", NS, "a"), wl("w")]
+    r = report("w", *objs, ns({"team": "nlp"}))
+    assert codes(r)[0] == "NamespaceNotSelected" and "FitsNow" not in codes(r)
+    assert "NamespaceNotSelected" not in codes(report("w", *objs, ns({"team": "vision"})))
+    assert "Unknown" in codes(report("w", *objs, ns({"team": "vision"}), access={"Namespace": AccessState.FORBIDDEN}))

@@ -36,6 +36,7 @@ from .queue_order import (
     parse_time,
     queue_order_time,
 )
+from .selectors import SelectorError, selector_matches
 
 API_VERSION = "taudash/v1"
 KIND = "WorkloadWaitReport"
@@ -62,6 +63,7 @@ RANK = {
     "LocalQueueStopped": 4,
     "ClusterQueueStopped": 4,
     "ClusterQueueInactive": 5,
+    "NamespaceNotSelected": 5,
     "AdmissionGated": 6,
     "AdmissionCheckRejected": 6,
     "AdmissionCheckPending": 7,
@@ -645,6 +647,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason("ClusterQueueInactive", Severity.BLOCKING,
                                    f"ClusterQueue {cq.name} is inactive ({active.reason}): {active.message}",
                                    reason=active.reason))
+    if cq is not None and wl.spec.active and not wl.quota_reserved and not wl.finished:
+        reasons += _namespace_reasons(ctx, cq, namespace)
     if node is not None and node.in_cycle:
         reasons.append(_reason("ClusterQueueInactive", Severity.BLOCKING,
                                f"ClusterQueue {cq_name}'s cohorts form a parentName cycle: Kueue admits nothing there"))
@@ -764,6 +768,26 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                       position_in_cluster_queue=pos_cq, position_in_local_queue=pos_lq)
     return WorkloadWaitReport(workload=summary, queue=queue, reasons=reasons, ahead=ahead, flavors=flavor_rows,
                               preemption=preemption)
+
+
+def _namespace_reasons(ctx: RuleContext, cq, namespace: str) -> list[WaitReason]:
+    """Kueue admits only from namespaces the ClusterQueue's namespaceSelector selects."""
+    if ctx.unreadable("Namespace"):
+        return [_reason("Unknown", Severity.UNKNOWN, "Namespaces are unreadable: the namespaceSelector was not checked",
+                        unreadable=_unreadable(ctx, ("Namespace",)))]
+    ns = ctx.store.get("Namespace", namespace)
+    labels = ns.labels if ns is not None else {}
+    try:
+        selected = selector_matches(cq.spec.namespace_selector, labels)
+    except SelectorError as exc:
+        return [_reason("Unknown", Severity.UNKNOWN, f"ClusterQueue {cq.name}'s namespaceSelector: {exc}")]
+    if selected:
+        return []
+    sel = cq.spec.namespace_selector
+    shown = "null (selects no namespace)" if sel is None else sel.model_dump(by_alias=True, exclude_defaults=True)
+    return [_reason("NamespaceNotSelected", Severity.BLOCKING,
+                    f"ClusterQueue {cq.name}'s namespaceSelector {shown} does not select namespace {namespace}",
+                    namespaceSelector=None if sel is None else sel.model_dump(by_alias=True, exclude_defaults=True))]
 
 
 def _kueue_condition(wl) -> dict[str, str] | None:
