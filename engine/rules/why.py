@@ -302,10 +302,11 @@ def _owner(wl) -> OwnerRef | None:
     return OwnerRef(kind=o.kind, name=o.name) if o is not None else None
 
 
-def _ref(wl, **extra) -> WorkloadRef:
+def _ref(wl, cluster_queue: str | None = None, **extra) -> WorkloadRef:
+    """A Workload named in a report; its ClusterQueue is the admitting one when it has an admission."""
     adm = wl.status.admission
     return WorkloadRef(
-        namespace=wl.namespace or "", name=wl.name, cluster_queue=adm.cluster_queue if adm else extra.pop("cq", None),
+        namespace=wl.namespace or "", name=wl.name, cluster_queue=adm.cluster_queue if adm else cluster_queue,
         local_queue=wl.spec.queue_name or None, owner=_owner(wl), priority=effective_priority(wl), **extra,
     )
 
@@ -409,13 +410,13 @@ def _chosen(evals: list[_FlavorEval]) -> dict[int, _FlavorEval]:
     return out
 
 
-def _fits(ev: list[_FlavorEval]) -> bool:
+def _fits(ev: list[_FlavorEval], not_covered: list[str]) -> bool:
     ch = _chosen(ev)
     groups = {e.group for e in ev}
-    return bool(groups) and all(g in ch and ch[g].mode == "Fit" for g in groups)
+    return not not_covered and bool(groups) and all(g in ch and ch[g].mode == "Fit" for g in groups)
 
 
-def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: QuotaInputs, ctx: RuleContext) -> list[FlavorQuota]:
+def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: QuotaInputs) -> list[FlavorQuota]:
     quotas = {}
     for rg in cq.spec.resource_groups:
         for fl in rg.flavors:
@@ -677,7 +678,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         if not rf_known:
             reasons.append(_reason("Unknown", Severity.UNKNOWN, "ResourceFlavors are unreadable: flavor matching not evaluated",
                                    unreadable=_unreadable(ctx, ("ResourceFlavor",))))
-        flavor_rows = _flavor_rows(ev, cq, node, inputs, ctx)
+        flavor_rows = _flavor_rows(ev, cq, node, inputs)
         if not_covered:
             reasons.append(_reason("ResourceNotCovered", Severity.BLOCKING,
                                    f"ClusterQueue {cq.name} gives no quota for {', '.join(not_covered)}", resources=not_covered))
@@ -716,17 +717,17 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         if entry is not None:
             pos_cq, pos_lq = entry.position_in_cluster_queue, entry.position_in_local_queue
             for e in order.ahead_of(namespace, name):
-                ahead.append(_ref(e.workload, cq=cq.name, requests=workload_requests(e.workload),
+                ahead.append(_ref(e.workload, cq.name, requests=workload_requests(e.workload),
                                   position=e.position_in_cluster_queue))
             if order.strategy == "StrictFIFO" and pos_cq > 0:
                 head = order.entries[0].workload
-                head_ev, _ = _evaluate(head, cq, node, flavors, rf_known)
-                if not _fits(head_ev):
+                head_ev, head_missing = _evaluate(head, cq, node, flavors, rf_known)
+                if not _fits(head_ev, head_missing):
                     reasons.append(_reason(
                         "HeadOfLineBlocked", Severity.WAITING,
                         f"StrictFIFO: the head {head.namespace}/{head.name} (priority {effective_priority(head)}) does not fit, "
                         "and nothing behind it is tried until it is admitted — this Workload waits even if it would fit",
-                        head=f"{head.namespace}/{head.name}", fitsItself=_fits(ev)))
+                        head=f"{head.namespace}/{head.name}", fitsItself=_fits(ev, not_covered)))
             if pos_cq > 0 and not any(r.code == "HeadOfLineBlocked" for r in reasons):
                 reasons.append(_reason("QueuedBehind", Severity.INFO,
                                        f"{pos_cq} Workload(s) ahead in ClusterQueue {cq.name} "
@@ -735,7 +736,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason("Backoff", Severity.WAITING,
                                    f"requeued with backoff: Kueue retries it at {wl.status.requeue_state.requeue_at}",
                                    requeueAt=wl.status.requeue_state.requeue_at))
-        if node is not None and _fits(ev) and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
+        if node is not None and _fits(ev, not_covered) and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
                                                       for r in reasons):
             reasons.append(_reason("FitsNow", Severity.INFO,
                                    "its request fits the unused quota now: Kueue should reserve it in a coming scheduling cycle"))
