@@ -84,3 +84,29 @@ def test_unreadable_workloads_cannot_find_the_workload(tmp_path, capsys):
     assert main(["why", PENDING, "--snapshot", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unreadable" in err
+
+
+def test_every_demo_workload_gets_a_consistent_report():
+    from datetime import UTC, datetime
+
+    from taudash.engine.rules.base import RuleContext
+    from taudash.engine.rules.queue_order import cluster_queue_orders
+    from taudash.engine.rules.why import quota_inputs, why_waiting_report
+    from taudash.engine.sources.snapshot import load_snapshot
+
+    store = load_snapshot(DEMO_SNAPSHOT).store
+    ctx = RuleContext(store=store, now=datetime(2026, 11, 30, 9, tzinfo=UTC))
+    inputs, orders = quota_inputs(ctx), cluster_queue_orders(ctx)
+    seen = set()
+    for w in store.list("Workload"):
+        r = why_waiting_report(ctx, w.namespace, w.name, inputs=inputs, orders=orders)
+        top = r.reasons[0].code
+        seen.add(top)
+        if w.finished:
+            assert top == "Finished"
+        elif w.admitted:
+            assert top == "Admitted"
+        else:
+            assert top not in ("Finished", "Admitted", "Unknown")
+        assert (r.queue.position_in_cluster_queue is None) == (w.quota_reserved or w.finished or not w.spec.active)
+    assert {"Finished", "Admitted", "InsufficientQuota"} <= seen

@@ -310,6 +310,7 @@ def test_no_matching_flavor_by_taint_and_node_selector():
     base = [cq("a", "8"), local_queue("lq", NS, "a"), rf]
     r = report("w", *base, wl("w"))
     assert codes(r)[0] == "NoMatchingFlavor" and "sku=gpu" in r.reasons[0].details["flavors"][F]
+    assert r.preemption.possible is False
     tolerant = wl("w")
     tolerant["spec"]["podSets"][0]["template"]["spec"]["tolerations"] = [{"key": "sku", "operator": "Exists"}]
     assert "FitsNow" in codes(report("w", *base, tolerant))

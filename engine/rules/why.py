@@ -358,21 +358,22 @@ class _FlavorEval:
     def mode(self) -> str:
         if self.mismatch:
             return "NotMatching"
-        modes = {self._mode(req, av, pot) for _, req, av, pot in self.rows}
+        modes = {_row_mode(req, av, pot) for _, req, av, pot in self.rows}
         for m in ("Unknown", "ExceedsMaxQuota", "Short", "Fit"):
             if m in modes:
                 return m
         return "Fit"
 
-    @staticmethod
-    def _mode(req, av, pot) -> str:
-        if av is None or pot is None:
-            return "Unknown"
-        if pot < req:
-            return "ExceedsMaxQuota"
-        if av < req:
-            return "Short"
-        return "Fit"
+
+def _row_mode(req: Quantity, av: Quantity | None, pot: Quantity | None) -> str:
+    """One resource of one flavor: Fit now, Short now (could fit once others leave), never (ExceedsMaxQuota)."""
+    if av is None or pot is None:
+        return "Unknown"
+    if pot < req:
+        return "ExceedsMaxQuota"
+    if av < req:
+        return "Short"
+    return "Fit"
 
 
 def _evaluate(wl, cq, node: QuotaNode | None, flavors: dict, flavors_known: bool) -> tuple[list[_FlavorEval], list[str]]:
@@ -442,7 +443,7 @@ def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: Quot
                         if not amount.is_zero():
                             holders.append(_ref(h, amount=amount))
             holders.sort(key=lambda h: (-h.amount.as_float(), h.priority, h.namespace, h.name))
-            mode = {"Short": "Preempt"}.get(e._mode(req, av, pot), e._mode(req, av, pot)) if not e.mismatch else "NotMatching"
+            mode = "NotMatching" if e.mismatch else _row_mode(req, av, pot).replace("Short", "Preempt")
             rows.append(FlavorQuota(
                 flavor=e.flavor, resource=r, requested=req, available=av, potential_available=pot,
                 shortfall=(req - av).max0() if av is not None else None,
@@ -499,11 +500,14 @@ def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: Q
     if node is None or inputs.tree is None:
         return Preemption(possible=None, policy=policy, message="unknown: quota inputs are unreadable")
     chosen = _chosen(ev)
-    if not chosen or any(e.mode == "Unknown" for e in chosen.values()):
+    if any(e.mode == "Unknown" for e in chosen.values()):
         return Preemption(possible=None, policy=policy, message="unknown: the flavor assignment could not be evaluated")
+    if not ev or {e.group for e in ev} - set(chosen):
+        return Preemption(possible=False, policy=policy,
+                          message="no: no flavor of the queue can take the request; preemption cannot help")
     if all(e.mode == "Fit" for e in chosen.values()):
         return Preemption(possible=False, policy=policy, message="not needed: the Workload fits without preempting")
-    if any(e.mode in ("ExceedsMaxQuota", "NotMatching") for e in chosen.values()):
+    if any(e.mode == "ExceedsMaxQuota" for e in chosen.values()):
         return Preemption(possible=False, policy=policy,
                           message="no: the request exceeds the most this queue can ever get; preemption cannot make room")
     needs = {(e.flavor, r): req for e in chosen.values() for r, req, av, _ in e.rows}
