@@ -343,3 +343,39 @@ def test_namespace_not_selected_by_the_cluster_queue():
     assert codes(r)[0] == "NamespaceNotSelected" and "FitsNow" not in codes(r)
     assert "NamespaceNotSelected" not in codes(report("w", *objs, ns({"team": "vision"})))
     assert "Unknown" in codes(report("w", *objs, ns({"team": "vision"}), access={"Namespace": AccessState.FORBIDDEN}))
+
+
+def _rf(name, labels):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
+            "spec": {"nodeLabels": labels}}
+
+
+def _two_pod_sets(name, head_pool, workers_pool, workers_gpu="2", head_gpu="0"):
+    w = wl(name)
+    w["spec"]["podSets"] = [
+        {"name": "head", "count": 1, "template": {"spec": {"nodeSelector": {"pool": head_pool}, "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "4", GPU: head_gpu}}}]}}},
+        {"name": "workers", "count": 2, "template": {"spec": {"nodeSelector": {"pool": workers_pool}, "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "8", GPU: workers_gpu}}}]}}},
+    ]
+    return w
+
+
+def test_pod_sets_are_assigned_flavor_by_flavor_like_kueue():
+    q = cluster_queue("a", flavors={"cpu-pool": {"cpu": "16", GPU: "0"}, F: {"cpu": "64", GPU: "8"}})
+    objs = [q, local_queue("lq", NS, "a"), _rf("cpu-pool", {"pool": "cpu"}), _rf(F, {"pool": "gpu"})]
+    r = report("ray", *objs, _two_pod_sets("ray", "cpu", "gpu"))
+    assert "FitsNow" in codes(r) and "NoMatchingFlavor" not in codes(r)
+    rows = {(f.flavor, f.resource): (str(f.requested), f.mode) for f in r.flavors}
+    assert rows[("cpu-pool", "cpu")] == ("4", "Fit") and rows[(F, GPU)] == ("4", "Fit") and rows[(F, "cpu")] == ("16", "Fit")
+    bad = report("ray", *objs, _two_pod_sets("ray", "cpu", "tpu"))
+    assert codes(bad)[0] == "NoMatchingFlavor" and "workers" in bad.reasons[0].message
+
+
+def test_pod_sets_add_up_on_one_flavor():
+    q = cluster_queue("a", flavors={F: {"cpu": "64", GPU: "5"}})
+    objs = [q, local_queue("lq", NS, "a"), _rf(F, {"pool": "gpu"})]
+    r = report("ray", *objs, _two_pod_sets("ray", "gpu", "gpu", workers_gpu="2", head_gpu="1"))
+    assert "FitsNow" in codes(r)
+    r2 = report("ray", *objs, _two_pod_sets("ray", "gpu", "gpu", workers_gpu="2", head_gpu="2"))
+    assert codes(r2)[0] == "ExceedsMaxQuota" and str(flavor(r2).requested) == "6"

@@ -18,6 +18,7 @@ from ..quota import (
     QuotaTree,
     add_usage,
     available,
+    borrowed,
     build_tree,
     from_parent,
     is_borrowing,
@@ -344,25 +345,7 @@ def _group_requests(requests: dict[str, Quantity], covered: list[str], count: in
     out = {r: q for r, q in requests.items() if r in covered}
     if PODS in covered and PODS not in requests:
         out[PODS] = Quantity(count)  # Kueue counts pods itself when a queue gives them quota
-    return out
-
-
-@dataclass
-class _FlavorEval:
-    flavor: str
-    group: int
-    mismatch: str | None
-    rows: list[tuple[str, Quantity, Quantity | None, Quantity | None]]  # resource, requested, available, potential
-
-    @property
-    def mode(self) -> str:
-        if self.mismatch:
-            return "NotMatching"
-        modes = {_row_mode(req, av, pot) for _, req, av, pot in self.rows}
-        for m in ("Unknown", "ExceedsMaxQuota", "Short", "Fit"):
-            if m in modes:
-                return m
-        return "Fit"
+    return {r: q for r, q in out.items() if not q.is_zero()}
 
 
 def _row_mode(req: Quantity, av: Quantity | None, pot: Quantity | None) -> str:
@@ -376,88 +359,156 @@ def _row_mode(req: Quantity, av: Quantity | None, pot: Quantity | None) -> str:
     return "Fit"
 
 
-def _evaluate(wl, cq, node: QuotaNode | None, flavors: dict, flavors_known: bool) -> tuple[list[_FlavorEval], list[str]]:
-    """Each candidate flavor of each resource group with the Workload's whole request (an estimate:
-    Kueue assigns pod set by pod set, but usually lands every pod set on the same flavor)."""
-    requests = workload_requests(wl)
-    count = sum(ps.count for ps in wl.spec.pod_sets)
+_PREFERENCE = ("Fit", "Short", "Unknown", "ExceedsMaxQuota")  # the flavor Kueue picks, or aims for
+
+
+def _worst(modes) -> str:
+    modes = set(modes)
+    for m in reversed(_PREFERENCE):
+        if m in modes:
+            return m
+    return "Fit"
+
+
+@dataclass
+class _Assignment:
+    """Kueue's flavor walk, pod set by pod set (reference/kueue.md §4.4), against the current quota."""
+
+    groups: dict[int, list[str]]  # resource group → its flavors, in the queue's order
+    matching: dict[tuple[int, str], list[str]]  # (group, flavor) → pod sets that can use it
+    mismatch: dict[tuple[int, str], str]  # (group, flavor) → why some pod set cannot use it
+    requests: dict[tuple[int, str], dict[str, Quantity]]  # (group, pod set) → its request in that group
+    chosen: dict[tuple[int, str], tuple[str, str]]  # (group, pod set) → (flavor, mode)
+    assumed: dict[FlavorResource, Quantity]  # what the chosen flavors would take, summed over pod sets
+    unmatched: list[tuple[int, str]]  # (group, pod set) no flavor can host
+    not_covered: list[str]  # requested resources no group covers
+    unknown: bool  # quota unknown: no mode can be trusted
+
+    @property
+    def modes(self) -> set[str]:
+        return {m for _, m in self.chosen.values()}
+
+    @property
+    def fits(self) -> bool:
+        return (not self.not_covered and not self.unmatched and bool(self.chosen)
+                and all(m == "Fit" for _, m in self.chosen.values()))
+
+    def chosen_flavors(self) -> set[tuple[int, str]]:
+        return {(g, fl) for (g, _), (fl, _) in self.chosen.items()}
+
+
+def _assign(wl, cq, node: QuotaNode | None, flavors: dict, flavors_known: bool) -> _Assignment:
+    per_ps = pod_set_requests(wl)
     covered_all = {r for rg in cq.spec.resource_groups for r in rg.covered_resources}
-    not_covered = sorted(r for r, q in requests.items() if r not in covered_all and not q.is_zero())
-    evals = []
-    for gi, rg in enumerate(cq.spec.resource_groups):
-        group_req = _group_requests(requests, rg.covered_resources, count)
-        if not any(not q.is_zero() for q in group_req.values()):
-            continue
-        for fl in rg.flavors:
-            mismatch = flavor_mismatch(flavors.get(fl.name), wl.spec.pod_sets) if flavors_known else None
-            rows = []
-            for r, req in group_req.items():
-                fr = (fl.name, r)
-                av = available(node, fr) if node is not None else None
-                pot = potential_available(node, fr) if node is not None else None
-                rows.append((r, req, av, pot))
-            evals.append(_FlavorEval(fl.name, gi, mismatch, rows))
-    return evals, not_covered
+    requested = workload_requests(wl)
+    a = _Assignment(
+        groups={gi: [fl.name for fl in rg.flavors] for gi, rg in enumerate(cq.spec.resource_groups)},
+        matching={}, mismatch={}, requests={}, chosen={}, assumed={}, unmatched=[],
+        not_covered=sorted(r for r, q in requested.items() if r not in covered_all and not q.is_zero()),
+        unknown=node is None,
+    )
+    for ps in wl.spec.pod_sets:
+        for gi, rg in enumerate(cq.spec.resource_groups):
+            req = _group_requests(per_ps.get(ps.name, {}), rg.covered_resources, ps.count)
+            if not req:
+                continue
+            a.requests[(gi, ps.name)] = req
+            best: tuple[str, str] | None = None
+            for fl in rg.flavors:
+                bad = flavor_mismatch(flavors.get(fl.name), [ps]) if flavors_known else None
+                if bad:
+                    a.mismatch.setdefault((gi, fl.name), bad)
+                    continue
+                a.matching.setdefault((gi, fl.name), []).append(ps.name)
+                modes = []
+                for r, q in req.items():
+                    fr = (fl.name, r)
+                    val = a.assumed.get(fr, ZERO) + q
+                    modes.append(_row_mode(val, available(node, fr) if node else None,
+                                           potential_available(node, fr) if node else None))
+                mode = _worst(modes)
+                if best is None or _PREFERENCE.index(mode) < _PREFERENCE.index(best[1]):
+                    best = (fl.name, mode)
+                if mode == "Fit":
+                    break  # the first flavor that fits is taken (whenCanBorrow: MayStopSearch, the default)
+            if best is None:
+                a.unmatched.append((gi, ps.name))
+                continue
+            a.chosen[(gi, ps.name)] = best
+            for r, q in req.items():
+                fr = (best[0], r)
+                a.assumed[fr] = a.assumed.get(fr, ZERO) + q
+    return a
 
 
-def _chosen(evals: list[_FlavorEval]) -> dict[int, _FlavorEval]:
-    """Per resource group, the flavor Kueue would pick or aim for: the first that fits, else the first
-    that could fit after others leave, else the first that matches."""
-    out: dict[int, _FlavorEval] = {}
-    for pref in ("Fit", "Short", "Unknown", "ExceedsMaxQuota"):
-        for e in evals:
-            if e.group not in out and e.mode == pref:
-                out[e.group] = e
-    return out
-
-
-def _fits(ev: list[_FlavorEval], not_covered: list[str]) -> bool:
-    ch = _chosen(ev)
-    groups = {e.group for e in ev}
-    return not not_covered and bool(groups) and all(g in ch and ch[g].mode == "Fit" for g in groups)
-
-
-def _flavor_rows(ev: list[_FlavorEval], cq, node: QuotaNode | None, inputs: QuotaInputs) -> list[FlavorQuota]:
+def _flavor_rows(a: _Assignment, cq, node: QuotaNode | None, inputs: QuotaInputs) -> list[FlavorQuota]:
+    """One row per flavor × resource the Workload could use: the chosen flavors with what they would
+    take, the others with the request of the pod sets that match them (or the whole request, marked
+    NotMatching, when none does)."""
     quotas = {}
     for rg in cq.spec.resource_groups:
         for fl in rg.flavors:
             for r in fl.resources:
                 quotas[(fl.name, r.name)] = r
     subtree = node.root().subtree_cluster_queues() if node is not None else []
+    chosen = a.chosen_flavors()
     rows = []
-    for e in ev:
-        for r, req, av, pot in e.rows:
-            fr = (e.flavor, r)
-            q = quotas.get(fr)
-            others = [
-                LendingLimit(cluster_queue=o.name, nominal=o.limits(fr).nominal, lending_limit=o.limits(fr).lending_limit,
-                             withheld=(o.limits(fr).nominal - o.limits(fr).lending_limit).max0())
-                for o in subtree
-                if o is not node and o.limits(fr).lending_limit is not None
-            ]
-            holders = []
-            if node is not None:
-                for o in subtree:
-                    for h in inputs.holders.get(o.name, []):
-                        amount = reserved_usage(h).get(fr, ZERO)
-                        if not amount.is_zero():
-                            holders.append(_ref(h, amount=amount))
-            holders.sort(key=lambda h: (-h.amount.as_float(), h.priority, h.namespace, h.name))
-            mode = "NotMatching" if e.mismatch else _row_mode(req, av, pot).replace("Short", "Preempt")
-            rows.append(FlavorQuota(
-                flavor=e.flavor, resource=r, requested=req, available=av, potential_available=pot,
-                shortfall=(req - av).max0() if av is not None else None,
-                nominal=q.nominal_quota if q is not None else ZERO,
-                borrowing_limit=q.borrowing_limit if q is not None else None,
-                lending_limit=q.lending_limit if q is not None else None,
-                lending_limit_of_others=others,
-                cohort_lendable=from_parent(node, fr) if node is not None and node.parent is not None else None,
-                reserved_here=node.usage.get(fr, ZERO) if node is not None else None,
-                borrowed=(node.usage.get(fr, ZERO) - (q.nominal_quota if q is not None else ZERO)).max0()
-                if node is not None and node.parent is not None else (ZERO if node is not None else None),
-                mode=mode, reserved_by=holders[:TOP_RESERVED],
-            ))
+    for gi, names in a.groups.items():
+        for flavor in names:
+            users = a.matching.get((gi, flavor), [])
+            if (gi, flavor) in chosen:
+                req = {r: a.assumed[(flavor, r)] for (fl, r) in a.assumed if fl == flavor
+                       and any(r in a.requests.get((gi, ps), {}) for ps in users)}
+            else:
+                req = {}
+                for (g, ps), rq in a.requests.items():
+                    if g == gi and (ps in users or not users):
+                        for r, q in rq.items():
+                            req[r] = req.get(r, ZERO) + q
+            for r, q in sorted(req.items()):
+                fr = (flavor, r)
+                rows.append(_flavor_row(fr, q, not users, quotas.get(fr), node, subtree, inputs))
     return rows
+
+
+def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota, node: QuotaNode | None,
+                subtree: list[QuotaNode], inputs: QuotaInputs) -> FlavorQuota:
+    av = available(node, fr) if node is not None else None
+    pot = potential_available(node, fr) if node is not None else None
+    others = [
+        LendingLimit(cluster_queue=o.name, nominal=o.limits(fr).nominal, lending_limit=o.limits(fr).lending_limit,
+                     withheld=(o.limits(fr).nominal - o.limits(fr).lending_limit).max0())
+        for o in subtree
+        if o is not node and o.limits(fr).lending_limit is not None
+    ]
+    holders = []
+    for o in subtree:
+        for h in inputs.holders.get(o.name, []):
+            amount = reserved_usage(h).get(fr, ZERO)
+            if not amount.is_zero():
+                holders.append(_ref(h, amount=amount))
+    holders.sort(key=lambda h: (-h.amount.as_float(), h.priority, h.namespace, h.name))
+    nominal = quota.nominal_quota if quota is not None else ZERO
+    return FlavorQuota(
+        flavor=fr[0], resource=fr[1], requested=req, available=av, potential_available=pot,
+        shortfall=(req - av).max0() if av is not None else None,
+        nominal=nominal,
+        borrowing_limit=quota.borrowing_limit if quota is not None else None,
+        lending_limit=quota.lending_limit if quota is not None else None,
+        lending_limit_of_others=others,
+        cohort_lendable=from_parent(node, fr) if node is not None and node.parent is not None else None,
+        reserved_here=node.usage.get(fr, ZERO) if node is not None else None,
+        borrowed=None if node is None else (borrowed(node, fr)),
+        mode="NotMatching" if not_matching else _row_mode(req, av, pot).replace("Short", "Preempt"),
+        reserved_by=holders[:TOP_RESERVED],
+    )
+
+
+def _short_text(f: FlavorQuota) -> str:
+    text = f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more needed)"
+    if f.available is not None and f.available.negative:
+        text += " — negative: quota was lowered below what is already reserved (Kueue does not evict for that)"
+    return text
 
 
 def _may_preempt_for(node: QuotaNode, fr: FlavorResource, val: Quantity, nominal: dict, borrow_ok: bool) -> bool:
@@ -488,7 +539,7 @@ def _satisfies(policy: str, preemptor, candidate) -> bool:
     return policy == "Any"
 
 
-def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: QuotaInputs) -> Preemption:
+def _preemption(wl, cq, node: QuotaNode | None, a: _Assignment, inputs: QuotaInputs) -> Preemption:
     pol = cq.spec.preemption
     bwc = pol.borrow_within_cohort
     policy = {
@@ -499,18 +550,17 @@ def _preemption(wl, cq, node: QuotaNode | None, ev: list[_FlavorEval], inputs: Q
     }
     if node is None or inputs.tree is None:
         return Preemption(possible=None, policy=policy, message="unknown: quota inputs are unreadable")
-    chosen = _chosen(ev)
-    if any(e.mode == "Unknown" for e in chosen.values()):
-        return Preemption(possible=None, policy=policy, message="unknown: the flavor assignment could not be evaluated")
-    if not ev or {e.group for e in ev} - set(chosen):
+    if a.not_covered or a.unmatched or not a.chosen:
         return Preemption(possible=False, policy=policy,
                           message="no: no flavor of the queue can take the request; preemption cannot help")
-    if all(e.mode == "Fit" for e in chosen.values()):
+    if "Unknown" in a.modes:
+        return Preemption(possible=None, policy=policy, message="unknown: the flavor assignment could not be evaluated")
+    if a.fits:
         return Preemption(possible=False, policy=policy, message="not needed: the Workload fits without preempting")
-    if any(e.mode == "ExceedsMaxQuota" for e in chosen.values()):
+    if "ExceedsMaxQuota" in a.modes:
         return Preemption(possible=False, policy=policy,
                           message="no: the request exceeds the most this queue can ever get; preemption cannot make room")
-    needs = {(e.flavor, r): req for e in chosen.values() for r, req, av, _ in e.rows}
+    needs = dict(a.assumed)
     short = [fr for fr, req in needs.items() if available(node, fr) < req]
     borrow_ok = bwc is not None and bwc.policy != "Never"
     nominal = quotas_of(cq.spec.resource_groups)
@@ -678,39 +728,36 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
     if pending and cq is not None:
         rf_known = not ctx.unreadable("ResourceFlavor")
         flavors = {f.name: f for f in ctx.store.list("ResourceFlavor")}
-        ev, not_covered = _evaluate(wl, cq, node, flavors, rf_known)
+        a = _assign(wl, cq, node, flavors, rf_known)
         if not rf_known:
             reasons.append(_reason("Unknown", Severity.UNKNOWN, "ResourceFlavors are unreadable: flavor matching not evaluated",
                                    unreadable=_unreadable(ctx, ("ResourceFlavor",))))
-        flavor_rows = _flavor_rows(ev, cq, node, inputs)
-        if not_covered:
+        flavor_rows = _flavor_rows(a, cq, node, inputs)
+        if a.not_covered:
             reasons.append(_reason("ResourceNotCovered", Severity.BLOCKING,
-                                   f"ClusterQueue {cq.name} gives no quota for {', '.join(not_covered)}", resources=not_covered))
-        groups = {e.group for e in ev}
-        matching = [e for e in ev if not e.mismatch]
-        if groups and not all(any(e.group == g for e in matching) for g in groups):
-            reasons.append(_reason("NoMatchingFlavor", Severity.BLOCKING,
-                                   "no flavor of the queue matches the pod sets' node selectors and tolerations",
-                                   flavors={e.flavor: e.mismatch for e in ev if e.mismatch}))
-        chosen = _chosen(ev)
-        if node is not None and chosen:
-            if any(e.mode == "ExceedsMaxQuota" for e in chosen.values()):
-                rows = [f for f in flavor_rows if f.mode == "ExceedsMaxQuota"]
-                reasons.append(_reason(
-                    "ExceedsMaxQuota", Severity.BLOCKING,
-                    "the request exceeds the most this queue can ever reserve (nominal + borrowable within limits): "
-                    + "; ".join(f"{f.flavor}/{f.resource} requested {f.requested} > max {f.potential_available}" for f in rows),
-                    flavors=[f"{f.flavor}/{f.resource}" for f in rows]))
-            elif any(e.mode == "Short" for e in chosen.values()):
-                rows = [f for f in flavor_rows if f.mode == "Preempt" and any(
-                    c.flavor == f.flavor and c.mode == "Short" for c in chosen.values())]
-                reasons.append(_reason(
-                    "InsufficientQuota", Severity.WAITING,
-                    "insufficient unused quota: " + "; ".join(
-                        f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more needed)"
-                        for f in rows),
-                    shortfall={f"{f.flavor}/{f.resource}": str(f.shortfall) for f in rows}))
-        preemption = _preemption(wl, cq, node, ev, inputs)
+                                   f"ClusterQueue {cq.name} gives no quota for {', '.join(a.not_covered)}",
+                                   resources=a.not_covered))
+        if a.unmatched:
+            reasons.append(_reason(
+                "NoMatchingFlavor", Severity.BLOCKING,
+                "no flavor of the queue matches pod set(s) " + ", ".join(sorted({ps for _, ps in a.unmatched}))
+                + " (node selectors and tolerations)",
+                flavors={fl: why for (_, fl), why in a.mismatch.items()}))
+        chosen = a.chosen_flavors()
+        if node is not None and "ExceedsMaxQuota" in a.modes:
+            rows = [f for f in flavor_rows if f.mode == "ExceedsMaxQuota" and any(fl == f.flavor for _, fl in chosen)]
+            reasons.append(_reason(
+                "ExceedsMaxQuota", Severity.BLOCKING,
+                "the request exceeds the most this queue can ever reserve (nominal + borrowable within limits): "
+                + "; ".join(f"{f.flavor}/{f.resource} requested {f.requested} > max {f.potential_available}" for f in rows),
+                flavors=[f"{f.flavor}/{f.resource}" for f in rows]))
+        elif node is not None and "Short" in a.modes:
+            rows = [f for f in flavor_rows if f.mode == "Preempt" and any(fl == f.flavor for _, fl in chosen)]
+            reasons.append(_reason(
+                "InsufficientQuota", Severity.WAITING,
+                "insufficient unused quota: " + "; ".join(_short_text(f) for f in rows),
+                shortfall={f"{f.flavor}/{f.resource}": str(f.shortfall) for f in rows}))
+        preemption = _preemption(wl, cq, node, a, inputs)
 
         if orders is _UNSET:
             orders = cluster_queue_orders(ctx)
@@ -725,13 +772,12 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                                   position=e.position_in_cluster_queue))
             if order.strategy == "StrictFIFO" and pos_cq > 0:
                 head = order.entries[0].workload
-                head_ev, head_missing = _evaluate(head, cq, node, flavors, rf_known)
-                if not _fits(head_ev, head_missing):
+                if not _assign(head, cq, node, flavors, rf_known).fits:
                     reasons.append(_reason(
                         "HeadOfLineBlocked", Severity.WAITING,
                         f"StrictFIFO: the head {head.namespace}/{head.name} (priority {effective_priority(head)}) does not fit, "
                         "and nothing behind it is tried until it is admitted — this Workload waits even if it would fit",
-                        head=f"{head.namespace}/{head.name}", fitsItself=_fits(ev, not_covered)))
+                        head=f"{head.namespace}/{head.name}", fitsItself=a.fits))
             if pos_cq > 0 and not any(r.code == "HeadOfLineBlocked" for r in reasons):
                 reasons.append(_reason("QueuedBehind", Severity.INFO,
                                        f"{pos_cq} Workload(s) ahead in ClusterQueue {cq.name} "
@@ -740,7 +786,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason("Backoff", Severity.WAITING,
                                    f"requeued with backoff: Kueue retries it at {wl.status.requeue_state.requeue_at}",
                                    requeueAt=wl.status.requeue_state.requeue_at))
-        if node is not None and _fits(ev, not_covered) and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
+        if node is not None and a.fits and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
                                                       for r in reasons):
             reasons.append(_reason("FitsNow", Severity.INFO,
                                    "its request fits the unused quota now: Kueue should reserve it in a coming scheduling cycle"))
