@@ -504,10 +504,11 @@ def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota, no
     )
 
 
-def _short_text(f: FlavorQuota) -> str:
-    text = f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more needed)"
-    if f.available is not None and f.available.negative:
-        text += " — negative: quota was lowered below what is already reserved (Kueue does not evict for that)"
+def _short_text(rows: list[FlavorQuota]) -> str:
+    text = "; ".join(f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more needed)"
+                     for f in rows)
+    if any(f.available is not None and f.available.negative for f in rows):
+        text += " (a negative availability: quota was lowered below what is already reserved; Kueue does not evict for that)"
     return text
 
 
@@ -755,7 +756,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             rows = [f for f in flavor_rows if f.mode == "Preempt" and any(fl == f.flavor for _, fl in chosen)]
             reasons.append(_reason(
                 "InsufficientQuota", Severity.WAITING,
-                "insufficient unused quota: " + "; ".join(_short_text(f) for f in rows),
+                "insufficient unused quota: " + _short_text(rows),
                 shortfall={f"{f.flavor}/{f.resource}": str(f.shortfall) for f in rows}))
         preemption = _preemption(wl, cq, node, a, inputs)
 
