@@ -379,3 +379,28 @@ def test_pod_sets_add_up_on_one_flavor():
     assert "FitsNow" in codes(r)
     r2 = report("ray", *objs, _two_pod_sets("ray", "gpu", "gpu", workers_gpu="2", head_gpu="2"))
     assert codes(r2)[0] == "ExceedsMaxQuota" and str(flavor(r2).requested) == "6"
+
+
+OPTIMISTIC = {"FitsNow", "InsufficientQuota", "ExceedsMaxQuota", "HeadOfLineBlocked", "QueuedBehind"}
+
+
+def _scenarios():
+    lq = local_queue("lq", NS, "a")
+    yield "borrowing", [cq("a", "2", cohort_name="c", limits={"borrowingLimit": "1"}), cq("b", "8", cohort_name="c"), lq,
+                        wl("held", gpu="1", held_in="a"), wl("w", gpu="3")]
+    yield "hierarchy", [cq("a", "0", cohort_name="mid"), cohort("mid", parent="root"), cohort("root", flavors={F: {GPU: "6"}}),
+                        lq, wl("w", gpu="5")]
+    yield "preemption", [cq("a", "4", preemption={"withinClusterQueue": "LowerPriority"}), lq,
+                         wl("low", gpu="4", priority=1, held_in="a"), wl("w", gpu="2", priority=9)]
+    yield "strict", [cq("a", "2", strategy="StrictFIFO"), lq, wl("head", gpu="4", priority=9), wl("w", gpu="1")]
+
+
+def test_every_scenario_fails_closed_when_workloads_or_cluster_queues_are_unreadable():
+    for label, objs in _scenarios():
+        ok = report("w", *objs)
+        assert ok.reasons[0].code != "Unknown" and OPTIMISTIC & set(codes(ok)), label  # the control concludes something
+        for kind in ("Workload", "ClusterQueue"):
+            r = report("w", *objs, access={kind: AccessState.ERROR})
+            assert r.reasons[0].code == "Unknown", (label, kind)
+            assert not OPTIMISTIC & set(codes(r)), (label, kind)
+            assert r.preemption.possible is None and all(f.available is None for f in r.flavors), (label, kind)
