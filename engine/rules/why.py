@@ -677,8 +677,10 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                                f"admission-gated by {gate}: Kueue does not queue it until the annotation is cleared",
                                gatedBy=gate))
 
-    # --- its queues
-    if not wl.spec.queue_name:
+    # --- its queues (a finished Workload has none to wait in)
+    if wl.finished:
+        pass
+    elif not wl.spec.queue_name:
         reasons.append(_reason("LocalQueueMissing", Severity.BLOCKING, "spec.queueName is empty: no LocalQueue"))
     elif not lq_known:
         reasons.append(_reason("Unknown", Severity.UNKNOWN, "LocalQueues are unreadable: the queue's state is unknown",
@@ -691,7 +693,9 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                                f"LocalQueue {namespace}/{lq.name} is stopped (stopPolicy {lq.spec.stop_policy})",
                                stopPolicy=lq.spec.stop_policy))
     cq_known = not ctx.unreadable("ClusterQueue")
-    if cq_name and cq_known and cq is None:
+    if wl.finished:
+        pass
+    elif cq_name and cq_known and cq is None:
         reasons.append(_reason("ClusterQueueMissing", Severity.BLOCKING, f"ClusterQueue {cq_name} does not exist"))
     elif cq is not None and (cq.spec.stop_policy or "None") != "None":
         reasons.append(_reason("ClusterQueueStopped", Severity.BLOCKING,
