@@ -404,3 +404,18 @@ def test_every_scenario_fails_closed_when_workloads_or_cluster_queues_are_unread
             assert r.reasons[0].code == "Unknown", (label, kind)
             assert not OPTIMISTIC & set(codes(r)), (label, kind)
             assert r.preemption.possible is None and all(f.available is None for f in r.flavors), (label, kind)
+
+
+def test_pending_workloads_summary_has_the_visibility_api_shape():
+    from taudash.engine.rules.queue_order import pending_workloads_summary
+
+    objs = [cq("a", "0"), local_queue("lq", NS, "a"), local_queue("lq2", NS, "a"),
+            wl("x", priority=1), wl("y", priority=5, queue="lq2"), wl("z", priority=0)]
+    order = cluster_queue_orders(RuleContext(store=store_from_objects(objs), now=NOW))["a"]
+    cqs = pending_workloads_summary(order)
+    assert cqs["kind"] == "PendingWorkloadsSummary"
+    assert [(i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"], i["localQueueName"])
+            for i in cqs["items"]] == [("y", 0, 0, "lq2"), ("x", 1, 0, "lq"), ("z", 2, 1, "lq")]
+    lq = pending_workloads_summary(order, namespace=NS, local_queue="lq", limit=1, offset=1)
+    assert [i["metadata"]["name"] for i in lq["items"]] == ["z"]
+    assert pending_workloads_summary(order, namespace="elsewhere", local_queue="lq")["items"] == []

@@ -105,6 +105,28 @@ def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[objec
     return ClusterQueueOrder(cluster_queue, strategy or "BestEffortFIFO", entries)
 
 
+def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None = None,
+                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict:
+    """The visibility API's PendingWorkloadsSummary (visibility.kueue.x-k8s.io/v1beta2) for a ClusterQueue,
+    or for one LocalQueue when namespace and local_queue are given: what the simulator serves and
+    what the estimated order shows when the real API is absent."""
+    entries = [e for e in order.entries
+               if local_queue is None or (e.local_queue == local_queue and e.workload.namespace == namespace)]
+    items = []
+    for e in entries[offset: offset + limit]:
+        wl = e.workload
+        items.append({
+            "metadata": {"name": wl.name, "namespace": wl.namespace, "uid": wl.uid,
+                         "creationTimestamp": wl.metadata.creation_timestamp},
+            "priority": effective_priority(wl),
+            "localQueueName": e.local_queue,
+            "positionInClusterQueue": e.position_in_cluster_queue,
+            "positionInLocalQueue": e.position_in_local_queue,
+        })
+    return {"apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "kind": "PendingWorkloadsSummary",
+            "metadata": {}, "items": items}
+
+
 def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | None:
     """Every ClusterQueue's pending order; None when Workloads, LocalQueues or ClusterQueues are unreadable
     (an order from part of the queue would be a wrong order)."""
@@ -137,5 +159,6 @@ __all__ = [
     "order_key",
     "order_workloads",
     "parse_time",
+    "pending_workloads_summary",
     "queue_order_time",
 ]
