@@ -117,11 +117,43 @@ class PodTemplate(Struct, **_CFG):
     metadata: PodTemplateMeta = PodTemplateMeta()
 
 
+class ContainerResources(Struct, **_CFG):
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+
+
+class ContainerRequests(Struct, **_CFG):
+    name: str = ""
+    resources: ContainerResources = ContainerResources()
+
+
+class Toleration(Struct, **_CFG):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class PodSetPodSpec(Struct, **_CFG):
+    containers: list[ContainerRequests] = []
+    init_containers: list[ContainerRequests] = []
+    overhead: dict[str, Quantity] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+
+
+class PodSetTemplate(Struct, **_CFG):
+    # Workload pod sets only (not Jobs): their specs are shared per distinct value, so the
+    # requests cost one decode per template, not per Workload.
+    metadata: PodTemplateMeta = PodTemplateMeta()
+    spec: PodSetPodSpec = PodSetPodSpec()
+
+
 class PodSet(Struct, **_CFG):
     name: str = "main"
     count: int = 1
     min_count: int | None = None
-    template: PodTemplate = PodTemplate()
+    template: PodSetTemplate = PodSetTemplate()
 
 
 class PriorityClassRef(Struct, **_CFG):
@@ -158,10 +190,22 @@ class AdmissionCheckState(Struct, **_CFG):
     message: str = ""
 
 
+class RequeueState(Struct, **_CFG):
+    count: int | None = None
+    requeue_at: str | None = None
+
+
+class PodSetRequest(Struct, **_CFG):
+    name: str = "main"
+    resources: dict[str, Quantity] = {}
+
+
 class WorkloadStatus(Struct, **_CFG):
     admission: Admission | None = None
     conditions: list[Condition] = []
     admission_checks: list[AdmissionCheckState] = []
+    requeue_state: RequeueState | None = None
+    resource_requests: list[PodSetRequest] = []
 
 
 class Workload(FastObject, kueue.WorkloadAccessors, **_CFG):
@@ -262,6 +306,8 @@ class _WireWorkloadStatus(Struct, **_CFG):
     admission: msgspec.Raw = msgspec.Raw()  # empty: absent
     conditions: list[Condition] = []
     admission_checks: list[AdmissionCheckState] = []
+    requeue_state: RequeueState | None = None
+    resource_requests: list[PodSetRequest] = []
 
 
 class _WireWorkload(Struct, **_CFG):
@@ -310,7 +356,8 @@ def _workload(w: _WireWorkload) -> Workload:
     st = w.status
     adm = _ADMISSION(st.admission) if len(st.admission) else None
     return Workload(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_WL_SPEC(w.spec),
-                    status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks))
+                    status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks,
+                                         requeue_state=st.requeue_state, resource_requests=st.resource_requests))
 
 
 def _job(w: _WireJob) -> Job:

@@ -68,6 +68,19 @@ class AdmissionChecksStrategy(KModel):
     admission_checks: Annotated[list[AdmissionCheckStrategyRule], BeforeValidator(_listify)] = []
 
 
+class BorrowWithinCohort(KModel):
+    policy: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(KModel):
+    """spec.preemption; Kueue's defaults when absent (reference/kueue.md §1.1)."""
+
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: BorrowWithinCohort | None = None
+    within_cluster_queue: str = "Never"
+
+
 class ClusterQueueSpec(KModel):
     cohort_name: str = Field(default="", validation_alias=AliasChoices("cohortName", "cohort", "cohort_name"))
     # None (absent or null) matches no namespace; {} matches every namespace.
@@ -77,6 +90,7 @@ class ClusterQueueSpec(KModel):
     stop_policy: str = "None"
     admission_checks: Annotated[list[str], BeforeValidator(_listify)] = []  # v1beta1
     admission_checks_strategy: AdmissionChecksStrategy | None = None  # v1beta2
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
 
     @property
     def admission_check_names(self) -> list[str]:
@@ -130,9 +144,17 @@ class LocalQueue(KubeObject):
     status: LocalQueueStatus = LocalQueueStatus()
 
 
+class Toleration(KModel):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
 class ResourceFlavorSpec(KModel):
     node_labels: StrMap = {}
     node_taints: Annotated[list[Taint], BeforeValidator(_listify)] = []
+    tolerations: Annotated[list[Toleration], BeforeValidator(_listify)] = []  # taints matched here are ignored
     topology_name: str | None = None
 
 
@@ -140,11 +162,37 @@ class ResourceFlavor(KubeObject):
     spec: ResourceFlavorSpec = ResourceFlavorSpec()
 
 
+class ContainerResources(KModel):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class ContainerRequests(KModel):
+    """A container as far as quota goes: its resources."""
+
+    name: str = ""
+    resources: ContainerResources = ContainerResources()
+
+
+class PodSetPodSpec(KModel):
+    """What Kueue reads of a pod set's pod spec to count quota and match flavors."""
+
+    containers: Annotated[list[ContainerRequests], BeforeValidator(_listify)] = []
+    init_containers: Annotated[list[ContainerRequests], BeforeValidator(_listify)] = []
+    overhead: ResourceList = {}
+    node_selector: StrMap = {}
+    tolerations: Annotated[list[Toleration], BeforeValidator(_listify)] = []
+
+
+class PodSetTemplate(PodTemplate):
+    spec: PodSetPodSpec = PodSetPodSpec()
+
+
 class PodSet(KModel):
     name: str = "main"
     count: int = 1
     min_count: int | None = None
-    template: PodTemplate = PodTemplate()
+    template: PodSetTemplate = PodSetTemplate()
 
 
 class PriorityClassRef(KModel):
@@ -181,10 +229,24 @@ class AdmissionCheckState(KModel):
     message: str = ""
 
 
+class RequeueState(KModel):
+    count: int | None = None
+    requeue_at: str | None = None
+
+
+class PodSetRequest(KModel):
+    """status.resourceRequests[]: a pod set's total requests as Kueue counted them (non-admitted Workloads)."""
+
+    name: str = "main"
+    resources: ResourceList = {}
+
+
 class WorkloadStatus(KModel):
     admission: Admission | None = None
     conditions: Conditions = []
     admission_checks: Annotated[list[AdmissionCheckState], BeforeValidator(_listify)] = []
+    requeue_state: RequeueState | None = None
+    resource_requests: Annotated[list[PodSetRequest], BeforeValidator(_listify)] = []
 
 
 class WorkloadAccessors:

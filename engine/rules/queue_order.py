@@ -1,0 +1,164 @@
+"""Kueue's pending order inside a ClusterQueue, estimated from the objects (reference/kueue.md §4.1-4.2).
+
+The visibility API is the authority on positions; when it is absent this is the estimate, and the
+simulator's visibility endpoint shares it. Order: higher effective priority first (spec.priority plus
+the `kueue.x-k8s.io/priority-boost` annotation), then the older queue-order timestamp (creation, or
+the Evicted condition's time after a PodsReadyTimeout or AdmissionCheck eviction), then UID.
+Positions are 0-based and count inadmissible Workloads too, like the visibility API's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .base import RuleContext
+
+PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"  # non-empty: Kueue does not queue the Workload
+# Evictions after which Kueue queues a Workload by the eviction time, not its creation
+# (PodsReadyTimeout: with requeuingTimestamp Eviction, the default since 0.19).
+REQUEUE_AT_EVICTION = frozenset({"PodsReadyTimeout", "AdmissionCheck"})
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def effective_priority(wl) -> int:
+    base = wl.spec.priority or 0
+    boost = wl.metadata.annotations.get(PRIORITY_BOOST, "")
+    try:
+        return base + int(boost) if boost else base
+    except ValueError:
+        return base  # Kueue ignores an unparsable boost as well
+
+
+def queue_order_time(wl) -> datetime:
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.status == "True" and evicted.reason in REQUEUE_AT_EVICTION:
+        t = parse_time(evicted.last_transition_time)
+        if t is not None:
+            return t
+    return parse_time(wl.metadata.creation_timestamp) or _EPOCH
+
+
+def order_key(wl) -> tuple:
+    return (-effective_priority(wl), queue_order_time(wl), wl.uid or "", wl.namespace or "", wl.name)
+
+
+def is_pending(wl) -> bool:
+    """In Kueue's queues: not finished, holding no quota reservation, active, not admission-gated,
+    not being deleted."""
+    return (wl.spec.active and not wl.finished and not wl.quota_reserved and not wl.deleting
+            and not wl.metadata.annotations.get(ADMISSION_GATED_BY))
+
+
+def in_backoff(wl, now: datetime) -> bool:
+    """Requeued with a backoff that has not expired: Kueue keeps it out of the heads until requeueAt."""
+    rs = wl.status.requeue_state
+    at = parse_time(rs.requeue_at) if rs is not None else None
+    return at is not None and at > now
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    workload: object  # the Workload model
+    local_queue: str
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+
+
+@dataclass
+class ClusterQueueOrder:
+    cluster_queue: str
+    strategy: str  # StrictFIFO | BestEffortFIFO
+    entries: list[QueueEntry] = field(default_factory=list)
+
+    def entry(self, namespace: str, name: str) -> QueueEntry | None:
+        for e in self.entries:
+            if e.workload.name == name and e.workload.namespace == namespace:
+                return e
+        return None
+
+    def ahead_of(self, namespace: str, name: str) -> list[QueueEntry]:
+        e = self.entry(namespace, name)
+        return [] if e is None else self.entries[: e.position_in_cluster_queue]
+
+
+def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[object, str]]) -> ClusterQueueOrder:
+    """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`."""
+    ordered = sorted(pending, key=lambda p: order_key(p[0]))
+    per_lq: dict[tuple[str, str], int] = {}
+    entries = []
+    for i, (wl, lq) in enumerate(ordered):
+        k = (wl.namespace or "", lq)
+        entries.append(QueueEntry(wl, lq, i, per_lq.get(k, 0)))
+        per_lq[k] = per_lq.get(k, 0) + 1
+    return ClusterQueueOrder(cluster_queue, strategy or "BestEffortFIFO", entries)
+
+
+def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None = None,
+                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict:
+    """The visibility API's PendingWorkloadsSummary (visibility.kueue.x-k8s.io/v1beta2) for a ClusterQueue,
+    or for one LocalQueue when namespace and local_queue are given: what the simulator serves and
+    what the estimated order shows when the real API is absent."""
+    entries = [e for e in order.entries
+               if local_queue is None or (e.local_queue == local_queue and e.workload.namespace == namespace)]
+    items = []
+    for e in entries[offset: offset + limit]:
+        wl = e.workload
+        items.append({
+            "metadata": {"name": wl.name, "namespace": wl.namespace, "uid": wl.uid,
+                         "creationTimestamp": wl.metadata.creation_timestamp},
+            "priority": effective_priority(wl),
+            "localQueueName": e.local_queue,
+            "positionInClusterQueue": e.position_in_cluster_queue,
+            "positionInLocalQueue": e.position_in_local_queue,
+        })
+    return {"apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "kind": "PendingWorkloadsSummary",
+            "metadata": {}, "items": items}
+
+
+def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | None:
+    """Every ClusterQueue's pending order; None when Workloads, LocalQueues or ClusterQueues are unreadable
+    (an order from part of the queue would be a wrong order)."""
+    if ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"):
+        return None
+    strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list("ClusterQueue")}
+    pending: dict[str, list[tuple[object, str]]] = {}
+    for wl in ctx.store.list("Workload"):
+        if not is_pending(wl) or not wl.spec.queue_name:
+            continue
+        lq = ctx.store.get("LocalQueue", wl.spec.queue_name, wl.namespace)
+        # No LocalQueue, or a stopped one: Kueue does not queue the Workload anywhere.
+        if lq is None or not lq.spec.cluster_queue or (lq.spec.stop_policy or "None") != "None":
+            continue
+        pending.setdefault(lq.spec.cluster_queue, []).append((wl, lq.name))
+    return {
+        name: order_workloads(name, strategies.get(name, "BestEffortFIFO"), pending.get(name, []))
+        for name in sorted(set(strategies) | set(pending))
+    }
+
+
+__all__ = [
+    "ADMISSION_GATED_BY",
+    "ClusterQueueOrder",
+    "QueueEntry",
+    "cluster_queue_orders",
+    "effective_priority",
+    "in_backoff",
+    "is_pending",
+    "order_key",
+    "order_workloads",
+    "parse_time",
+    "pending_workloads_summary",
+    "queue_order_time",
+]
