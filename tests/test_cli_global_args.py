@@ -14,6 +14,8 @@ import yaml
 
 import taudash.app
 from taudash.cli import build_parser, main, merge_global_options
+from taudash.data import demo_snapshot
+from taudash.engine.workflows import Journal
 from taudash.errors import UsageError
 from taudash.sim.server import SimServer
 
@@ -193,11 +195,15 @@ def one_line_exit_2(capsys, code: int) -> str:
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_context_before_or_after_is_used_not_the_current_one(sim, capsys, opened, cmd, where):
     words, rest = COMMANDS[cmd]
+    before: list[Path] = []
+    if cmd == "workflow resume":  # an unfinished run to resume: the journal is checked before connecting
+        Journal.create("abc", "hold", {"cqs": ["tau-ws-train"], "mode": "Hold"}, "taudash-sim")
+        before = sorted(Path.cwd().glob("state/workflows/*"))
     argv = placements(words, [*rest, "--kubeconfig", str(sim.kubeconfig)], ["--context", "nosuch"])[where]
     line = one_line_exit_2(capsys, main(argv))
     assert "'nosuch' is not in" in line and "taudash-sim" in line
     assert not opened and not sim.api.writes
-    assert not list(Path.cwd().glob("state/workflows/*"))
+    assert sorted(Path.cwd().glob("state/workflows/*")) == before
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
@@ -223,7 +229,7 @@ def test_pvc_and_snapshot_anywhere_reach_check(capsys, where):
 @pytest.mark.parametrize("argv", [["--demo", "status", "-o", "json"], ["status", "-o", "json", "--demo"]])
 def test_demo_anywhere_reaches_status(capsys, argv):
     assert main(argv) == 0
-    assert json.loads(capsys.readouterr().out)["source"]["path"] == str(DEMO)
+    assert json.loads(capsys.readouterr().out)["source"]["path"] == str(demo_snapshot())  # the packaged demo
 
 
 @pytest.mark.parametrize("argv", [["--system-namespace", "ns-x", "--kubeconfig", "K"],

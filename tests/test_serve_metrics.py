@@ -371,10 +371,10 @@ async def test_tick_hooks_see_each_view_one_at_a_time_and_a_failing_hook_does_no
     import asyncio
     import threading
 
-    from taudash.cli import build_parser
+    from taudash.cli import parse_args
     from taudash.commands.serve import Serve
 
-    args = build_parser().parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"])
+    args = parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"])
     serve = Serve(args, None)
     loop = asyncio.get_running_loop()
     seen: list[tuple[ClusterView, Store, datetime]] = []

@@ -23,26 +23,30 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 def register(sub, add_source_args) -> None:
     h = sub.add_parser("history", help="what the dashboard recorded: preemptions, admission waits, the file")
+    add_source_args(h, shown=False)
     hs = h.add_subparsers(dest="history_command", metavar="WHAT", required=True)
     p = hs.add_parser("preemptions", help="the preemption log: who was preempted, by whom, where, why, when")
-    _common(p)
+    _common(p, add_source_args)
     p.add_argument("--all-evictions", action="store_true", help="every eviction, not only preemptions")
     p.add_argument("--queue", metavar="CQ", help="only this ClusterQueue (as victim or preemptor)")
     p.set_defaults(func=cmd_preemptions)
     w = hs.add_parser("waits", help="admission wait (creation -> Admitted) percentiles per queue or team")
-    _common(w)
+    _common(w, add_source_args)
     w.add_argument("--by", choices=("cluster_queue", "team", "namespace", "queue", "flavor"), default="cluster_queue")
     w.set_defaults(func=cmd_waits)
     s = hs.add_parser("summary", help="what the history file holds: series, time covered, size")
-    _common(s, since=False)
+    _common(s, add_source_args, since=False)
     s.set_defaults(func=cmd_summary)
 
 
-def _common(p, since: bool = True) -> None:
-    g = p.add_argument_group("which cluster (default: the current kube context)")
-    g.add_argument("--context", metavar="NAME", help="kubeconfig context whose history to read")
-    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)")
-    g.add_argument("--demo", action="store_true", help="the history `taudash demo` recorded")
+# Which cluster's history: the global --context/--kubeconfig/--demo (anywhere on the line), or a file key.
+HISTORY_USES = frozenset({"read_only", "context", "kubeconfig", "demo"})
+
+
+def _common(p, add_source_args, since: bool = True) -> None:
+    add_source_args(p, HISTORY_USES, helps={"context": "kubeconfig context whose history to read",
+                                            "demo": "the history `taudash demo` recorded"})
+    g = p.add_argument_group("which history file (instead of a context)")
     g.add_argument("--cluster-key", metavar="KEY", help="the history file's key (see `taudash history summary`)")
     g.add_argument("--db", metavar="FILE", help="a history database file")
     if since:
