@@ -3,6 +3,8 @@ import os
 
 import pytest
 
+from taudash.engine.store import Store
+from taudash.engine.workflows.base import Context, Operation, Plan, Progress, Runner, Step, Workflow
 from taudash.engine.workflows.journal import Journal, JournalError
 
 
@@ -60,3 +62,68 @@ def test_unknown_and_duplicate(tmp_path):
     (tmp_path / "x.jsonl").write_text('{"event": "other"}\n')
     with pytest.raises(JournalError, match="not a taudash workflow journal"):
         Journal.open(str(tmp_path / "x.jsonl"))
+
+
+class _NoWrites:
+    """The write path for a runner test: records what it was asked to patch, changes nothing."""
+
+    def __init__(self):
+        self.patched = []
+
+    async def patch(self, kind, name, namespace, planner, reason, subresource=None):
+        from taudash.engine.actions import Result
+
+        self.patched.append(f"{namespace}/{name}")
+        return Result(False, "patch", kind, namespace, name, note="test: not sent")
+
+
+class _Rounds(Step):
+    """A step whose action is planned again while it waits: one round of Workloads per plan."""
+
+    id = "drain"
+    title = "deactivate in rounds"
+
+    def __init__(self, rounds, covers):
+        self.rounds, self.covers, self.planned = rounds, covers, 0
+
+    async def plan(self, ctx):
+        names = self.rounds[min(self.planned, len(self.rounds) - 1)]
+        self.planned += 1
+        ops = [Operation("patch", "Workload", "ns", n, f"deactivate {n}", patch={"spec": {"active": False}}) for n in names]
+        return Plan(ops, covers=[f"patch:Workload ns/{n}" for n in self.covers] if self.planned == 1 else [])
+
+    def progress(self, ctx):
+        return Progress(self.planned >= len(self.rounds), "waiting", replan=self.planned < len(self.rounds))
+
+
+async def _run_rounds(tmp_path, rounds, covers):
+    asked = []
+
+    async def confirm(step, plan, op):
+        asked.append(sorted(o.name for o in plan.operations))
+        return True
+
+    journal = Journal.create("r0", "hold", {}, "ctx", directory=tmp_path)
+    actions = _NoWrites()
+    ctx = Context(store=Store(), actions=actions)
+    state = await Runner(Workflow("hold", "t", [_Rounds(rounds, covers)], {}), ctx, journal, confirm, poll=0).run()
+    return state, asked, actions.patched
+
+
+async def test_a_covered_replan_runs_without_asking_again(tmp_path):
+    state, asked, patched = await _run_rounds(tmp_path, [["a"], ["b", "c"]], covers=["b", "c"])
+    assert state == "Completed"
+    assert asked == [["a"]]  # one question; the second round was named by it
+    assert patched == ["ns/a", "ns/b", "ns/c"]
+
+
+async def test_a_replan_outside_what_was_confirmed_asks_again(tmp_path):
+    state, asked, patched = await _run_rounds(tmp_path, [["a"], ["b", "x"]], covers=["b"])
+    assert state == "Completed"
+    assert asked == [["a"], ["b", "x"]]  # x was never named: the operator is asked
+    assert patched == ["ns/a", "ns/b", "ns/x"]
+
+
+async def test_nothing_is_covered_without_a_confirmation(tmp_path):
+    state, asked, _ = await _run_rounds(tmp_path, [[], ["b"]], covers=["b"])  # the first plan had no operations
+    assert state == "Completed" and asked == [["b"]]

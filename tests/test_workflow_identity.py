@@ -420,3 +420,26 @@ async def test_waiting_anyway_still_ends_at_the_deadline(w):
     assert state == "Failed"
     assert "gave up waiting" in journal.steps()["clear"].failed
     assert [r["data"]["answer"] for r in journal.records if r["event"] == "stuck"] == [WAIT_ANYWAY]  # asked once
+
+
+async def test_one_confirmation_covers_the_workloads_holdanddrain_sends_back_to_pending(w):
+    """The drain step's first plan names the admitted Workloads HoldAndDrain is evicting; as they come back
+    pending, the later rounds deactivate them without asking again. Anything outside that list still asks."""
+    asked = []
+
+    async def confirm(step, plan, op):
+        asked.append((step.id, plan.signature(), list(plan.covers)))
+        return True
+
+    journal, state = await w.run("hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, confirm)
+    assert state == "Completed", journal.records[-3:]
+    drain_asks = [(sig, covers) for step, sig, covers in asked if step == "drain"]
+    rounds = [r["data"] for r in journal.records if r["event"] == "confirmed" and r["step"] == "drain"]
+    covered_rounds = [r for r in rounds if r.get("covered")]
+    assert covered_rounds, "evicted Workloads came back pending and were deactivated in later rounds"
+    approved = {ref for sig, covers in drain_asks for ref in (*sig, *covers)}
+    for r in covered_rounds:  # a round that did not ask only touched what an earlier question named
+        assert set(r["signature"]) <= approved
+    assert len(drain_asks) < len(rounds)  # fewer questions than rounds of writes
+    first_sig, first_covers = drain_asks[0]
+    assert first_covers and not set(first_covers) & set(first_sig)  # evicting ≠ pending now: both named

@@ -14,6 +14,7 @@ import yaml
 from taudash.cli import main
 from taudash.engine.workflows import Journal, status
 from taudash.engine.workflows.base import Context, Crash
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY, previous_stop_policies
 from taudash.live import LiveCluster
@@ -232,7 +233,8 @@ async def test_rollback_restores_hold_and_offers_reactivation(h, tmp_path):
     assert "reactivate" in [s["id"] for s in status(rb)["steps"]]
     assert ("reactivate", None) in h.confirmations  # its own confirmation
     assert deactivated_workloads(h, journal.id) == set()  # what the catalog run deactivated is active again
-    for ns, name in by_catalog:
+    assert deactivated_workloads(h, rb.id) == set()  # and what the rollback's own drain deactivated
+    for ns, name in by_catalog | {tuple(w) for w in deactivated_by(rb)}:
         wl = h.sim.db.get(WL, name, ns)
         assert wl is None or wl["spec"].get("active", True)
     assert h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"] == yaml.safe_load(

@@ -89,6 +89,9 @@ class Plan:
     # `choices` (a callback that only says yes/no answers True/False: see Runner._ask).
     question: str = ""
     choices: tuple[str, ...] = ()
+    # Operations (as "verb:ref", like `signature`) the operator approves in advance with this plan: a
+    # later re-plan of the same step whose every operation is covered runs without asking again.
+    covers: list[str] = field(default_factory=list)
 
     @property
     def destructive(self) -> bool:
@@ -102,7 +105,7 @@ class Plan:
 
     def to_dict(self) -> dict:
         return {"operations": [op.to_dict() for op in self.operations], "notes": self.notes,
-                "destructive": self.destructive, "signature": self.signature()}
+                "destructive": self.destructive, "signature": self.signature(), "covers": sorted(self.covers)}
 
 
 @dataclass
@@ -295,13 +298,19 @@ class Runner:
         if plan.operations:
             confirmed_before = rec is not None and rec.confirmed and rec.planned is not None and \
                 rec.planned.get("signature") == plan.signature()
-            if not plan.confirm_each and not confirmed_before:
+            covered = not plan.confirm_each and not confirmed_before and self._covered(step, plan)
+            if covered:
+                self.journal.append("confirmed", step.id, {"signature": plan.signature(), "covered": True})
+                self._emit("plan", step.id, f"{step.title}: {len(plan.operations)} change(s) already approved "
+                           "with this step's first confirmation")
+            elif not plan.confirm_each and not confirmed_before:
                 if not _approved(await self.confirm(step, plan, None)):
                     self.journal.append("declined", step.id, {})
                     self.journal.append("aborted", None, {"step": step.id})
                     self._emit("aborted", step.id, f"{step.title}: not confirmed; workflow stopped")
                     return "aborted"
-                self.journal.append("confirmed", step.id, {"signature": plan.signature()})
+                self.journal.append("confirmed", step.id, {"signature": plan.signature(),
+                                                           "covers": sorted(set(plan.covers) | set(plan.signature()))})
                 self.ctx.hook(f"{step.id}:confirmed")
             for i, op in enumerate(plan.operations):
                 if plan.confirm_each:
@@ -325,6 +334,15 @@ class Runner:
         self.journal.append("executed-all", step.id, {})
         self.ctx.hook(f"{step.id}:executed")
         return "ok"
+
+    def _covered(self, step: Step, plan: Plan) -> bool:
+        """Every operation of `plan` was approved in advance by an earlier confirmation of this step (its
+        `covers`, kept in the journal so a resumed run honours it too)."""
+        approved: set[str] = set()
+        for r in self.journal.records:
+            if r["event"] == "confirmed" and r["step"] == step.id:
+                approved.update((r.get("data") or {}).get("covers") or ())
+        return bool(approved) and set(plan.signature()) <= approved
 
     async def _execute(self, step: Step, op: Operation) -> Result:
         from ..actions import ConflictPersisted, PermissionDenied, PreconditionFailed, WriteRefused

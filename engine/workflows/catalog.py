@@ -550,12 +550,14 @@ class ApplyCatalog(Step):
             have = (cur.get("spec") or {}).get("workloadProfiles") or []
             return None if _same_catalog(have, new) else {"spec": {"workloadProfiles": new}}
 
-        names_now = sorted(p.get("name", "") for p in current)
-        names_new = sorted(p.get("name", "") for p in new)
+        changes = profile_changes(current, new)
+        marks = {"added": "+", "removed": "-"}
+        summary = ", ".join(f"{marks.get(what, '~')} {name}" for name, (what, _fields) in changes.items())
         return Plan([Operation(
             "patch", "TauCluster", None, "cluster", f"replace the workload profile catalog ({len(new)} profiles)",
             patch={"spec": {"workloadProfiles": f"<{len(new)} profiles>"}}, planner=planner,
-            before=f"generation {tc.metadata.generation}: {', '.join(names_now)}", after=", ".join(names_new),
+            # The whole lists would hide the change: name what differs (the notes hold the +/− diff).
+            before=f"generation {tc.metadata.generation}", after=f"{len(new)} profiles ({summary or 'spelling only'})",
         )], catalog_diff(current, new) or ["only spelling differs (same profiles once normalised)"])
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
@@ -722,7 +724,9 @@ def rollback_workflow(params: dict) -> Workflow:
         ListCredentials(),
         RestoreStopPolicy("restore", cqs),
     ]
-    if params.get("reactivate"):  # what the catalog change deactivated; confirmed on its own
-        steps.append(Reactivate("reactivate", [tuple(x) for x in params["reactivate"]], source=params["from"],
-                                title=f"Reactivate the Workloads catalog change {params['from']} deactivated"))
+    # What the catalog change deactivated, and what this rollback's own drain deactivated: restoring means
+    # both come back (confirmed on its own; nothing to confirm when both lists are empty).
+    steps.append(Reactivate("reactivate", [tuple(x) for x in params.get("reactivate") or []], source=params["from"],
+                            own=True, title=f"Reactivate the Workloads catalog change {params['from']} "
+                                            "and this rollback deactivated"))
     return Workflow("rollback", f"Rollback of catalog change {params['from']}", steps, params)

@@ -192,6 +192,19 @@ def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
     return out
 
 
+def evicted_by_hold(ctx: Context, cqs: set[str]) -> list[Workload]:
+    """Active Workloads holding quota in those of `cqs` that are on HoldAndDrain: Kueue evicts them and they
+    come back pending (still active) unless deactivated."""
+    draining = {n for n in cqs if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy == "HoldAndDrain"}
+    out = []
+    for wl in ctx.store.list("Workload"):
+        if wl.finished or not wl.quota_reserved or not wl.spec.active:
+            continue
+        if workload_cluster_queue(ctx, wl) in draining:  # type: ignore[arg-type]
+            out.append(wl)
+    return sorted(out, key=lambda w: (w.namespace or "", w.name))
+
+
 def deactivation_patch(workflow_id: str) -> dict:
     return {"spec": {"active": False}, "metadata": {"annotations": {DEACTIVATED_BY: workflow_id}}}
 
@@ -222,8 +235,18 @@ class DeactivatePending(Step):
                 planner=lambda cur, p=patch: p if (cur.get("spec") or {}).get("active", True) else None,
                 before="active true", after="active false",
             ))
-        return Plan(ops, [f"deactivate {len(ops)} pending Workload(s); reactivate them later with "
-                          f"`taudash workflow start release --reactivate-from {wid}`"] if ops else [])
+        notes = [f"deactivate {len(ops)} pending Workload(s); reactivate them later with "
+                 f"`taudash workflow start release --reactivate-from {wid}`"] if ops else []
+        # HoldAndDrain sends admitted and reserving Workloads back to pending; they would be proposed in
+        # later rounds. Name them now so one confirmation covers them (anything else still asks).
+        evicting = evicted_by_hold(ctx, set(self.cqs))
+        covers = [f"patch:Workload {wl.namespace}/{wl.name}" for wl in evicting]
+        if evicting:
+            names = ", ".join(f"{wl.namespace}/{wl.name}" for wl in evicting[:10])
+            more = f" … and {len(evicting) - 10} more" if len(evicting) > 10 else ""
+            notes.append(f"HoldAndDrain is evicting {len(evicting)} Workload(s) that come back pending: confirming also "
+                         f"deactivates them as they do, without asking again: {names}{more}")
+        return Plan(ops, notes, covers=covers)
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         checks = _cq_checks(ctx, self.cqs)
@@ -270,15 +293,22 @@ class Reactivate(Step):
     deactivated-by annotation. One another workflow has deactivated since is left alone."""
 
     def __init__(self, step_id: str, workloads: list[tuple[str, str]], source: str | None = None,
-                 title: str = "Reactivate the Workloads the workflow deactivated") -> None:
+                 title: str = "Reactivate the Workloads the workflow deactivated", own: bool = False) -> None:
         self.id = step_id
         self.workloads = sorted(set(workloads))
         self.source = source
         self.title = title
+        self.own = own  # also what this run deactivated itself (read from its journal at plan time)
 
     async def plan(self, ctx: Context) -> Plan:
+        from .hold import deactivated_by  # hold builds on these steps
+
         ops, notes, gone, others = [], [], 0, []
-        for ns, name in self.workloads:
+        workloads, allowed = list(self.workloads), {self.source}
+        if self.own and ctx.journal is not None:
+            workloads = sorted(set(workloads) | {tuple(w) for w in deactivated_by(ctx.journal)})
+            allowed.add(ctx.journal.id)
+        for ns, name in workloads:
             wl = ctx.store.get("Workload", name, ns)
             if wl is None or wl.finished:
                 gone += 1
@@ -286,7 +316,7 @@ class Reactivate(Step):
             if wl.spec.active:
                 continue
             by = wl.metadata.annotations.get(DEACTIVATED_BY)
-            if self.source and by and by != self.source:
+            if self.source and by and by not in allowed:
                 others.append(f"{ns}/{name} ({by})")
                 continue
             ops.append(Operation(
