@@ -118,6 +118,7 @@ class ConfirmRequest:
     op_no: int | None = None  # confirm_each plans: this operation's number …
     op_total: int | None = None  # … of how many
     written: list[str] | None = None  # changes the workflow already made (None: read from its journal)
+    covered: int = 0  # operations this confirmation approves in advance (named in the notes), for later rounds
 
     @property
     def destructive(self) -> bool:
@@ -258,6 +259,9 @@ class StepConfirmScreen(ModalScreen[bool]):
                      "resourceVersion precondition. ", style=tones.muted)
         else:
             t = span(f"Confirm sends exactly the {count} above to {targets}", tones.warn)
+            if r.covered:
+                t.append(f", and later the {plural(r.covered, 'operation')} named under WHAT THIS MEANS as they "
+                         "become due, without asking again", style=tones.warn)
             t.append(" (server dry-run first, resourceVersion preconditions). ", style=tones.muted)
         t.append(self._if_not(), style=tones.muted)
         return t

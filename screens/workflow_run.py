@@ -304,6 +304,7 @@ class WorkflowHost:
                 operations=[o.to_dict() for o in ops], notes=list(plan.notes), checks=checks,
                 op_no=plan.operations.index(op) + 1 if op is not None else None,
                 op_total=len(plan.operations) if op is not None else None,
+                covered=len(set(plan.covers) - set(plan.signature())) if op is None else 0,
             )
             post(WorkflowEvent(wid, RunnerEvent("checks", step.id, "", {"checks": checks})))
             post(WorkflowEvent(wid, RunnerEvent("confirm", step.id, request.summary())))

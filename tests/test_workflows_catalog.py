@@ -149,7 +149,7 @@ def test_only_queues_of_changed_profiles_are_affected_and_say_why(ctx, current):
     new = copy.deepcopy(current)
     profile(new, EVAL)["placement"] = "same-host"
     assert affected_queues(ctx, new, ["platform-cq"]) == {
-        "platform-cq": ["named with --cq"],
+        "platform-cq": ["chosen explicitly (--cq or the form)"],
         "tau-ws-eval": [f"profile {EVAL} routes to it and {EVAL} changes (placement)"],
     }
     removed = [p for p in current if p["name"] != BURST]

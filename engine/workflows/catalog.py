@@ -429,7 +429,7 @@ def affected_queues(ctx: Context, new: list[Any], extra: list[str] | tuple[str, 
                 if q not in now:
                     why.setdefault(q, []).append(f"profile {name} will route to it and {name} {change}")
     for q in extra:
-        why.setdefault(q, []).append("named with --cq")
+        why.setdefault(q, []).append("chosen explicitly (--cq or the form)")
     return {q: why[q] for q in sorted(why)}
 
 

@@ -67,7 +67,7 @@ def hold_params(ctx: Context, cqs: Iterable[str] = (), profiles: Iterable[str] =
         raise ParamError(f"hold mode must be one of {', '.join(HOLD_MODES)}, not {mode!r}")
     why: dict[str, list[str]] = {}
     for q in cqs:
-        why.setdefault(q, ["named with --cq"])
+        why.setdefault(q, ["chosen explicitly (--cq or the form)"])
     for p in profiles:
         for q in profile_queues(ctx, p):
             why.setdefault(q, []).append(f"profile {p} routes to it (--profile {p})")
