@@ -434,20 +434,20 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
     async def frozen(_dt):  # the world does not move: the drain waits until aborted
         await asyncio.sleep(0.02)
 
-    app.workflow_options.sleep = frozen
+    app.workflows.options.sleep = frozen
     async with app.run_test(size=(120, 36)) as pilot:
         app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": True}))
         await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
         await pilot.click("#confirm")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
                        what="the drain wait")
-        assert app.live_workflows()
+        assert app.workflows.live()
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
         await pilot.press("tab", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
                        what="Aborted")
-        assert not app.live_workflows() and app.screen.model.steps[1].state == "Stopped"
+        assert not app.workflows.live() and app.screen.model.steps[1].state == "Stopped"
     assert [r for r in rig.real_writes() if "clusterqueues" in r[1]] == [
         ("patch", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/tau-ws-eval")]
     [row] = summaries()
