@@ -6,6 +6,7 @@ literal Text: an object named "[bold]x" shows exactly that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from rich.text import Text
@@ -21,7 +22,7 @@ from .text import lit
 MAX_OBJECT_HITS = 40
 
 
-def _highlight(text: str, offsets: tuple[int, ...]) -> Text:
+def _highlight(text: str, offsets: Sequence[int]) -> Text:
     t = lit(text)
     for o in offsets:
         if o < len(t.plain) and not t.plain[o].isspace():

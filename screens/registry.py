@@ -53,6 +53,8 @@ class Registry:
     """The screens in footer order, looked up by name or class."""
 
     def __init__(self, *entries: ScreenEntry) -> None:
+        if not entries:
+            raise ValueError("screen registry: the dashboard needs at least one screen")
         self.entries = entries
         self._by_name = {e.name: e for e in entries}
         self._by_class = {e.cls: e for e in entries}
@@ -80,6 +82,11 @@ class Registry:
 
     def find(self, cls: type) -> ScreenEntry | None:
         return self._by_class.get(cls)
+
+    @property
+    def home(self) -> ScreenEntry:
+        """The screen the dashboard opens on: the first one listed."""
+        return self.entries[0]
 
     def keyed(self) -> list[ScreenEntry]:
         """The screens with a number key: the footer and the number bindings."""

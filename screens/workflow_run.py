@@ -314,7 +314,8 @@ class WorkflowHost:
             )
             post(WorkflowEvent(wid, RunnerEvent("checks", step.id, "", {"checks": checks})))
             post(WorkflowEvent(wid, RunnerEvent("confirm", step.id, request.summary())))
-            ok = bool(await app.push_screen_wait(StepConfirmScreen(request)))
+            answer = await app.push_screen_wait(StepConfirmScreen(request))
+            ok = bool(answer)
             word = ("confirmed" if ok else ("skipped" if op is not None else "declined")) + f": {request.summary()}"
             if question:
                 word = f"{'retry' if ok else 'stop'}: {question}"
@@ -325,7 +326,10 @@ class WorkflowHost:
                 return RETRY if ok else STOP
             return ok
 
-        runner = Runner(workflow, ctx, journal, confirm, on_event=lambda e: post(WorkflowEvent(wid, e)),
+        def on_event(event: RunnerEvent) -> None:
+            post(WorkflowEvent(wid, event))
+
+        runner = Runner(workflow, ctx, journal, confirm, on_event=on_event,
                         poll=opts.poll, sleep=sleep, wait_timeout=opts.wait_timeout)
         state, error = "Interrupted", ""
         try:
@@ -354,7 +358,8 @@ class WorkflowHost:
         model = self.models.get(wid)
         if model is not None:
             model.finished(state, error, self.clock())
-        severity: SeverityLevel = {"Completed": "information", "Aborted": "warning"}.get(state, "error")
+        levels: dict[str, SeverityLevel] = {"Completed": "information", "Aborted": "warning"}
+        severity = levels.get(state, "error")
         self._notify(f"workflow {wid}: {state}" + (f" — {error}" if error else ""), severity)
         self._refresh_screens(wid, lists=True)
 

@@ -76,7 +76,7 @@ class TaudashApp(App):
             self.session.frame(self.clock())
         except Exception as exc:  # a rule bug must not keep the operator out: later ticks retry
             self.notify(f"could not derive the view: {exc}", severity="error", markup=False)
-        self.switch_mode(REGISTRY.entries[0].name)
+        self.switch_mode(REGISTRY.home.name)
         if self.session.issues:
             first = self.session.issues[0]
             more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
