@@ -37,7 +37,8 @@ from .wizard import ConfirmRequest, StepConfirmScreen, WizardScreen
 from .workflow_model import RunModel
 from .workflows import NewWorkflowScreen, WorkflowsScreen
 
-MODE = REGISTRY.of(WorkflowsScreen).name  # where the wizard opens ("workflows")
+WORKFLOWS = REGISTRY.of(WorkflowsScreen)  # 9 Workflows: where the wizard opens
+MODE = WORKFLOWS.name
 
 
 @dataclass
@@ -380,4 +381,4 @@ class WorkflowHost:
             f"Quit while workflow {wid} runs?",
             [f"workflow {wid} stops where it is; its journal keeps every step done",
              "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
-             else f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)
+             else f"resume it from {WORKFLOWS.label} or with `taudash workflow resume {wid}`"], True), answered)

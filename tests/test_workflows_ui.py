@@ -442,13 +442,16 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
                        what="the drain wait")
         assert app.workflows.live()
-        await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
         [wid] = app.workflows.live()
-        assert app.screen.title_text == f"Quit while workflow {wid} runs?"
-        await pilot.press("enter")  # Cancel has the focus
-        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="back to the wizard")
-        assert app.is_running and not app._exit and app.workflows.live()
+        for demo, how in ((True, "the demo cluster ends with the demo: this run cannot be resumed on another one"),
+                          (False, f"resume it from 9 Workflows or with `taudash workflow resume {wid}`")):
+            app.session.demo = demo
+            await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
+            assert (app.screen.title_text, app.screen.targets[-1]) == (f"Quit while workflow {wid} runs?", how)
+            await pilot.press("enter")  # Cancel has the focus
+            await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="back to the wizard")
+            assert app.is_running and not app._exit and app.workflows.live()
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
         await pilot.press("tab", "enter")
