@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-GLOBAL_KEYS = """\
+GLOBAL_KEYS_TEMPLATE = """\
 {numbers}
 enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
 esc      back (and: close the filter, clear a filter)
@@ -36,7 +36,7 @@ def global_keys() -> str:
     keyed = REGISTRY.keyed()
     numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
     titles = " · ".join(e.title for e in keyed)
-    return GLOBAL_KEYS.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
+    return GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
 
 
 _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")
