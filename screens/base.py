@@ -7,6 +7,7 @@ the visible screen, and on resume it renders the newest frame it missed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -30,10 +31,9 @@ from .widgets.keyed_table import KeyedTable
 
 
 class DashScreen(Screen):
-    AUTO_FOCUS = "KeyedTable"  # arrows and enter work at once; never the (hidden) filter input
-    NAV: str | None = None  # the footer entry this screen belongs to
-    HELP: str = ""  # what this screen answers and its own keys; shown by `?`
-    TITLE_TEXT: str = ""
+    AUTO_FOCUS: ClassVar[str | None] = "KeyedTable"  # arrows and enter work at once; never the (hidden) filter input
+    HELP: ClassVar[str] = ""  # what this screen answers and its own keys; shown by `?`
+    TITLE_TEXT: ClassVar[str] = ""  # the `?` help's title for a screen the registry does not list (a detail, the wizard)
 
     DEFAULT_CSS = """
     DashScreen > .bottom-bars {
@@ -50,7 +50,7 @@ class DashScreen(Screen):
     def __init__(self, session: Session, nav: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.nav = nav or self.NAV
+        self.nav = nav  # the registry entry (screens/registry.py) this screen belongs to: the footer marks it
         self.frame: Frame | None = None
         self._shown_signature: tuple | None = None  # what the screen shows now (see `show`)
         self._resumed_once = False

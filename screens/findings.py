@@ -14,7 +14,7 @@ from taudash.engine.session import Frame
 from .base import DashScreen
 from .filtering import parse_filter
 from .format import kv_grid, ref_text, severity_cell
-from .overview import FINDING_COLS, finding_key, finding_rows
+from .presenters import FINDING_COLS, finding_key, finding_rows
 from .text import lit
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
@@ -23,7 +23,6 @@ SEVERITY_CYCLE = ("", "critical", "warning", "info")
 
 
 class FindingsScreen(DashScreen):
-    NAV = "findings"
     HELP = """\
 Findings: every verdict the rules reached, most severe first (critical, warning, info), each naming
 the object it is about. The pane below shows the highlighted finding's message and next step.

@@ -13,9 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-GLOBAL_KEYS = """\
-1–9      Overview · Pool · Queues · Workspaces · Sources · MultiKueue · Profiles · Findings ·
-         Workflows (the current screen's number returns to its top level)
+GLOBAL_KEYS_TEMPLATE = """\
+{numbers}
 enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
 esc      back (and: close the filter, clear a filter)
 /        filter the table: words, kind:Job,RayJob  ns:eval*  label:k=v  label:k  sev:warn  rule:POOL
@@ -28,6 +27,16 @@ Reading the screen: ✓ ok · ⚠ warning · ✖ failing · ◐ in progress · ?
 No single key ever writes. Guided operations (9: hold, release, catalog change, rollback, drain)
 start from a form, and every step asks for confirmation naming its exact targets; a destructive step
 asks for the context name. A read-only session cannot start, resume or confirm one."""
+
+
+def global_keys() -> str:
+    """The keys that work everywhere, the number keys listed from the screen registry."""
+    from .registry import REGISTRY  # imported late: the registry imports every screen
+
+    keyed = REGISTRY.keyed()
+    numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
+    titles = " · ".join(e.title for e in keyed)
+    return GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
 
 
 _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")
@@ -108,7 +117,7 @@ class HelpScreen(ModalScreen[None]):
             box.border_subtitle = "esc / ? close"
             yield Static(Text(self.help_title), classes="help-title")
             yield Static(help_renderable(self.help_text or "no screen help"), id="help-screen-text")
-            yield Static(help_renderable(GLOBAL_KEYS), classes="help-global", id="help-global-text")
+            yield Static(help_renderable(global_keys()), classes="help-global", id="help-global-text")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

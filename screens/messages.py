@@ -1,102 +1,104 @@
-"""Typed navigation messages: screens, widgets and the palette ask; the app decides how to show."""
+"""The messages screens, widgets and the palette post to ask the app for something; the app decides how.
+
+Each is a small dataclass (Textual initialises a dataclass message through `Message.__post_init__`).
+A message that only one widget posts is nested in that widget instead (`FilterBar.Applied`,
+`KeyedTable.Counted`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from textual.message import Message
 
 from taudash.engine.rules.base import ObjRef
+from taudash.engine.workflows.base import RunnerEvent
+
+# navigation -----------------------------------------------------------------------------------------
 
 
+@dataclass
 class Navigate(Message):
-    """Show one of the numbered screens (by its name, e.g. "pool")."""
+    """Show one of the registered screens (by its name, e.g. "pool"; see registry.py)."""
 
-    def __init__(self, screen: str) -> None:
-        super().__init__()
-        self.screen = screen
+    screen: str
 
 
+@dataclass
 class OpenObject(Message):
     """Drill down into one object: a TauWorkspace opens the workspace detail, anything else the object detail."""
 
-    def __init__(self, ref: ObjRef, raw: bool = False) -> None:
-        super().__init__()
-        self.ref = ref
-        self.raw = raw  # the object detail (YAML) even for a TauWorkspace
+    ref: ObjRef
+    raw: bool = False  # the object detail (YAML) even for a TauWorkspace
 
 
+@dataclass
 class RequestOperation(Message):
     """A guided operation (issue 9) asks to write. Nothing posts it yet; the app refuses it in read-only
     mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""
 
-    def __init__(self, title: str, targets: list[str], reversible: bool) -> None:
-        super().__init__()
-        self.title = title
-        self.targets = targets
-        self.reversible = reversible
+    title: str
+    targets: list[str]
+    reversible: bool
 
 
-# guided operations (issue 9) ------------------------------------------------------------
-# Every request below is refused by the app when the session is read-only; the runner's worker
-# only ever posts WorkflowEvent / WorkflowFinished and never touches a widget.
+# guided operations (issue 9) ------------------------------------------------------------------------
+# Every request below is refused by the app's WorkflowHost when the session is read-only; the
+# runner's worker only ever posts WorkflowEvent / WorkflowFinished and never touches a widget.
 
 
+@dataclass
 class NewWorkflow(Message):
     """Open the "new workflow" form (nothing is written by opening or filling it)."""
 
-    def __init__(self, kind: str | None = None, cqs: list[str] | None = None, workspace: str | None = None) -> None:
-        super().__init__()
-        self.kind = kind
-        self.cqs = cqs or []
-        self.workspace = workspace
+    kind: str | None = None
+    cqs: list[str] = field(default_factory=list)
+    workspace: str | None = None
+    reactivate_from: str | None = None  # release: reactivate what this run deactivated
 
 
+@dataclass
 class StartWorkflow(Message):
     """Journal a new workflow with these parameters and open its wizard; each step still asks first."""
 
-    def __init__(self, kind: str, params: dict) -> None:
-        super().__init__()
-        self.kind = kind
-        self.params = params
+    kind: str
+    params: dict[str, Any]
 
 
+@dataclass
 class ResumeWorkflow(Message):
     """Continue a journaled workflow (after a crash, a closed terminal or a failed step)."""
 
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__()
-        self.workflow_id = workflow_id
+    workflow_id: str
 
 
+@dataclass
 class AbortWorkflow(Message):
     """Mark a workflow aborted in its journal (stopping it at its next wait if it runs here)."""
 
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__()
-        self.workflow_id = workflow_id
+    workflow_id: str
 
 
+@dataclass
 class OpenWorkflow(Message):
     """Show a workflow's wizard (its steps, plan, progress and log); reading only."""
 
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__()
-        self.workflow_id = workflow_id
+    workflow_id: str
 
 
+@dataclass
 class WorkflowEvent(Message):
-    """One runner event (engine.workflows.base.RunnerEvent) of a workflow running in this dashboard."""
+    """One runner event of a workflow running in this dashboard."""
 
-    def __init__(self, workflow_id: str, event) -> None:
-        super().__init__()
-        self.workflow_id = workflow_id
-        self.event = event
+    workflow_id: str
+    event: RunnerEvent
 
 
+@dataclass
 class WorkflowFinished(Message):
     """The runner stopped: Completed, Failed, Aborted, or Interrupted (an error; resumable)."""
 
-    def __init__(self, workflow_id: str, state: str, error: str = "") -> None:
-        super().__init__()
-        self.workflow_id = workflow_id
-        self.state = state
-        self.error = error
+    workflow_id: str
+    state: str
+    error: str = ""

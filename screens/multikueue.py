@@ -30,7 +30,6 @@ OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24), Col("state", "s
 
 
 class MultiKueueScreen(DashScreen):
-    NAV = "multikueue"
     HELP = """\
 MultiKueue: can work be dispatched to worker clusters right now?
 

@@ -27,6 +27,7 @@ REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name"
 
 
 class ObjectDetailScreen(DashScreen):
+    TITLE_TEXT = "Object detail"
     AUTO_FOCUS = "#od-related"  # enter follows a link from here
     BINDINGS = [Binding("y", "yaml", "YAML", show=False)]
     HELP = """\

@@ -3,8 +3,6 @@ MultiKueue, then every finding ranked by severity (Enter jumps to its object).""
 
 from __future__ import annotations
 
-from functools import partial
-
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,77 +10,17 @@ from textual.containers import Vertical
 from textual.events import Click
 from textual.widgets import Static
 
-from taudash.engine.rules.base import Finding
 from taudash.engine.session import Frame
 from taudash.engine.view import ClusterView
 
 from .base import DashScreen
-from .format import finding_meta, gpu_of, plural, qfloat, qty, ref_text, severity_cell, short_flavor
+from .format import gpu_of, plural, qfloat, qty, short_flavor
 from .messages import Navigate
-from .rowcache import RowCache
+from .presenters import FINDING_COLS, finding_rows, pool_summary
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
-from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
-
-FINDING_COLS = [
-    Col("sev", "severity", 10),
-    Col("rule", "rule", 21),
-    Col("object", "object", 26),
-    Col("message", "message", flex=True),
-]
-
-
-def finding_key(f: Finding) -> str:
-    return "|".join((f.rule, f.object.kind, f.object.namespace or "", f.object.name, f.message))
-
-
-def finding_rows(view: ClusterView, tones: Tones, cache: RowCache | None = None) -> list[Row]:
-    """A row per finding; with `cache`, findings the view kept (the same object) keep their row."""
-    cache = cache or RowCache()
-    rows, seen = [], set()
-    for f in view.findings:
-        key = finding_key(f)
-        while key in seen:  # the same finding twice: keep both rows
-            key += "+"
-        seen.add(key)
-        rows.append(cache.row(key, f, partial(_finding_row, key, f, tones), tones))
-    cache.done()
-    return rows
-
-
-def _finding_cells(f: Finding, tones: Tones) -> tuple:
-    return (severity_cell(f.severity.value, tones), lit(f.rule), ref_text(f.object), lit(f.message))
-
-
-def _finding_row(key: str, f: Finding, tones: Tones) -> Row:
-    return Row(key=key, cells=partial(_finding_cells, f, tones), meta=partial(finding_meta, f))
-
-
-def pool_summary(view: ClusterView, tones: Tones) -> Text:
-    pool = view.pool
-    t = span("GPU POOL ", tones.heading)
-    if pool.mode == "None":
-        t.append("no capacity configuration", style=tones.muted)
-        if view.cluster is None:
-            t.append(" (no TauCluster)", style=tones.muted)
-        return t
-    t.append(f"{pool.mode.lower()} · team ")
-    t.append(lit(pool.team or "–"))
-    t.append(" · cohort ")
-    t.append(lit(pool.cohort or "–"))
-    t.append(" · ")
-    if pool.valid is None:
-        t.append("? validity unknown", style=tones.unknown)
-    elif pool.valid:
-        t.append("✓ valid", style=tones.ok)
-    else:
-        t.append(f"✖ invalid ({plural(len(pool.conflicts), 'conflict')})", style=tones.bad)
-    if pool.zeroed:
-        t.append(" · ✖ ZEROED: budget 0 until fixed", style=tones.bad)
-    elif pool.mode == "Automatic" and not pool.established:
-        t.append(" · ◐ not established", style=tones.warn)
-    return t
 
 
 def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False) -> Table:
@@ -232,7 +170,6 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
 
 
 class OverviewScreen(DashScreen):
-    NAV = "overview"
     HELP = """\
 Overview answers "is anything wrong, and where?" in one glance.
 

@@ -6,6 +6,7 @@ literal Text: an object named "[bold]x" shows exactly that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from rich.text import Text
@@ -15,13 +16,13 @@ from taudash.engine.rules.base import ObjRef
 
 from .format import objname
 from .messages import Navigate, OpenObject
+from .registry import REGISTRY
 from .text import lit
-from .widgets.footer_bar import NAV
 
 MAX_OBJECT_HITS = 40
 
 
-def _highlight(text: str, offsets: tuple[int, ...]) -> Text:
+def _highlight(text: str, offsets: Sequence[int]) -> Text:
     t = lit(text)
     for o in offsets:
         if o < len(t.plain) and not t.plain[o].isspace():
@@ -43,16 +44,16 @@ class NavigationProvider(Provider):
         self.app.post_message(OpenObject(ref))
 
     async def discover(self) -> Hits:
-        for i, (name, title, _short) in enumerate(NAV, start=1):
-            yield DiscoveryHit(f"{i} {title}", partial(self._go, name), help="go to screen")
+        for entry in REGISTRY:
+            yield DiscoveryHit(entry.label, partial(self._go, entry.name), help="go to screen")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for i, (name, title, _short) in enumerate(NAV, start=1):
-            label = f"{i} {title}"
+        for entry in REGISTRY:
+            label = entry.label
             score = matcher.match(f"go {label}")
             if score > 0:
-                yield Hit(score, matcher.highlight(label), partial(self._go, name), text=label, help="go to screen")
+                yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label, help="go to screen")
         hits = []
         for ref in self._objects:
             label = f"{ref.kind} {objname(ref.namespace, ref.name)}"

@@ -15,7 +15,7 @@ from taudash.engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import gpu_of, qfloat, qty, ref_meta, ref_text, short_flavor
-from .overview import pool_summary
+from .presenters import pool_summary
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -67,7 +67,6 @@ def _res_pick(m, *names: str) -> str | None:
 
 
 class PoolScreen(DashScreen):
-    NAV = "pool"
     HELP = """\
 Pool answers "how much GPU capacity does each flavor have, and who uses it?".
 

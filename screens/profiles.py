@@ -62,7 +62,6 @@ def _selection_row(s, tones: Tones) -> Row:
 
 
 class ProfilesScreen(DashScreen):
-    NAV = "profiles"
     HELP = """\
 Profiles: may workloads select a workload profile right now? taudash fails closed.
 

@@ -21,10 +21,10 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor, tri
 from .messages import NewWorkflow
+from .presenters import refuse_read_only
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import refuse_read_only
 
 COLS = [
     Col("name", "cohort / cluster queue", flex=True, max_width=48),
@@ -98,7 +98,6 @@ def active_cell(q: ClusterQueueView, tones: Tones) -> Text:
 
 
 class QueuesScreen(DashScreen):
-    NAV = "queues"
     HELP = """\
 Cohorts & queues: every cohort (explicit or only named by a ClusterQueue's cohortName) and its
 member ClusterQueues.

@@ -131,7 +131,6 @@ def _why_text(reason: str, message: str) -> Text:
 
 
 class SourcesScreen(DashScreen):
-    NAV = "sources"
     HELP = """\
 Sources: every object that waits — pending Workloads (shown by their owner: Job, RayJob,
 RayService, Deployment) and sources that keep a workspace drain open.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,66 +25,16 @@ from taudash.engine.session import Frame, Session
 from taudash.engine.workflows import Journal, JournalError
 
 from .base import DashScreen
-from .messages import AbortWorkflow, ResumeWorkflow, StartWorkflow
+from .messages import AbortWorkflow, NewWorkflow, ResumeWorkflow
+from .presenters import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack, workflows_of
 from .text import Tones, app_tones, lit, span
 from .widgets.bars import bar
 from .widgets.header_bar import HeaderBar
-from .workflow_model import RUN_MARK, RUN_TONE, STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
+from .workflow_model import STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
 
 LOG_SHOWN = 40
 WRITTEN_SHOWN = 8  # earlier writes listed in a confirmation (the wizard's log has them all)
 DEACTIVATED_SHOWN = 30
-
-
-def operations_enabled(session: Session) -> tuple[bool, str]:
-    """(writable, why not): guided operations need a session that may write."""
-    if session.read_only:
-        why = session.actions.why_read_only or f"{session.mode.lower()} source"
-        return False, why
-    if not session.actions.writable:
-        return False, session.actions.why_read_only or "no write path configured"
-    return True, ""
-
-
-def refuse_read_only(screen: Any, what: str) -> bool:
-    """True, after a notification saying why, when `screen`'s session may not start guided operations.
-
-    Keys that would start one (n, r, a, w) stay bound in a read-only session so that pressing them
-    explains itself instead of doing nothing."""
-    ok, why = operations_enabled(screen.session)
-    if ok:
-        return False
-    screen.notify(f"{what} is disabled — {why}", title="read-only", severity="warning", markup=False)
-    return True
-
-
-def read_only_line(session: Session, tones: Tones) -> Text:
-    _, why = operations_enabled(session)
-    t = span("read-only: guided operations are disabled", tones.warn)
-    if why:
-        t.append(" (", style=tones.warn)
-        t.append(lit(why, tones.warn))
-        t.append(")", style=tones.warn)
-    t.append(" — status only, nothing can be started or confirmed", style=tones.muted)
-    return t
-
-
-def run_state_text(state: str, tones: Tones, wide: bool = False) -> Text:
-    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)" if wide else "InProgress"}.get(
-        state, state)
-    tone = RUN_TONE.get(state, "unknown")
-    t = Text(end="")
-    t.append(f"{RUN_MARK.get(state, '?')} ", style=tones.of(tone))
-    t.append(lit(word, tones.of(tone)))
-    return t
-
-
-def stack(*parts: RenderableType) -> Group:
-    """Renderables one under the other (a Text built with end="" would run into the next one)."""
-    for p in parts:
-        if isinstance(p, Text) and not p.end:
-            p.end = "\n"
-    return Group(*parts)
 
 
 def op_line(op: dict[str, Any], tones: Tones) -> Text:
@@ -172,11 +122,11 @@ class StepConfirmScreen(ModalScreen[bool]):
 
     def _read_written(self) -> list[str] | None:
         """What the workflow already changed, from its journal (None: unknown)."""
-        directory = getattr(self.app, "workflow_dir", None)
-        if not callable(directory):
+        host = workflows_of(self.app)
+        if host is None:
             return None
         try:
-            return written_by(Journal.open(self.request.workflow_id, directory()))
+            return written_by(Journal.open(self.request.workflow_id, host.directory()))
         except (JournalError, OSError):
             return None
 
@@ -310,7 +260,7 @@ class StepConfirmScreen(ModalScreen[bool]):
 
 
 class WizardScreen(DashScreen):
-    NAV = "workflows"
+    TITLE_TEXT = "Workflow wizard"
     AUTO_FOCUS = None
     HELP = """\
 Workflow wizard: one guided operation, step by step, as its journal and the runner report it.
@@ -403,14 +353,7 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
         """The release form, pre-filled to reactivate what this run deactivated; Start journals it."""
         if refuse_read_only(self, "reactivating Workloads") or not self._can_reactivate():
             return
-        from .workflows import NewWorkflowScreen, journal_dir_of  # that module imports this one
-
-        def chosen(result: tuple[str, dict] | None) -> None:
-            if result is not None:
-                self.app.post_message(StartWorkflow(*result))  # the app refuses it when read-only
-
-        self.app.push_screen(NewWorkflowScreen(self.session, "release", directory=journal_dir_of(self.app),
-                                               reactivate_from=self.model.id), chosen)
+        self.post_message(NewWorkflow("release", reactivate_from=self.model.id))  # the app's host opens the form
 
     # rendering ----------------------------------------------------------------------------
     def render_run(self) -> None:

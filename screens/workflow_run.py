@@ -1,10 +1,13 @@
-"""Guided operations inside the dashboard: the app's side (a mixin for the App).
+"""Guided operations inside the dashboard: the app's side, an object the App owns (`app.workflows`).
 
 The single door for workflow writes from the UI. Every request (new, start, resume, abort) is refused
 when the session is read-only — and `session.actions` would refuse the write anyway. A started
 workflow runs as an async worker on the app's loop (it awaits the store's live updates); the worker
 posts `WorkflowEvent`/`WorkflowFinished` messages and never touches a widget. Its `confirm` callback
 pushes `StepConfirmScreen` and awaits the operator's answer (`push_screen_wait`, hence the worker).
+
+The App routes the workflow messages (messages.py) here through one-line handlers; screens ask the
+host only what `presenters.RunningWorkflows` names (the journal directory, the runs that are live).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from textual.app import App
+from textual.notifications import SeverityLevel
+
 from taudash.engine.identity import resume_refusal
 from taudash.engine.session import Session
 from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
@@ -24,20 +30,15 @@ from taudash.engine.workflows.base import RETRY, STOP, Context, Operation, Plan,
 from taudash.engine.workflows.journal import workflows_dir
 
 from .confirm import ConfirmScreen
-from .messages import (
-    AbortWorkflow,
-    NewWorkflow,
-    OpenWorkflow,
-    ResumeWorkflow,
-    StartWorkflow,
-    WorkflowEvent,
-    WorkflowFinished,
-)
-from .wizard import ConfirmRequest, StepConfirmScreen, WizardScreen, operations_enabled
+from .messages import NewWorkflow, StartWorkflow, WorkflowEvent, WorkflowFinished
+from .presenters import operations_enabled
+from .registry import REGISTRY
+from .wizard import ConfirmRequest, StepConfirmScreen, WizardScreen
 from .workflow_model import RunModel
 from .workflows import NewWorkflowScreen, WorkflowsScreen
 
-MODE = "workflows"
+WORKFLOWS = REGISTRY.of(WorkflowsScreen)  # 9 Workflows: where the wizard opens
+MODE = WORKFLOWS.name
 
 
 @dataclass
@@ -76,33 +77,37 @@ class _Active:
 
 
 class WorkflowHost:
-    """Mixed into the App (`class TaudashApp(WorkflowHost, App)`); needs `self.session` and `self.clock`."""
+    """Runs, resumes and aborts guided operations for one App and session (`app.workflows`)."""
 
-    session: Session
-    clock: Callable[[], datetime]
+    def __init__(self, app: App[Any], session: Session, clock: Callable[[], datetime],
+                 options: RunOptions | None = None) -> None:
+        self.app = app
+        self.session = session
+        self.clock = clock
+        self.options = options or RunOptions()
+        self.models: dict[str, RunModel] = {}  # every run shown in this dashboard, by id
+        self._active: dict[str, _Active] = {}  # the run this dashboard runs now (one at a time)
 
-    def init_workflows(self, options: RunOptions | None = None) -> None:
-        self.workflow_options = options or RunOptions()
-        self.workflow_models: dict[str, RunModel] = {}
-        self._active: dict[str, _Active] = {}
+    # queries (screens read these: presenters.RunningWorkflows) ------------------------------------
+    def directory(self) -> Path:
+        return self.options.directory or workflows_dir()
 
-    # queries (screens read these) ---------------------------------------------------------------
-    def workflow_dir(self) -> Path:
-        return self.workflow_options.directory or workflows_dir()
-
-    def live_workflows(self) -> dict[str, str]:
+    def live(self) -> dict[str, str]:
+        """The state (Running / Confirm) of each workflow running in this dashboard."""
         return {wid: a.model.state for wid, a in self._active.items()}
 
     @property
-    def workflows_writable(self) -> bool:
+    def writable(self) -> bool:
         return operations_enabled(self.session)[0]
+
+    def _notify(self, text: str, severity: SeverityLevel = "information") -> None:
+        self.app.notify(text, severity=severity, markup=False)
 
     def _refused(self, what: str) -> bool:
         ok, why = operations_enabled(self.session)
         if ok:
             return False
-        self.notify(f"read-only: {what} refused — guided operations are disabled ({why})",  # type: ignore[attr-defined]
-                    severity="warning", markup=False)
+        self._notify(f"read-only: {what} refused — guided operations are disabled ({why})", "warning")
         return True
 
     def _context_name(self) -> str:
@@ -110,9 +115,9 @@ class WorkflowHost:
 
     def _open(self, workflow_id: str) -> Journal | None:
         try:
-            return Journal.open(workflow_id, self.workflow_dir())
+            return Journal.open(workflow_id, self.directory())
         except JournalError as exc:
-            self.notify(str(exc), severity="error", markup=False)  # type: ignore[attr-defined]
+            self._notify(str(exc), "error")
             return None
 
     def _model(self, journal: Journal) -> RunModel:
@@ -120,12 +125,12 @@ class WorkflowHost:
         if active is not None:
             return active.model
         model = RunModel.from_journal(journal)
-        self.workflow_models[journal.id] = model
+        self.models[journal.id] = model
         return model
 
     # showing -------------------------------------------------------------------------------------
     def _show_wizard(self, model: RunModel) -> None:
-        app: Any = self
+        app = self.app
         if app.current_mode != MODE:
             app.switch_mode(MODE)
         top = app.screen
@@ -137,78 +142,80 @@ class WorkflowHost:
             app.pop_screen()
         app.push_screen(WizardScreen(self.session, model, MODE))
 
-    def _refresh_workflow_screens(self, workflow_id: str, lists: bool) -> None:
-        app: Any = self
-        for screen in app.screen_stack:
+    def _refresh_screens(self, workflow_id: str, lists: bool) -> None:
+        for screen in self.app.screen_stack:
             if isinstance(screen, WizardScreen) and screen.workflow_id == workflow_id:
                 screen.render_run()
             elif lists and isinstance(screen, WorkflowsScreen):
                 screen.reload()
 
-    def on_open_workflow(self, message: OpenWorkflow) -> None:
-        journal = self._open(message.workflow_id)
+    def open(self, workflow_id: str) -> None:
+        """Show a workflow's wizard (OpenWorkflow)."""
+        journal = self._open(workflow_id)
         if journal is not None:
             self._show_wizard(self._model(journal))
 
     # new / start ------------------------------------------------------------------------------------
-    def on_new_workflow(self, message: NewWorkflow) -> None:
+    def new(self, request: NewWorkflow) -> None:
+        """Open the "new workflow" form (NewWorkflow); its Start posts StartWorkflow."""
         if self._refused("a new workflow"):
             return
-        app: Any = self
+        app = self.app
 
         def chosen(result: tuple[str, dict] | None) -> None:
             if result is not None:
                 app.post_message(StartWorkflow(*result))
 
-        app.push_screen(NewWorkflowScreen(self.session, message.kind, message.cqs, message.workspace,
-                                          self.workflow_dir()), chosen)
+        app.push_screen(NewWorkflowScreen(self.session, request.kind, request.cqs, request.workspace,
+                                          self.directory(), reactivate_from=request.reactivate_from), chosen)
 
     def _busy(self) -> bool:
         if self._active:
             wid = next(iter(self._active))
-            self.notify(f"workflow {wid} is running: let it finish or abort it first",  # type: ignore[attr-defined]
-                        severity="warning", markup=False)
+            self._notify(f"workflow {wid} is running: let it finish or abort it first", "warning")
             return True
         return False
 
-    def on_start_workflow(self, message: StartWorkflow) -> None:
-        if self._refused(f"starting a {message.kind} workflow") or self._busy():
+    def start(self, kind: str, params: dict[str, Any]) -> None:
+        """Journal a new workflow and run it (StartWorkflow)."""
+        if self._refused(f"starting a {kind} workflow") or self._busy():
             return
         try:
-            build(message.kind, message.params)
-            journal = Journal.create(new_id(), message.kind, message.params, self._context_name(), self.workflow_dir(),
+            build(kind, params)
+            journal = Journal.create(new_id(), kind, params, self._context_name(), self.directory(),
                                      cluster=self.session.cluster)
         except (JournalError, KeyError, TypeError, ValueError) as exc:
-            self.notify(f"could not start the workflow: {exc}", severity="error", markup=False)  # type: ignore[attr-defined]
+            self._notify(f"could not start the workflow: {exc}", "error")
             return
         self._launch(journal, resumed=False)
 
     # resume ---------------------------------------------------------------------------------------
-    def on_resume_workflow(self, message: ResumeWorkflow) -> None:
-        if self._refused(f"resuming workflow {message.workflow_id}") or self._busy():
+    def resume(self, workflow_id: str) -> None:
+        """Ask, then continue a journaled workflow of this cluster (ResumeWorkflow)."""
+        if self._refused(f"resuming workflow {workflow_id}") or self._busy():
             return
-        journal = self._open(message.workflow_id)
+        journal = self._open(workflow_id)
         if journal is None:
             return
         if journal.state not in ("InProgress", "Failed"):
-            self.notify(f"workflow {journal.id} is {journal.state}: nothing to resume", markup=False)  # type: ignore[attr-defined]
+            self._notify(f"workflow {journal.id} is {journal.state}: nothing to resume")
             return
         here = self._context_name()
         refusal = self._resume_refusal(journal)
         if refusal:
-            self.notify(refusal, severity="error", markup=False)  # type: ignore[attr-defined]
+            self._notify(refusal, "error")
             return
         model = self._model(journal)
         left = [f"step {i} {s.title}" for i, s in enumerate(model.steps, start=1) if s.state != "Done"]
 
         def answered(ok: bool | None) -> None:
-            if ok and self.workflows_writable and not self._active:
+            if ok and self.writable and not self._active:
                 again = self._open(journal.id)  # re-read: the CLI may have moved it meanwhile
                 if again is not None and again.state in ("InProgress", "Failed") and not self._resume_refusal(again):
                     self._launch(again, resumed=True)
 
         self._show_wizard(model)
-        self.push_screen(  # type: ignore[attr-defined]
+        self.app.push_screen(
             ConfirmScreen(f"Resume {journal.kind} workflow {journal.id} on context {here}",
                           left + ["each step is planned again from live state and asks before it writes"], True),
             answered)
@@ -218,16 +225,17 @@ class WorkflowHost:
         return resume_refusal(journal.header, self._context_name(), self.session.cluster)
 
     # abort -----------------------------------------------------------------------------------------
-    def on_abort_workflow(self, message: AbortWorkflow) -> None:
-        if self._refused(f"aborting workflow {message.workflow_id}"):
+    def abort(self, workflow_id: str) -> None:
+        """Ask, then mark a workflow aborted (AbortWorkflow); a running one stops at its next wait."""
+        if self._refused(f"aborting workflow {workflow_id}"):
             return
-        wid = message.workflow_id
+        wid = workflow_id
         active = self._active.get(wid)
         journal = active.journal if active is not None else self._open(wid)
         if journal is None:
             return
         if active is None and journal.terminal:
-            self.notify(f"workflow {wid} is already {journal.state}", markup=False)  # type: ignore[attr-defined]
+            self._notify(f"workflow {wid} is already {journal.state}")
             return
         targets = [f"workflow {wid} ({journal.kind}) is marked aborted in its journal",
                    "nothing in the cluster is changed or undone (release held queues with a release workflow)"]
@@ -244,31 +252,31 @@ class WorkflowHost:
                 j = self._open(wid)
                 if j is not None and not j.terminal:
                     j.append("aborted", None, {"by": "operator"})
-                    model = self.workflow_models.get(wid)
+                    model = self.models.get(wid)
                     if model is not None:
                         model.finished("Aborted", "", self.clock())
-                    self._refresh_workflow_screens(wid, lists=True)
+                    self._refresh_screens(wid, lists=True)
 
-        self.push_screen(ConfirmScreen(f"Abort workflow {wid}", targets, True), answered)  # type: ignore[attr-defined]
+        self.app.push_screen(ConfirmScreen(f"Abort workflow {wid}", targets, True), answered)
 
     # running -----------------------------------------------------------------------------------------
     def _launch(self, journal: Journal, resumed: bool) -> None:
         model = RunModel.from_journal(journal)
-        self.workflow_models[journal.id] = model
+        self.models[journal.id] = model
         active = _Active(journal, model)
         self._active[journal.id] = active
         model.started(self.clock(), resumed)
         self._show_wizard(model)
-        self.run_worker(self._run_workflow(active), group="workflow", name=f"workflow {journal.id}",  # type: ignore[attr-defined]
-                        description=f"{journal.kind} workflow {journal.id}", exit_on_error=False)
-        self._refresh_workflow_screens(journal.id, lists=True)
+        self.app.run_worker(self._run(active), group="workflow", name=f"workflow {journal.id}",
+                            description=f"{journal.kind} workflow {journal.id}", exit_on_error=False)
+        self._refresh_screens(journal.id, lists=True)
 
-    async def _run_workflow(self, active: _Active) -> str:
+    async def _run(self, active: _Active) -> str:
         """The worker: runs the journaled workflow; talks to the UI only through messages (and the
         confirmation it awaits)."""
-        journal, opts, session = active.journal, self.workflow_options, self.session
+        journal, opts, session, app = active.journal, self.options, self.session, self.app
         wid = journal.id
-        post: Callable[[Any], Any] = self.post_message  # type: ignore[attr-defined]
+        post = app.post_message
         workflow = build(journal.kind, journal.params)
         ctx = SessionContext(store=session.store, actions=session.actions, config=session.config, lock=session.lock,
                              clock=opts.clock, artifacts_dir=artifacts_dir(journal), session=session)
@@ -308,7 +316,8 @@ class WorkflowHost:
             )
             post(WorkflowEvent(wid, RunnerEvent("checks", step.id, "", {"checks": checks})))
             post(WorkflowEvent(wid, RunnerEvent("confirm", step.id, request.summary())))
-            ok = bool(await self.push_screen_wait(StepConfirmScreen(request)))  # type: ignore[attr-defined]
+            answer = await app.push_screen_wait(StepConfirmScreen(request))
+            ok = bool(answer)
             word = ("confirmed" if ok else ("skipped" if op is not None else "declined")) + f": {request.summary()}"
             if question:
                 word = f"{'retry' if ok else 'stop'}: {question}"
@@ -319,7 +328,10 @@ class WorkflowHost:
                 return RETRY if ok else STOP
             return ok
 
-        runner = Runner(workflow, ctx, journal, confirm, on_event=lambda e: post(WorkflowEvent(wid, e)),
+        def on_event(event: RunnerEvent) -> None:
+            post(WorkflowEvent(wid, event))
+
+        runner = Runner(workflow, ctx, journal, confirm, on_event=on_event,
                         poll=opts.poll, sleep=sleep, wait_timeout=opts.wait_timeout)
         state, error = "Interrupted", ""
         try:
@@ -332,39 +344,42 @@ class WorkflowHost:
         post(WorkflowFinished(wid, state, error))
         return state
 
-    def on_workflow_event(self, message: WorkflowEvent) -> None:
-        model = self.workflow_models.get(message.workflow_id)
+    def event(self, workflow_id: str, event: RunnerEvent) -> None:
+        """One runner event (WorkflowEvent): the run's model moves, its screens redraw."""
+        model = self.models.get(workflow_id)
         if model is None:
             return
-        model.apply(message.event, self.clock())
-        self._refresh_workflow_screens(message.workflow_id,
-                                       lists=message.event.kind in ("verified", "failed", "completed", "aborted",
-                                                                    "confirm", "answer"))
+        model.apply(event, self.clock())
+        self._refresh_screens(workflow_id,
+                              lists=event.kind in ("verified", "failed", "completed", "aborted", "confirm", "answer"))
 
-    def on_workflow_finished(self, message: WorkflowFinished) -> None:
-        wid = message.workflow_id
+    def finished(self, workflow_id: str, state: str, error: str = "") -> None:
+        """The runner stopped (WorkflowFinished)."""
+        wid = workflow_id
         self._active.pop(wid, None)
-        model = self.workflow_models.get(wid)
+        model = self.models.get(wid)
         if model is not None:
-            model.finished(message.state, message.error, self.clock())
-        severity = {"Completed": "information", "Aborted": "warning"}.get(message.state, "error")
-        text = f"workflow {wid}: {message.state}" + (f" — {message.error}" if message.error else "")
-        self.notify(text, severity=severity, markup=False)  # type: ignore[attr-defined]
-        self._refresh_workflow_screens(wid, lists=True)
+            model.finished(state, error, self.clock())
+        levels: dict[str, SeverityLevel] = {"Completed": "information", "Aborted": "warning"}
+        severity = levels.get(state, "error")
+        self._notify(f"workflow {wid}: {state}" + (f" — {error}" if error else ""), severity)
+        self._refresh_screens(wid, lists=True)
 
     # quitting while a workflow runs ---------------------------------------------------------------------
-    async def action_quit(self) -> None:
+    def quit(self) -> None:
+        """Exit the app; while a workflow runs, only after the operator confirms."""
+        app = self.app
         if not self._active:
-            self.exit()  # type: ignore[attr-defined]
+            app.exit()
             return
         wid = next(iter(self._active))
 
         def answered(ok: bool | None) -> None:
             if ok:
-                self.exit()  # type: ignore[attr-defined]
+                app.exit()
 
-        self.push_screen(ConfirmScreen(  # type: ignore[attr-defined]
+        app.push_screen(ConfirmScreen(
             f"Quit while workflow {wid} runs?",
             [f"workflow {wid} stops where it is; its journal keeps every step done",
              "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
-             else f"resume it from 9 Workflows or with `taudash workflow resume {wid}`"], True), answered)
+             else f"resume it from {WORKFLOWS.label} or with `taudash workflow resume {wid}`"], True), answered)

@@ -52,11 +52,19 @@ from taudash.engine.workflows.params import (
 from .base import DashScreen
 from .filtering import RowMeta
 from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow
+from .presenters import (
+    journal_dir_of,
+    operations_enabled,
+    read_only_line,
+    refuse_read_only,
+    run_state_text,
+    stack,
+    workflows_of,
+)
 from .text import Tones, lit, span
 from .widgets.choices import ChoiceSet, MarkedCheckbox, MarkedRadioButton, MarkedSelectionList
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack
 from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
 
 KIND_LABELS = {
@@ -88,12 +96,6 @@ COLS = [
     Col("started", "started", 11),
     Col("about", "about", flex=True),
 ]
-
-
-def journal_dir_of(app: Any) -> Path:
-    """The journal directory the app uses (tests give it one; else the state dir's workflows/)."""
-    getter = getattr(app, "workflow_dir", None)
-    return getter() if callable(getter) else workflows_dir()
 
 
 # --- journal entries ----------------------------------------------------------------------
@@ -181,7 +183,6 @@ def _entry(path: Path) -> Entry:
 
 
 class WorkflowsScreen(DashScreen):
-    NAV = "workflows"
     HELP = """\
 Workflows: every guided operation in the journal directory (shared with `taudash workflow`), newest
 first — its kind, state, steps done, the context it ran against and what it is about.
@@ -225,8 +226,8 @@ In a read-only session guided operations are disabled: n, r and a only say why."
 
     def live_states(self) -> dict[str, str]:
         """States of the workflows running in this dashboard (Running / Confirm)."""
-        getter = getattr(self.app, "live_workflows", None)
-        return getter() if callable(getter) else {}
+        host = workflows_of(self.app)
+        return host.live() if host is not None else {}
 
     # rendering -----------------------------------------------------------------------------
     def render_frame(self, frame: Frame) -> None:

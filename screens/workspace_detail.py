@@ -18,11 +18,10 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, drain_cell, kv_grid, objname
 from .messages import NewWorkflow, OpenObject
+from .presenters import operations_enabled, phase_text, refuse_read_only
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .wizard import operations_enabled, refuse_read_only
-from .workspaces import phase_text
 
 COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
 ROUTE_COLS = [
@@ -44,6 +43,7 @@ ROUTE_WORD = {
 
 
 class WorkspaceDetailScreen(DashScreen):
+    TITLE_TEXT = "Workspace detail"
     HELP = """\
 Workspace detail: everything the verdicts about one TauWorkspace used.
 

@@ -17,7 +17,8 @@ from taudash.engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import drain_cell, kv_grid
-from .text import PHASE_TONE, Tones, lit
+from .presenters import phase_text
+from .text import Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
@@ -31,19 +32,7 @@ COLS = [
 ]
 
 
-def phase_text(w: WorkspaceView, tones: Tones) -> Text:
-    """Published phase, and the expected one when they differ; a stale status says so."""
-    expected = w.expected_phase
-    tone = PHASE_TONE.get(expected, "unknown")
-    if w.phase == expected:
-        t = tones.mark(tone, expected)
-    else:
-        t = lit(w.phase or "none", tones.muted)
-        t.append(" → ")
-        t.append(tones.mark(tone, expected))
-    if w.stale:
-        t.append(" stale", style=tones.warn)
-    return t
+
 
 
 def identity_text(w: WorkspaceView, tones: Tones) -> Text:
@@ -114,7 +103,6 @@ def _ws_row(w, tones: Tones, sysns: str) -> Row:
 
 
 class WorkspacesScreen(DashScreen):
-    NAV = "workspaces"
     HELP = """\
 Workspaces: which TauWorkspaces are unhealthy, and why.
 

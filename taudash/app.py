@@ -19,35 +19,27 @@ from taudash.engine.model import BY_KIND
 from taudash.engine.session import Frame, Session
 from taudash.screens.base import DashScreen
 from taudash.screens.confirm import ConfirmScreen
-from taudash.screens.findings import FindingsScreen
 from taudash.screens.help import HelpScreen
-from taudash.screens.messages import Navigate, OpenObject, RequestOperation
-from taudash.screens.multikueue import MultiKueueScreen
+from taudash.screens.messages import (
+    AbortWorkflow,
+    Navigate,
+    NewWorkflow,
+    OpenObject,
+    OpenWorkflow,
+    RequestOperation,
+    ResumeWorkflow,
+    StartWorkflow,
+    WorkflowEvent,
+    WorkflowFinished,
+)
 from taudash.screens.object_detail import ObjectDetailScreen
-from taudash.screens.overview import OverviewScreen
 from taudash.screens.palette import NavigationProvider
-from taudash.screens.pool import PoolScreen
-from taudash.screens.profiles import ProfilesScreen
-from taudash.screens.queues import QueuesScreen
-from taudash.screens.sources import SourcesScreen
-from taudash.screens.widgets.footer_bar import NAV
+from taudash.screens.registry import REGISTRY
 from taudash.screens.workflow_run import RunOptions, WorkflowHost
-from taudash.screens.workflows import WorkflowProvider, WorkflowsScreen
+from taudash.screens.workflows import WorkflowProvider
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
-from taudash.screens.workspaces import WorkspacesScreen
 
-SCREENS: dict[str, type[DashScreen]] = {
-    "overview": OverviewScreen,
-    "pool": PoolScreen,
-    "queues": QueuesScreen,
-    "workspaces": WorkspacesScreen,
-    "sources": SourcesScreen,
-    "multikueue": MultiKueueScreen,
-    "profiles": ProfilesScreen,
-    "findings": FindingsScreen,
-    "workflows": WorkflowsScreen,
-}
-TITLES = {name: title for name, title, _ in NAV}
+SCREENS: dict[str, type[DashScreen]] = {e.name: e.cls for e in REGISTRY}  # the registry by name (bench, tests)
 
 Clock = Callable[[], datetime]
 
@@ -56,12 +48,12 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class TaudashApp(WorkflowHost, App):
+class TaudashApp(App):
     CSS_PATH = "theme.tcss"
     TITLE = "taudash"
     COMMANDS = App.COMMANDS | {NavigationProvider, WorkflowProvider}
     BINDINGS = [
-        *(Binding(str(i), f"go('{name}')", TITLES[name], show=False) for i, (name, _, _) in enumerate(NAV, start=1)),
+        *(Binding(e.key, f"go('{e.name}')", e.title, show=False) for e in REGISTRY.keyed() if e.key),
         Binding("question_mark", "help", "help", show=False),
         Binding("q", "quit", "quit", show=False),
     ]
@@ -73,18 +65,18 @@ class TaudashApp(WorkflowHost, App):
         self.clock = clock or utc_now
         self.tick = tick
         self.frames = 0  # rendered ticks (tests and the bench read it)
-        self.init_workflows(workflows)  # guided operations (screens/workflow_run.py)
+        self.workflows = WorkflowHost(self, session, self.clock, workflows)  # guided operations (workflow_run.py)
 
     # lifecycle -----------------------------------------------------------------------------
     def on_mount(self) -> None:
-        for name, cls in SCREENS.items():
-            self.add_mode(name, partial(cls, self.session, name))
+        for entry in REGISTRY:
+            self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
         # The first frame is derived before the first paint, so nobody stares at an empty dashboard.
         try:
             self.session.frame(self.clock())
         except Exception as exc:  # a rule bug must not keep the operator out: later ticks retry
             self.notify(f"could not derive the view: {exc}", severity="error", markup=False)
-        self.switch_mode("overview")
+        self.switch_mode(REGISTRY.home.name)
         if self.session.issues:
             first = self.session.issues[0]
             more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
@@ -127,7 +119,7 @@ class TaudashApp(WorkflowHost, App):
 
     # navigation ----------------------------------------------------------------------------
     def action_go(self, name: str) -> None:
-        if name not in SCREENS:
+        if name not in REGISTRY:
             return
         while isinstance(self.screen, HelpScreen):
             self.pop_screen()
@@ -145,7 +137,7 @@ class TaudashApp(WorkflowHost, App):
         if ref.kind not in BY_KIND:
             self.notify(f"{ref.kind} {ref.name} is not an object taudash stores", markup=False)
             return
-        nav = self.current_mode if self.current_mode in SCREENS else None
+        nav = self.current_mode if self.current_mode in REGISTRY else None
         if not message.raw and ref.kind == "TauWorkspace" and \
                 (ref.namespace or self.session.config.system_namespace) == self.session.config.system_namespace:
             self.push_screen(WorkspaceDetailScreen(self.session, ref.name, nav))
@@ -167,7 +159,31 @@ class TaudashApp(WorkflowHost, App):
             screen.dismiss(None)
             return
         if isinstance(screen, DashScreen):
-            title = TITLES.get(screen.nav or "", "") if type(screen) in SCREENS.values() else type(screen).__name__
-            title = {"WorkspaceDetailScreen": "Workspace detail", "ObjectDetailScreen": "Object detail",
-                     "WizardScreen": "Workflow wizard"}.get(title, title)
-            self.push_screen(HelpScreen(f"{title} — help", screen.HELP))
+            entry = REGISTRY.find(type(screen))
+            title = entry.title if entry else screen.TITLE_TEXT or type(screen).__name__
+            self.push_screen(HelpScreen(f"{title} — help", entry.help if entry else screen.HELP))
+
+    # guided operations (screens/workflow_run.py) ---------------------------------------------------
+    def on_new_workflow(self, message: NewWorkflow) -> None:
+        self.workflows.new(message)
+
+    def on_start_workflow(self, message: StartWorkflow) -> None:
+        self.workflows.start(message.kind, message.params)
+
+    def on_open_workflow(self, message: OpenWorkflow) -> None:
+        self.workflows.open(message.workflow_id)
+
+    def on_resume_workflow(self, message: ResumeWorkflow) -> None:
+        self.workflows.resume(message.workflow_id)
+
+    def on_abort_workflow(self, message: AbortWorkflow) -> None:
+        self.workflows.abort(message.workflow_id)
+
+    def on_workflow_event(self, message: WorkflowEvent) -> None:
+        self.workflows.event(message.workflow_id, message.event)
+
+    def on_workflow_finished(self, message: WorkflowFinished) -> None:
+        self.workflows.finished(message.workflow_id, message.state, message.error)
+
+    async def action_quit(self) -> None:
+        self.workflows.quit()  # asks first while a workflow runs

@@ -157,7 +157,7 @@ async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
                 app.post_message(msg)
                 await pilot.pause()
                 assert not isinstance(app.screen, (NewWorkflowScreen, StepConfirmScreen))
-            assert not app.live_workflows()
+            assert not app.workflows.live()
         assert sim.api.writes == {}, sim.api.writes
         assert not [r for r in sim.api.requests if r.verb == "review"]
         assert {j.stem: Journal.open(str(j)).state for j in (tmp_path / "state" / "workflows").glob("*.jsonl")} == {

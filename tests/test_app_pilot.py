@@ -7,8 +7,10 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.command import CommandPalette
+from textual.widgets import Static
 from tools.waiting import eventually, palette_results
 
 from taudash.app import TaudashApp
@@ -16,11 +18,13 @@ from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo
+from taudash.screens.base import DashScreen
 from taudash.screens.confirm import ConfirmScreen
 from taudash.screens.help import HelpScreen
 from taudash.screens.messages import Navigate, OpenObject, RequestOperation
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.pool import PoolScreen
+from taudash.screens.registry import REGISTRY, Registry, ScreenEntry
 from taudash.screens.widgets.filter_bar import FilterBar
 from taudash.screens.widgets.footer_bar import FooterBar
 from taudash.screens.widgets.header_bar import HeaderBar
@@ -352,3 +356,57 @@ async def test_writes_are_refused_in_read_only_mode_and_tiles_are_clickable():
         await pilot.click("#ov-pool")
         await pilot.pause()
         assert app.current_mode == "pool"
+
+
+# --- the screen registry: a screen past the ninth -----------------------------------------------
+
+
+class _HistoryScreen(DashScreen):
+    HELP = "History: what changed over the last hours (a screen registered without a number key)."
+
+    def compose_body(self):
+        yield Static("history body", id="history-body")
+
+
+async def test_a_tenth_screen_is_one_registry_line_reached_from_the_palette(monkeypatch):
+    """A screen registered with key=None gets a mode, a palette entry, `?` help and Navigate — and
+    neither a number key nor a footer entry (the footer keeps 1–9)."""
+    import taudash.app
+    import taudash.screens.palette
+    import taudash.screens.registry
+
+    tenth = ScreenEntry(None, "history", "History", "Hist", _HistoryScreen)
+    registry = Registry(*REGISTRY, tenth)
+    for module in (taudash.app, taudash.screens.palette, taudash.screens.registry):
+        monkeypatch.setattr(module, "REGISTRY", registry)
+    assert len(registry) == 10 and registry.keyed() == list(REGISTRY)
+    with pytest.raises(ValueError):  # a name listed twice is refused
+        Registry(*REGISTRY, ScreenEntry(None, "pool", "Pool again", "P", _HistoryScreen))
+
+    app = make_app()
+    async with app.run_test(size=(160, 36)) as pilot:
+        footer = app.screen.query_one(FooterBar)
+        assert [s[2] for s in footer._spans] == [e.name for e in REGISTRY]  # history has no footer entry
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"go hist")
+        await palette_results(pilot, "go hist", expect="History")
+        await pilot.press("enter")
+        assert await eventually(lambda: app.current_mode == "history")
+        assert isinstance(app.screen, _HistoryScreen) and app.screen.nav == "history"
+        assert app.screen.query_one(FooterBar).active == "history"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert plain(app.screen.query_one(".help-title")).strip() == "History — help"
+        assert "registered without a number key" in plain(app.screen.query_one("#help-screen-text"))
+        global_keys = plain(app.screen.query_one("#help-global-text"))
+        assert "Findings · Workflows (the current" in global_keys and "History" not in global_keys
+        await pilot.press("escape", "9")
+        await pilot.pause()
+        assert app.current_mode == "workflows"  # the number keys are still the first nine
+        app.post_message(Navigate("history"))
+        assert await eventually(lambda: app.current_mode == "history")
+        app.post_message(Navigate("no-such-screen"))  # an unknown name changes nothing
+        await pilot.pause()
+        assert app.current_mode == "history"

@@ -7,6 +7,7 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -26,6 +27,7 @@ from taudash.screens.widgets.keyed_table import Col, KeyedTable, Row
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ui-demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
+SCREENS_DIR = Path(__file__).resolve().parent.parent / "screens"
 TONES = tones_for({})
 
 
@@ -210,3 +212,109 @@ async def test_cursor_in_a_growing_table_stays_visible_in_its_scroller():
             await pilot.pause()
             row_y = t.content_region.y + t.header_height + t.cursor_row - int(t.scroll_y)
             assert body.content_region.y <= row_y < body.content_region.bottom, (t.cursor_row, body.scroll_y)
+
+
+# --- structure: one registry, shared presenters, a composed workflow host ----------------------------
+
+
+def test_registry_lists_each_screen_once_and_refuses_ambiguity():
+    from taudash.app import SCREENS, TaudashApp
+    from taudash.screens.base import DashScreen
+    from taudash.screens.registry import REGISTRY, Registry, ScreenEntry
+
+    assert [e.key for e in REGISTRY.keyed()] == [str(i) for i in range(1, 10)]
+    assert SCREENS == {e.name: e.cls for e in REGISTRY}
+    for e in REGISTRY:
+        assert issubclass(e.cls, DashScreen) and e.help == e.cls.HELP and e.help.strip()
+        assert REGISTRY.of(e.cls) is e and REGISTRY.get(e.name) is e and e.name in REGISTRY
+    bound = {b.key: b.action for b in TaudashApp.BINDINGS if b.key.isdigit()}
+    assert bound == {e.key: f"go('{e.name}')" for e in REGISTRY}
+    first, second = REGISTRY.entries[:2]
+    for bad in ((first, ScreenEntry(first.key, "other", "Other", "O", second.cls)),  # a key twice
+                (first, ScreenEntry("2", first.name, "Other", "O", second.cls)),  # a name twice
+                (first, ScreenEntry("2", "other", "Other", "O", first.cls)),  # a class twice
+                (ScreenEntry("10", "other", "Other", "O", first.cls),)):  # not a digit
+        with pytest.raises(ValueError):
+            Registry(*bad)
+    assert REGISTRY.get("nope") is None and REGISTRY.get(None) is None
+
+
+def test_help_lists_the_number_keys_from_the_registry():
+    from taudash.screens.help import global_keys
+    from taudash.screens.registry import REGISTRY
+
+    first = global_keys().splitlines()[0]
+    assert first.startswith("1–9      Overview · Pool · ")
+    assert first.endswith(" · ".join(e.title for e in REGISTRY) + " (the current screen's number returns to its top level)")
+
+
+def _screen_modules() -> set[str]:
+    """Modules of screens/ that define a Screen (a dashboard screen, a modal, a form); base.py, which
+    every screen extends, is not one of them."""
+    import importlib
+    import inspect
+
+    from textual.screen import Screen
+
+    out = set()
+    for path in sorted(SCREENS_DIR.glob("*.py")):
+        module = importlib.import_module(f"taudash.screens.{path.stem}")
+        if any(issubclass(c, Screen) and c.__module__ == module.__name__
+               for _, c in inspect.getmembers(module, inspect.isclass)):
+            out.add(path.stem)
+    return out - {"base"}
+
+
+def test_no_screen_imports_another_screens_module():
+    """Shared row builders and policy live in presenters.py: a screen's module imports no other
+    screen's module. Only the registry (it lists them) and the workflow host (it opens them) do."""
+    import ast
+
+    screens = _screen_modules()
+    assert {"overview", "pool", "findings", "workflows", "wizard", "workspace_detail"} <= screens
+    assert "presenters" not in screens and "registry" not in screens
+    for path in sorted(SCREENS_DIR.glob("*.py")):
+        if path.stem in ("registry", "workflow_run"):
+            continue
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                imported.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import x
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("taudash.screens."):
+                imported.add(node.module.split(".")[2])
+        assert not (imported & screens) - {path.stem}, (path.name, sorted(imported & screens))
+
+
+async def test_the_workflow_host_is_owned_not_mixed_in_and_refuses_in_read_only(tmp_path):
+    """The host works for any App that owns it: a read-only session is refused (said, nothing
+    journaled), and quitting without a running workflow exits at once."""
+    from taudash.app import TaudashApp
+    from taudash.screens.confirm import ConfirmScreen
+    from taudash.screens.messages import StartWorkflow
+    from taudash.screens.workflow_run import RunOptions, WorkflowHost
+
+    assert not issubclass(TaudashApp, WorkflowHost)
+    s = session()
+
+    class Bare(App):
+        def __init__(self) -> None:
+            super().__init__()
+            self.workflows = WorkflowHost(self, s, lambda: NOW, RunOptions(directory=tmp_path))
+
+        def on_start_workflow(self, message: StartWorkflow) -> None:
+            self.workflows.start(message.kind, message.params)
+
+    app = Bare()
+    async with app.run_test() as pilot:
+        host = app.workflows
+        assert host.directory() == tmp_path and host.live() == {} and not host.writable
+        app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-train"], "mode": "Hold"}))
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == [
+            "read-only: starting a hold workflow refused — guided operations are disabled (read-only session)"]
+        assert list(tmp_path.iterdir()) == []
+        assert not app._exit
+        host.quit()
+        assert app._exit and not isinstance(app.screen, ConfirmScreen)  # nothing runs: no question asked

@@ -434,20 +434,30 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
     async def frozen(_dt):  # the world does not move: the drain waits until aborted
         await asyncio.sleep(0.02)
 
-    app.workflow_options.sleep = frozen
+    app.workflows.options.sleep = frozen
     async with app.run_test(size=(120, 36)) as pilot:
         app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": True}))
         await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
         await pilot.click("#confirm")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
                        what="the drain wait")
-        assert app.live_workflows()
+        assert app.workflows.live()
+        [wid] = app.workflows.live()
+        for demo, how in ((True, "the demo cluster ends with the demo: this run cannot be resumed on another one"),
+                          (False, f"resume it from 9 Workflows or with `taudash workflow resume {wid}`")):
+            app.session.demo = demo
+            await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
+            assert (app.screen.title_text, app.screen.targets[-1]) == (f"Quit while workflow {wid} runs?", how)
+            await pilot.press("enter")  # Cancel has the focus
+            await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="back to the wizard")
+            assert app.is_running and not app._exit and app.workflows.live()
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
         await pilot.press("tab", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
                        what="Aborted")
-        assert not app.live_workflows() and app.screen.model.steps[1].state == "Stopped"
+        assert not app.workflows.live() and app.screen.model.steps[1].state == "Stopped"
     assert [r for r in rig.real_writes() if "clusterqueues" in r[1]] == [
         ("patch", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/tau-ws-eval")]
     [row] = summaries()

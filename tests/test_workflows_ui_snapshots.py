@@ -73,7 +73,7 @@ async def wizard_mid_run(pilot) -> None:
     app = pilot.app
     app.post_message(OpenWorkflow("7f3a2c"))
     await pilot.pause()
-    app.workflow_models["7f3a2c"].started(NOW, resumed=True)
+    app.workflows.models["7f3a2c"].started(NOW, resumed=True)
     for ev in (
         RunnerEvent("checks", "drain", "", {"checks": [(True, "queues exist")]}),
         progress((0, 1, 1), (4, 2, 8), None),

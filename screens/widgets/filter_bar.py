@@ -6,6 +6,8 @@ screen keys (digits, q) because the Input consumes printable keys.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import events
 from textual.message import Message
 from textual.widgets import Input
@@ -26,13 +28,12 @@ class FilterBar(Input):
     FilterBar.-open { display: block; }
     """
 
+    @dataclass
     class Applied(Message):
         """The filter text changed (live) or was confirmed."""
 
-        def __init__(self, raw: str, done: bool) -> None:
-            super().__init__()
-            self.raw = raw
-            self.done = done
+        raw: str
+        done: bool
 
     def __init__(self) -> None:
         super().__init__(placeholder=PLACEHOLDER, id="filter-bar", compact=True)

@@ -1,4 +1,4 @@
-"""The bottom bar: the numbered screens (current one highlighted) and the global keys.
+"""The bottom bar: the numbered screens of the registry (current one highlighted) and the global keys.
 
 Clicking a screen's name switches to it, so the mouse works as well as the number keys.
 """
@@ -13,17 +13,6 @@ from textual.widget import Widget
 from ..messages import Navigate
 from ..text import app_tones
 
-NAV = (
-    ("overview", "Overview", "Over"),
-    ("pool", "Pool", "Pool"),
-    ("queues", "Queues", "Queues"),
-    ("workspaces", "Workspaces", "Wksp"),
-    ("sources", "Sources", "Src"),
-    ("multikueue", "MultiKueue", "MK"),
-    ("profiles", "Profiles", "Prof"),
-    ("findings", "Findings", "Find"),
-    ("workflows", "Workflows", "Flows"),
-)
 KEYS_LONG = (("/", "filter"), ("?", "help"), ("^p", "palette"), ("esc", "back"), ("q", "quit"))
 KEYS_SHORT = (("/", ""), ("?", ""), ("^p", ""), ("q", ""))
 
@@ -42,19 +31,21 @@ class FooterBar(Widget):
         self._spans: list[tuple[int, int, str]] = []
 
     def _layout(self, width: int) -> Text:
+        from ..registry import REGISTRY  # imported late: the registry imports every screen, each composes this bar
+
         tones = app_tones(self.app)
         key_style = Style(bold=True, color=tones.accent.color)
         for long_names, keys in ((True, KEYS_LONG), (True, KEYS_SHORT), (False, KEYS_SHORT)):
             t = Text(end="", no_wrap=True, overflow="crop")
             spans = []
-            for i, (name, long, short) in enumerate(NAV, start=1):
+            for entry in REGISTRY.keyed():
                 start = len(t)
-                label = long if long_names else short
-                current = name == self.active
+                label = entry.title if long_names else entry.short
+                current = entry.name == self.active
                 t.append(" ", style=tones.badge_mode if current else "")
-                t.append(f"{i}", style=key_style if not current else tones.badge_mode)
+                t.append(f"{entry.key}", style=key_style if not current else tones.badge_mode)
                 t.append(f" {label}", style=tones.badge_mode if current else "")
-                spans.append((start, len(t), name))
+                spans.append((start, len(t), entry.name))
             t.append(" │")
             for k, word in keys:
                 t.append(f" {k}", style=key_style)

@@ -86,15 +86,14 @@ class KeyedTable(DataTable):
     }
     """
 
+    @dataclass
     class Counted(Message):
         """How many rows show after the filter (sent when it changes): section titles read it."""
 
-        def __init__(self, table: KeyedTable, shown: int, total: int, raw: str) -> None:
-            super().__init__()
-            self.table = table
-            self.shown = shown
-            self.total = total
-            self.raw = raw
+        table: KeyedTable
+        shown: int
+        total: int
+        raw: str
 
     def __init__(self, columns: list[Col], *, empty: str = "nothing to show", id: str | None = None,
                  classes: str | None = None) -> None:

@@ -207,9 +207,9 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     from textual import events
 
     from taudash.app import SCREENS, TaudashApp
-    from taudash.screens.widgets.footer_bar import NAV
+    from taudash.screens.registry import REGISTRY
 
-    keys = {name: str(i) for i, (name, _, _) in enumerate(NAV, start=1)}
+    keys = {e.name: e.key for e in REGISTRY.keyed() if e.key}
     app = TaudashApp(session, tick=1.0)
     tick_costs: list[float] = []
     orig = app.render_frame
