@@ -100,9 +100,19 @@ def requests_of(workload: Obj) -> list[PodSetRequest]:
                 reqs,
                 dict(tspec.get("nodeSelector") or {}),
                 list(tspec.get("tolerations") or []),
+                required_terms(tspec),
             )
         )
     return out
+
+
+def required_terms(pod_spec: Obj) -> list[Obj] | None:
+    """The pod's requiredDuringSchedulingIgnoredDuringExecution nodeSelectorTerms, or None."""
+    na = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = na.get("nodeSelectorTerms")
+    return list(terms) if terms else None
 
 
 def build_workload(src: Obj, priority: int, priority_class: str, name: str | None = None) -> Obj:
@@ -181,6 +191,18 @@ def running(src: Obj) -> bool:
     if kind == "RayService":
         return is_true(src, "Ready")
     return True
+
+
+def active(src: Obj) -> bool:
+    """Kueue's job IsActive: a Job with active pods; a RayJob not Suspended or New (a RayJob KubeRay has not
+    touched yet, status "", counts as inactive here: the simulator has no KubeRay). Kinds the simulator
+    does not suspend (RayService, Deployment) are inactive once evicted."""
+    kind, st = src["kind"], src.get("status") or {}
+    if kind == "Job":
+        return int(st.get("active") or 0) != 0
+    if kind == "RayJob":
+        return (st.get("jobDeploymentStatus") or "") not in ("", "New", "Suspended")
+    return False
 
 
 def suspended(src: Obj) -> bool | None:
