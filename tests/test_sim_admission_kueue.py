@@ -1,0 +1,394 @@
+"""The simulated Kueue admits, preempts and evicts as Kueue 0.19 does, on small hand-built clusters:
+flavor matching (label keys, required node affinity, taints), classical preemption within a
+ClusterQueue and reclaim within a cohort, quota held until the evicted job is inactive,
+deactivation/reactivation conditions, `borrowed: "0"` outside a cohort."""
+
+from __future__ import annotations
+
+import pytest
+from test_sim_world_admission import GPU, KQ, cluster, cohort, complete, cq, flavor, groups, job, lq, reason, state
+
+from taudash.engine.history import db as hdb
+from taudash.sim.controllers.admission import Behaviour
+from taudash.sim.world import World
+
+
+def workload(w: World, ns: str, name: str) -> dict:
+    return next(x for x in w.db.list("Workload", ns) if x["metadata"]["ownerReferences"][0]["name"] == name)
+
+
+def conds(w: World, ns: str, name: str) -> dict[str, dict]:
+    return {c["type"]: c for c in workload(w, ns, name).get("status", {}).get("conditions", [])}
+
+
+def assigned(w: World, ns: str, name: str) -> str:
+    return workload(w, ns, name)["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU]
+
+
+def suspended(w: World, ns: str, name: str) -> bool:
+    return w.db.get("Job", name, ns)["spec"]["suspend"]
+
+
+def priorities() -> list[dict]:
+    return [
+        {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("low", 100), ("high", 1000))
+    ]
+
+
+def with_pod(obj: dict, **pod_spec) -> dict:
+    obj["spec"]["template"]["spec"].update(pod_spec)
+    return obj
+
+
+# --- flavor matching ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("label_keys", "expected"), [("flavor", "default-flavor"), ("group", "spot")])
+def test_instance_type_spot_is_matched_over_the_flavors_label_keys(label_keys, expected):
+    """Kueue ≥ 0.18.2 compares the pod's selector with each flavor over that flavor's own label keys: a flavor
+    without labels matches anything (kubernetes-sigs/kueue#12449). Older releases used the union of the group's
+    keys, so a label-less flavor failed `instance-type=spot`."""
+    w = cluster(
+        flavor("default-flavor"),
+        flavor("spot", **{"instance-type": "spot"}),
+        cq("a", {"default-flavor": {GPU: "8"}, "spot": {GPU: "8"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        job("team-a", "spotty", "q", 1, 1, selector={"instance-type": "spot"}),
+        job("team-a", "on-demand", "q", 1, 2, selector={"instance-type": "on-demand"}),
+    )
+    w.controllers[-1].behaviour = Behaviour(label_keys=label_keys)
+    w.step(1)
+    assert assigned(w, "team-a", "spotty") == expected
+    if label_keys == "flavor":
+        assert assigned(w, "team-a", "on-demand") == "default-flavor"
+    else:
+        assert reason(w, "team-a", "on-demand") == (
+            "NoMatchingFlavor",
+            "couldn't assign flavors to pod set main: flavor default-flavor doesn't match node affinity, "
+            "flavor spot doesn't match node affinity",
+        )
+
+
+def affinity(*terms: list[tuple[str, str, list[str]]]) -> dict:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": k, "operator": op, "values": v} for k, op, v in term]}
+                    for term in terms
+                ]
+            }
+        }
+    }
+
+
+def test_required_node_affinity_picks_the_matching_flavor():
+    w = cluster(
+        flavor("zone-a", zone="a"),
+        flavor("zone-b", zone="b"),
+        cq("a", {"zone-a": {GPU: "8"}, "zone-b": {GPU: "8"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        with_pod(job("team-a", "in-b", "q", 1, 1), affinity=affinity([("zone", "In", ["b"])])),
+        with_pod(job("team-a", "not-a", "q", 1, 2), affinity=affinity([("zone", "NotIn", ["a"])])),
+        # terms are ORed: the second one matches zone-a
+        with_pod(job("team-a", "either", "q", 1, 3), affinity=affinity([("zone", "In", ["c"])], [("zone", "Exists", [])])),
+        with_pod(job("team-a", "nowhere", "q", 1, 4), affinity=affinity([("zone", "NotIn", ["a", "b"])])),
+        # a key no flavor has is not the flavors' business: the term drops out and everything matches
+        with_pod(job("team-a", "foreign", "q", 1, 5), affinity=affinity([("gpu-model", "In", ["h100"])])),
+    )
+    w.step(1)
+    assert assigned(w, "team-a", "in-b") == "zone-b"
+    assert assigned(w, "team-a", "not-a") == "zone-b"
+    assert assigned(w, "team-a", "either") == "zone-a"
+    assert assigned(w, "team-a", "foreign") == "zone-a"
+    assert reason(w, "team-a", "nowhere") == (
+        "NoMatchingFlavor",
+        "couldn't assign flavors to pod set main: flavor zone-a doesn't match node affinity, "
+        "flavor zone-b doesn't match node affinity",
+    )
+
+
+def tainted(name: str, *taints: dict, tolerations: list[dict] | None = None) -> dict:
+    rf = flavor(name)
+    rf["spec"]["nodeTaints"] = list(taints)
+    if tolerations:
+        rf["spec"]["tolerations"] = tolerations
+    return rf
+
+
+SKU = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+
+
+def test_a_flavor_taint_must_be_tolerated_by_the_pod_or_the_flavor():
+    w = cluster(
+        tainted("tainted", SKU),
+        tainted("soft", {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}),
+        cq("a", {"tainted": {GPU: "8"}}, cohort_name=None),
+        cq("b", {"soft": {GPU: "8"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        lq("team-b", "q", "b"),
+        job("team-a", "plain", "q", 1, 1),
+        with_pod(job("team-a", "tolerant", "q", 1, 2), tolerations=[{**SKU, "operator": "Equal"}]),
+        with_pod(job("team-a", "exists", "q", 1, 3), tolerations=[{"key": "sku", "operator": "Exists"}]),
+        with_pod(job("team-a", "wrong-value", "q", 1, 4), tolerations=[{**SKU, "value": "cpu"}]),
+        job("team-b", "preferred", "q", 1, 5),  # PreferNoSchedule does not keep anything off
+    )
+    w.step(1)
+    untolerated = (
+        "NoMatchingFlavor",
+        "couldn't assign flavors to pod set main: untolerated taint sku=gpu:NoSchedule in flavor tainted",
+    )
+    assert reason(w, "team-a", "plain") == untolerated
+    assert reason(w, "team-a", "wrong-value") == untolerated
+    assert state(w, "team-a", "tolerant") == state(w, "team-a", "exists") == "admitted"
+    assert state(w, "team-b", "preferred") == "admitted"
+    # the flavor's own tolerations count as the pod's
+    w.db.patch_merge("ResourceFlavor", "tainted", {"spec": {"tolerations": [{**SKU, "operator": "Equal"}]}})
+    w.step(1)
+    assert state(w, "team-a", "plain") == "admitted"
+
+
+# --- preemption -----------------------------------------------------------------------------------
+
+
+def running(w: World, ns: str, name: str) -> bool:
+    return int((w.db.get("Job", name, ns).get("status") or {}).get("active") or 0) > 0
+
+
+def start(w: World) -> None:
+    """Admission (Workload created and reserved), resume (Kueue unsuspends), run (the job's pods start)."""
+    for _ in range(3):
+        w.step(1)
+
+
+def preemption_world(within: str = "LowerPriority", high: str = "high") -> World:
+    w = cluster(
+        *priorities(),
+        cq("a", {"gpu": {GPU: "4"}}, cohort_name=None, preemption={"withinClusterQueue": within}),
+        lq("team-a", "q", "a"),
+        job("team-a", "victim", "q", 4, 1, "low"),
+    )
+    start(w)
+    assert state(w, "team-a", "victim") == "admitted" and running(w, "team-a", "victim")
+    w.db.create(job("team-a", "urgent", "q", 4, 2, high))
+    w.step(1)
+    return w
+
+
+def test_lower_priority_is_preempted_and_the_preemptor_waits_until_the_victims_job_is_inactive():
+    w = preemption_world()
+    victim, urgent = workload(w, "team-a", "victim"), workload(w, "team-a", "urgent")
+    c = conds(w, "team-a", "victim")
+    msg = (
+        f"Preempted to accommodate a workload (UID: {urgent['metadata']['uid']}, JobUID: "
+        f"{w.db.get('Job', 'urgent', 'team-a')['metadata']['uid']}) due to prioritization in the ClusterQueue; "
+        "preemptor path: /a; preemptee path: /a"
+    )
+    assert (c["Evicted"]["status"], c["Evicted"]["reason"], c["Evicted"]["message"]) == ("True", "Preempted", msg)
+    assert (c["Preempted"]["status"], c["Preempted"]["reason"], c["Preempted"]["message"]) == (
+        "True",
+        "InClusterQueue",
+        msg,
+    )
+    assert hdb.preemptor_uid(msg) == urgent["metadata"]["uid"]  # what the recorder reads
+    # the victim's job is stopped at once, but its quota stays reserved while its pods run
+    assert suspended(w, "team-a", "victim") is True and running(w, "team-a", "victim")
+    assert c["QuotaReserved"]["status"] == "True" and victim["status"]["admission"]["clusterQueue"] == "a"
+    assert reason(w, "team-a", "urgent") == (
+        "WaitingForPreemptedWorkloads",
+        f"couldn't assign flavors to pod set main: insufficient unused quota for {GPU} in flavor gpu, "
+        "4 more needed. Pending the preemption of 1 workload(s)",
+    )
+    st = w.db.get("ClusterQueue", "a")["status"]
+    assert st["reservingWorkloads"] == 1 and st["flavorsReservation"][0]["resources"][0] == {
+        "name": GPU,
+        "total": "4",
+        "borrowed": "0",  # Kueue writes it outside a cohort too
+    }
+
+    w.step(1)  # the job's pods are gone: the reservation goes, the preemptor gets it
+    c = conds(w, "team-a", "victim")
+    assert not running(w, "team-a", "victim")
+    # released (QuotaReserved=False, Pending, the eviction message), then queued again in the same pass: the
+    # scheduler's reason replaces it (checked below)
+    assert c["QuotaReserved"]["status"] == "False"
+    assert (c["Requeued"]["status"], c["Requeued"]["reason"], c["Requeued"]["message"]) == ("True", "Preempted", msg)
+    assert c["Evicted"]["status"] == "True" and c["Admitted"]["status"] == "False"
+    assert "admission" not in workload(w, "team-a", "victim")["status"]
+    assert workload(w, "team-a", "victim")["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "Preempted", "underlyingCause": "", "count": 1}
+    ]
+    assert state(w, "team-a", "urgent") == "admitted"
+    assert reason(w, "team-a", "victim")[0] == "WaitingForQuota"  # requeued behind the higher priority
+    # the victim runs again once the preemptor finishes; its Evicted/Preempted turn False
+    w.step(1)
+    complete(w, "team-a", "urgent")
+    w.step(1)
+    w.step(1)
+    c = conds(w, "team-a", "victim")
+    assert state(w, "team-a", "victim") == "admitted"
+    assert (c["Evicted"]["status"], c["Evicted"]["message"]) == ("False", f"Previously: {msg}")
+    assert c["Preempted"]["status"] == "False"
+
+
+@pytest.mark.parametrize(("within", "high"), [("Never", "high"), ("LowerPriority", "low")])
+def test_no_preemption_with_never_or_an_equal_priority(within, high):
+    w = preemption_world(within, high)
+    w.step(1)
+    assert "Evicted" not in conds(w, "team-a", "victim") and running(w, "team-a", "victim")
+    assert state(w, "team-a", "victim") == "admitted" and state(w, "team-a", "urgent") == "pending"
+    assert reason(w, "team-a", "urgent") == (
+        "WaitingForQuota",
+        f"couldn't assign flavors to pod set main: insufficient unused quota for {GPU} in flavor gpu, 4 more needed",
+    )
+
+
+@pytest.mark.parametrize("policy", ["Any", "LowerPriority", "Never"])
+def test_a_queue_reclaims_its_nominal_quota_from_a_borrowing_queue(policy):
+    w = cluster(
+        *priorities(),
+        cohort("pool"),
+        cq("a", {"gpu": {GPU: "4"}}, preemption={"reclaimWithinCohort": policy}),
+        cq("b", {"gpu": {GPU: "0"}}),
+        lq("team-a", "q", "a"),
+        lq("team-b", "q", "b"),
+        job("team-b", "borrower", "q", 4, 1, "low"),
+    )
+    w.step(1)
+    w.step(1)
+    assert state(w, "team-b", "borrower") == "admitted"
+    st = w.db.get("ClusterQueue", "b")["status"]["flavorsReservation"][0]["resources"][0]
+    assert st["borrowed"] == "4"
+    w.db.create(job("team-a", "owner", "q", 4, 2, "high"))
+    w.step(1)
+    if policy == "Never":
+        assert "Evicted" not in conds(w, "team-b", "borrower")
+        assert reason(w, "team-a", "owner")[0] == "WaitingForQuota"
+        return
+    c = conds(w, "team-b", "borrower")
+    assert (c["Evicted"]["reason"], c["Preempted"]["reason"]) == ("Preempted", "InCohortReclamation")
+    assert c["Preempted"]["message"].endswith(
+        "due to reclamation within the cohort; preemptor path: /pool/a; preemptee path: /pool/b"
+    )
+    assert reason(w, "team-a", "owner")[0] == "WaitingForPreemptedWorkloads"
+    w.step(1)
+    assert state(w, "team-a", "owner") == "admitted" and state(w, "team-b", "borrower") == "pending"
+
+
+def test_a_queue_within_its_nominal_quota_is_not_reclaimed_from():
+    w = cluster(
+        *priorities(),
+        cohort("pool"),
+        cq("a", {"gpu": {GPU: "4"}}, preemption={"reclaimWithinCohort": "Any"}),
+        cq("b", {"gpu": {GPU: "4"}}),
+        lq("team-a", "q", "a"),
+        lq("team-b", "q", "b"),
+        job("team-b", "own", "q", 4, 1, "low"),
+    )
+    w.step(1)
+    w.db.create(job("team-a", "more", "q", 8, 2, "high"))  # a's 4 plus b's 4: b is not borrowing
+    w.step(1)
+    assert "Evicted" not in conds(w, "team-b", "own")
+    assert state(w, "team-a", "more") == "pending"
+
+
+# --- eviction and deactivation ------------------------------------------------------------------------
+
+
+def test_hold_and_drain_keeps_quota_until_the_job_is_inactive():
+    w = cluster(
+        cq("a", {"gpu": {GPU: "8"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        job("team-a", "a1", "q", 4, 1),
+    )
+    start(w)
+    assert running(w, "team-a", "a1")
+    w.db.patch_merge("ClusterQueue", "a", {"spec": {"stopPolicy": "HoldAndDrain"}})
+    w.step(1)
+    c = conds(w, "team-a", "a1")
+    assert (c["Evicted"]["status"], c["Evicted"]["reason"], c["Evicted"]["message"]) == (
+        "True",
+        "ClusterQueueStopped",
+        "The ClusterQueue is stopped",
+    )
+    assert c["QuotaReserved"]["status"] == "True" and suspended(w, "team-a", "a1")
+    assert w.db.get("ClusterQueue", "a")["status"]["reservingWorkloads"] == 1
+    w.step(1)
+    c = conds(w, "team-a", "a1")
+    assert (c["QuotaReserved"]["status"], c["QuotaReserved"]["message"]) == ("False", "ClusterQueue a is stopped")
+    assert (c["Requeued"]["status"], c["Requeued"]["reason"]) == ("False", "ClusterQueueStopped")
+    assert "admission" not in workload(w, "team-a", "a1")["status"] and not running(w, "team-a", "a1")
+    assert w.db.get("ClusterQueue", "a")["status"]["reservingWorkloads"] == 0
+    w.db.patch_merge("ClusterQueue", "a", {"spec": {"stopPolicy": "None"}})
+    w.step(1)
+    c = conds(w, "team-a", "a1")
+    assert (c["Requeued"]["status"], c["Requeued"]["reason"]) == ("True", "ClusterQueueRestarted")
+    w.step(1)
+    assert state(w, "team-a", "a1") == "admitted"
+
+
+def test_deactivation_and_reactivation_set_kueues_conditions():
+    w = cluster(
+        cq("a", {"gpu": {GPU: "4"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        job("team-a", "runner", "q", 4, 1),
+        job("team-a", "waiter", "q", 4, 2),
+    )
+    start(w)
+    assert running(w, "team-a", "runner") and state(w, "team-a", "waiter") == "pending"
+    for name in ("runner", "waiter"):
+        w.db.patch_merge("Workload", workload(w, "team-a", name)["metadata"]["name"], {"spec": {"active": False}}, "team-a")
+    w.step(1)
+    for name in ("runner", "waiter"):
+        c = conds(w, "team-a", name)
+        assert (c["Evicted"]["status"], c["Evicted"]["reason"], c["Evicted"]["message"]) == (
+            "True",
+            "Deactivated",
+            "The workload is deactivated",
+        )
+    # the running one keeps its quota until its job is inactive; the pending one has none
+    assert conds(w, "team-a", "runner")["QuotaReserved"]["status"] == "True"
+    assert "Requeued" not in conds(w, "team-a", "waiter")
+    w.step(1)
+    c = conds(w, "team-a", "runner")
+    assert (c["QuotaReserved"]["status"], c["QuotaReserved"]["reason"]) == ("False", "Pending")
+    assert (c["Requeued"]["status"], c["Requeued"]["reason"]) == ("False", "Deactivated")
+    assert state(w, "team-a", "waiter") == "pending"  # inactive: not admitted into the freed quota
+    assert w.db.get("ClusterQueue", "a")["status"]["pendingWorkloads"] == 0
+
+    w.db.patch_merge("Workload", workload(w, "team-a", "runner")["metadata"]["name"], {"spec": {"active": True}}, "team-a")
+    w.step(1)
+    c = conds(w, "team-a", "runner")
+    assert (c["Requeued"]["status"], c["Requeued"]["reason"], c["Requeued"]["message"]) == (
+        "True",
+        "Reactivated",
+        "The workload was reactivated",
+    )
+    w.step(1)
+    c = conds(w, "team-a", "runner")
+    assert state(w, "team-a", "runner") == "admitted"
+    assert (c["Evicted"]["status"], c["Evicted"]["message"]) == ("False", "Previously: The workload is deactivated")
+    # a Workload deactivated while pending had no reservation to requeue: no Requeued on reactivation (Kueue 0.19)
+    w.db.patch_merge("Workload", workload(w, "team-a", "waiter")["metadata"]["name"], {"spec": {"active": True}}, "team-a")
+    w.step(1)
+    assert "Requeued" not in conds(w, "team-a", "waiter") and state(w, "team-a", "waiter") == "pending"
+
+
+def test_lowering_quota_under_a_preempting_policy_still_evicts_nothing():
+    w = cluster(
+        *priorities(),
+        cohort("pool", {"gpu": {GPU: "8"}}),
+        cq("a", {"gpu": {GPU: "0"}}, preemption={"withinClusterQueue": "LowerPriority"}),
+        lq("team-a", "q", "a"),
+        job("team-a", "a1", "q", 4, 1, "low"),
+        job("team-a", "a2", "q", 4, 2, "low"),
+    )
+    w.step(1)
+    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": groups({"gpu": {GPU: "4"}})}})
+    w.db.create(job("team-a", "a3", "q", 4, 3, "high"))
+    w.step(1)
+    w.step(1)
+    # a3 would need borrowing (nominal 0): Kueue preempts only within nominal quota or with borrowWithinCohort
+    assert state(w, "team-a", "a1") == state(w, "team-a", "a2") == "admitted"
+    assert state(w, "team-a", "a3") == "pending" and "Evicted" not in conds(w, "team-a", "a1")
