@@ -392,3 +392,82 @@ def test_lowering_quota_under_a_preempting_policy_still_evicts_nothing():
     # a3 would need borrowing (nominal 0): Kueue preempts only within nominal quota or with borrowWithinCohort
     assert state(w, "team-a", "a1") == state(w, "team-a", "a2") == "admitted"
     assert state(w, "team-a", "a3") == "pending" and "Evicted" not in conds(w, "team-a", "a1")
+
+
+@pytest.mark.parametrize(("when_can_borrow", "expected"), [("MayStopSearch", "shared"), ("TryNextFlavor", "own")])
+def test_flavor_fungibility_decides_between_borrowing_and_the_next_flavor(when_can_borrow, expected):
+    w = cluster(
+        flavor("shared"),
+        flavor("own"),
+        cohort("pool", {"shared": {GPU: "4"}, "own": {GPU: "0"}}),
+        cq("a", {"shared": {GPU: "0"}, "own": {GPU: "4"}}, flavorFungibility={"whenCanBorrow": when_can_borrow}),
+        lq("team-a", "q", "a"),
+        job("team-a", "a1", "q", 2, 1),
+    )
+    w.step(1)
+    assert assigned(w, "team-a", "a1") == expected
+    borrowed = w.db.get("ClusterQueue", "a")["status"]["flavorsReservation"]
+    assert {fl["name"]: fl["resources"][0]["borrowed"] for fl in borrowed} == (
+        {"shared": "2", "own": "0"} if expected == "shared" else {"shared": "0", "own": "0"}
+    )
+
+
+@pytest.mark.parametrize(("bwc", "evicted"), [(None, False), ({"policy": "LowerPriority"}, True),
+                                              ({"policy": "LowerPriority", "maxPriorityThreshold": 50}, False)])
+def test_borrow_within_cohort_lets_a_borrowing_queue_preempt(bwc, evicted):
+    """Without borrowWithinCohort Kueue preempts only for a request within the queue's nominal quota; with it,
+    lower-priority Workloads of other borrowing queues (up to maxPriorityThreshold) can go."""
+    pre = {"reclaimWithinCohort": "Any"}
+    if bwc:
+        pre["borrowWithinCohort"] = bwc
+    w = cluster(
+        *priorities(),
+        cohort("pool", {"gpu": {GPU: "4"}}),
+        cq("a", {"gpu": {GPU: "0"}}, preemption=pre),
+        cq("b", {"gpu": {GPU: "0"}}),
+        lq("team-a", "q", "a"),
+        lq("team-b", "q", "b"),
+        job("team-b", "borrower", "q", 4, 1, "low"),
+    )
+    start(w)
+    w.db.create(job("team-a", "also-borrowing", "q", 4, 2, "high"))
+    w.step(1)
+    c = conds(w, "team-b", "borrower")
+    if not evicted:
+        assert "Evicted" not in c and reason(w, "team-a", "also-borrowing")[0] == "WaitingForQuota"
+        return
+    assert (c["Evicted"]["reason"], c["Preempted"]["reason"]) == ("Preempted", "InCohortReclaimWhileBorrowing")
+    assert "due to reclamation within the cohort while borrowing" in c["Preempted"]["message"]
+    w.step(1)
+    assert state(w, "team-a", "also-borrowing") == "admitted"
+
+
+def test_why_names_the_victims_the_simulator_then_preempts():
+    """`taudash why` and the simulator share the quota tree and the candidate rules: the victim the wait report
+    predicts for a queued preemptor is the one the simulated Kueue evicts."""
+    from taudash.engine.rules.base import RuleContext
+    from taudash.engine.rules.why import why_waiting_report
+
+    w = cluster(
+        *priorities(),
+        cq("a", {"gpu": {GPU: "8"}}, cohort_name=None, preemption={"withinClusterQueue": "LowerPriority"}),
+        lq("team-a", "q", "a"),
+        lq("team-a", "held", "a"),
+        job("team-a", "small-old", "q", 4, 1, "low"),
+        job("team-a", "small-new", "q", 4, 2, "low"),
+    )
+    start(w)
+    # queued where Kueue does not look yet (a stopped LocalQueue), so the report sees it before the scheduler does
+    w.db.patch_merge("LocalQueue", "held", {"spec": {"stopPolicy": "Hold"}}, "team-a")
+    w.db.create(job("team-a", "urgent", "held", 4, 3, "high"))
+    w.step(1)
+    name = workload(w, "team-a", "urgent")["metadata"]["name"]
+    report = why_waiting_report(RuleContext(store=w.store(), now=w.clock.datetime()), "team-a", name)
+    assert report.preemption.possible is True
+    predicted = {c.name for c in report.preemption.candidates}
+    assert len(predicted) == 1
+    w.db.patch_merge("LocalQueue", "held", {"spec": {"stopPolicy": "None"}}, "team-a")
+    w.step(1)
+    evicted = {x["metadata"]["name"] for x in w.db.list("Workload", "team-a")
+               if {c["type"]: c["status"] for c in x["status"].get("conditions", [])}.get("Evicted") == "True"}
+    assert evicted == predicted
