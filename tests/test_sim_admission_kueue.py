@@ -471,3 +471,29 @@ def test_why_names_the_victims_the_simulator_then_preempts():
     evicted = {x["metadata"]["name"] for x in w.db.list("Workload", "team-a")
                if {c["type"]: c["status"] for c in x["status"].get("conditions", [])}.get("Evicted") == "True"}
     assert evicted == predicted
+
+
+@pytest.mark.parametrize(("within", "preempts"), [("LowerOrNewerEqualPriority", True), ("LowerPriority", False)])
+def test_lower_or_newer_equal_priority_preempts_a_newer_workload_of_the_same_priority(within, preempts):
+    w = cluster(
+        *priorities(),
+        cq("a", {"gpu": {GPU: "4"}}, cohort_name=None, preemption={"withinClusterQueue": within}),
+        lq("team-a", "q", "a"),
+        lq("team-a", "held", "a"),
+    )
+    w.db.patch_merge("LocalQueue", "held", {"spec": {"stopPolicy": "Hold"}}, "team-a")
+    w.db.create(job("team-a", "older", "held", 4, 1, "low"))
+    w.step(1)  # its Workload exists (created now) but waits in the held queue
+    w.step(60)
+    w.db.create(job("team-a", "newer", "q", 4, 2, "low"))
+    start(w)
+    assert state(w, "team-a", "newer") == "admitted" and running(w, "team-a", "newer")
+    w.db.patch_merge("LocalQueue", "held", {"spec": {"stopPolicy": "None"}}, "team-a")
+    w.step(1)
+    c = conds(w, "team-a", "newer")
+    if not preempts:
+        assert "Evicted" not in c and state(w, "team-a", "older") == "pending"
+        return
+    assert (c["Evicted"]["reason"], c["Preempted"]["reason"]) == ("Preempted", "InClusterQueue")
+    w.step(1)
+    assert state(w, "team-a", "older") == "admitted" and state(w, "team-a", "newer") == "pending"
