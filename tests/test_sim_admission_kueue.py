@@ -497,3 +497,24 @@ def test_lower_or_newer_equal_priority_preempts_a_newer_workload_of_the_same_pri
     assert (c["Evicted"]["reason"], c["Preempted"]["reason"]) == ("Preempted", "InClusterQueue")
     w.step(1)
     assert state(w, "team-a", "older") == "admitted" and state(w, "team-a", "newer") == "pending"
+
+
+def test_the_history_recorder_reads_a_simulated_preemption(tmp_path):
+    from taudash.engine.history import query
+    from taudash.engine.history.recorder import Recorder
+
+    w = preemption_world()
+    rec = Recorder(tmp_path / "h.sqlite3")
+    rec.record(w.view(), w.store(), w.clock.datetime())
+    [row] = query.preemption_log(rec.conn, 0)
+    urgent = workload(w, "team-a", "urgent")
+    assert (row.name, row.cluster_queue, row.preemption_reason) == (
+        workload(w, "team-a", "victim")["metadata"]["name"],
+        "a",
+        "InClusterQueue",
+    )
+    assert (row.preemptor_uid, row.preemptor_name, row.preemptor_cluster_queue) == (
+        urgent["metadata"]["uid"],
+        urgent["metadata"]["name"],
+        "a",
+    )
