@@ -127,18 +127,23 @@ class Holder:
         return t or now
 
 
-_MODELS: dict[int, tuple[Obj, Any]] = {}
+_MODELS: dict[tuple[type, int], tuple[Obj, Any]] = {}
 
 
-def workload_model(raw: Obj) -> Any:
-    """The engine's Workload struct of a raw Workload. Cached per object: the ObjectDB replaces an
-    object's dict on every write and never mutates one, so the dict's identity is its version."""
-    hit = _MODELS.get(id(raw))
+def _model(cls: type, raw: Obj) -> Any:
+    """The engine model of a raw object. Cached per object: the ObjectDB replaces an object's dict on
+    every write and never mutates one, so the dict's identity is its version."""
+    key = (cls, id(raw))
+    hit = _MODELS.get(key)
     if hit is None or hit[0] is not raw:
         if len(_MODELS) > 20000:
             _MODELS.clear()
-        hit = _MODELS[id(raw)] = (raw, FastWorkload.model_validate(raw))
+        hit = _MODELS[key] = (raw, cls.model_validate(raw))
     return hit[1]
+
+
+def workload_model(raw: Obj) -> Any:
+    return _model(FastWorkload, raw)
 
 
 class Cluster:
@@ -148,7 +153,7 @@ class Cluster:
     def __init__(self, cluster_queues: list[Obj], cohorts: list[Obj], holders: list[tuple[Obj, str]], now: datetime):
         self.now = now
         self.raw = {meta(c)["name"]: c for c in cluster_queues}
-        self.models = {n: ClusterQueue.model_validate(c) for n, c in self.raw.items()}
+        self.models = {n: _model(ClusterQueue, c) for n, c in self.raw.items()}
         self.holders: dict[str, list[Holder]] = {}
         usage: dict[str, dict[FR, Quantity]] = {}
         for wl, cqn in holders:
@@ -159,7 +164,7 @@ class Cluster:
             for fr, v in h.usage.items():
                 u[fr] = u.get(fr, QZERO) + v
         self.tree: QuotaTree = build_tree(
-            self.models.values(), [Cohort.model_validate(c) for c in cohorts], usage
+            self.models.values(), [_model(Cohort, c) for c in cohorts], usage
         )
 
     def node(self, cq: str) -> QuotaNode:
