@@ -518,3 +518,58 @@ def test_the_history_recorder_reads_a_simulated_preemption(tmp_path):
         urgent["metadata"]["name"],
         "a",
     )
+
+
+def test_a_started_job_gets_the_flavors_labels_and_tolerations_and_gives_them_back_when_stopped():
+    rf = tainted("spot", {"key": "spot", "value": "true", "effect": "NoSchedule"},
+                 tolerations=[{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}])
+    rf["spec"]["nodeLabels"] = {"instance-type": "spot"}
+    w = cluster(
+        rf,
+        cq("a", {"spot": {GPU: "4"}}, cohort_name=None),
+        lq("team-a", "q", "a"),
+        job("team-a", "j", "q", 4, 1, selector={"team": "a"}),
+    )
+    start(w)
+    pod = w.db.get("Job", "j", "team-a")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"team": "a", "instance-type": "spot"}
+    assert pod["tolerations"] == [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    w.db.patch_merge("Workload", workload(w, "team-a", "j")["metadata"]["name"], {"spec": {"active": False}}, "team-a")
+    w.step(1)
+    job_now = w.db.get("Job", "j", "team-a")
+    assert job_now["spec"]["suspend"] is True
+    assert job_now["spec"]["template"]["spec"]["nodeSelector"] == {"team": "a"}
+    assert "tolerations" not in job_now["spec"]["template"]["spec"]
+
+
+def test_a_rayjobs_head_and_worker_templates_get_the_flavor_too():
+    rf = flavor("pool", **{"gpu-class": "h100"})
+    rf["spec"]["tolerations"] = [{"key": "sku", "operator": "Exists", "effect": "NoSchedule"}]
+
+    def tmpl(gpus: str) -> dict:
+        return {"spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: gpus}}}]}}
+
+    rj = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "r", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {
+            "entrypoint": "python x.py",
+            "submissionMode": "HTTPMode",
+            "suspend": True,
+            "rayClusterSpec": {
+                "headGroupSpec": {"rayStartParams": {}, "template": tmpl("0")},
+                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 2, "maxReplicas": 2,
+                                      "rayStartParams": {}, "template": tmpl("1")}],
+            },
+        },
+    }
+    w = cluster(rf, cq("a", {"pool": {GPU: "8"}}, cohort_name=None), lq("team-a", "q", "a"), rj)
+    start(w)
+    spec = w.db.get("RayJob", "r", "team-a")["spec"]
+    assert spec["suspend"] is False
+    worker = spec["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert worker["nodeSelector"] == {"gpu-class": "h100"} and worker["tolerations"] == rf["spec"]["tolerations"]
+    assert worker["containers"][0]["resources"]["requests"] == {GPU: "1"}  # the rest of the template is kept
+    # the head requests no GPU: its pod set has no flavor, so nothing is injected there
+    assert "nodeSelector" not in spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]

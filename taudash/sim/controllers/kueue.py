@@ -209,7 +209,7 @@ class KueueController(Controller):
         if evicted:
             hold = suspended(src)
             if hold is False:
-                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, True))
+                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, True, wl))
             elif reserved and not active(src):
                 self._release_evicted(wl, condition(wl, "Evicted") or {})
             return
@@ -217,7 +217,8 @@ class KueueController(Controller):
             admitted = self._checks(wl, cq)
         hold = suspended(src)
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
-            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, not admitted))
+            patch = suspend_patch(src, not admitted, wl, self._flavors())
+            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch)
         if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
             want = (
                 ("True", "Started", "All pods reached readiness and the workload is running")
@@ -273,7 +274,10 @@ class KueueController(Controller):
         self._status(wl, update)
         src = self._owner(wl)
         if src is not None and suspended(src) is False:  # the job reconciler stops the job right away
-            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True))
+            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True, wl))
+
+    def _flavors(self) -> dict[str, Obj]:
+        return {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
 
     def preempt(self, wl: Obj, reason: str, message: str) -> None:
         self.evict(wl, PREEMPTED, message, preempted=reason)
