@@ -52,6 +52,7 @@ class Scheduler:
     def run(self) -> None:
         """Scheduling cycles until no ClusterQueue has a head left to try."""
         behaviour = getattr(self.k, "behaviour", DEFAULT_BEHAVIOUR)
+        self._issued: set[str] = set()  # victims evicted in this pass (the raw objects read are older)
         cqs = {meta(c)["name"]: c for c in self.m.list("ClusterQueue")}
         flavors = {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
         holders: list[tuple[Obj, str]] = []
@@ -161,7 +162,8 @@ class Scheduler:
             cl.add(cqn, a.usage)  # the preemptor's claim: nothing else takes the room it is freeing
             n = 0
             for t in targets:
-                if not t.holder.evicted:
+                if not t.holder.evicted and t.holder.uid not in self._issued:  # Kueue's preemption expectations
+                    self._issued.add(t.holder.uid)
                     msg = preemption_message(wl, t.reason, cq_path(cl, cqn), cq_path(cl, t.holder.cq))
                     self.k.preempt(t.holder.raw, t.reason, msg)
                 n += 1
