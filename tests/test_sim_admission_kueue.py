@@ -573,3 +573,53 @@ def test_a_rayjobs_head_and_worker_templates_get_the_flavor_too():
     assert worker["containers"][0]["resources"]["requests"] == {GPU: "1"}  # the rest of the template is kept
     # the head requests no GPU: its pod set has no flavor, so nothing is injected there
     assert "nodeSelector" not in spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_clusters_never_reserve_more_than_the_quota_allows(seed):
+    """Random policies, limits, priorities, arrivals and completions: whatever is preempted, reservations stay
+    within each queue's nominal + borrowingLimit and within the cohort's total, and every write is valid."""
+    import random
+
+    from taudash.sim.controllers.admission import usage_of
+
+    r = random.Random(seed)
+    objs: list[dict] = [
+        *priorities(),
+        {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": "mid"}, "value": 500},
+        cohort("pool", {"gpu": {GPU: str(r.choice([0, 4, 8]))}}),
+    ]
+    limits = {}
+    for name, ns in (("a", "team-a"), ("b", "team-b")):
+        pre = {"withinClusterQueue": r.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+               "reclaimWithinCohort": r.choice(["Never", "LowerPriority", "Any"])}
+        if r.random() < 0.3:
+            pre["borrowWithinCohort"] = {"policy": "LowerPriority"}
+        nominal, lim = r.choice([0, 2, 4, 8]), r.choice([None, 2, 4])
+        limits[name] = nominal + lim if lim is not None else None
+        objs += [cq(name, {"gpu": {GPU: (str(nominal), None if lim is None else str(lim), None)}}, preemption=pre),
+                 lq(ns, "q", name)]
+    w = cluster(*objs)
+    capacity = sum(int(o["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"])
+                   for o in objs if o.get("kind") in ("ClusterQueue", "Cohort"))
+    n = 0
+    for _ in range(50):
+        if r.random() < 0.5:
+            n += 1
+            w.db.create(job(r.choice(["team-a", "team-b"]), f"j{n}", "q", r.choice([1, 2, 4, 8]), 0,
+                            r.choice(["low", "mid", "high"])))
+        busy = [j for j in w.db.list("Job") if (j.get("status") or {}).get("active")]
+        if busy and r.random() < 0.2:
+            j = r.choice(busy)
+            complete(w, j["metadata"]["namespace"], j["metadata"]["name"])
+        w.step(1)
+        held: dict[str, int] = {}
+        for x in w.db.list("Workload"):
+            c = {k["type"]: k["status"] for k in x["status"].get("conditions", [])}
+            if c.get("QuotaReserved") == "True" and c.get("Finished") != "True":
+                cqn = x["status"]["admission"]["clusterQueue"]
+                held[cqn] = held.get(cqn, 0) + int(sum(usage_of(x).values()))
+        assert sum(held.values()) <= capacity
+        for name, most in limits.items():
+            assert most is None or held.get(name, 0) <= most
+    assert w.writer.invalid == 0
