@@ -622,10 +622,6 @@ class Assignment:
     def frs_needing_preemption(self) -> set[FR]:
         return {(fl, r) for ps in self.podsets for r, (fl, m) in ps.flavors.items() if m == MODE_PREEMPT}
 
-    def flavors_of(self, podset: str) -> dict[str, str]:
-        ps = next(p for p in self.podsets if p.name == podset)
-        return {r: fl for r, (fl, _) in ps.flavors.items()}
-
 
 class Assigner:
     """Kueue's FlavorAssigner for one Workload against the cluster as it stands."""
@@ -640,6 +636,7 @@ class Assigner:
         self.groups = self.spec.get("resourceGroups") or []
         self.covered = {r: i for i, rg in enumerate(self.groups) for r in rg.get("coveredResources") or ()}
         self.nominal = {fr: lim.nominal for fr, lim in self.node.quotas.items()}
+        self.borrowing = 0  # the highest borrowing height among the chosen flavors
 
     def _fmt(self, r: str, v: Quantity) -> str:
         return qfmt(v.value, self.fmt.get(r, "DecimalSI"))
@@ -715,7 +712,7 @@ class Assigner:
             if _preferred(rep, best_mode, self.fung):
                 best, best_mode = chosen, rep
         if best and best_mode.mode != NOFIT:
-            self._borrow = max(getattr(self, "_borrow", 0), best_mode.borrow)
+            self.borrowing = max(self.borrowing, best_mode.borrow)
         return best, reasons, best_mode.mode == FIT
 
     def _fits_quota(self, fr: FR, assumed: Quantity, request: Quantity) -> tuple[int, int, str, str]:
@@ -754,7 +751,7 @@ def assign(cl: Cluster, cq: str, wl_model, podsets: list[PodSetRequest], flavors
            fmt: dict[str, str], behaviour: Behaviour = DEFAULT_BEHAVIOUR) -> Assignment:
     a = Assigner(cl, cq, wl_model, flavors, fmt, behaviour)
     out = a.assign(podsets)
-    out.borrowing = getattr(a, "_borrow", 0)
+    out.borrowing = a.borrowing
     return out
 
 
