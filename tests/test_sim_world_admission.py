@@ -257,11 +257,11 @@ def test_flavors_are_tried_in_order_and_must_match_the_pod():
         return wl["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU]
 
     assert assigned("fits-small") == "small" and assigned("needs-big") == "big"
+    # Kueue sorts the reasons of a pod set (flavorassigner Status.Message)
     assert reason(w, "team-a", "pinned") == (
         "WaitingForQuota",
-        "couldn't assign flavors to pod set main: insufficient "
-        f"unused quota for {GPU} in flavor small, 1 more needed, flavor big "
-        "doesn't match node affinity",
+        "couldn't assign flavors to pod set main: flavor big doesn't match node affinity, "
+        f"insufficient unused quota for {GPU} in flavor small, 1 more needed",
     )
     assert reason(w, "team-a", "nowhere")[0] == "NoMatchingFlavor"
 

@@ -592,12 +592,13 @@ def _preemption(wl, cq, node: QuotaNode | None, a: _Assignment, inputs: QuotaInp
         return Preemption(possible=False, policy=policy,
                           message="no: no admitted Workload that this queue's preemption policy allows it to preempt holds the quota it lacks")
 
-    # Kueue's candidate order: other queues first, lower priority first, most recently reserved first.
+    # Kueue's candidate order: other queues first, lower priority first, most recently reserved first, then UID.
     def reserved_at(h):
         c = h.condition("QuotaReserved")
         return parse_time(c.last_transition_time if c else None)
 
-    candidates.sort(key=lambda t: (t[0], effective_priority(t[1]), -(reserved_at(t[1]).timestamp() if reserved_at(t[1]) else 0)))
+    candidates.sort(key=lambda t: (t[0], effective_priority(t[1]),
+                                   -(reserved_at(t[1]).timestamp() if reserved_at(t[1]) else 0), t[1].uid or ""))
     sim = inputs.tree.snapshot()
     me = sim.node(cq.name)
 

@@ -100,9 +100,19 @@ def requests_of(workload: Obj) -> list[PodSetRequest]:
                 reqs,
                 dict(tspec.get("nodeSelector") or {}),
                 list(tspec.get("tolerations") or []),
+                required_terms(tspec),
             )
         )
     return out
+
+
+def required_terms(pod_spec: Obj) -> list[Obj] | None:
+    """The pod's requiredDuringSchedulingIgnoredDuringExecution nodeSelectorTerms, or None."""
+    na = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = na.get("nodeSelectorTerms")
+    return list(terms) if terms else None
 
 
 def build_workload(src: Obj, priority: int, priority_class: str, name: str | None = None) -> Obj:
@@ -183,6 +193,18 @@ def running(src: Obj) -> bool:
     return True
 
 
+def active(src: Obj) -> bool:
+    """Kueue's job IsActive: a Job with active pods; a RayJob not Suspended or New (a RayJob KubeRay has not
+    touched yet, status "", counts as inactive here: the simulator has no KubeRay). Kinds the simulator
+    does not suspend (RayService, Deployment) are inactive once evicted."""
+    kind, st = src["kind"], src.get("status") or {}
+    if kind == "Job":
+        return int(st.get("active") or 0) != 0
+    if kind == "RayJob":
+        return (st.get("jobDeploymentStatus") or "") not in ("", "New", "Suspended")
+    return False
+
+
 def suspended(src: Obj) -> bool | None:
     """Whether the source is held back; None for kinds Kueue does not suspend here."""
     if src["kind"] in ("Job", "RayJob"):
@@ -190,7 +212,81 @@ def suspended(src: Obj) -> bool | None:
     return None
 
 
-def suspend_patch(src: Obj, suspend: bool) -> Obj | None:
-    if src["kind"] in ("Job", "RayJob"):
-        return {"spec": {"suspend": suspend}}
-    return None
+def suspend_patch(src: Obj, suspend: bool, workload: Obj | None = None, flavors: dict[str, Obj] | None = None) -> Obj | None:
+    """Suspend or resume a job. With its Workload, also what Kueue's job framework does to the pod
+    templates: on start the admitted flavors' `nodeLabels` join the nodeSelector and their
+    `tolerations` are appended (podset.Merge); on stop the Workload's original pod set values are
+    restored (RestorePodSetsInfo)."""
+    if src["kind"] not in ("Job", "RayJob"):
+        return None
+    patch: Obj = {"spec": {"suspend": suspend}}
+    if workload is not None:
+        want = _pod_infos(workload, None if suspend else (flavors or {}))
+        _template_patch(src, want, patch)
+    return patch
+
+
+def _pod_infos(workload: Obj, flavors: dict[str, Obj] | None) -> dict[str, tuple[dict, list]]:
+    """podset -> (nodeSelector, tolerations): the Workload's originals, merged with the admitted flavors'."""
+    out: dict[str, tuple[dict, list]] = {}
+    assigned = {
+        a.get("name"): sorted(set((a.get("flavors") or {}).values()))
+        for a in ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ()
+    }
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        spec = (ps.get("template") or {}).get("spec") or {}
+        selector = dict(spec.get("nodeSelector") or {})
+        tolerations = list(spec.get("tolerations") or [])
+        if flavors is not None:
+            for name in assigned.get(ps.get("name"), ()):
+                rf = (flavors.get(name) or {}).get("spec") or {}
+                for k, v in (rf.get("nodeLabels") or {}).items():
+                    selector.setdefault(k, v)
+                tolerations += [t for t in rf.get("tolerations") or () if t not in tolerations]
+        out[ps.get("name", "main")] = (selector, tolerations)
+    return out
+
+
+def _spec_patch(current: Obj, selector: dict, tolerations: list) -> Obj:
+    out: Obj = {}
+    have = current.get("nodeSelector") or {}
+    if have != selector:
+        out["nodeSelector"] = {**{k: None for k in have if k not in selector}, **selector} or None
+    if list(current.get("tolerations") or []) != tolerations:
+        out["tolerations"] = tolerations or None
+    return out
+
+
+def _template_patch(src: Obj, want: dict[str, tuple[dict, list]], patch: Obj) -> None:
+    spec = src.get("spec") or {}
+    if src["kind"] == "Job":
+        if "main" in want:
+            sp = _spec_patch(((spec.get("template") or {}).get("spec") or {}), *want["main"])
+            if sp:
+                patch["spec"]["template"] = {"spec": sp}
+        return
+    cluster = spec.get("rayClusterSpec") or {}
+    head = (cluster.get("headGroupSpec") or {}).get("template") or {}
+    rc: Obj = {}
+    if "head" in want:
+        sp = _spec_patch(head.get("spec") or {}, *want["head"])
+        if sp:
+            rc["headGroupSpec"] = {"template": {"spec": sp}}
+    groups, changed = [], False
+    for g in cluster.get("workerGroupSpecs") or ():
+        name = g.get("groupName") or "workers"
+        tmpl = g.get("template") or {}
+        if name in want and _spec_patch(tmpl.get("spec") or {}, *want[name]):
+            selector, tolerations = want[name]
+            pod = {k: v for k, v in (tmpl.get("spec") or {}).items() if k not in ("nodeSelector", "tolerations")}
+            if selector:
+                pod["nodeSelector"] = selector
+            if tolerations:
+                pod["tolerations"] = tolerations
+            g = {**g, "template": {**tmpl, "spec": pod}}
+            changed = True
+        groups.append(g)
+    if changed:
+        rc["workerGroupSpecs"] = groups
+    if rc:
+        patch["spec"]["rayClusterSpec"] = rc

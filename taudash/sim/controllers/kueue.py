@@ -7,7 +7,7 @@ cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionChe
 
 from __future__ import annotations
 
-from taudash.sim.controllers.admission import usage_of
+from taudash.sim.controllers.admission import DEFAULT_BEHAVIOUR, Behaviour, usage_of
 from taudash.sim.controllers.base import (
     Controller,
     Obj,
@@ -21,6 +21,7 @@ from taudash.sim.controllers.base import (
 )
 from taudash.sim.controllers.jobs import (
     SOURCE_KINDS,
+    active,
     build_workload,
     finished,
     priority_label,
@@ -45,6 +46,13 @@ from taudash.sim.controllers.queues import (
 from taudash.sim.controllers.scheduler import Scheduler
 
 STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
+# Condition reasons Kueue 0.19 writes here (one place; release-specific spellings are reconciled by the lead).
+DEACTIVATED = "Deactivated"  # Evicted / Requeued=False after spec.active=false
+REACTIVATED = "Reactivated"  # Requeued=True once reactivated
+PREEMPTED = "Preempted"  # Evicted after a preemption
+PENDING = "Pending"  # QuotaReserved=False once an evicted job is inactive (legacy reason; PendingEvaluation with
+# the UnadmittedWorkloadsObservability gate)
+REQUEUE_TRUE = frozenset({"Preempted", "NodeFailures"})  # evictions after which Requeued is True right away
 INPUTS = {
     *SOURCE_KINDS,
     "Workload",
@@ -80,6 +88,7 @@ class KueueController(Controller):
     def __init__(self, world) -> None:
         super().__init__(world)
         self.scheduler = Scheduler(self)
+        self.behaviour: Behaviour = getattr(world, "kueue_behaviour", None) or DEFAULT_BEHAVIOUR
 
     def reconcile(self, events) -> None:
         if not self.first and not any(_relevant(ev) for ev in events):
@@ -176,45 +185,40 @@ class KueueController(Controller):
             return
         lq, cq = self._queue_of(wl)
         reserved, admitted = is_true(wl, "QuotaReserved"), is_true(wl, "Admitted")
-        if reserved:
-            if not (wl.get("spec") or {}).get("active", True):
-                return self._evict(wl, src, "Deactivated", "The workload is deactivated")
+        evicted = is_true(wl, "Evicted")
+        requeued = condition(wl, "Requeued") or {}
+        # -- the workload controller: deactivation, reactivation, stop policies, queue restarts
+        if not (wl.get("spec") or {}).get("active", True):
+            if not evicted:  # also a pending Workload: Kueue marks every deactivated one Evicted
+                return self.evict(wl, DEACTIVATED, "The workload is deactivated", clear_requeue_state=True)
+        elif requeued.get("status") == "False" and requeued.get("reason") == DEACTIVATED:
+            return self._requeued(wl, REACTIVATED, "The workload was reactivated")
+        elif reserved and not evicted:
             for obj, kind in ((cq, "ClusterQueue"), (lq, "LocalQueue")):
                 policy = stop_policy(obj)
                 if policy == "HoldAndDrain" and admitted:
-                    return self._evict(wl, src, f"{kind}Stopped", f"The {kind} is stopped")
+                    return self.evict(wl, f"{kind}Stopped", f"The {kind} is stopped")
                 if policy != "None" and not admitted:  # Hold and HoldAndDrain: reservations are released
                     return self._release(wl, f"{kind} {meta(obj)['name']} is stopped")
-            if not admitted and cq is not None:
-                admitted = self._checks(wl, cq)
-        else:
-            ev = condition(wl, "Evicted")
-            kind = STOPPED_BY.get((ev or {}).get("reason", ""))
+        if requeued.get("status") == "False" and requeued.get("reason") in STOPPED_BY:
+            kind = STOPPED_BY[requeued["reason"]]
             obj = cq if kind == "ClusterQueue" else lq
-            if (
-                ev
-                and ev.get("status") == "True"
-                and kind
-                and obj is not None
-                and stop_policy(obj) == "None"
-                and not is_true(wl, "Requeued")
-            ):
-                self._status(
-                    wl,
-                    {
-                        "conditions": with_condition(
-                            conds,
-                            "Requeued",
-                            "True",
-                            f"{kind}Restarted",
-                            f"The {kind} was restarted after being stopped",
-                            now,
-                        )
-                    },
-                )
+            if obj is not None and stop_policy(obj) == "None":
+                return self._requeued(wl, f"{kind}Restarted", f"The {kind} was restarted after being stopped")
+        # -- the job reconciler: an evicted Workload's job is stopped; its quota goes once the job is inactive
+        if evicted:
+            hold = suspended(src)
+            if hold is False:
+                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, True, wl))
+            elif reserved and not active(src):
+                self._release_evicted(wl, condition(wl, "Evicted") or {})
+            return
+        if reserved and not admitted and cq is not None:
+            admitted = self._checks(wl, cq)
         hold = suspended(src)
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
-            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, not admitted))
+            patch = suspend_patch(src, not admitted, wl, self._flavors())
+            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch)
         if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
             want = (
                 ("True", "Started", "All pods reached readiness and the workload is running")
@@ -225,17 +229,23 @@ class KueueController(Controller):
             if (have.get("status"), have.get("reason")) != want[:2]:
                 self._status(wl, {"conditions": with_condition(conds, "PodsReady", *want, now)})
 
-    def _evict(self, wl: Obj, src: Obj, reason: str, message: str) -> None:
+    def _requeued(self, wl: Obj, reason: str, message: str) -> None:
+        conds = with_condition(
+            (wl.get("status") or {}).get("conditions"), "Requeued", "True", reason, message, self.stamp,
+            (wl.get("metadata") or {}).get("generation"),
+        )
+        self._status(wl, {"conditions": conds})
+
+    def evict(self, wl: Obj, reason: str, message: str, preempted: str | None = None,
+              clear_requeue_state: bool = False) -> None:
+        """Kueue's workload eviction: Evicted=True (and Preempted=True for a preemption), cluster nomination
+        and admission checks reset, the eviction counted. Quota stays reserved until the job is inactive."""
         now = self.stamp
         st = wl.get("status") or {}
-        conds = with_condition(st.get("conditions"), "Evicted", "True", reason, message, now)
-        conds = with_condition(conds, "QuotaReserved", "False", "Pending", message, now)
-        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
-        conds = with_condition(conds, "Requeued", "False", reason, message, now)
-        if condition(wl, "PodsReady"):
-            conds = with_condition(
-                conds, "PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", now
-            )
+        gen = meta(wl).get("generation")
+        conds = with_condition(st.get("conditions"), "Evicted", "True", reason, message, now, gen)
+        if preempted:
+            conds = with_condition(conds, "Preempted", "True", preempted, message, now)
         stats = [dict(e) for e in ((st.get("schedulingStats") or {}).get("evictions") or ())]
         hit = next((e for e in stats if e.get("reason") == reason and not e.get("underlyingCause")), None)
         if hit is None:
@@ -244,20 +254,49 @@ class KueueController(Controller):
         else:
             hit["count"] = int(hit.get("count") or 0) + 1
             hit["underlyingCause"] = ""
-        self._status(
-            wl,
-            {
-                "conditions": conds,
-                "admission": None,
-                "admissionChecks": None,
-                "clusterName": None,
-                "nominatedClusterNames": None,
-                "schedulingStats": {"evictions": stats},
-            },
-        )
-        patch = suspend_patch(src, True)
-        if patch and suspended(src) is False:
-            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], patch)
+        checks = []
+        for c in st.get("admissionChecks") or ():
+            if c.get("state") == "Pending":
+                checks.append(c)
+            else:
+                checks.append({"name": c.get("name"), "state": "Pending", "lastTransitionTime": now,
+                               "message": f"Reset to Pending after eviction. Previously: {c.get('state')}"})
+        update: Obj = {
+            "conditions": conds,
+            "clusterName": None,
+            "nominatedClusterNames": None,
+            "schedulingStats": {"evictions": stats},
+        }
+        if st.get("admissionChecks"):
+            update["admissionChecks"] = checks
+        if clear_requeue_state:
+            update["requeueState"] = None
+        self._status(wl, update)
+        src = self._owner(wl)
+        if src is not None and suspended(src) is False:  # the job reconciler stops the job right away
+            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True, wl))
+
+    def _flavors(self) -> dict[str, Obj]:
+        return {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
+
+    def preempt(self, wl: Obj, reason: str, message: str) -> None:
+        self.evict(wl, PREEMPTED, message, preempted=reason)
+
+    def _release_evicted(self, wl: Obj, ev: Obj) -> None:
+        """The job is inactive: the reservation goes (QuotaReserved=False) and the Workload is requeued
+        (Requeued=True only after a preemption or a node failure)."""
+        now = self.stamp
+        reason, message = ev.get("reason") or "", ev.get("message") or ""
+        conds = with_condition((wl.get("status") or {}).get("conditions"), "Requeued",
+                               "True" if reason in REQUEUE_TRUE else "False", reason, message, now)
+        conds = with_condition(conds, "QuotaReserved", "False", PENDING, message, now)
+        if is_true(wl, "Admitted"):
+            conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        if condition(wl, "PodsReady"):
+            conds = with_condition(
+                conds, "PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", now
+            )
+        self._status(wl, {"conditions": conds, "admission": None})
 
     def _release(self, wl: Obj, message: str) -> None:
         now = self.stamp

@@ -1,61 +1,84 @@
-"""Kueue's scheduling cycles for the simulator (reference/kueue.md §4.1-4.3).
+"""Kueue's scheduling cycles for the simulator (reference/kueue.md §4.1-4.3, 4.7).
 
-Each cycle takes the head of every active ClusterQueue (priority, then age), nominates a flavor
-assignment for it (admission.py), and admits in order: non-borrowing before borrowing, then priority,
-then age, re-checking each against the admissions made earlier in the cycle. A head that does not
-fit blocks its queue under StrictFIFO and steps aside under BestEffortFIFO. Pending Workloads get
-the QuotaReserved=False reason and message that explain why.
+Each cycle takes the head of every active ClusterQueue (engine/rules/queue_order.py's order),
+nominates a flavor assignment for it (admission.py: the engine's quota tree, Kueue's flavor
+assigner and classical preemption), and processes the heads: already non-borrowing before
+borrowing, then priority, then age. A head that fits is admitted; one that needs preemption
+evicts its victims and waits (`WaitingForPreemptedWorkloads`) until their jobs are inactive and
+their quota is released; one that does not fit steps aside (BestEffortFIFO) or blocks its queue
+(StrictFIFO). Pending Workloads get the QuotaReserved=False reason and message that explain why.
 """
 
 from __future__ import annotations
 
-from taudash.sim.controllers.admission import Assignment, Capacity, assign, usage_of
+from taudash.engine.rules.queue_order import ADMISSION_GATED_BY, order_key
+from taudash.sim.controllers.admission import (
+    DEFAULT_BEHAVIOUR,
+    MODE_NOFIT,
+    MODE_PREEMPT,
+    Assignment,
+    Cluster,
+    Preemptor,
+    assign,
+    cq_path,
+    fits_now,
+    preemption_message,
+    preemption_targets,
+    workload_model,
+)
 from taudash.sim.controllers.base import FORMATS, Obj, condition, deleting, is_true, labels, meta, qfmt, with_condition
 from taudash.sim.controllers.jobs import requests_of
 from taudash.sim.controllers.queues import check_names, cq_active, namespace_matches, stop_policy
 
+WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+WAITING_FOR_QUOTA = "WaitingForQuota"
+
 
 class Scheduler:
     def __init__(self, kueue) -> None:
-        self.k = kueue  # the KueueController: mirror, writer, clock, owner lookup
+        self.k = kueue  # the KueueController: mirror, writer, clock, owner lookup, evict
         self.m = kueue.m
-        self._requests: dict[tuple[str, int], list] = {}
+        self._requests: dict[tuple[str, str], list] = {}
 
     def _order(self, wl: Obj) -> tuple:
-        """Queue order: priority, then age. Workloads made in one step share a creation second, so ties
-        go to the older source (where Kueue's UID tie-break would be arbitrary)."""
-        m = meta(wl)
+        """Kueue's queue order (engine/rules/queue_order.py: priority, queue-order time, UID). Workloads
+        made in one simulated step share a creation second: the older source goes first before the UID
+        tie-break (Kueue's UID order would be arbitrary there)."""
         src = self.k._owner(wl)
         born = meta(src).get("creationTimestamp") or "" if src is not None else ""
-        return (
-            -int((wl.get("spec") or {}).get("priority") or 0),
-            m.get("creationTimestamp") or "",
-            born,
-            m.get("uid") or "",
-        )
+        key = order_key(workload_model(wl))
+        return (*key[:2], born, *key[2:])
 
     def run(self) -> None:
         """Scheduling cycles until no ClusterQueue has a head left to try."""
+        behaviour = getattr(self.k, "behaviour", DEFAULT_BEHAVIOUR)
+        self._issued: set[str] = set()  # victims evicted in this pass (the raw objects read are older)
         cqs = {meta(c)["name"]: c for c in self.m.list("ClusterQueue")}
-        cap = Capacity(list(cqs.values()), self.m.list("Cohort"))
         flavors = {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
-        active = {n: cq_active(c, self.m)[0] for n, c in cqs.items()}
-        queues: dict[str, list[Obj]] = {}
-        waiting: list[tuple[Obj, str, str]] = []
+        holders: list[tuple[Obj, str]] = []
+        pending: list[Obj] = []
         for wl in self.m.list("Workload"):
             if deleting(wl) or is_true(wl, "Finished"):
                 continue
             if is_true(wl, "QuotaReserved"):
                 cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
-                if cqn in cap.cqs:
-                    cap.add(cqn, usage_of(wl))
+                if cqn in cqs:
+                    holders.append((wl, cqn))
                 continue
             if not (wl.get("spec") or {}).get("active", True):
                 continue
+            if (meta(wl).get("annotations") or {}).get(ADMISSION_GATED_BY):
+                continue  # Kueue does not queue an admission-gated Workload
+            pending.append(wl)
+        cl = Cluster(list(cqs.values()), self.m.list("Cohort"), holders, self.k.world.clock.datetime())
+        active = {n: cq_active(c, self.m)[0] and not cl.node(n).in_cycle for n, c in cqs.items()}
+        queues: dict[str, list[Obj]] = {}
+        waiting: list[tuple[Obj, str, str]] = []
+        for wl in pending:
             why = self._route(wl, cqs, active)
             if isinstance(why, str):
                 queues.setdefault(why, []).append(wl)
-            else:
+            elif why is not None:
                 waiting.append((wl, *why))
         for q in queues.values():
             q.sort(key=self._order)
@@ -66,28 +89,31 @@ class Scheduler:
             for cqn in sorted(queues):
                 if cqn not in blocked and pos[cqn] < len(queues[cqn]):
                     wl = queues[cqn][pos[cqn]]
-                    heads.append((cqn, wl, assign(cqs[cqn], self._reqs(wl), cap, flavors, FORMATS)))
+                    a = assign(cl, cqn, workload_model(wl), self._reqs(wl), flavors, FORMATS, behaviour)
+                    heads.append((cqn, wl, a, self._targets(cl, cqn, wl, a)))
             if not heads:
                 break
             # Non-borrowing before borrowing, then priority, then age (§4.3).
-            heads.sort(key=lambda h: (h[2].borrows, *self._order(h[1])))
-            changed = False
-            for cqn, wl, a in heads:
-                if a.fits and changed:
-                    a = assign(cqs[cqn], self._reqs(wl), cap, flavors, FORMATS)  # earlier admissions this cycle
-                if a.fits:
-                    cap.add(cqn, a.usage)
-                    self._admit(wl, cqs[cqn], a)
-                    changed = True
+            heads.sort(key=lambda h: (h[2].borrowing, *self._order(h[1])))
+            preempted: set[str] = set()
+            for cqn, wl, a, targets in heads:
+                outcome = self._process(cl, cqn, wl, a, targets, preempted, flavors, behaviour)
+                if outcome is None:  # admitted
                     pos[cqn] += 1
                     continue
-                waiting.append((wl, a.reason, a.message))
-                if ((cqs[cqn].get("spec") or {}).get("queueingStrategy") or "BestEffortFIFO") == "StrictFIFO":
-                    blocked.add(cqn)  # the head keeps its place and blocks the queue
+                reason, message, hold = outcome
+                waiting.append((wl, reason, message))
+                strict = ((cqs[cqn].get("spec") or {}).get("queueingStrategy") or "BestEffortFIFO") == "StrictFIFO"
+                if strict or hold:
+                    # StrictFIFO: the head keeps its place and blocks the queue. A preemptor waiting for its
+                    # victims stays the head as well (Kueue's sticky preemptor under BestEffortFIFO).
+                    blocked.add(cqn)
                     head = meta(wl)["name"]
                     for behind in queues[cqn][pos[cqn] + 1 :]:
                         waiting.append(
                             (behind, "Pending", f"StrictFIFO: waiting behind the head {head} of ClusterQueue {cqn}")
+                            if strict
+                            else (behind, WAITING_FOR_QUOTA, f"waiting behind {head}, which is preempting in ClusterQueue {cqn}")
                         )
                 else:
                     pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
@@ -108,7 +134,45 @@ class Scheduler:
                     },
                 )
 
-    def _route(self, wl: Obj, cqs: dict[str, Obj], active: dict[str, bool]) -> str | tuple[str, str]:
+    def _targets(self, cl: Cluster, cqn: str, wl: Obj, a: Assignment) -> list:
+        if a.mode != MODE_PREEMPT:
+            return []
+        p = Preemptor(cqn, workload_model(wl), a.frs_needing_preemption(), dict(a.usage))
+        return preemption_targets(cl, p)
+
+    def _process(self, cl: Cluster, cqn: str, wl: Obj, a: Assignment, targets: list, preempted: set[str],
+                 flavors: dict, behaviour) -> tuple[str, str, bool] | None:
+        """None when admitted, else (reason, message, keeps its place as the head)."""
+        if a.mode == MODE_NOFIT:
+            return a.no_fit_reason(), a.message(), False
+        if a.mode == MODE_PREEMPT and not targets:
+            return WAITING_FOR_QUOTA, a.message(), False
+        uids = {t.holder.uid for t in targets}
+        if uids & preempted:
+            return WAITING_FOR_QUOTA, "Workload has overlapping preemption targets with another workload", False
+        if not fits_now(cl, cqn, a.usage, [t.holder for t in targets]):
+            if targets:
+                return WAITING_FOR_QUOTA, "Workload no longer fits after processing another workload", False
+            # another head took the room this cycle: Kueue tries again next cycle, here against the cluster as it is now
+            a = assign(cl, cqn, workload_model(wl), self._reqs(wl), flavors, FORMATS, behaviour)
+            if not a.fits:
+                return (a.no_fit_reason() if a.mode == MODE_NOFIT else WAITING_FOR_QUOTA), a.message(), False
+        preempted |= uids
+        if targets:
+            cl.add(cqn, a.usage)  # the preemptor's claim: nothing else takes the room it is freeing
+            n = 0
+            for t in targets:
+                if not t.holder.evicted and t.holder.uid not in self._issued:  # Kueue's preemption expectations
+                    self._issued.add(t.holder.uid)
+                    msg = preemption_message(wl, t.reason, cq_path(cl, cqn), cq_path(cl, t.holder.cq))
+                    self.k.preempt(t.holder.raw, t.reason, msg)
+                n += 1
+            return WAITING_FOR_PREEMPTED, f"{a.message()}. Pending the preemption of {n} workload(s)", True
+        cl.admit(cqn, wl, a.usage)
+        self._admit(wl, cl.raw[cqn], a)
+        return None
+
+    def _route(self, wl: Obj, cqs: dict[str, Obj], active: dict[str, bool]) -> str | tuple[str, str] | None:
         """The ClusterQueue a pending Workload queues in, or (reason, message) why it cannot."""
         ns, q = meta(wl)["namespace"], (wl.get("spec") or {}).get("queueName") or ""
         lq = self.m.get("LocalQueue", q, ns)
@@ -129,7 +193,7 @@ class Scheduler:
         return cqn
 
     def _reqs(self, wl: Obj) -> list:
-        key = (meta(wl).get("uid") or meta(wl)["name"], int(meta(wl).get("generation") or 0))
+        key = (meta(wl).get("uid") or meta(wl)["name"], str(meta(wl).get("generation") or 0))
         if key not in self._requests:
             if len(self._requests) > 4096:
                 self._requests.clear()
@@ -160,15 +224,16 @@ class Scheduler:
             )
         else:
             conds = with_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
-        counts = {ps.get("name", "main"): int(ps.get("count", 1)) for ps in (wl.get("spec") or {}).get("podSets") or ()}
         assignments = [
             {
-                "name": ps,
-                "count": counts.get(ps, 1),
-                "flavors": dict(sorted(a.flavors[ps].items())),
-                "resourceUsage": {r: qfmt(v, FORMATS.get(r, "DecimalSI")) for r, v in sorted(tot.items())},
+                "name": ps.name,
+                "count": ps.count,
+                "flavors": {r: fl for r, (fl, _) in sorted(ps.flavors.items())},
+                "resourceUsage": {
+                    r: qfmt(v.value, FORMATS.get(r, "DecimalSI")) for r, v in sorted(ps.totals.items())
+                },
             }
-            for ps, tot in a.per_podset.items()
+            for ps in a.podsets
         ]
         status: Obj = {
             "admission": {"clusterQueue": cqn, "podSetAssignments": assignments},
