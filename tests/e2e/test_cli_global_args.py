@@ -4,21 +4,15 @@ placements are refused; bad input prints nothing on stdout; `-o -` means stdout.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from pathlib import Path
 
 import pytest
 import yaml
+from tools.paths import DEMO
 
-import taudash.app
 from taudash.cli import build_parser, main, merge_global_options
 from taudash.errors import UsageError
-from taudash.sim.server import SimServer
-
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "snapshots" / "demo.yaml"
 
 # command → (words, the rest of a valid command line)
 COMMANDS: dict[str, tuple[list[str], list[str]]] = {
@@ -78,6 +72,9 @@ FLAGS = {
     "--system-namespace": ("system_namespace", ["--system-namespace", "ns-x"], "ns-x"),
     "--pvc": ("pvc", ["--pvc", "claim-x"], ["claim-x"]),
 }
+
+
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def placements(words: list[str], rest: list[str], opt: list[str]) -> dict[str, list[str]]:
@@ -143,43 +140,6 @@ def test_a_refused_option_is_one_line_exit_2_and_nothing_runs(capsys):
 
 # --- effects against a simulated cluster ------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def sim():
-    """One frozen simulator for the module, served from its own event loop thread."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = SimServer(DEMO)
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(60)
-    yield server
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.close()
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    for var in ("TAUDASH_READ_ONLY", "TAUDASH_CONFIG", "KUBECONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def opened(monkeypatch):
-    """Replace the terminal UI with a recorder of the app it would have run."""
-    apps: list = []
-
-    async def run_async(self, *a, **kw):
-        apps.append(self)
-
-    monkeypatch.setattr(taudash.app.TaudashApp, "run", lambda self, *a, **kw: apps.append(self))
-    monkeypatch.setattr(taudash.app.TaudashApp, "run_async", run_async)
-    return apps
-
-
 def one_line_exit_2(capsys, code: int) -> str:
     out, err = capsys.readouterr()
     assert code == 2 and out == "", (code, out)
@@ -191,18 +151,18 @@ def one_line_exit_2(capsys, code: int) -> str:
 @pytest.mark.parametrize("cmd", ["status", "check", "export", "profiles select", "profiles export",
                                  "workflow start hold", "workflow resume", "the dashboard"])
 @pytest.mark.parametrize("where", ["before", "after"])
-def test_context_before_or_after_is_used_not_the_current_one(sim, capsys, opened, cmd, where):
+def test_context_before_or_after_is_used_not_the_current_one(demo_sim, capsys, no_terminal_ui, cmd, where):
     words, rest = COMMANDS[cmd]
-    argv = placements(words, [*rest, "--kubeconfig", str(sim.kubeconfig)], ["--context", "nosuch"])[where]
+    argv = placements(words, [*rest, "--kubeconfig", str(demo_sim.kubeconfig)], ["--context", "nosuch"])[where]
     line = one_line_exit_2(capsys, main(argv))
     assert "'nosuch' is not in" in line and "taudash-sim" in line
-    assert not opened and not sim.api.writes
+    assert not no_terminal_ui and not demo_sim.api.writes
     assert not list(Path.cwd().glob("state/workflows/*"))
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
-def test_system_namespace_and_kubeconfig_anywhere_reach_status(sim, capsys, where):
-    kc = ["--kubeconfig", str(sim.kubeconfig)]
+def test_system_namespace_and_kubeconfig_anywhere_reach_status(demo_sim, capsys, where):
+    kc = ["--kubeconfig", str(demo_sim.kubeconfig)]
     assert main(placements(["status"], ["-o", "json"], kc)[where]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["source"]["context"] == "taudash-sim" and len(doc["workspaces"]) == 3
@@ -228,10 +188,10 @@ def test_demo_anywhere_reaches_status(capsys, argv):
 
 @pytest.mark.parametrize("argv", [["--system-namespace", "ns-x", "--kubeconfig", "K"],
                                   ["--kubeconfig", "K", "--system-namespace", "ns-x"]])
-def test_dashboard_uses_its_options(sim, opened, argv):
-    argv = [str(sim.kubeconfig) if a == "K" else a for a in argv]
+def test_dashboard_uses_its_options(demo_sim, no_terminal_ui, argv):
+    argv = [str(demo_sim.kubeconfig) if a == "K" else a for a in argv]
     assert main(argv) == 0
-    (app,) = opened
+    (app,) = no_terminal_ui
     s = app.session
     assert s.config.system_namespace == "ns-x" and s.source.context == "taudash-sim" and s.mode == "LIVE"
     assert s.actions.writable and not s.read_only  # nothing asked for read-only here
@@ -239,9 +199,9 @@ def test_dashboard_uses_its_options(sim, opened, argv):
 
 @pytest.mark.parametrize("argv", [["--system-namespace", "ns-x", "--pvc", "c1", "demo"],
                                   ["demo", "--system-namespace", "ns-x", "--pvc", "c1"]])
-def test_demo_uses_its_options(opened, argv):
+def test_demo_uses_its_options(no_terminal_ui, argv):
     assert main(argv) == 0
-    (app,) = opened
+    (app,) = no_terminal_ui
     assert app.session.config.system_namespace == "ns-x" and app.session.config.storage_claims == ("c1",)
 
 
@@ -260,12 +220,12 @@ def test_kubeconfig_with_a_snapshot_is_refused_not_ignored(capsys):
 @pytest.mark.parametrize("argv", [["status"], ["check"], ["export", "-o", "out.yaml"], [],
                                   ["profiles", "select", "--namespace", "n", "--team", "t", "--lane", "l"],
                                   ["profiles", "export", "--output", "-"]])
-def test_a_snapshot_with_nothing_loadable_prints_nothing(capsys, tmp_path, opened, argv):
+def test_a_snapshot_with_nothing_loadable_prints_nothing(capsys, tmp_path, no_terminal_ui, argv):
     bad = tmp_path / "string.yaml"
     bad.write_text("--- just a string\n")
     line = one_line_exit_2(capsys, main([*argv, "--snapshot", str(bad)]))
     assert "document is a str" in line and "nothing in" in line
-    assert not opened and not (tmp_path / "out.yaml").exists()
+    assert not no_terminal_ui and not (tmp_path / "out.yaml").exists()
 
 
 def test_one_bad_object_still_shows_the_rest(capsys, tmp_path):

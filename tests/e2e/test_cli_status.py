@@ -2,10 +2,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from factories import cluster_queue, cond, local_queue, workload, workspace
+from tools.paths import FIXTURES
 
 from taudash.cli import main
 
@@ -94,7 +94,7 @@ def test_console_script_never_prints_a_traceback(tmp_path):
 @pytest.mark.parametrize("args", [["status", "-o", "table"], ["check", "-v"], ["status", "-o", "json"]])
 def test_hostile_cluster_strings_are_inert_in_cli_output(args):
     """Names and messages with Rich markup, ANSI/OSC escapes and bidi overrides print literally."""
-    hostile = str(Path(__file__).parent / "fixtures" / "ui-hostile.yaml")
+    hostile = str(FIXTURES / "ui-hostile.yaml")
     r = subprocess.run([sys.executable, "-m", "taudash.cli", *args, "--snapshot", hostile],
                        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"})
     assert r.returncode in (0, 1), r.stderr

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from datetime import datetime
-from pathlib import Path
 
 import pytest
+from tools.paths import DEMO, REPO
 
 from taudash.engine.model import Quantity
 from taudash.engine.rules.base import RuleConfig
@@ -21,9 +21,7 @@ from taudash.engine.rules.queues import ObservedCounts
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import derive
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
-GENERATOR = ROOT / "taudash" / "sim" / "demo_scenario.py"
+GENERATOR = REPO / "taudash" / "sim" / "demo_scenario.py"
 GPU = "nvidia.com/gpu"
 H100, A100, H200 = "taugrid-gpu-h100-80gb", "taugrid-gpu-a100-80gb", "taugrid-gpu-h200-141gb"
 

@@ -2,9 +2,9 @@
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
+from tools.paths import SNAPSHOTS
 
 from taudash.cli import main
 from taudash.engine.rules.base import RuleConfig
@@ -12,7 +12,7 @@ from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState
 from taudash.engine.view import derive
 
-SNAPSHOT = Path(__file__).resolve().parent.parent / "snapshots" / "drain-blocked.yaml"
+SNAPSHOT = SNAPSHOTS / "drain-blocked.yaml"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 BLOCKERS = [
     ("Deployment", "web", "ManagedDeployment"),

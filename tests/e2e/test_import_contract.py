@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from tools.paths import REPO
 
 
 def lint_imports(cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -16,7 +15,7 @@ def lint_imports(cwd: Path, env: dict | None = None) -> subprocess.CompletedProc
 
 
 def test_contract_holds_on_the_tree():
-    r = lint_imports(ROOT)
+    r = lint_imports(REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 broken" in r.stdout
 
@@ -24,9 +23,9 @@ def test_contract_holds_on_the_tree():
 def _copy(tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
     copy.mkdir()
-    shutil.copy(ROOT / "pyproject.toml", copy)
+    shutil.copy(REPO / "pyproject.toml", copy)
     for pkg in ("engine", "screens", "taudash"):  # taudash/engine and taudash/screens are links to these
-        shutil.copytree(ROOT / pkg, copy / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / pkg, copy / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     return copy
 
 

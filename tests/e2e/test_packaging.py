@@ -8,14 +8,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from tools.paths import DEMO, REPO
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(REPO)],
                    check=True, capture_output=True, text=True, timeout=600)
     return next(out.glob("taudash-*.whl"))
 
@@ -28,7 +27,7 @@ def test_the_wheel_holds_one_top_level_package_and_the_demo(wheel):
                  "taudash/bench/measure.py", "taudash/data/demo.yaml", "taudash/theme.tcss"):
         assert must in names
     demo = zipfile.ZipFile(wheel).read("taudash/data/demo.yaml")
-    assert demo == (ROOT / "snapshots" / "demo.yaml").read_bytes()  # the content, not a link
+    assert demo == (DEMO).read_bytes()  # the content, not a link
 
 
 def test_a_fresh_non_editable_install_runs_the_demo(wheel, tmp_path):

@@ -1,17 +1,16 @@
 """The pool fixtures in snapshots/ load cleanly and give the documented verdicts (docs/capacity.md)."""
 
 import json
-from pathlib import Path
 
 import pytest
-from test_pool_builders import NOW
+from factories import NOW
+from tools.paths import SNAPSHOTS
 
 from taudash.cli import main
 from taudash.engine.rules.base import RuleContext, Severity
 from taudash.engine.rules.pool import derive_pool
 from taudash.engine.sources.snapshot import load_snapshot
 
-SNAPSHOTS = Path(__file__).parent.parent / "snapshots"
 H100, A100, H200 = "taugrid-gpu-h100-80gb", "taugrid-gpu-a100-40gb", "taugrid-gpu-h200-141gb"
 
 

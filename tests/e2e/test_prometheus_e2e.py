@@ -20,12 +20,12 @@ from pathlib import Path
 
 import aiohttp
 import yaml
+from tools.paths import DEMO, REPO
 
 from taudash.engine.model.quantity import Quantity
 from taudash.sim.server import SimServer
 
-ROOT = Path(__file__).resolve().parent.parent
-RULES = ROOT / "docs" / "alerts.rules.yml"
+RULES = REPO / "docs" / "alerts.rules.yml"
 WORKSPACES = "workspaces.tau.azure.com"
 DEADLINE = 120.0  # seconds for each wait; a loaded 2-core machine starts Prometheus slowly
 
@@ -49,7 +49,7 @@ def test_the_example_rules_pass_promtool():
 
 
 def test_every_example_rule_is_documented_and_uses_exported_metrics():
-    doc = (ROOT / "docs" / "alerts.md").read_text()
+    doc = (REPO / "docs" / "alerts.md").read_text()
     rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
     assert len(rules) >= 10
     for rule in rules:
@@ -60,7 +60,7 @@ def test_every_example_rule_is_documented_and_uses_exported_metrics():
     from taudash.engine.sources.snapshot import load_snapshot
     from taudash.engine.view import derive
 
-    loaded = load_snapshot(ROOT / "snapshots" / "demo.yaml")
+    loaded = load_snapshot(DEMO)
     loaded.store.last_event_at = 1.0
     emitted = names(registry_for(derive(loaded.store, datetime.now(UTC)), loaded.store))
     used = {m for rule in rules for m in re.findall(r"\btaudash_[a-z_]+", rule["expr"])}

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import io
 import re
-import threading
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tools.paths import DEMO
 
 import taudash.app
 from taudash.cli import main
@@ -23,35 +23,11 @@ from taudash.engine.workflows import Journal, new_id
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
 from taudash.screens.widgets.header_bar import HeaderBar
-from taudash.sim.server import SimServer
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "snapshots" / "demo.yaml"
 CONTEXT = "taudash-sim"  # the context name the simulator writes into its kubeconfig
 
 
-@pytest.fixture(scope="module")
-def sim():
-    """One frozen simulator for the module, served from its own event loop thread."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = SimServer(DEMO)
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(60)
-    yield server
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.close()
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    for var in ("TAUDASH_READ_ONLY", "TAUDASH_CONFIG", "KUBECONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def config_file(tmp_path: Path, text: str) -> Path:
@@ -109,19 +85,19 @@ def total(writes) -> int:
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.name)
 @pytest.mark.parametrize("cmd", list(WORKFLOWS))
-def test_workflows_refuse_up_front_with_zero_writes(sim, capsys, monkeypatch, tmp_path, cmd, source):
+def test_workflows_refuse_up_front_with_zero_writes(demo_sim, capsys, monkeypatch, tmp_path, cmd, source):
     journal = Journal.create(new_id(), "hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, CONTEXT)
     before_journal = journal.path.read_text()
-    argv = [journal.id if a == "JOURNAL" else a for a in WORKFLOWS[cmd]] + ["--kubeconfig", str(sim.kubeconfig)]
+    argv = [journal.id if a == "JOURNAL" else a for a in WORKFLOWS[cmd]] + ["--kubeconfig", str(demo_sim.kubeconfig)]
     argv, named, _ = source.arrange(argv, monkeypatch, tmp_path)
-    before = total(sim.api.writes)
+    before = total(demo_sim.api.writes)
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith(f"taudash: {cmd} ") and "refused" in line
     assert f"asked by {named}" in line and "no journal was created" in line
-    assert total(sim.api.writes) == before  # counted on receipt: not a single write request
+    assert total(demo_sim.api.writes) == before  # counted on receipt: not a single write request
     assert sorted(p.name for p in journal.path.parent.iterdir()) == [journal.path.name]
     assert journal.path.read_text() == before_journal  # resume appended nothing
 
@@ -157,14 +133,14 @@ def assert_read_only_session(app, badge_text: str, named: str, short: str) -> No
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.name)
-def test_dashboard_opens_read_only_naming_the_source(sim, opened, monkeypatch, tmp_path, source):
-    argv, named, short = source.arrange(["--kubeconfig", str(sim.kubeconfig)], monkeypatch, tmp_path)
-    before = total(sim.api.writes)
+def test_dashboard_opens_read_only_naming_the_source(demo_sim, opened, monkeypatch, tmp_path, source):
+    argv, named, short = source.arrange(["--kubeconfig", str(demo_sim.kubeconfig)], monkeypatch, tmp_path)
+    before = total(demo_sim.api.writes)
     assert main(argv) == 0
     ((app, badge),) = opened
     assert app.session.mode == "LIVE"
     assert_read_only_session(app, badge, named, short)
-    assert total(sim.api.writes) == before
+    assert total(demo_sim.api.writes) == before
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.name)
@@ -176,35 +152,35 @@ def test_demo_opens_read_only_naming_the_source(opened, monkeypatch, tmp_path, s
     assert_read_only_session(app, badge, named, short)
 
 
-def test_without_any_source_the_dashboard_writes_and_the_counter_sees_it(sim, opened):
+def test_without_any_source_the_dashboard_writes_and_the_counter_sees_it(demo_sim, opened):
     """The control: the same path, nobody asked for read-only, and a write reaches the simulator."""
-    assert main(["--kubeconfig", str(sim.kubeconfig)]) == 0
+    assert main(["--kubeconfig", str(demo_sim.kubeconfig)]) == 0
     ((app, badge),) = opened
     assert not app.session.read_only and app.session.actions.writable and "read/write" in badge
 
     async def write_once():
-        async with LiveCluster(None, str(sim.kubeconfig)) as live:
+        async with LiveCluster(None, str(demo_sim.kubeconfig)) as live:
             assert live.actions.writable
             await live.actions.patch("ClusterQueue", "tau-ws-train", None,
                                      lambda cur: {"metadata": {"labels": {"taudash-test": "control"}}}, "control")
 
-    before = total(sim.api.writes)
+    before = total(demo_sim.api.writes)
     asyncio.run(write_once())
-    assert total(sim.api.writes) > before
+    assert total(demo_sim.api.writes) > before
 
 
-def test_a_per_context_setting_only_covers_its_context(sim, opened, tmp_path):
+def test_a_per_context_setting_only_covers_its_context(demo_sim, opened, tmp_path):
     config_file(tmp_path, "contexts:\n  prod:\n    readOnly: true\n")
-    assert main(["--kubeconfig", str(sim.kubeconfig)]) == 0
+    assert main(["--kubeconfig", str(demo_sim.kubeconfig)]) == 0
     ((app, _),) = opened
     assert not app.session.read_only and app.session.actions.writable
 
 
-def test_sources_combine_and_read_only_always_wins(sim, capsys, monkeypatch, tmp_path):
+def test_sources_combine_and_read_only_always_wins(demo_sim, capsys, monkeypatch, tmp_path):
     path = config_file(tmp_path, f"readOnly: false\ncontexts:\n  {CONTEXT}: {{readOnly: true}}\n")
     monkeypatch.setenv("TAUDASH_READ_ONLY", "1")
     code = main(["--read-only", "workflow", "start", "hold", "--cq", "tau-ws-train", "--yes",
-                 "--kubeconfig", str(sim.kubeconfig), "--context", CONTEXT])
+                 "--kubeconfig", str(demo_sim.kubeconfig), "--context", CONTEXT])
     line = capsys.readouterr().err.strip()
     assert code == 2
     assert f"asked by --read-only flag, TAUDASH_READ_ONLY, config file {path} (context {CONTEXT})" in line

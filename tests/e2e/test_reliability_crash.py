@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tools.paths import DEMO, REPO
 
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
@@ -30,7 +31,6 @@ from taudash.sim.server import SimServer
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
-REPO = Path(__file__).resolve().parents[1]
 
 
 def applied_writes(sim: SimServer) -> Counter:
@@ -187,7 +187,7 @@ def test_export_killed_mid_write_leaves_a_whole_file(tmp_path, seed):
     complete snapshot (the old one or the new one), never a prefix."""
     rng = random.Random(seed)
     target = tmp_path / "export.yaml"
-    demo = REPO / "snapshots" / "demo.yaml"
+    demo = DEMO
     expected = load_snapshot(demo).objects
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(demo), str(target)], cwd=REPO, stdout=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from rich.console import Console
 from tools.mutate import demo_objects
+from tools.paths import FIXTURES
 from tools.waiting import palette_results
 
 from taudash.app import SCREENS, TaudashApp
@@ -34,7 +35,6 @@ from taudash.engine.view import SourceInfo
 from taudash.screens.confirm import ConfirmScreen
 from taudash.screens.messages import OpenObject
 
-FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 # Markup, CSI clear-screen, an OSC title set ended by BEL, a bidi override, a C1 CSI, a Rich link.
 H = "[bold red]X[/]\x1b[2J\x1b]0;owned\x07\u202e\x9b31m[link=https://evil.example]L[/link]"

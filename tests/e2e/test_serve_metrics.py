@@ -16,6 +16,7 @@ from factories import cluster_queue, workload
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
+from tools.paths import DEMO
 
 from taudash.cli import main
 from taudash.engine.model.quantity import Quantity
@@ -32,8 +33,6 @@ from taudash.engine.view import ClusterView, derive
 from taudash.serve import metrics as m
 from taudash.serve.exporter import AddressError, MetricsServer, parse_address
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 

@@ -7,11 +7,12 @@ import os
 import signal
 import stat
 import sys
-from pathlib import Path
+
+from tools.paths import FIXTURES, REPO
 
 from taudash.cli import build_parser, main
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
+FIXTURE = FIXTURES / "sim-cluster.yaml"
 
 
 def test_help_says_speed_and_seed_are_for_the_controllers(capsys):
@@ -36,7 +37,7 @@ async def test_serve_until_interrupted(tmp_path):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE),
         "--kubeconfig-out", str(kubeconfig), "--seed", "3", "--speed", "10",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
     try:
         lines = []
         while not any(line.startswith("try:") for line in lines):
@@ -75,7 +76,7 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
         "--kueue-api", "v1beta1", "--kubeconfig-out", str(kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
     try:
         while True:
             line = await asyncio.wait_for(proc.stdout.readline(), 20)

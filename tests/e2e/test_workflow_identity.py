@@ -44,9 +44,7 @@ A = ClusterIdentity("https://10.0.0.1:6443", "uid-a")
 B = ClusterIdentity("https://10.0.0.2:6443", "uid-b")
 
 
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 def writes(sim: SimServer) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 import yaml
+from test_workflows_e2e import CQ, QUIET, Harness
 
 from taudash.cli import main
 from taudash.engine.workflows import Journal, status
@@ -19,17 +20,13 @@ from taudash.engine.workflows.steps import DEACTIVATED_BY, previous_stop_policie
 from taudash.live import LiveCluster
 from taudash.sim.server import SimServer
 from taudash.sim.world import World
-from tests.test_workflows_e2e import CQ, QUIET, Harness
 
 TC = "clusters.tau.azure.com"
 WL = "workloads.kueue.x-k8s.io"
 EVAL = "azure.research.eval.gpu"
 
 
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "state"
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 @pytest.fixture

@@ -23,9 +23,7 @@ CQ = "clusterqueues.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
 
 
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 class Harness:

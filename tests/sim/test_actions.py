@@ -12,12 +12,6 @@ from taudash.sim.server import SimServer
 CQ = "clusterqueues.kueue.x-k8s.io"
 
 
-@pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "state"
-
-
 async def live_actions(sim, tmp_path):
     target = await connect(kubeconfig=str(sim.kubeconfig))
     return target, Actions.live(target.api_client, "alice", target.context, AuditLog(tmp_path / "audit.log"))

@@ -4,10 +4,10 @@ and a page the fast decoder refuses (one malformed object) still loads the rest.
 import copy
 
 import orjson
+from test_kube_source import Live, db_state, store_state
 
 from taudash.engine.sources.kube import LIST_PAGE, _peek_continue
 from taudash.sim.server import SimServer
-from tests.test_kube_source import Live, db_state, store_state
 
 WL = "workloads.kueue.x-k8s.io"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -14,12 +13,13 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 from kubernetes_asyncio.watch import Watch
+from tools.paths import FIXTURES
 
 from taudash.sim.apiserver import ApiServer
 from taudash.sim.objects import ObjectDB
 from taudash.sim.server import SimServer
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
+FIXTURE = FIXTURES / "sim-cluster.yaml"
 KUEUE, V2 = "kueue.x-k8s.io", "v1beta2"
 # kubernetes-asyncio labels a dict patch body json-patch+json unless told; the real server (and
 # the simulator) reject that with 400, so merge patches must say what they are.

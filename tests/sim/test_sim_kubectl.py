@@ -7,14 +7,14 @@ import json
 import os
 import shutil
 import stat
-from pathlib import Path
 
 import pytest_asyncio
 import yaml
+from tools.paths import FIXTURES
 
 from taudash.sim.server import SimServer
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
+FIXTURE = FIXTURES / "sim-cluster.yaml"
 KUBECTL = shutil.which("kubectl") or "kubectl"  # installed on every taudash machine; never skipped
 
 

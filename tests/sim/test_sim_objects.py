@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
+from tools.paths import FIXTURES
 
 from taudash.sim.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from taudash.sim.objects import ObjectDB
 from taudash.sim.patch import PatchError, json_patch, merge_patch
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sim-cluster.yaml"
+FIXTURE = FIXTURES / "sim-cluster.yaml"
 
 
 def cq(name: str, **spec) -> dict:

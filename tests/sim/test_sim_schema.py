@@ -11,6 +11,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tools import paths
 
 from taudash.engine.model import KINDS
 from taudash.engine.sources.snapshot import load_snapshot
@@ -21,11 +22,10 @@ from taudash.sim.schema.cel import CelError, CelUnsupported, compile_rule, evalu
 from taudash.sim.schema.structural import compile_schema, validate
 from taudash.sim.server import SimServer
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
+DEMO = paths.DEMO
 KUEUE = "kueue.x-k8s.io"
-SNAPSHOTS = [ROOT / "snapshots" / n for n in ("demo.yaml", "drain-blocked.yaml", "pool-shrunk.yaml", "pool-zeroed.yaml")]
-FIXTURES = [ROOT / "tests" / "fixtures" / n for n in ("sim-cluster.yaml", "ui-demo.yaml")]
+SNAPSHOTS = [paths.SNAPSHOTS / n for n in ("demo.yaml", "drain-blocked.yaml", "pool-shrunk.yaml", "pool-zeroed.yaml")]
+FIXTURES = [paths.FIXTURES / n for n in ("sim-cluster.yaml", "ui-demo.yaml")]
 # Fields the simulator's v1beta2-shaped objects spell differently from v1beta1 (no conversion yet).
 V1BETA1_SPELLING = {("Workload", "spec.priorityClassRef"), ("ClusterQueue", "spec.cohortName"),
                     ("LocalQueue", "status.flavorsUsage"), ("MultiKueueCluster", "spec.clusterSource"),

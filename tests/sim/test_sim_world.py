@@ -4,9 +4,9 @@ node loss. Everything is driven through `World.step()`; nothing sleeps."""
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import pytest
+from tools.paths import DEMO
 
 from taudash.engine.model import KINDS
 from taudash.engine.model.quantity import Quantity
@@ -17,7 +17,6 @@ from taudash.engine.view import derive
 from taudash.sim.controllers.scenario import Scenario
 from taudash.sim.world import World
 
-DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 QUIET = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}
 GPU = "nvidia.com/gpu"
 

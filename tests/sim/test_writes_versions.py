@@ -8,9 +8,9 @@ import json
 import os
 import signal
 import sys
-from pathlib import Path
 
 import pytest
+from tools.paths import REPO
 
 from taudash.engine.actions import Actions, ApiNotServed, AuditLog, PreconditionFailed
 from taudash.engine.sources.kube import connect
@@ -25,13 +25,9 @@ from taudash.sim.world import World
 CQ = "clusterqueues.kueue.x-k8s.io"
 WL = "workloads.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
-REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "state"
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 def hold(cur):

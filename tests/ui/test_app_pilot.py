@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.console import Console
 from textual.command import CommandPalette
+from tools.paths import FIXTURES
 from tools.waiting import eventually, palette_results
 
 from taudash.app import TaudashApp
@@ -28,7 +28,6 @@ from taudash.screens.widgets.keyed_table import KeyedTable
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
 from taudash.screens.workspaces import WorkspacesScreen
 
-FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 
 

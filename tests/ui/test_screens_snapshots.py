@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from tools.paths import DEMO, FIXTURES, REPO
 
 from taudash.app import TaudashApp
 from taudash.engine.rules.base import ObjRef
@@ -18,16 +19,14 @@ from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo
 from taudash.screens.messages import OpenObject
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
-UI_FIXTURE = ROOT / "tests" / "fixtures" / "ui-demo.yaml"
+UI_FIXTURE = FIXTURES / "ui-demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)
 
 
 def make_app(path: Path = DEMO, demo: bool = True) -> TaudashApp:
     r = load_snapshot(path)
-    rel = str(path.relative_to(ROOT))
+    rel = str(path.relative_to(REPO))
     src = SourceInfo(type="snapshot", context=r.context, path=rel, observed_at=r.captured_at)
     # a long tick: the first frame is derived at mount, so nothing changes while the SVG is taken
     return TaudashApp(Session(r.store, src, demo=demo), clock=lambda: NOW, tick=3600)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from tools.paths import FIXTURES
 
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Session
@@ -24,7 +24,7 @@ from taudash.screens.text import clean, lit, tones_for
 from taudash.screens.widgets.bars import bar, sparkline
 from taudash.screens.widgets.keyed_table import Col, KeyedTable, Row
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ui-demo.yaml"
+FIXTURE = FIXTURES / "ui-demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 TONES = tones_for({})
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from msgspec.structs import replace
 from rich.console import Console
+from tools.paths import SNAPSHOTS
 
 from taudash.app import TaudashApp
 from taudash.bench.generate import Size, generate
@@ -96,11 +97,10 @@ async def test_patched_rows_equal_the_full_walk():
 
 
 async def test_drain_blockers_are_laid_over_the_rows():
-    from pathlib import Path
 
     from taudash.engine.sources.snapshot import load_snapshot
 
-    path = Path(__file__).resolve().parent.parent / "snapshots" / "drain-blocked.yaml"
+    path = SNAPSHOTS / "drain-blocked.yaml"
     r = load_snapshot(path)
     session = Session(r.store, SourceInfo(type="snapshot", context=r.context, path=str(path)))
     app = TaudashApp(session, clock=lambda: NOW, tick=3600.0)

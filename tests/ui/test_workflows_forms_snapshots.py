@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from tools.paths import DEMO, FIXTURES
 
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
@@ -23,9 +24,7 @@ from taudash.engine.view import SourceInfo
 from taudash.screens.messages import NewWorkflow, OpenWorkflow
 from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
-FIXTURE_STATE = ROOT / "tests" / "fixtures" / "workflow-state"
+FIXTURE_STATE = FIXTURES / "workflow-state"
 STATE = Path("/tmp/taudash-forms-snapshot-state")
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)

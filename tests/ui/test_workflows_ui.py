@@ -37,9 +37,7 @@ QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons
 TICK = 0.3
 
 
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 class Rig:

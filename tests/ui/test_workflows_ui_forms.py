@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.widgets import Select, Static
+from tools.paths import DEMO, FIXTURES
 
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
@@ -26,9 +27,7 @@ from taudash.screens.widgets.choices import CHECK_OFF, CHECK_ON, RADIO_OFF, RADI
 from taudash.screens.wizard import WizardScreen
 from taudash.screens.workflows import NewWorkflowScreen
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
-FIXTURE_STATE = ROOT / "tests" / "fixtures" / "workflow-state"
+FIXTURE_STATE = FIXTURES / "workflow-state"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)
 # the fixture's catalog change 7f3a2c deactivated these four pending Workloads in its drain step

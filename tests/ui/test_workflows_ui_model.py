@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shutil
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from textual.app import App
 from textual.widgets import Button, Input
+from tools.paths import DEMO, FIXTURES
 from tools.waiting import palette_results
 
 from taudash.engine.sources.snapshot import load_snapshot
@@ -26,8 +26,7 @@ from taudash.engine.workflows.params import (
 from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
 from taudash.screens.workflow_model import ProgressItem, RunModel, eta_text
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "workflow-state" / "workflows"
+FIXTURE = FIXTURES / "workflow-state" / "workflows"
 AT = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 
 
@@ -78,7 +77,7 @@ def test_progress_and_eta_words():
 
 
 def test_param_helper_shared_with_the_cli(journals):
-    store = load_snapshot(ROOT / "snapshots" / "demo.yaml").store
+    store = load_snapshot(DEMO).store
     ctx = Context(store=store, actions=None)  # type: ignore[arg-type]
     assert hold_params(ctx, ["tau-ws-train", "tau-ws-eval", "tau-ws-eval"]) == {
         "cqs": ["tau-ws-eval", "tau-ws-train"], "mode": "HoldAndDrain", "cancel_pending": True,
@@ -174,7 +173,7 @@ async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_rea
     from taudash.screens.help import HelpScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
-    r = load_snapshot(ROOT / "snapshots" / "demo.yaml")
+    r = load_snapshot(DEMO)
     app = TaudashApp(Session(r.store, SourceInfo(type="snapshot", context=r.context, path="demo.yaml")),
                      clock=lambda: AT, tick=3600)
     async with app.run_test(size=(120, 36)) as pilot:

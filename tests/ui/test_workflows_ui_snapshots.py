@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from tools.paths import DEMO, FIXTURES, REPO
 
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
@@ -21,9 +22,7 @@ from taudash.engine.view import SourceInfo
 from taudash.engine.workflows.base import RunnerEvent
 from taudash.screens.messages import OpenWorkflow, WorkflowEvent
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "snapshots" / "demo.yaml"
-FIXTURE_STATE = ROOT / "tests" / "fixtures" / "workflow-state"
+FIXTURE_STATE = FIXTURES / "workflow-state"
 STATE = Path("/tmp/taudash-snapshot-state")  # fixed: the screen shows the journal directory
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)
@@ -41,7 +40,7 @@ def state_dir(monkeypatch):
 def make_app(writable: bool) -> TaudashApp:
     r = load_snapshot(DEMO)
     if not writable:  # a snapshot session: read-only, as `taudash --snapshot` opens it
-        src = SourceInfo(type="snapshot", context=r.context, path=str(DEMO.relative_to(ROOT)),
+        src = SourceInfo(type="snapshot", context=r.context, path=str(DEMO.relative_to(REPO)),
                          observed_at=r.captured_at)
         return TaudashApp(Session(r.store, src, demo=True), clock=lambda: NOW, tick=3600)
     # the demo cluster as `taudash demo` shows it (writable); nothing runs, the test feeds the events

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 import random
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tools.paths import DEMO
 
 from taudash.bench.generate import generate
 from taudash.engine.incremental import IncrementalDeriver
@@ -19,7 +19,6 @@ from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
 from taudash.engine.view import derive
 
-DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 

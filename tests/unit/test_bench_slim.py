@@ -6,15 +6,14 @@ their pydantic schema, which validates what the fast path refuses."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
+
+from tools.paths import DEMO
 
 from taudash.bench.generate import Size, generate
 from taudash.engine.model import KINDS, lookup
 from taudash.engine.model.kueue import Workload  # the pydantic schema (the store's Workloads are fast structs)
 from taudash.engine.model.slim import share_raw, slim
 from taudash.engine.sources.snapshot import load_snapshot
-
-DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 
 
 def _raws():

@@ -1,24 +1,24 @@
 """Seed 002's summary bullets, one behaviour each, for both Deletion and Retarget (DESIGN §5.4.3)."""
 
 import pytest
-from test_drain_builders import (
-    MODES,
+from factories import (
+    DRAIN_MODES,
     OLD,
     blocker_names,
     deployment,
     drain,
+    drain_workload,
+    drain_world,
     job,
     managed_template,
     rayjob,
     rayservice,
     rules,
-    workload,
-    world,
 )
 
 from taudash.engine.store import AccessState
 
-pytestmark = pytest.mark.parametrize("mode", MODES)
+pytestmark = pytest.mark.parametrize("mode", DRAIN_MODES)
 
 
 def op(mode: str) -> str:
@@ -30,7 +30,7 @@ def op(mode: str) -> str:
 
 class TestBatchSourceOwnership:
     def test_job_awaiting_its_workload_blocks(self, mode):
-        view, findings = drain(world(mode, job("prep")))
+        view, findings = drain(drain_world(mode, job("prep")))
         assert view.state == "Blocked" and view.mode == mode
         (b,) = view.blockers
         assert (b.kind, b.namespace, b.name, b.reason, b.route) == ("Job", OLD, "prep", "AwaitingWorkload", "tau-ws-eval")
@@ -38,13 +38,13 @@ class TestBatchSourceOwnership:
         assert rules(findings) == ["DRAIN-BLOCKED"]
 
     def test_derived_workload_matched_by_kind_uid_and_name_takes_over(self, mode):
-        wl = workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep"), finished=True)
-        view, findings = drain(world(mode, job("prep"), wl))
+        wl = drain_workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep"), finished=True)
+        view, findings = drain(drain_world(mode, job("prep"), wl))
         assert view.state == "Clear" and view.blockers == [] and findings == []
 
     def test_unfinished_derived_workload_is_the_blocker_not_the_job(self, mode):
-        wl = workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep"), admitted_to="tau-ws-eval")
-        view, _ = drain(world(mode, job("prep"), wl))
+        wl = drain_workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep"), admitted_to="tau-ws-eval")
+        view, _ = drain(drain_world(mode, job("prep"), wl))
         assert blocker_names(view) == [("Workload", "job-prep-1a2b3")]
         assert view.blockers[0].action == (
             f"wait for Workload eval/job-prep-1a2b3 to finish, or cancel its owner Job eval/prep, before completing {op(mode)}"
@@ -60,22 +60,22 @@ class TestBatchSourceOwnership:
         ids=["kind", "uid", "name"],
     )
     def test_ownership_needs_kind_uid_and_name(self, mode, owner):
-        wl = workload("job-prep-1a2b3", owner=owner, finished=True)
-        view, _ = drain(world(mode, job("prep"), wl))
+        wl = drain_workload("job-prep-1a2b3", owner=owner, finished=True)
+        view, _ = drain(drain_world(mode, job("prep"), wl))
         assert blocker_names(view) == [("Job", "prep")]
 
     def test_job_uid_label_links_the_workload(self, mode):
-        wl = workload("job-prep-1a2b3", job_uid_label="uid-job-prep", finished=True)
-        view, _ = drain(world(mode, job("prep"), wl))
+        wl = drain_workload("job-prep-1a2b3", job_uid_label="uid-job-prep", finished=True)
+        view, _ = drain(drain_world(mode, job("prep"), wl))
         assert view.state == "Clear"
 
     @pytest.mark.parametrize("done", ["Complete", "Failed"])
     def test_completed_or_failed_job_does_not_block(self, mode, done):
-        view, findings = drain(world(mode, job("prep", done=done)))
+        view, findings = drain(drain_world(mode, job("prep", done=done)))
         assert view.state == "Clear" and findings == []
 
     def test_job_without_queue_label_is_not_a_source(self, mode):
-        view, _ = drain(world(mode, job("plain", queue=None)))
+        view, _ = drain(drain_world(mode, job("plain", queue=None)))
         assert view.state == "Clear"
 
     @pytest.mark.parametrize(
@@ -84,12 +84,12 @@ class TestBatchSourceOwnership:
          ("Complete", False), ("Failed", False)],
     )
     def test_rayjob_is_finished_only_on_terminal_deployment_status(self, mode, deployment_status, blocks):
-        view, _ = drain(world(mode, rayjob("sweep", deployment=deployment_status)))
+        view, _ = drain(drain_world(mode, rayjob("sweep", deployment=deployment_status)))
         assert (blocker_names(view) == [("RayJob", "sweep")]) is blocks
         assert view.state == ("Blocked" if blocks else "Clear")
 
     def test_failed_driver_with_retry_pending_retains_the_route(self, mode):
-        view, findings = drain(world(mode, rayjob("sweep", deployment="Retrying", job_status="FAILED")))
+        view, findings = drain(drain_world(mode, rayjob("sweep", deployment="Retrying", job_status="FAILED")))
         (b,) = view.blockers
         assert "retry pending" in b.message
         assert b.action.startswith("wait for RayJob eval/sweep to reach Complete or Failed")
@@ -98,12 +98,12 @@ class TestBatchSourceOwnership:
 
     def test_ray_job_status_alone_is_not_terminal(self, mode):
         # jobStatus SUCCEEDED while the deployment is still Running: Kueue does not finish it yet.
-        view, _ = drain(world(mode, rayjob("sweep", deployment="Running", job_status="SUCCEEDED")))
+        view, _ = drain(drain_world(mode, rayjob("sweep", deployment="Running", job_status="SUCCEEDED")))
         assert blocker_names(view) == [("RayJob", "sweep")]
 
     def test_rayjob_with_derived_workload_defers_to_it(self, mode):
-        wl = workload("rayjob-sweep-9f8e7", owner=("RayJob", "sweep", "uid-rayjob-sweep"), owner_api="ray.io/v1", finished=True)
-        view, _ = drain(world(mode, rayjob("sweep", deployment="Retrying"), wl))
+        wl = drain_workload("rayjob-sweep-9f8e7", owner=("RayJob", "sweep", "uid-rayjob-sweep"), owner_api="ray.io/v1", finished=True)
+        view, _ = drain(drain_world(mode, rayjob("sweep", deployment="Retrying"), wl))
         assert view.state == "Clear"
 
 
@@ -112,8 +112,8 @@ class TestBatchSourceOwnership:
 
 class TestLongRunningRayService:
     def test_rayservice_blocks_even_when_its_workload_reports_finished(self, mode):
-        wl = workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), owner_api="ray.io/v1", finished=True)
-        view, findings = drain(world(mode, rayservice("llm"), wl))
+        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), owner_api="ray.io/v1", finished=True)
+        view, findings = drain(drain_world(mode, rayservice("llm"), wl))
         assert view.state == "Blocked"
         (b,) = view.blockers
         assert (b.kind, b.name, b.reason) == ("RayService", "llm", "LongRunningService")
@@ -124,22 +124,22 @@ class TestLongRunningRayService:
         assert f"delete RayService eval/llm before completing {op(mode)}" in f.hint
 
     def test_rayservice_before_its_workload_exists_blocks(self, mode):
-        view, _ = drain(world(mode, rayservice("llm")))
+        view, _ = drain(drain_world(mode, rayservice("llm")))
         assert blocker_names(view) == [("RayService", "llm")]
 
     def test_deleting_the_rayservice_clears_the_route(self, mode):
-        wl = workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), finished=True)
-        view, findings = drain(world(mode, wl))
+        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), finished=True)
+        view, findings = drain(drain_world(mode, wl))
         assert view.state == "Clear" and findings == []
 
     def test_unfinished_service_workload_points_at_the_service(self, mode):
-        wl = workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), admitted_to="tau-ws-eval")
-        view, _ = drain(world(mode, rayservice("llm"), wl))
+        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), admitted_to="tau-ws-eval")
+        view, _ = drain(drain_world(mode, rayservice("llm"), wl))
         assert blocker_names(view) == [("RayService", "llm"), ("Workload", "rayservice-llm-4d5e6")]
         assert view.blockers[1].action.startswith("delete RayService eval/llm (owner of Workload")
 
     def test_rayservice_without_queue_label_does_not_block(self, mode):
-        view, _ = drain(world(mode, rayservice("llm", queue=None)))
+        view, _ = drain(drain_world(mode, rayservice("llm", queue=None)))
         assert view.state == "Clear"
 
 
@@ -159,8 +159,8 @@ class TestManagedDeployment:
         }.get(variant, {})
         extra = [deployment("web", template_labels=managed_template(), **kw)]
         if variant == "pod-workloads-finished":
-            extra += [workload(f"pod-web-{i}", owner=("Pod", f"web-{i}", f"uid-pod-{i}"), owner_api="v1", finished=True) for i in range(2)]
-        view, findings = drain(world(mode, *extra))
+            extra += [drain_workload(f"pod-web-{i}", owner=("Pod", f"web-{i}", f"uid-pod-{i}"), owner_api="v1", finished=True) for i in range(2)]
+        view, findings = drain(drain_world(mode, *extra))
         assert view.state == "Blocked"
         (b,) = view.blockers
         assert (b.kind, b.name, b.reason, b.route) == ("Deployment", "web", "ManagedDeployment", "tau-ws-eval")
@@ -168,33 +168,33 @@ class TestManagedDeployment:
         assert rules(findings) == ["DRAIN-BLOCKED"]
 
     def test_state_is_named_in_the_message(self, mode):
-        view, _ = drain(world(mode, deployment("web", template_labels=managed_template(), replicas=0, paused=True)))
+        view, _ = drain(drain_world(mode, deployment("web", template_labels=managed_template(), replicas=0, paused=True)))
         assert "scaled to zero, paused" in view.blockers[0].message
 
     def test_root_labels_alone_do_not_make_a_deployment_managed(self, mode):
         dep = deployment("web", root_labels=managed_template())
-        view, findings = drain(world(mode, dep))
+        view, findings = drain(drain_world(mode, dep))
         assert view.state == "Clear" and findings == []
 
     def test_template_without_managed_label_never_blocks(self, mode):
         dep = deployment("notebook", template_labels={"kueue.x-k8s.io/queue-name": "jobqueue"})
-        view, _ = drain(world(mode, dep))
+        view, _ = drain(drain_world(mode, dep))
         assert view.state == "Clear"
 
     def test_managed_template_with_queue_only_on_root_still_blocks(self, mode):
         dep = deployment("web", template_labels={"kueue.x-k8s.io/managed": "true"}, root_labels={"kueue.x-k8s.io/queue-name": "jobqueue"})
-        view, _ = drain(world(mode, dep))
+        view, _ = drain(drain_world(mode, dep))
         assert blocker_names(view) == [("Deployment", "web")]
 
     def test_unfinished_pod_workload_also_blocks(self, mode):
         dep = deployment("web", template_labels=managed_template())
-        wl = workload("pod-web-0", owner=("Pod", "web-0", "uid-pod-0"), owner_api="v1", admitted_to="tau-ws-eval")
-        view, _ = drain(world(mode, dep, wl))
+        wl = drain_workload("pod-web-0", owner=("Pod", "web-0", "uid-pod-0"), owner_api="v1", admitted_to="tau-ws-eval")
+        view, _ = drain(drain_world(mode, dep, wl))
         assert blocker_names(view) == [("Deployment", "web"), ("Workload", "pod-web-0")]
 
     def test_deleting_the_deployment_clears_the_route(self, mode):
-        wl = workload("pod-web-0", owner=("Pod", "web-0", "uid-pod-0"), owner_api="v1", finished=True)
-        view, _ = drain(world(mode, wl))
+        wl = drain_workload("pod-web-0", owner=("Pod", "web-0", "uid-pod-0"), owner_api="v1", finished=True)
+        view, _ = drain(drain_world(mode, wl))
         assert view.state == "Clear"
 
 
@@ -205,38 +205,38 @@ class TestSourceDiscovery:
     @pytest.mark.parametrize("kind", ["Job", "Deployment", "RayJob", "RayService"])
     @pytest.mark.parametrize("state", [AccessState.FORBIDDEN, AccessState.ERROR, AccessState.SYNCING])
     def test_unreadable_source_api_fails_closed(self, mode, kind, state):
-        view, findings = drain(world(mode), {kind: state})
+        view, findings = drain(drain_world(mode), {kind: state})
         assert view.state == "Unknown"
         assert [u.resource.split(".")[0] for u in view.unknown] == [kind.lower() + "s"]
         (f,) = findings
         assert (f.rule, f.severity.value, f.object.kind, f.object.name) == ("DRAIN-UNKNOWN", "critical", "TauWorkspace", "eval")
 
     def test_absent_ray_apis_are_skipped(self, mode):
-        view, findings = drain(world(mode), {"RayJob": AccessState.ABSENT, "RayService": AccessState.ABSENT})
+        view, findings = drain(drain_world(mode), {"RayJob": AccessState.ABSENT, "RayService": AccessState.ABSENT})
         assert view.state == "Clear" and findings == []
 
     @pytest.mark.parametrize("absent,present", [("RayJob", "RayService"), ("RayService", "RayJob")])
     def test_ray_apis_are_checked_independently(self, mode, absent, present):
         src = rayservice("llm") if present == "RayService" else rayjob("sweep")
-        view, _ = drain(world(mode, src), {absent: AccessState.ABSENT})
+        view, _ = drain(drain_world(mode, src), {absent: AccessState.ABSENT})
         assert blocker_names(view) == [(present, src["metadata"]["name"])]
 
     @pytest.mark.parametrize("kind", ["Job", "Deployment"])
     def test_absent_core_source_api_is_not_optional(self, mode, kind):
-        view, _ = drain(world(mode), {kind: AccessState.ABSENT})
+        view, _ = drain(drain_world(mode), {kind: AccessState.ABSENT})
         assert view.state == "Unknown"
 
     def test_known_blockers_stay_listed_when_another_source_is_unreadable(self, mode):
-        view, findings = drain(world(mode, rayservice("llm")), {"Job": AccessState.FORBIDDEN})
+        view, findings = drain(drain_world(mode, rayservice("llm")), {"Job": AccessState.FORBIDDEN})
         assert view.state == "Unknown" and blocker_names(view) == [("RayService", "llm")]
         assert rules(findings) == ["DRAIN-BLOCKED", "DRAIN-UNKNOWN"]
 
     def test_discovery_never_writes(self, mode):
-        from test_drain_builders import ctx_for, the_workspace
+        from factories import drain_ctx, the_workspace
 
         from taudash.engine.rules.drain import derive_drain
 
-        ctx = ctx_for(world(mode, job("prep"), rayservice("llm"), deployment("web", template_labels=managed_template())))
+        ctx = drain_ctx(drain_world(mode, job("prep"), rayservice("llm"), deployment("web", template_labels=managed_template())))
         before = ctx.store.revision
         derive_drain(ctx, the_workspace(ctx))
         assert ctx.store.revision == before
@@ -254,8 +254,8 @@ def deactivated(wl: dict, by: str | None = None) -> dict:
 
 class TestDeactivatedWorkloadAdvice:
     def test_deactivated_by_a_workflow_names_it(self, mode):
-        wl = deactivated(workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep")), by="wf-20261130-ab12")
-        view, findings = drain(world(mode, job("prep"), wl))
+        wl = deactivated(drain_workload("job-prep-1a2b3", owner=("Job", "prep", "uid-job-prep")), by="wf-20261130-ab12")
+        view, findings = drain(drain_world(mode, job("prep"), wl))
         (b,) = view.blockers
         assert (b.kind, b.name, b.reason) == ("Workload", "job-prep-1a2b3", "WorkloadUnfinished")
         assert "deactivated (spec.active=false)" in b.message
@@ -266,24 +266,24 @@ class TestDeactivatedWorkloadAdvice:
         assert f.rule == "DRAIN-BLOCKED" and "wf-20261130-ab12" in f.hint and "wait for" not in f.hint
 
     def test_deactivated_without_annotation(self, mode):
-        wl = deactivated(workload("loose"))
-        view, _ = drain(world(mode, wl))
+        wl = deactivated(drain_workload("loose"))
+        view, _ = drain(drain_world(mode, wl))
         (b,) = view.blockers
         assert "deactivated (spec.active=false)" in b.message
         assert b.action == f"Workload eval/loose deactivated: reactivate it or delete it, before completing {op(mode)}"
 
     def test_active_workload_keeps_the_wait_advice(self, mode):
-        view, _ = drain(world(mode, workload("loose")))
+        view, _ = drain(drain_world(mode, drain_workload("loose")))
         (b,) = view.blockers
         assert "deactivated" not in b.message + b.action
         assert b.action == f"wait for Workload eval/loose to finish, or delete it, before completing {op(mode)}"
 
     def test_finished_deactivated_workload_does_not_block(self, mode):
-        view, _ = drain(world(mode, deactivated(workload("done", finished=True), by="wf-1")))
+        view, _ = drain(drain_world(mode, deactivated(drain_workload("done", finished=True), by="wf-1")))
         assert view.state == "Clear"
 
     def test_unreadable_workloads_stay_unknown(self, mode):
-        wl = deactivated(workload("loose"), by="wf-1")
-        view, findings = drain(world(mode, wl), {"Workload": AccessState.FORBIDDEN})
+        wl = deactivated(drain_workload("loose"), by="wf-1")
+        view, findings = drain(drain_world(mode, wl), {"Workload": AccessState.FORBIDDEN})
         assert view.state == "Unknown" and view.blockers == []
         assert "DRAIN-UNKNOWN" in rules(findings)

@@ -5,18 +5,16 @@ silently different object."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import orjson
 import pytest
 from pydantic import ValidationError
+from tools.paths import DEMO
 
 from taudash.bench.generate import Size, generate
 from taudash.engine.model import CSINode, Job, Node, Quantity, Workload
 from taudash.engine.model.fast import FastCodec
 from taudash.engine.sources.snapshot import load_snapshot
-
-DEMO = Path(__file__).resolve().parent.parent / "snapshots" / "demo.yaml"
 
 
 def _raws(kind: str) -> list[dict]:

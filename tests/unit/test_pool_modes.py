@@ -1,26 +1,26 @@
 """Explicit and None modes, leaving the automatic mode (POOL-RETAINED), failing closed (DESIGN §4, §5.2.7)."""
 
 import pytest
-from test_pool_builders import (
+from factories import (
     GPU,
     H100,
     MANAGED,
-    ROOT,
+    TEAM_COHORT,
     cohort,
-    cq,
-    flavor,
-    healthy,
+    healthy_pool,
     node,
     only,
+    pool_cq,
+    pool_flavor,
     pool_of,
+    pool_tau_cluster,
+    pool_workspace,
     q,
     replace,
     root_cohort,
     rules,
-    tau_cluster,
     team,
     team_cq,
-    workspace,
 )
 
 from taudash.engine.rules.base import Severity
@@ -30,13 +30,13 @@ from taudash.engine.store import AccessState
 
 
 def test_no_tau_cluster_means_mode_none_and_no_findings():
-    v, f = pool_of([node("gpu-1"), workspace("train"), cq("tau-ws-train", cohort=ROOT)])
+    v, f = pool_of([node("gpu-1"), pool_workspace("train"), pool_cq("tau-ws-train", cohort=TEAM_COHORT)])
     assert (v.mode, v.valid, v.flavors, v.queues) == ("None", None, [], [])
     assert f == []
 
 
 def test_tau_cluster_without_teams_or_workspaces_is_mode_none():
-    v, f = pool_of([tau_cluster(team=None), node("gpu-1")])
+    v, f = pool_of([pool_tau_cluster(team=None), node("gpu-1")])
     assert v.mode == "None" and f == []
 
 
@@ -45,12 +45,12 @@ def explicit_cluster():
     vision = "tau-team-vision"
     labels = {**MANAGED, "tau.azure.com/team": "vision"}
     return [
-        tau_cluster(team=None),
+        pool_tau_cluster(team=None),
         node("gpu-1"),
         node("gpu-2"),
         team("vision", quota={(H100, GPU): "16"}, cohort=vision),
-        workspace("train", team="vision", quota={(H100, GPU): "4"}, cq="tau-ws-train"),
-        workspace("eval", team="vision", quota={(H100, GPU): "6"}),
+        pool_workspace("train", team="vision", quota={(H100, GPU): "4"}, cq="tau-ws-train"),
+        pool_workspace("eval", team="vision", quota={(H100, GPU): "6"}),
         cohort(vision, flavors={H100: {GPU: "6"}}, labels=labels),
         team_cq("train", team="vision", cohort=vision, flavors={H100: {GPU: "4"}},
                 limits={(H100, GPU): {"borrowingLimit": "2", "lendingLimit": "0"}},
@@ -63,7 +63,7 @@ def test_explicit_mode_shows_declared_quota_cohorts_queues_and_borrowing():
     v, f = pool_of(explicit_cluster())
     assert (v.mode, v.team, v.cohort, v.valid, v.established, v.zeroed) == ("Explicit", None, None, None, False, False)
     assert f == []
-    h = flavor(v, H100).to_contract()
+    h = pool_flavor(v, H100).to_contract()
     assert h["inventory"] == {GPU: "16"} and h["nodes"] == 2
     assert h["budget"] == {GPU: "16"}  # declared team quota (workspace guarantees are carved out of it)
     assert h["observedBudget"] == {GPU: "16"}  # Cohort 6 + member nominal 4 + 6
@@ -81,7 +81,7 @@ def test_explicit_mode_shows_declared_quota_cohorts_queues_and_borrowing():
 
 
 def test_explicit_mode_never_runs_the_automatic_checks():
-    objs = explicit_cluster() + [cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"})]
+    objs = explicit_cluster() + [pool_cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"})]
     v, f = pool_of(objs)
     assert v.conflicts == [] and "POOL-CONFLICT" not in rules(f)
 
@@ -92,10 +92,10 @@ def test_explicit_mode_never_runs_the_automatic_checks():
 def leftover(team_obj, cohort_flavors=None, labels=None):
     """capacityTeamRef was removed; the old automatic Cohort of research is still there."""
     return [
-        tau_cluster(team=None),
+        pool_tau_cluster(team=None),
         node("gpu-1"),
         *([team_obj] if team_obj else []),
-        cohort(ROOT, flavors=cohort_flavors or {H100: {GPU: "16"}},
+        cohort(TEAM_COHORT, flavors=cohort_flavors or {H100: {GPU: "16"}},
                labels=labels if labels is not None else {**MANAGED, "tau.azure.com/team": "research"}),
     ]
 
@@ -103,13 +103,13 @@ def leftover(team_obj, cohort_flavors=None, labels=None):
 def test_a_retained_automatic_budget_blocks_reallocation():
     v, f = pool_of(leftover(team()))
     r = only(f, "POOL-RETAINED")
-    assert r.severity is Severity.WARNING and (r.object.kind, r.object.name) == ("Cohort", ROOT)
+    assert r.severity is Severity.WARNING and (r.object.kind, r.object.name) == ("Cohort", TEAM_COHORT)
     assert f"{H100} {GPU}=16" in r.message and "tau-core-controller" in r.hint
     assert v.mode == "Explicit"
 
 
 def test_retained_also_when_the_team_is_gone():
-    _, f = pool_of(leftover(None) + [workspace("x", team=None)])
+    _, f = pool_of(leftover(None) + [pool_workspace("x", team=None)])
     assert "no TauTeam research" in only(f, "POOL-RETAINED").message
 
 
@@ -130,7 +130,7 @@ def test_not_retained(objs):
 
 
 def test_retained_is_not_reported_while_the_mode_is_automatic():
-    _, f = pool_of(healthy())
+    _, f = pool_of(healthy_pool())
     assert "POOL-RETAINED" not in rules(f)
 
 
@@ -149,7 +149,7 @@ NEEDED = [
 @pytest.mark.parametrize(("kind", "resource"), NEEDED)
 @pytest.mark.parametrize("state", [AccessState.FORBIDDEN, AccessState.ERROR, AccessState.SYNCING])
 def test_an_unreadable_kind_makes_the_pool_unknown(kind, resource, state):
-    v, f = pool_of(healthy(), access={kind: state})
+    v, f = pool_of(healthy_pool(), access={kind: state})
     assert v.valid is None and v.mode == "Automatic"
     assert v.flavors == [] and v.queues == []  # unknown is never shown as numbers
     assert [(u.resource, u.reason) for u in v.unknown] == [(resource, state.value)]
@@ -159,7 +159,7 @@ def test_an_unreadable_kind_makes_the_pool_unknown(kind, resource, state):
 
 
 def test_a_conflict_proven_from_readable_kinds_makes_the_pool_invalid_even_when_nodes_are_unreadable():
-    objs = healthy() + [cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"})]
+    objs = healthy_pool() + [pool_cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"})]
     v, f = pool_of(objs, access={"Node": AccessState.FORBIDDEN})
     assert (v.valid, v.established, v.zeroed) == (False, True, True)
     assert [c.code for c in v.conflicts] == ["LegacyDiscovery"]
@@ -168,12 +168,12 @@ def test_a_conflict_proven_from_readable_kinds_makes_the_pool_invalid_even_when_
 
 def test_pool_flavors_known_from_references_still_catch_overlaps_without_nodes():
     # Nodes unreadable: h100 is still a pool flavor because the root Cohort budgets it.
-    v, _ = pool_of(healthy() + [cohort("platform", flavors={H100: {GPU: "8"}})], access={"Node": AccessState.FORBIDDEN})
+    v, _ = pool_of(healthy_pool() + [cohort("platform", flavors={H100: {GPU: "8"}})], access={"Node": AccessState.FORBIDDEN})
     assert [(c.code, c.name) for c in v.conflicts] == [("OverlappingBudget", "platform")]
 
 
 def test_without_the_team_the_root_is_unknown_and_foreign_cohorts_are_not_judged():
-    objs = healthy() + [cohort("platform", flavors={H100: {GPU: "8"}})]
+    objs = healthy_pool() + [cohort("platform", flavors={H100: {GPU: "8"}})]
     v, f = pool_of(objs, access={"TauTeam": AccessState.FORBIDDEN})
     assert v.valid is None and v.conflicts == [] and v.established is False
     assert "POOL-NOT-ESTABLISHED" not in rules(f)
@@ -187,7 +187,7 @@ def test_an_unreadable_tau_cluster_makes_the_capacity_mode_unknown():
 
 
 def test_stale_tau_cluster_with_a_team_ref_reports_the_automatic_pool_unknown():
-    v, f = pool_of(healthy(), access={"TauCluster": AccessState.ERROR})
+    v, f = pool_of(healthy_pool(), access={"TauCluster": AccessState.ERROR})
     assert (v.mode, v.valid, v.flavors) == ("Automatic", None, [])
     assert "clusters.tau.azure.com" in only(f, "POOL-UNKNOWN").message
 
@@ -200,9 +200,9 @@ def test_explicit_mode_with_unreadable_queues_warns_and_hides_numbers():
 
 def test_explicit_mode_does_not_need_resource_flavors():
     v, f = pool_of(explicit_cluster(), access={"ResourceFlavor": AccessState.FORBIDDEN})
-    assert f == [] and flavor(v, H100).budget == {GPU: q("16")}
+    assert f == [] and pool_flavor(v, H100).budget == {GPU: q("16")}
 
 
 def test_workloads_or_other_kinds_unreadable_do_not_matter():
-    v, f = pool_of(replace(healthy(), root_cohort()), access={"Workload": AccessState.FORBIDDEN, "Job": AccessState.ERROR})
+    v, f = pool_of(replace(healthy_pool(), root_cohort()), access={"Workload": AccessState.FORBIDDEN, "Job": AccessState.ERROR})
     assert v.valid is True and f == []

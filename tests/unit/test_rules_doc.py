@@ -7,9 +7,10 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BOOK = ROOT / "docs" / "rules.md"
-ENGINE = ROOT / "engine"
+from tools.paths import REPO
+
+BOOK = REPO / "docs" / "rules.md"
+ENGINE = REPO / "engine"
 
 # A finding ID: upper-case words joined by hyphens ("POOL-CONFLICT", "WS-IDENTITY-NOT-READY").
 # Letters only, so version-like strings ("SHA-256", "UTF-8") never count as IDs.

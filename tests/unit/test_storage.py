@@ -1,7 +1,20 @@
 """Storage readiness: claim present and Bound, CSI driver registered on every eligible node (DESIGN §5.7)."""
 
 import pytest
-from test_drain_builders import NEW, NOW, OLD, ctx_for, rules, the_workspace, workspace, world
+from factories import (
+    DRAIN_NOW,
+    NEW,
+    OLD,
+    csinode,
+    drain_ctx,
+    drain_workspace,
+    drain_world,
+    node,
+    pvc,
+    rules,
+    storage_class,
+    the_workspace,
+)
 
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.rules.storage import derive_storage
@@ -12,52 +25,18 @@ CLAIM = "blob-training"
 DRIVER = "blob.csi.azure.com"
 
 
-def pvc(ns=OLD, name=CLAIM, phase="Bound", sc="azureblob-fuse"):
-    spec = {"accessModes": ["ReadWriteMany"]}
-    if sc is not None:
-        spec["storageClassName"] = sc
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns}, "spec": spec, "status": {"phase": phase}}
-
-
-def storage_class(name="azureblob-fuse", provisioner=DRIVER):
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}, "provisioner": provisioner}
-
-
-def node(name, *, gpu="h100-80gb", os="linux", ready="True", unschedulable=False, deleting=False, labels=None, os_label=True):
-    lab = dict(labels or {})
-    if gpu:
-        lab["tau.azure.com/gpu-class"] = gpu
-    if os_label:
-        lab["kubernetes.io/os"] = os
-    meta = {"name": name, "labels": lab}
-    if deleting:
-        meta["deletionTimestamp"] = "2025-06-01T11:00:00Z"
-        meta["finalizers"] = ["example.com/drain"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": meta,
-        "spec": {"unschedulable": unschedulable},
-        "status": {"conditions": [{"type": "Ready", "status": ready}], "nodeInfo": {"operatingSystem": os}},
-    }
-
-
-def csinode(name, *drivers):
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "CSINode",
-        "metadata": {"name": name},
-        "spec": {"drivers": [{"name": d, "nodeID": name} for d in drivers]},
-    }
+def gpu_node(name, *, gpu="h100-80gb", os="linux", os_label=True, **kw):
+    """A node as the storage rule sees it: gpu class, os label (unless os_label=False) and nodeInfo."""
+    return node(name, gpu, os=os if os_label else None, os_info=os, **kw)
 
 
 def healthy(*extra, mode=None, ws=None):
-    return world(
+    return drain_world(
         mode,
-        pvc(),
+        pvc(CLAIM, OLD),
         storage_class(),
-        node("gpu-1"),
-        node("gpu-2"),
+        gpu_node("gpu-1"),
+        gpu_node("gpu-2"),
         csinode("gpu-1", DRIVER, "disk.csi.azure.com"),
         csinode("gpu-2", DRIVER),
         *extra,
@@ -66,7 +45,7 @@ def healthy(*extra, mode=None, ws=None):
 
 
 def storage(objs, access=None, claims=(CLAIM,)):
-    ctx = ctx_for(objs, access, claims)
+    ctx = drain_ctx(objs, access, claims)
     return derive_storage(ctx, the_workspace(ctx))
 
 
@@ -108,21 +87,21 @@ def test_missing_claim():
 
 
 def test_claim_in_another_namespace_does_not_count():
-    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(ns="elsewhere")]
+    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(CLAIM, "elsewhere")]
     view, findings = storage(objs)
     assert rules(findings) == ["STORAGE-PVC-MISSING"]
 
 
 @pytest.mark.parametrize("phase", ["Pending", "Lost", ""])
 def test_unbound_claim(phase):
-    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(phase=phase)]
+    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(CLAIM, OLD, phase=phase)]
     view, findings = storage(objs)
     assert view.claims[0].state == "Unbound"
     assert rules(findings) == ["STORAGE-PVC-UNBOUND"]
 
 
 def test_driver_missing_on_eligible_nodes_lists_them():
-    objs = healthy(node("gpu-3"), csinode("gpu-3", "disk.csi.azure.com"), node("gpu-4"))  # gpu-4 has no CSINode at all
+    objs = healthy(gpu_node("gpu-3"), csinode("gpu-3", "disk.csi.azure.com"), gpu_node("gpu-4"))  # gpu-4 has no CSINode at all
     view, findings = storage(objs)
     c = view.claims[0]
     assert (c.state, c.eligible_nodes, c.nodes_missing_driver) == ("CsiMissing", 4, ["gpu-3", "gpu-4"])
@@ -134,12 +113,12 @@ def test_driver_missing_on_eligible_nodes_lists_them():
 @pytest.mark.parametrize(
     "bad",
     [
-        node("cpu-1", gpu=None),
-        node("win-1", os="windows"),
-        node("win-2", os="windows", os_label=False),
-        node("down-1", ready="False"),
-        node("cordoned-1", unschedulable=True),
-        node("leaving-1", deleting=True),
+        gpu_node("cpu-1", gpu=None),
+        gpu_node("win-1", os="windows"),
+        gpu_node("win-2", os="windows", os_label=False),
+        gpu_node("down-1", ready="False"),
+        gpu_node("cordoned-1", unschedulable=True),
+        gpu_node("leaving-1", deleting=True),
     ],
     ids=["no-gpu-class", "windows-label", "windows-nodeinfo", "not-ready", "unschedulable", "deleting"],
 )
@@ -152,7 +131,7 @@ def test_only_eligible_pool_nodes_are_checked(bad):
 def test_tau_cluster_node_selector_narrows_the_pool():
     tc = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster", "metadata": {"name": "cluster"},
           "spec": {"nodes": {"selector": {"pool": "research"}}}}
-    objs = healthy(tc, node("gpu-9", labels={"pool": "research"}), csinode("gpu-9", DRIVER))
+    objs = healthy(tc, gpu_node("gpu-9", labels={"pool": "research"}), csinode("gpu-9", DRIVER))
     view, _ = storage(objs)
     assert view.claims[0].eligible_nodes == 1 and view.claims[0].state == "Ready"
 
@@ -161,7 +140,7 @@ def test_tau_cluster_node_selector_narrows_the_pool():
     "flex_label", [{"kubernetes.azure.com/managed": "false"}, {"aks.azure.com/stretch-managed": "true"}], ids=["flex", "stretch"]
 )
 def test_flex_node_relying_on_an_aks_managed_addon_driver_warns(flex_label):
-    objs = healthy(node("flex-1", labels=flex_label), csinode("flex-1", DRIVER))
+    objs = healthy(gpu_node("flex-1", labels=flex_label), csinode("flex-1", DRIVER))
     view, findings = storage(objs)
     assert view.claims[0].flex_nodes == ["flex-1"] and view.state == "NotReady"
     (f,) = findings
@@ -171,7 +150,7 @@ def test_flex_node_relying_on_an_aks_managed_addon_driver_warns(flex_label):
 
 def test_flex_node_with_a_deployment_managed_driver_is_fine():
     objs = [o for o in healthy() if o["kind"] != "StorageClass"]
-    objs += [storage_class(provisioner="example.com/nfs"), node("flex-1", labels={"kubernetes.azure.com/managed": "false"})]
+    objs += [storage_class(provisioner="example.com/nfs"), gpu_node("flex-1", labels={"kubernetes.azure.com/managed": "false"})]
     objs += [csinode(n, "example.com/nfs") for n in ("flex-1",)]
     objs = [o for o in objs if not (o["kind"] == "CSINode" and o["metadata"]["name"] in ("gpu-1", "gpu-2"))]
     objs += [csinode("gpu-1", "example.com/nfs"), csinode("gpu-2", "example.com/nfs")]
@@ -180,7 +159,7 @@ def test_flex_node_with_a_deployment_managed_driver_is_fine():
 
 
 def test_managed_agent_pool_with_azure_driver_is_supported():
-    objs = healthy(node("aks-1", labels={"kubernetes.azure.com/managed": "true"}), csinode("aks-1", DRIVER))
+    objs = healthy(gpu_node("aks-1", labels={"kubernetes.azure.com/managed": "true"}), csinode("aks-1", DRIVER))
     _, findings = storage(objs)
     assert rules(findings) == ["STORAGE-CANARY"]
 
@@ -200,7 +179,7 @@ def test_missing_storage_class():
 
 
 def test_statically_bound_claim_without_class():
-    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(sc=None)]
+    objs = [o for o in healthy() if o["kind"] != "PersistentVolumeClaim"] + [pvc(CLAIM, OLD, storage_class=None)]
     view, _ = storage(objs)
     assert view.claims[0].state == "Ready" and view.claims[0].driver is None
     assert "by hand" in view.claims[0].message
@@ -227,14 +206,14 @@ def test_deleted_workspace_is_skipped():
 
 
 def test_through_the_whole_view_with_the_cli_claim_option():
-    ctx = ctx_for(healthy(node("gpu-3")))
-    view = derive(ctx.store, NOW, RuleConfig(storage_claims=(CLAIM,)))
+    ctx = drain_ctx(healthy(gpu_node("gpu-3")))
+    view = derive(ctx.store, DRAIN_NOW, RuleConfig(storage_claims=(CLAIM,)))
     out = view.to_contract()["workspaces"][0]["storage"]
     assert out["state"] == "NotReady" and out["claims"][0]["nodesMissingDriver"] == ["gpu-3"]
     assert any(f.rule == "STORAGE-CSI-MISSING" for f in view.findings)
 
 
 def test_workspace_without_resolved_namespace_uses_the_desired_one():
-    ws = workspace(None, resolved=None, target="eval-new")
-    view, _ = storage(healthy(pvc(ns="eval-new"), ws=ws))
+    ws = drain_workspace(None, resolved=None, target="eval-new")
+    view, _ = storage(healthy(pvc(CLAIM, "eval-new"), ws=ws))
     assert (view.claims[0].namespace, view.claims[0].state) == ("eval-new", "Ready")

@@ -5,24 +5,23 @@ change affects and why."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
+from tools.paths import DEMO
 
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.workflows.base import Context
 from taudash.engine.workflows.catalog import affected_queues, catalog_diff, catalog_problems, declared_catalog
 from taudash.engine.workflows.params import ParamError, catalog_params, drain_params, hold_params, release_params
 
-ROOT = Path(__file__).resolve().parent.parent
 EVAL = "azure.research.eval.gpu"
 BURST = "azure.research.remote.burst"
 
 
 @pytest.fixture(scope="module")
 def ctx():
-    return Context(store=load_snapshot(ROOT / "snapshots" / "demo.yaml").store, actions=None)  # type: ignore[arg-type]
+    return Context(store=load_snapshot(DEMO).store, actions=None)  # type: ignore[arg-type]
 
 
 @pytest.fixture
