@@ -149,6 +149,10 @@ def resource_flavor(name: str, node_labels: dict | None = None) -> dict:
     return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": node_labels or {}}}
 
 
+def workload_priority_class(name: str, value: int) -> dict:
+    return {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
 def workload(name: str, ns: str, *, queue: str = "jobqueue", admitted_to: str | None = None, state: str = "pending",
              reason: str = "", message: str = "", checks: list[dict] | None = None, active: bool = True,
              owner: tuple[str, str, str] | None = None) -> dict:

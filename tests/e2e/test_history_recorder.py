@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from test_sim_world import world
+from factories import sim_world
 
 from taudash.engine.history import Recorder
 from taudash.engine.history import query as q
@@ -43,7 +43,7 @@ def replay_findings(conn: sqlite3.Connection, upto: float) -> set[tuple]:
 
 
 def test_recorded_series_and_events_equal_the_views_derived_at_each_tick(tmp_path):
-    w = world(seed=5, arrivalsPerHour=120, jobMinutes=[1, 4])
+    w = sim_world(seed=5, arrivalsPerHour=120, jobMinutes=[1, 4])
     rec = Recorder(tmp_path / "h.sqlite3", interval=10)
     conn = rec.conn
     ticks = []
@@ -132,7 +132,7 @@ def test_recorded_series_and_events_equal_the_views_derived_at_each_tick(tmp_pat
 
 
 def test_samples_are_written_at_most_once_per_interval_and_events_every_tick(tmp_path):
-    w = world(seed=2)
+    w = sim_world(seed=2)
     rec = Recorder(tmp_path / "h.sqlite3", interval=10)
     written = []
     for _ in range(8):
@@ -148,7 +148,7 @@ def test_samples_are_written_at_most_once_per_interval_and_events_every_tick(tmp
 def test_incremental_collection_sees_what_a_full_scan_sees(tmp_path):
     """The recorder reads only the Workloads the store's change feed names; a recorder that always scans
     everything (a fresh one per tick) must record the same waits and evictions."""
-    w = world(seed=9, arrivalsPerHour=120, jobMinutes=[1, 3])
+    w = sim_world(seed=9, arrivalsPerHour=120, jobMinutes=[1, 3])
     inc = Recorder(tmp_path / "inc.sqlite3")
     full_path = tmp_path / "full.sqlite3"
     for i in range(12):
@@ -170,7 +170,7 @@ def test_incremental_collection_sees_what_a_full_scan_sees(tmp_path):
 
 
 def test_a_restart_continues_open_findings_and_closes_what_went_away(tmp_path):
-    w = world(seed=1)
+    w = sim_world(seed=1)
     w.step(5)
     view = w.view()
     assert view.findings
@@ -198,7 +198,7 @@ def test_a_restart_continues_open_findings_and_closes_what_went_away(tmp_path):
 def test_unreadable_workspaces_keep_the_last_drain_states(tmp_path):
     from taudash.engine.store import AccessState
 
-    w = world(seed=1)
+    w = sim_world(seed=1)
     w.step(5)
     rec = Recorder(tmp_path / "h.sqlite3")
     rec.record(w.view(), w.store(), w.clock.datetime())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_sim_world import world
+from factories import sim_world
 
 from taudash.engine.history import NewerSchema, Recorder, RecorderThread
 from taudash.engine.history import query as q
@@ -15,7 +15,7 @@ def session_of(w) -> Session:
 
 
 def test_a_tick_records_the_sessions_view(tmp_path):
-    w = world(seed=4, arrivalsPerHour=60)
+    w = sim_world(seed=4, arrivalsPerHour=60)
     session = session_of(w)
     thread = RecorderThread(lambda: Recorder(tmp_path / "h.sqlite3"), session, w.clock.datetime, period=3600)
     for _ in range(3):
@@ -34,7 +34,7 @@ def test_a_tick_records_the_sessions_view(tmp_path):
 
 
 def test_a_dashboard_closed_before_the_first_tick_leaves_no_file(tmp_path):
-    w = world(seed=4)
+    w = sim_world(seed=4)
     opened = []
     thread = RecorderThread(lambda: opened.append(1) or Recorder(tmp_path / "h.sqlite3"), session_of(w),
                             w.clock.datetime, period=3600).start()
@@ -43,7 +43,7 @@ def test_a_dashboard_closed_before_the_first_tick_leaves_no_file(tmp_path):
 
 
 def test_a_newer_schema_stops_recording_with_a_message(tmp_path):
-    w = world(seed=4)
+    w = sim_world(seed=4)
 
     def refuse():
         raise NewerSchema("h.sqlite3: history schema v9 was written by a newer taudash")
@@ -109,7 +109,7 @@ def test_taudash_demo_records_history_that_taudash_history_reads(tmp_path, monke
 
 
 def test_a_failing_pass_is_kept_as_an_error_and_the_next_one_recovers(tmp_path):
-    w = world(seed=4)
+    w = sim_world(seed=4)
     session = session_of(w)
     failures, errors_seen = [], []
 

@@ -3,53 +3,21 @@ node loss. Everything is driven through `World.step()`; nothing sleeps."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
+from factories import GPU, sim_world
 from tools.paths import DEMO
+from tools.worlds import conditions, db_view, root_gpus
 
-from taudash.engine.model import KINDS
 from taudash.engine.model.quantity import Quantity
 from taudash.engine.rules.profilehash import profile_set_hash
 from taudash.engine.rules.profiles import load_profile_set
-from taudash.engine.sources.snapshot import load_documents, load_snapshot
-from taudash.engine.view import derive
 from taudash.sim.controllers.scenario import Scenario
 from taudash.sim.world import World
-
-QUIET = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}
-GPU = "nvidia.com/gpu"
-
-
-@functools.cache
-def demo() -> tuple[list[dict], str | None]:
-    """The demo's raw objects, parsed once per session (each world copies them)."""
-    result = load_snapshot(DEMO)
-    kinds = [k.kind for k in KINDS]
-    return [
-        result.store.raw(k, o.metadata.name, o.metadata.namespace) for k in kinds for o in result.store.list(k)
-    ], result.captured_at
-
-
-def world(seed: int = 1, events=(), **knobs) -> World:
-    objects, captured = demo()
-    scenario = Scenario.parse({"knobs": {**QUIET, **knobs}, "events": list(events)})
-    return World.from_objects(objects, captured_at=captured, seed=seed, scenario=scenario)
-
-
-def db_view(w: World):
-    """engine.view.derive over a fresh store of everything the ObjectDB holds (not the world's mirror)."""
-    objs = [o for r in w.db.registry.all for o in w.db.list(r)]
-    return derive(load_documents([(None, o) for o in objs]).store, w.clock.datetime())
 
 
 def cq_counts(w: World, name: str) -> tuple[int, int, int]:
     st = w.db.get("ClusterQueue", name)["status"]
     return st["pendingWorkloads"], st["reservingWorkloads"], st["admittedWorkloads"]
-
-
-def conditions(obj: dict) -> dict[str, dict]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
 # --- determinism -------------------------------------------------------------------------------------
@@ -74,7 +42,7 @@ def test_a_seeded_half_hour_is_deterministic_and_the_seed_matters():
 
 
 def test_the_event_log_records_only_effective_writes():
-    w = world()
+    w = sim_world()
     w.step(5)
     first = len(w.event_log())
     for _ in range(5):
@@ -90,7 +58,7 @@ def test_the_event_log_records_only_effective_writes():
 
 
 def test_hold_and_drain_evicts_admitted_work_then_resume_readmits():
-    w = world()
+    w = sim_world()
     w.step(5)
     _, reserving, admitted = cq_counts(w, "tau-ws-train")
     assert admitted > 0
@@ -130,7 +98,7 @@ def test_hold_and_drain_evicts_admitted_work_then_resume_readmits():
 
 
 def test_hold_and_drain_with_pending_owners_cancelled_drains_to_zero():
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.patch_merge("ClusterQueue", "tau-ws-vision", {"spec": {"stopPolicy": "HoldAndDrain"}})
     w.run_for(20, dt=5)
@@ -147,7 +115,7 @@ def test_hold_and_drain_with_pending_owners_cancelled_drains_to_zero():
 
 
 def test_hold_keeps_admitted_work_running():
-    w = world()
+    w = sim_world()
     w.step(5)
     before = cq_counts(w, "tau-ws-train")
     w.db.patch_merge("ClusterQueue", "tau-ws-train", {"spec": {"stopPolicy": "Hold"}})
@@ -162,7 +130,7 @@ def test_hold_keeps_admitted_work_running():
 
 
 def test_deactivating_a_workload_evicts_it_and_keeps_it_out():
-    w = world()
+    w = sim_world()
     w.step(5)
     wl = next(x for x in w.db.list("Workload", "train") if x["metadata"]["name"].startswith("job-finetune-mistral"))
     w.db.patch_merge("Workload", wl["metadata"]["name"], {"spec": {"active": False}}, "train")
@@ -181,7 +149,7 @@ def eval_ws(w: World):
 
 
 def test_deleting_the_last_blocker_completes_the_eval_retarget():
-    w = world()
+    w = sim_world()
     w.step(5)
     ws = eval_ws(w)
     assert ws.drain.mode == "Retarget" and ws.drain.state == "Blocked"
@@ -226,7 +194,7 @@ def test_deleting_the_last_blocker_completes_the_eval_retarget():
 
 
 def test_workloads_of_a_deleted_source_are_garbage_collected():
-    w = world()
+    w = sim_world()
     w.step(5)
     owned = [
         x["metadata"]["name"]
@@ -244,7 +212,7 @@ def test_workloads_of_a_deleted_source_are_garbage_collected():
 
 
 def test_published_profiles_verify_and_a_catalog_change_gets_a_new_hash():
-    w = world()
+    w = sim_world()
     w.step(5)
     view = db_view(w)
     assert view.profiles.usable
@@ -278,7 +246,7 @@ def test_published_profiles_verify_and_a_catalog_change_gets_a_new_hash():
 def test_a_catalog_change_under_hold_and_drain_becomes_ready():
     """Seed 000's procedure holds the queues, then waits for the new catalog to be Ready: a held
     (Stopped) queue must not make the profiles that resolve to it unready."""
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.patch_merge("ClusterQueue", "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
     w.step(5)
@@ -292,7 +260,7 @@ def test_a_catalog_change_under_hold_and_drain_becomes_ready():
 
 
 def test_a_profile_with_a_missing_queue_is_not_ready_and_the_set_is_unusable():
-    w = world()
+    w = sim_world()
     tc = w.db.get("TauCluster", "cluster")
     broken = {**tc["spec"]["workloadProfiles"][0], "name": "azure.research.broken", "defaultLocalQueue": "nope"}
     w.db.patch_merge("TauCluster", "cluster", {"spec": {"workloadProfiles": [*tc["spec"]["workloadProfiles"], broken]}})
@@ -310,7 +278,7 @@ def test_a_profile_with_a_missing_queue_is_not_ready_and_the_set_is_unusable():
 
 
 def test_a_worker_going_inactive_turns_multikueue_not_ready():
-    w = world(events=[{"at": 10, "workerInactive": "eastus-2"}])
+    w = sim_world(events=[{"at": 10, "workerInactive": "eastus-2"}])
     w.step(5)
     assert conditions(w.db.get("TauCluster", "cluster"))["MultiKueueReady"]["status"] == "True"
     w.run_for(10, dt=5)
@@ -323,14 +291,6 @@ def test_a_worker_going_inactive_turns_multikueue_not_ready():
 # --- nodes --------------------------------------------------------------------------------------------
 
 
-def root_gpus(w: World, flavor: str) -> Quantity:
-    co = w.db.get("Cohort", "tau-team-research")
-    for fl in co["spec"]["resourceGroups"][0]["flavors"]:
-        if fl["name"] == flavor:
-            return Quantity.parse(next(r["nominalQuota"] for r in fl["resources"] if r["name"] == GPU))
-    raise AssertionError(flavor)
-
-
 def admitted(w: World) -> set[str]:
     return {
         f"{x['metadata']['namespace']}/{x['metadata']['name']}"
@@ -341,7 +301,7 @@ def admitted(w: World) -> set[str]:
 
 def test_a_node_going_not_ready_shrinks_the_budget_and_evicts_nothing():
     node = "aks-h100-27604139-vmss000000"
-    w = world(events=[{"at": 20, "notReady": node}], jobMinutes=[600, 600])
+    w = sim_world(events=[{"at": 20, "notReady": node}], jobMinutes=[600, 600])
     w.step(5)
     assert root_gpus(w, "taugrid-gpu-h100-80gb") == Quantity(64)
     running = admitted(w)
@@ -362,7 +322,7 @@ def test_a_node_going_not_ready_shrinks_the_budget_and_evicts_nothing():
 def test_the_demo_budget_never_admits_past_the_root_cohort():
     """h200 starts over budget (32 > 24 after the lost node): new admissions wait; the reserved
     total of each pool flavor only rises while it stays within the root budget."""
-    w = world(arrivalsPerHour=60)
+    w = sim_world(arrivalsPerHour=60)
 
     def reserved(flavor: str) -> Quantity:
         total = Quantity(0)
@@ -387,7 +347,7 @@ def test_the_demo_budget_never_admits_past_the_root_cohort():
 
 @pytest.mark.parametrize("dt", [5, 30])
 def test_arrivals_land_in_each_workspaces_current_namespace(dt):
-    w = world(arrivalsPerHour=120)
+    w = sim_world(arrivalsPerHour=120)
     w.run_for(20 * 60, dt=dt)
     created = [r for _, verb, kind, r in w.event_log() if verb == "create" and kind in ("Job", "RayJob")]
     assert len(created) > 10

@@ -3,93 +3,40 @@ BestEffortFIFO, borrow-last ordering, priority, flavor order, quota shrink witho
 
 from __future__ import annotations
 
+import factories
 import pytest
+from factories import cluster_queue, local_queue, resource_flavor, resource_groups, small_world, workload_priority_class
 
-from taudash.sim.controllers.scenario import Scenario
 from taudash.sim.world import World
 
-KQ = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
-T0 = "2026-03-01T12:00:00Z"
-QUIET = Scenario.parse({"knobs": {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}})
 
 
 def flavor(name: str, **node_labels: str) -> dict:
-    return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": node_labels}}
-
-
-def groups(quotas: dict[str, dict[str, str | tuple]]) -> list[dict]:
-    """{flavor: {resource: nominal | (nominal, borrowingLimit, lendingLimit)}} → one resource group."""
-    resources = sorted({r for q in quotas.values() for r in q})
-    flavors = []
-    for fl, q in quotas.items():
-        entries = []
-        for r in resources:
-            v = q.get(r, "0")
-            nominal, borrow, lend = v if isinstance(v, tuple) else (v, None, None)
-            entry = {"name": r, "nominalQuota": nominal}
-            if borrow is not None:
-                entry["borrowingLimit"] = borrow
-            if lend is not None:
-                entry["lendingLimit"] = lend
-            entries.append(entry)
-        flavors.append({"name": fl, "resources": entries})
-    return [{"coveredResources": resources, "flavors": flavors}]
+    return resource_flavor(name, node_labels)
 
 
 def cohort(name: str, quotas: dict | None = None, parent: str | None = None) -> dict:
-    spec: dict = {"resourceGroups": groups(quotas) if quotas else []}
-    if parent:
-        spec["parentName"] = parent
-    return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+    """quotas: {flavor: {resource: nominal | (nominal, borrowingLimit, lendingLimit)}}."""
+    return factories.cohort(name, parent=parent, flavors=quotas, every_resource=True)
 
 
 def cq(name: str, quotas: dict, cohort_name: str | None = "pool", strategy: str = "BestEffortFIFO", **spec) -> dict:
-    body = {
-        "namespaceSelector": {},
-        "queueingStrategy": strategy,
-        "resourceGroups": groups(quotas),
-        "stopPolicy": "None",
-        **spec,
-    }
-    if cohort_name:
-        body["cohortName"] = cohort_name
-    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
+    return cluster_queue(name, cohort=cohort_name, flavors=quotas, every_resource=True, status=False, stop="None",
+                         queueingStrategy=strategy, **spec)
 
 
-def lq(ns: str, name: str, cluster_queue: str) -> dict:
-    return {
-        "apiVersion": KQ,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"clusterQueue": cluster_queue},
-    }
+def lq(ns: str, name: str, cq_name: str) -> dict:
+    return local_queue(name, ns, cq_name)
 
 
 def job(ns: str, name: str, queue: str, gpus: int, minute: int = 0, priority: str = "", selector=None) -> dict:
-    labels = {"kueue.x-k8s.io/queue-name": queue}
-    if priority:
-        labels["kueue.x-k8s.io/priority-class"] = priority
-    pod = {"containers": [{"name": "main", "resources": {"requests": {GPU: str(gpus)}}}], "restartPolicy": "Never"}
-    if selector:
-        pod["nodeSelector"] = selector
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": labels,
-            "creationTimestamp": f"2026-03-01T11:{minute:02d}:00Z",
-        },
-        "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": pod}},
-    }
+    return factories.job(name, ns, queue=queue, gpus=gpus, minute=minute, priority=priority, selector=selector)
 
 
-def cluster(*objects: dict) -> World:
-    base = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in ("team-a", "team-b")]
-    base.append(flavor("gpu"))
-    return World.from_objects(base + list(objects), captured_at=T0, seed=3, scenario=QUIET)
+def cluster(*objects: dict):
+    """A quiet world of namespaces team-a and team-b, ResourceFlavor `gpu` and `objects`."""
+    return small_world(*objects)
 
 
 def state(w: World, ns: str, name: str) -> str:
@@ -221,7 +168,7 @@ def test_non_borrowing_heads_go_before_borrowing_ones():
 
 def test_priority_orders_a_queue_before_age():
     prio = [
-        {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
+        workload_priority_class(n, v)
         for n, v in (("low", 100), ("high", 1000))
     ]
     w = cluster(
@@ -276,7 +223,7 @@ def test_lowering_the_pool_evicts_nothing_and_blocks_new_admissions():
     )
     w.step(1)
     assert gpus(w, "a") == "8"
-    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": groups({"gpu": {GPU: "4"}})}})
+    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
     w.db.create(job("team-a", "a3", "q", 1, 3))
     w.step(1)
     w.step(1)

@@ -8,7 +8,9 @@ import json
 
 import aiohttp
 import pytest
-from test_sim_world import DEMO, conditions, db_view, root_gpus, world
+from factories import sim_world
+from tools.paths import DEMO
+from tools.worlds import conditions, db_view, root_gpus
 
 from taudash.cli import main
 from taudash.engine.model.quantity import Quantity
@@ -73,7 +75,7 @@ def test_the_clock_moves_only_forward_and_formats_like_kubernetes():
 
 
 def test_objects_created_during_the_run_carry_simulated_time():
-    w = world()
+    w = sim_world()
     w.run_for(600, dt=60)
     w.db.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "late"}})
     assert w.db.get("Namespace", "late")["metadata"]["creationTimestamp"] == "2026-11-30T09:10:00Z"
@@ -85,7 +87,7 @@ def test_cordon_and_node_removal_shrink_the_budget_uncordon_restores_it():
         {"at": 20, "uncordon": "aks-a100-51938270-vmss000001"},
         {"at": 30, "removeNode": "aks-a100-51938270-vmss000002"},
     ]
-    w = world(events=events)
+    w = sim_world(events=events)
     w.step(5)
     assert root_gpus(w, "taugrid-gpu-a100-80gb") == Quantity(24)
     w.step(5)
@@ -102,12 +104,12 @@ def test_cordon_and_node_removal_shrink_the_budget_uncordon_restores_it():
 
 
 def test_node_flaps_come_back_and_only_touch_gpu_nodes():
-    w = world(nodeFlapsPerHour=1, flapMinutes=[2, 4], cordonsPerHour=0.5, cordonMinutes=[5, 10])
+    w = sim_world(nodeFlapsPerHour=1, flapMinutes=[2, 4], cordonsPerHour=0.5, cordonMinutes=[5, 10])
     w.run_for(2 * 3600, dt=60)
     touched = [(t, verb, ref) for t, verb, kind, ref in w.event_log() if kind == "Node"]
     assert touched and all(not ref.startswith("aks-system") for _, _, ref in touched)
     # every node this controller took down is Ready again a few minutes later (none left hanging for long)
-    w2 = world(nodeFlapsPerHour=1, flapMinutes=[2, 4], cordonsPerHour=0, seed=5)
+    w2 = sim_world(nodeFlapsPerHour=1, flapMinutes=[2, 4], cordonsPerHour=0, seed=5)
     w2.run_for(3600, dt=60)
     w2.knobs = w2.knobs.with_overrides({"nodeFlapsPerHour": 0})
     w2.run_for(600, dt=60)
@@ -118,7 +120,7 @@ def test_node_flaps_come_back_and_only_touch_gpu_nodes():
 
 
 def test_a_scripted_patch_stops_a_queue_at_its_time():
-    w = world(
+    w = sim_world(
         events=[
             {
                 "at": "2m",

@@ -3,7 +3,8 @@ drain, pool zeroing and Observe mode. Checked through engine.view.derive on the 
 
 from __future__ import annotations
 
-from test_sim_world import GPU, conditions, db_view, root_gpus, world
+from factories import GPU, sim_world
+from tools.worlds import conditions, db_view, root_gpus
 
 from taudash.engine.model.quantity import Quantity
 
@@ -26,7 +27,7 @@ NEW_WS = {
 
 
 def test_a_new_team_workspace_gets_its_namespace_queues_access_and_identity():
-    w = world()
+    w = sim_world()
     w.db.create(NEW_WS)
     w.run_for(20, dt=5)
     ns = w.db.get("Namespace", "audio")["metadata"]
@@ -61,7 +62,7 @@ def test_a_new_team_workspace_gets_its_namespace_queues_access_and_identity():
 
 
 def test_a_spec_change_is_observed_at_the_new_generation():
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.patch_merge("TauWorkspace", "train", {"spec": {"defaults": {"outputRoot": "/data/train-v2"}}}, "tau-system")
     tw = w.db.get("TauWorkspace", "train", "tau-system")
@@ -75,7 +76,7 @@ def test_a_spec_change_is_observed_at_the_new_generation():
 
 
 def test_deleting_a_workspace_revokes_access_first_and_finishes_after_its_drain():
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.delete("TauWorkspace", "vision", "tau-system")
     w.step(5)
@@ -97,7 +98,7 @@ def test_deleting_a_workspace_revokes_access_first_and_finishes_after_its_drain(
 
 
 def test_a_renamed_identity_is_revoked_during_the_drain_and_access_recovers():
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.patch_merge(
         "TauWorkspace", "eval", {"spec": {"workloadIdentity": {"serviceAccountName": "tau-runner"}}}, "tau-system"
@@ -115,7 +116,7 @@ def test_a_renamed_identity_is_revoked_during_the_drain_and_access_recovers():
 
 
 def test_an_invalid_established_pool_is_zeroed_then_restored():
-    w = world()
+    w = sim_world()
     w.step(5)
     w.db.patch_merge(
         "ClusterQueue", "platform-cq", {"metadata": {"labels": {"tau.azure.com/discover-gpu-flavors": "true"}}}
@@ -135,7 +136,7 @@ def test_an_invalid_established_pool_is_zeroed_then_restored():
 
 
 def test_observe_mode_never_writes_the_budget():
-    w = world(events=[{"at": 10, "notReady": "aks-a100-51938270-vmss000000"}])
+    w = sim_world(events=[{"at": 10, "notReady": "aks-a100-51938270-vmss000000"}])
     w.db.patch_merge("TauCluster", "cluster", {"spec": {"managementMode": "Observe"}})
     w.run_for(30, dt=5)
     assert root_gpus(w, "taugrid-gpu-a100-80gb") == Quantity(24)
@@ -144,7 +145,7 @@ def test_observe_mode_never_writes_the_budget():
 
 
 def test_the_demo_settles_without_drift_findings():
-    w = world()
+    w = sim_world()
     w.run_for(60, dt=5)
     rules = {f.rule for f in db_view(w).findings}
     assert not rules & {
