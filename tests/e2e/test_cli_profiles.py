@@ -6,57 +6,21 @@ import json
 
 import pytest
 import yaml
+from factories import tau_cluster, workload_profile
 
 from taudash.cli import main
 from taudash.engine.rules.profilehash import profile_set_hash
 
 GEN = 3
-ORDER = [
-    "LocalQueuesResolved",
-    "ClusterQueuesReady",
-    "ExecutionReady",
-    "ResourceFlavorsReady",
-    "TopologiesReady",
-    "PriorityClassesReady",
-    "Ready",
-]
-
-
-def cond(ctype, status="True"):
-    return {"type": ctype, "status": status, "observedGeneration": GEN, "reason": ctype, "message": ""}
-
-
 def profile(name, teams, ready=True):
-    return {
-        "name": name,
-        "applicability": {"teams": teams, "lanes": ["training"], "namespaces": ["ml"]},
-        "gpusPerWorker": 1,
-        "workerCount": 1,
-        "mode": "fixed",
-        "placement": "unconstrained",
-        "defaultLocalQueue": "jobqueue",
-        "priorities": {"disableDefaultPriorities": True},
-        "localQueues": [{"namespace": "ml", "name": "jobqueue", "clusterQueue": "cq"}],
-        "conditions": [cond(t, "True" if ready else "False") for t in ORDER],
-    }
+    return workload_profile(name, teams=teams, lanes=["training"], namespaces=["ml"], target=None, cluster_queue="cq",
+                            list_cluster_queues=False, priorities={"disableDefaultPriorities": True}, ready=ready,
+                            gen=GEN)
 
 
 def cluster_file(tmp_path, profiles, observed=GEN, name="cluster.yaml"):
-    tc = {
-        "apiVersion": "tau.azure.com/v1alpha1",
-        "kind": "TauCluster",
-        "metadata": {"name": "cluster", "generation": GEN},
-        "status": {
-            "conditions": [cond("WorkloadProfilesReady")],
-            "workloadProfiles": {
-                "observedGeneration": observed,
-                "profileSetHash": profile_set_hash(profiles),
-                "profiles": profiles,
-            },
-        },
-    }
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(tc, sort_keys=False))
+    path.write_text(yaml.safe_dump(tau_cluster(profiles, gen=GEN, observed=observed), sort_keys=False))
     return path
 
 

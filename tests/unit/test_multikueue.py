@@ -2,49 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
+import factories
 import pytest
+from factories import admission_check, workload_profile
+from factories import multikueue_cluster as mk_cluster
+from factories import multikueue_config as mk_config
 
 from taudash.engine.rules.base import RuleContext, Severity
 from taudash.engine.rules.multikueue import derive_multikueue
-from taudash.engine.rules.profilehash import profile_set_hash
 from taudash.engine.rules.profiles import derive_profiles
 from taudash.engine.sources.snapshot import store_from_objects
 from taudash.engine.store import AccessState
 
 GEN = 4
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
-ORDER = [
-    "LocalQueuesResolved",
-    "ClusterQueuesReady",
-    "ExecutionReady",
-    "ResourceFlavorsReady",
-    "TopologiesReady",
-    "PriorityClassesReady",
-    "Ready",
-]
-KQ = "kueue.x-k8s.io/v1beta2"
-
-
-def cond(ctype, status="True", gen=GEN, reason=None, message=""):
-    return {"type": ctype, "status": status, "observedGeneration": gen, "reason": reason or ctype, "message": message}
+cond = functools.partial(factories.cond, gen=GEN)
 
 
 def profile(name, target, queue, namespaces=("ml",), teams=("research",), lanes=(), ready=True):
-    return {
-        "name": name,
-        "applicability": {"teams": list(teams), "lanes": list(lanes), "namespaces": list(namespaces)},
-        "gpusPerWorker": 8,
-        "workerCount": 1,
-        "mode": "fixed",
-        "placement": "unconstrained",
-        "defaultLocalQueue": queue,
-        "executionTarget": target,
-        "priorities": {"disableDefaultPriorities": True},
-        "localQueues": [{"namespace": ns, "name": queue, "clusterQueue": f"cq-{queue}"} for ns in namespaces],
-        "conditions": [cond(t, "True" if ready else "False") for t in ORDER],
-    }
+    return workload_profile(name, teams=teams, lanes=lanes, namespaces=namespaces, target=target, queue=queue, gpus=8,
+                            ready=ready, gen=GEN, priorities={"disableDefaultPriorities": True},
+                            list_cluster_queues=False)
 
 
 SINGLE = profile("local.training", "singleCluster", "jobqueue", lanes=["training"])
@@ -54,78 +35,9 @@ REMOTE = profile("remote.batch", "multiKueue", "mk-queue", lanes=["batch"])
 def tau_cluster(profiles, mk_ready="True", mk_gen=GEN):
     conds = [cond("WorkloadProfilesReady")]
     if mk_ready is not None:
-        conds.append(
-            cond(
-                "MultiKueueReady",
-                mk_ready,
-                mk_gen,
-                "Ready" if mk_ready == "True" else "PrerequisitesNotReady",
-                'AdmissionCheck "mk" has an active MultiKueue config and worker',
-            )
-        )
-    return {
-        "apiVersion": "tau.azure.com/v1alpha1",
-        "kind": "TauCluster",
-        "metadata": {"name": "cluster", "generation": GEN},
-        "status": {
-            "conditions": conds,
-            "workloadProfiles": {
-                "observedGeneration": GEN,
-                "profileSetHash": profile_set_hash(profiles),
-                "profiles": profiles,
-            },
-        },
-    }
-
-
-def admission_check(name="mk", active="True", config="mk-config", controller="kueue.x-k8s.io/multikueue"):
-    obj = {
-        "apiVersion": KQ,
-        "kind": "AdmissionCheck",
-        "metadata": {"name": name},
-        "spec": {"controllerName": controller},
-        "status": {
-            "conditions": [
-                {
-                    "type": "Active",
-                    "status": active,
-                    "reason": "Active" if active == "True" else "BadConfig",
-                    "message": "",
-                }
-            ]
-        },
-    }
-    if config:
-        obj["spec"]["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}
-    return obj
-
-
-def mk_config(name="mk-config", clusters=("worker-1", "worker-2")):
-    return {
-        "apiVersion": KQ,
-        "kind": "MultiKueueConfig",
-        "metadata": {"name": name},
-        "spec": {"clusters": list(clusters)},
-    }
-
-
-def mk_cluster(name, active="True"):
-    reason = "Active" if active == "True" else "ClientConnectionFailed"
-    return {
-        "apiVersion": KQ,
-        "kind": "MultiKueueCluster",
-        "metadata": {"name": name},
-        "status": {
-            "conditions": [
-                {
-                    "type": "Active",
-                    "status": active,
-                    "reason": reason,
-                    "message": "Connected" if active == "True" else "dial tcp: refused",
-                }
-            ]
-        },
-    }
+        conds.append(cond("MultiKueueReady", mk_ready, "Ready" if mk_ready == "True" else "PrerequisitesNotReady",
+                          'AdmissionCheck "mk" has an active MultiKueue config and worker', gen=mk_gen))
+    return factories.tau_cluster(profiles, gen=GEN, conditions=conds)
 
 
 def ready_objects():

@@ -7,81 +7,40 @@ import os
 import stat
 from datetime import UTC, datetime
 
+import factories
 import pytest
 import yaml
+from factories import PROFILE_CONDITIONS, profile_conditions, store_of, workload_profile
 
 from taudash.engine import paths
 from taudash.engine.profile_snapshot import ProfileSnapshotError, build_snapshot, export_snapshot, verify
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.profilehash import profile_set_hash
-from taudash.engine.sources.snapshot import store_from_objects
 
 GEN = 5
-ORDER = [
-    "LocalQueuesResolved",
-    "ClusterQueuesReady",
-    "ExecutionReady",
-    "ResourceFlavorsReady",
-    "TopologiesReady",
-    "PriorityClassesReady",
-    "Ready",
-]
+AT = "2025-01-01T00:00:00Z"
 
 
 def cond(ctype, status="True", gen=GEN):
-    return {
-        "type": ctype,
-        "status": status,
-        "observedGeneration": gen,
-        "reason": ctype,
-        "message": "",
-        "lastTransitionTime": "2025-01-01T00:00:00Z",
-    }
+    return factories.cond(ctype, status, gen=gen, at=AT)
 
 
 def profile(name, ready=True, description=""):
-    p = {
-        "name": name,
-        "applicability": {"teams": ["research"], "lanes": ["training"], "namespaces": ["research-ws"]},
-        "gpusPerWorker": 1,
-        "workerCount": 1,
-        "mode": "fixed",
-        "placement": "unconstrained",
-        "defaultLocalQueue": "jobqueue",
-        "executionTarget": "singleCluster",
-        "priorities": {"workloadPriorityClassName": "taugrid-default", "podPriorityClassName": "taugrid-default"},
-        "localQueues": [{"namespace": "research-ws", "name": "jobqueue", "clusterQueue": "jobqueue"}],
-        "clusterQueues": ["jobqueue"],
-        "resourceFlavors": ["taugrid-gpu-h100"],
-        "topologies": ["taugrid-gpu-topology"],
-        "workloadPriorityClasses": ["taugrid-default"],
-        "podPriorityClasses": ["taugrid-default"],
+    extra = {"description": description} if description else {}
+    return workload_profile(
+        name, teams=["research"], lanes=["training"], namespaces=["research-ws"], cluster_queue="jobqueue",
+        resourceFlavors=["taugrid-gpu-h100"], topologies=["taugrid-gpu-topology"],
+        workloadPriorityClasses=["taugrid-default"], podPriorityClasses=["taugrid-default"],
         # deliberately unsorted: the snapshot sorts conditions by type
-        "conditions": [cond(t, "True" if ready else "False") for t in reversed(ORDER)],
-    }
-    if description:
-        p["description"] = description
-    return p
+        conditions=profile_conditions(ready, gen=GEN, at=AT, order=reversed(PROFILE_CONDITIONS)), **extra)
 
 
 PROFILES = [profile("research.training.1x", description="<b>Ünï</b> & co\u2028"), profile("a.first")]
 
 
 def store(profiles=PROFILES, observed=GEN, published=None):
-    tc = {
-        "apiVersion": "tau.azure.com/v1alpha1",
-        "kind": "TauCluster",
-        "metadata": {"name": "cluster", "generation": GEN},
-        "status": {
-            "conditions": [cond("WorkloadProfilesReady")],
-            "workloadProfiles": {
-                "observedGeneration": observed,
-                "profileSetHash": profile_set_hash(profiles) if published is None else published,
-                "profiles": profiles,
-            },
-        },
-    }
-    return store_from_objects([tc])
+    return store_of(factories.tau_cluster(profiles, gen=GEN, observed=observed, hash_value=published,
+                                          conditions=[cond("WorkloadProfilesReady")]))
 
 
 def ctx(**kw):
@@ -101,7 +60,7 @@ def test_export_writes_a_verifiable_world_readable_file(tmp_path):
     assert data["apiVersion"] == "tau.azure.com/v1alpha1" and data["kind"] == "TauWorkloadProfileSnapshot"
     assert data["tauClusterGeneration"] == GEN
     assert [p["name"] for p in data["profiles"]] == ["a.first", "research.training.1x"]
-    assert [c["type"] for c in data["profiles"][0]["conditions"]] == sorted(ORDER)
+    assert [c["type"] for c in data["profiles"][0]["conditions"]] == sorted(PROFILE_CONDITIONS)
     assert data["profiles"][1]["description"] == "<b>Ünï</b> & co"  # trimmed (U+2028 is Go space)
     assert doc == data
     v = verify(out)

@@ -4,9 +4,13 @@ readiness, every selection outcome, and the findings they raise."""
 from __future__ import annotations
 
 import copy
+import functools
 from datetime import UTC, datetime
 
+import factories
 import pytest
+from factories import PROFILE_CONDITIONS as ORDER
+from factories import pool_workspace, workload_profile
 
 from taudash.engine.rules.base import RuleContext, Severity
 from taudash.engine.rules.profilehash import profile_set_hash
@@ -24,74 +28,27 @@ from taudash.engine.view import derive
 
 GEN = 7
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
-ORDER = [
-    "LocalQueuesResolved",
-    "ClusterQueuesReady",
-    "ExecutionReady",
-    "ResourceFlavorsReady",
-    "TopologiesReady",
-    "PriorityClassesReady",
-    "Ready",
-]
-
-
-def cond(ctype, status="True", gen=GEN, reason=None, message=""):
-    return {"type": ctype, "status": status, "observedGeneration": gen, "reason": reason or ctype, "message": message}
+cond = functools.partial(factories.cond, gen=GEN)
 
 
 def profile(
     name, teams=(), lanes=(), namespaces=(), target="singleCluster", queue="jobqueue", ready=True, conditions=None
 ):
-    return {
-        "name": name,
-        "applicability": {"teams": list(teams), "lanes": list(lanes), "namespaces": list(namespaces)},
-        "gpusPerWorker": 1,
-        "workerCount": 1,
-        "mode": "fixed",
-        "placement": "unconstrained",
-        "defaultLocalQueue": queue,
-        "executionTarget": target,
-        "priorities": {"workloadPriorityClassName": "taugrid-default", "podPriorityClassName": "taugrid-default"},
-        "localQueues": [{"namespace": ns, "name": queue, "clusterQueue": f"cq-{queue}"} for ns in namespaces],
-        "clusterQueues": [f"cq-{queue}"],
-        "conditions": conditions if conditions is not None else [cond(t, "True" if ready else "False") for t in ORDER],
-    }
+    return workload_profile(name, teams=teams, lanes=lanes, namespaces=namespaces, target=target, queue=queue,
+                            ready=ready, gen=GEN, conditions=conditions)
 
 
 def tau_cluster(profiles, gen=GEN, observed=GEN, ready="True", ready_gen=GEN, hash_value=None, name="cluster"):
-    return {
-        "apiVersion": "tau.azure.com/v1alpha1",
-        "kind": "TauCluster",
-        "metadata": {"name": name, "generation": gen},
-        "spec": {
-            "workloadProfiles": [{k: v for k, v in p.items() if k in ("name", "applicability")} for p in profiles]
-        },
-        "status": {
-            "conditions": [
-                cond(
-                    "WorkloadProfilesReady",
-                    ready,
-                    ready_gen,
-                    "WorkloadProfilesReady" if ready == "True" else "WorkloadProfilesNotReady",
-                    "1 of 3 workload profiles are not ready",
-                )
-            ],
-            "workloadProfiles": {
-                "observedGeneration": observed,
-                "profileSetHash": profile_set_hash(profiles) if hash_value is None else hash_value,
-                "profiles": profiles,
-            },
-        },
-    }
+    ready_cond = cond("WorkloadProfilesReady", ready,
+                      "WorkloadProfilesReady" if ready == "True" else "WorkloadProfilesNotReady",
+                      "1 of 3 workload profiles are not ready", gen=ready_gen)
+    return factories.tau_cluster(profiles, name=name, gen=gen, observed=observed, hash_value=hash_value,
+                                 conditions=[ready_cond], declare=True)
 
 
 def workspace(name, team, namespace=None):
-    return {
-        "apiVersion": "tau.azure.com/v1alpha1",
-        "kind": "TauWorkspace",
-        "metadata": {"name": name, "namespace": "tau-system", "generation": 1},
-        "spec": {"teamRef": {"name": team}, "target": {"namespace": namespace or name}},
-    }
+    """A workspace the controller has not reconciled yet (spec only)."""
+    return pool_workspace(name, team, target=namespace, status=False)
 
 
 CATALOG = [
