@@ -197,6 +197,11 @@ def workload_request(name: str = "w", ns: str = "ns", *, queue: str = "jobqueue"
     return obj
 
 
+def cluster_queue_request(name: str, **spec: Any) -> dict:
+    """A ClusterQueue as a client creates it: metadata.name and the given spec only."""
+    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
 def admission_check(name: str = "mk", active: str = "True", config: str | None = "mk-config",
                     controller: str = "kueue.x-k8s.io/multikueue") -> dict:
     obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name}, "spec": {"controllerName": controller},
@@ -469,6 +474,20 @@ def storage_class(name: str = "azureblob-fuse", provisioner: str = "blob.csi.azu
 def csinode(name: str, *drivers: str) -> dict:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
             "spec": {"drivers": [{"name": d, "nodeID": name} for d in drivers]}}
+
+
+def raw_object(kind: str, name: str, *, api_version: str = "v1", namespace: str | None = None, **fields: Any) -> dict:
+    """Any object with exactly these top-level fields: for malformed objects and kinds nothing else builds."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
+
+
+def snapshot_document(objs: Iterable[dict], *, context: str, captured_at: str = "2026-11-30T09:00:00+00:00") -> dict:
+    """A taudash ClusterSnapshot document (what `taudash export` writes)."""
+    return {"apiVersion": "taudash/v1", "kind": "ClusterSnapshot",
+            "metadata": {"context": context, "capturedAt": captured_at}, "objects": list(objs)}
 
 
 def object_list(objs: Iterable[dict]) -> dict:

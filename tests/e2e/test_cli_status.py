@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from factories import cluster_queue, cond, local_queue, workload, workspace
+from factories import cluster_queue, cond, local_queue, object_list, workload, workspace
 from tools.paths import FIXTURES
 
 from taudash.cli import main
@@ -14,7 +14,7 @@ NODE_BAD = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatabl
 
 def write_objs(tmp_path, objs, name="snap.json"):
     p = tmp_path / name
-    p.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    p.write_text(json.dumps(object_list(objs)))
     return p
 
 

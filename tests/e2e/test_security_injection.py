@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from factories import raw_object, snapshot_document
 from rich.console import Console
 from tools.mutate import demo_objects
 from tools.paths import FIXTURES
@@ -71,9 +72,8 @@ def hostile_cluster(path: Path) -> Path:
             resolved["profileSetHash"] = profile_set_hash(
                 [ResolvedWorkloadProfile.model_validate(p) for p in resolved["profiles"]])
     objs += yaml.safe_load((FIXTURES / "ui-hostile.yaml").read_text())["objects"]
-    objs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NAME}, "spec": 7})  # a load issue
-    doc = {"apiVersion": "taudash/v1", "kind": "ClusterSnapshot",
-           "metadata": {"context": CONTEXT, "capturedAt": "2026-11-30T09:00:00+00:00"}, "objects": objs}
+    objs.append(raw_object("Node", NAME, spec=7))  # a load issue
+    doc = snapshot_document(objs, context=CONTEXT, captured_at="2026-11-30T09:00:00+00:00")
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
     return path
 

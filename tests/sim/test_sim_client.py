@@ -9,6 +9,7 @@ import time
 import aiohttp
 import pytest
 import pytest_asyncio
+from factories import workload_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
@@ -51,8 +52,7 @@ async def raw(sim: SimServer, method: str, path: str, *, body=None, ctype="appli
 
 
 def wl(name: str, ns: str = "training", **labels) -> dict:
-    return {"apiVersion": f"{KUEUE}/{V2}", "kind": "Workload", "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"queueName": "jobqueue"}}
+    return workload_request(name, ns, labels=labels)
 
 
 async def test_version_and_discovery(api):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from factories import cluster_queue_request
 from tools.paths import FIXTURES
 
 from taudash.sim.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
@@ -16,8 +17,7 @@ FIXTURE = FIXTURES / "sim-cluster.yaml"
 
 
 def cq(name: str, **spec) -> dict:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"stopPolicy": "None", **spec}}
+    return cluster_queue_request(name, **{"stopPolicy": "None", **spec})
 
 
 def test_create_stamps_identity_and_a_global_resource_version():

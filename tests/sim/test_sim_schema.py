@@ -11,6 +11,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from factories import cluster_queue_request, resource_groups, workload_request
 from tools import paths
 
 from taudash.engine.model import KINDS
@@ -268,10 +269,7 @@ def test_every_rule_of_both_crd_folders_is_in_the_evaluated_subset(crds):
 
 
 def _workload(**status) -> dict:
-    return {"apiVersion": f"{KUEUE}/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
-            "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1,
-                                                    "template": {"spec": {"containers": [{"name": "c"}]}}}]},
-            "status": status}
+    return workload_request("w", "ns", queue="q", pod_sets=True, **status)
 
 
 def test_kueue_workload_rules_the_issue_found(main_crds):
@@ -315,9 +313,7 @@ def test_every_kueue_object_in_the_shipped_snapshots_validates(path, main_crds):
 
 
 def _cq(name: str = "cq", **spec) -> dict:
-    return {"apiVersion": f"{KUEUE}/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}], **spec}}
+    return cluster_queue_request(name, **{"resourceGroups": resource_groups({"f": {"cpu": "4"}}), **spec})
 
 
 def test_objectdb_prunes_defaults_and_refuses(main_crds):

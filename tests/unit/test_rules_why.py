@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from factories import cluster_queue, cohort, cond, local_queue, workload
+from factories import cluster_queue, cohort, cond, local_queue, resource_flavor, workload
 
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.queue_order import cluster_queue_orders
@@ -346,8 +346,7 @@ def test_namespace_not_selected_by_the_cluster_queue():
 
 
 def _rf(name, labels):
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
-            "spec": {"nodeLabels": labels}}
+    return resource_flavor(name, labels)
 
 
 def _two_pod_sets(name, head_pool, workers_pool, workers_gpu="2", head_gpu="0"):

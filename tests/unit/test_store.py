@@ -1,3 +1,4 @@
+import factories
 from factories import workload
 
 from taudash.engine.model import Node, Workload
@@ -5,7 +6,7 @@ from taudash.engine.store import AccessState, Store
 
 
 def node(name, **labels):
-    return Node.model_validate({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
+    return Node.model_validate(factories.node(name, None, os=None, labels=labels))
 
 
 def test_indexes_follow_updates_and_deletes():
