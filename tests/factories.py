@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from tools.paths import DEMO
+from tools.paths import DEMO, REPO
 
 from taudash.engine.model import KINDS, Quantity
 from taudash.engine.rules.base import RuleConfig, RuleContext
@@ -476,11 +476,16 @@ def csinode(name: str, *drivers: str) -> dict:
             "spec": {"drivers": [{"name": d, "nodeID": name} for d in drivers]}}
 
 
-def raw_object(kind: str, name: str, *, api_version: str = "v1", namespace: str | None = None, **fields: Any) -> dict:
+def raw_object(kind: str, name: str, *, api_version: str = "v1", namespace: str | None = None,
+               uid: str | None = None, labels: dict | None = None, **fields: Any) -> dict:
     """Any object with exactly these top-level fields: for malformed objects and kinds nothing else builds."""
     meta: dict[str, Any] = {"name": name}
     if namespace is not None:
         meta["namespace"] = namespace
+    if uid is not None:
+        meta["uid"] = uid
+    if labels is not None:
+        meta["labels"] = labels
     return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
 
 
@@ -506,6 +511,23 @@ def store_of(*objs: dict, access: dict | None = None) -> Store:
     return store
 
 
+def validated_store(raws: Iterable[dict]) -> Store:
+    """A Store of raw objects validated with the full models (what a source delivers), every kind synced."""
+    from taudash.engine.model import lookup
+    from taudash.engine.store import AccessState
+
+    store = Store()
+    by: dict[str, list] = {}
+    for o in raws:
+        k = lookup(o["apiVersion"], o["kind"])
+        assert k is not None, o["kind"]
+        by.setdefault(k.kind, []).append((k.model.model_validate(o), o))
+    for k in KINDS:
+        store.replace(k.kind, by.get(k.kind, []))
+        store.set_access(k.kind, AccessState.SYNCED)
+    return store
+
+
 def rule_context(objs: Iterable[dict], *, now: datetime = NOW, access: dict | None = None,
                  config: RuleConfig | None = None) -> RuleContext:
     return RuleContext(store=store_of(*objs, access=access), now=now, config=config or RuleConfig())
@@ -524,7 +546,8 @@ def _demo_raw() -> tuple[tuple[dict, ...], str | None]:
 
     result = load_snapshot(DEMO)
     kinds = [k.kind for k in KINDS]
-    objs = tuple(result.store.raw(k, o.metadata.name, o.metadata.namespace) for k in kinds for o in result.store.list(k))
+    objs = tuple(r for k in kinds for o in result.store.list(k)
+                 if (r := result.store.raw(k, o.metadata.name, o.metadata.namespace)) is not None)
     return objs, result.captured_at
 
 
@@ -558,6 +581,30 @@ def small_world(*objects: dict, namespaces: Iterable[str] = ("team-a", "team-b")
 
     base = [namespace(ns, name_label=False) for ns in namespaces] + [resource_flavor(flavor)]
     return World.from_objects(base + list(objects), captured_at=captured_at, seed=seed, scenario=sim_scenario())
+
+
+def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: bool = True, tick: float = 3600.0):
+    """The dashboard over a snapshot file, its clock frozen at `now`; a long tick by default (the first frame is
+    derived at mount, so nothing changes while a snapshot SVG is taken).
+
+    writable=False: the session `taudash --snapshot` opens (read-only; the path shown relative to the repository,
+    observed at the capture time). writable=True: the demo cluster as `taudash demo` shows it (source `sim`, events
+    just in, a write path that nothing in a UI test confirms)."""
+    from taudash.app import TaudashApp
+    from taudash.engine.actions import Actions
+    from taudash.engine.session import Session
+    from taudash.engine.sources.snapshot import load_snapshot
+    from taudash.engine.view import SourceInfo
+
+    r = load_snapshot(path)
+    if not writable:
+        shown = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+        src = SourceInfo(type="snapshot", context=r.context, path=shown, observed_at=r.captured_at)
+        return TaudashApp(Session(r.store, src, demo=demo), clock=lambda: now, tick=tick)
+    r.store.last_event_at = now.timestamp() - 0.8
+    session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=demo)
+    session.actions = Actions.live(object(), "operator", r.context, None)
+    return TaudashApp(session, clock=lambda: now, tick=tick)
 
 
 # --- object lists -----------------------------------------------------------------------------------------------

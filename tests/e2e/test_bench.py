@@ -7,25 +7,11 @@ import json
 from collections import Counter
 
 import pytest
+from factories import validated_store
 
 from taudash.bench.generate import CAPTURED_AT, SIZES, generate
 from taudash.cli import main
-from taudash.engine.model import KINDS, lookup
-from taudash.engine.store import AccessState, Store
 from taudash.engine.view import derive
-
-
-def _store(objects) -> Store:
-    store = Store()
-    by: dict[str, list] = {}
-    for o in objects:
-        k = lookup(o["apiVersion"], o["kind"])
-        assert k is not None, o["kind"]
-        by.setdefault(k.kind, []).append((k.model.model_validate(o), o))
-    for k in KINDS:
-        store.replace(k.kind, by.get(k.kind, []))
-        store.set_access(k.kind, AccessState.SYNCED)
-    return store
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +44,7 @@ def test_generator_sizes_match_the_brief(small):
 
 
 def test_generated_cluster_is_consistent(small):
-    view = derive(_store(small), CAPTURED_AT)
+    view = derive(validated_store(small), CAPTURED_AT)
     rules = Counter(f.rule for f in view.findings)
     assert "DATA-UNREADABLE" not in rules
     # The pool is valid and exactly as the controller would have it: no drift, no conflict.

@@ -11,6 +11,7 @@ import asyncio
 import io
 import time
 
+from factories import namespace
 from rich.console import Console
 from tools.livedash import close, converged, dashboard, difference, eventually, live_session, store_entries
 from tools.waiting import next_renders
@@ -53,7 +54,7 @@ class Writer:
         db, i = self.sim.db, self.n
         self.n += 1
         db.patch_merge(CQ, ("tau-ws-train", "tau-ws-eval", "tau-ws-vision")[i % 3], {"metadata": {"labels": {"tick": str(i)}}})
-        db.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"churn-{i}"}})
+        db.create(namespace(f"churn-{i}", name_label=False))
         if i >= 3:
             db.delete("namespaces", f"churn-{i - 3}")
 
@@ -94,7 +95,7 @@ def track_errors(store) -> list[str]:
 
 
 async def test_watches_cut_every_few_seconds_lose_nothing_and_are_no_error():
-    """Streams cut again and again after they worked (clean cuts: tests/test_kube_source.py): each resumes from
+    """Streams cut again and again after they worked (clean cuts: tests/sim/test_kube_source.py): each resumes from
     its last resourceVersion; no re-list, no kind shown as an error, nothing lost."""
     async with SimServer() as sim:
         session, source = await live_session(sim)

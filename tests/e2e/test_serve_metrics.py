@@ -1,5 +1,5 @@
 """The Prometheus collector of `taudash serve` on hand-built views and stores, the --metrics address,
-and the command's exits. The real-Prometheus run is tests/test_prometheus_e2e.py."""
+and the command's exits. The real-Prometheus run is tests/e2e/test_prometheus_e2e.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from factories import cluster_queue, workload
+from factories import cluster_queue, q, workload
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
@@ -52,10 +52,6 @@ def names(reg: CollectorRegistry) -> set[str]:
 
 def series(reg: CollectorRegistry, name: str) -> dict[frozenset, float]:
     return {frozenset(s.labels.items()): s.value for fam in reg.collect() for s in fam.samples if s.name == name}
-
-
-def q(s: str) -> Quantity:
-    return Quantity.parse(s)
 
 
 # --- values and labels ------------------------------------------------------------------------------------

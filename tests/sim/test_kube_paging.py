@@ -7,7 +7,6 @@ import orjson
 from test_kube_source import Live, db_state, store_state
 
 from taudash.engine.sources.kube import LIST_PAGE, _peek_continue
-from taudash.sim.server import SimServer
 
 WL = "workloads.kueue.x-k8s.io"
 
@@ -25,19 +24,18 @@ def test_peek_reads_the_token_before_the_items():
     assert _peek_continue(b"") is None
 
 
-async def test_many_pages_arrive_whole_even_with_a_malformed_object():
-    async with SimServer() as sim:
-        template = sim.db.list(WL)[0]
-        for i in range(2 * LIST_PAGE + 37):
-            obj = copy.deepcopy(template)
-            obj["metadata"] = {"name": f"bulk-{i:05d}", "namespace": template["metadata"]["namespace"],
-                               "labels": {"bulk": "yes"}}
-            if i == LIST_PAGE + 3:
-                obj["status"] = {"conditions": None}  # null list: the fast path refuses this page
-            sim.db.create(obj)
-        async with Live(sim) as live:
-            expected = db_state(sim)
-            assert store_state(live.store, ["Workload"]) == {"Workload": expected["Workload"]}
-            assert live.source.status["Workload"].decode_errors == 0
-            odd = live.store.get("Workload", f"bulk-{LIST_PAGE + 3:05d}", template["metadata"]["namespace"])
-            assert odd.status.conditions == [] and odd.derived_status == "pending"
+async def test_many_pages_arrive_whole_even_with_a_malformed_object(sim_server):
+    template = sim_server.db.list(WL)[0]
+    for i in range(2 * LIST_PAGE + 37):
+        obj = copy.deepcopy(template)
+        obj["metadata"] = {"name": f"bulk-{i:05d}", "namespace": template["metadata"]["namespace"],
+                           "labels": {"bulk": "yes"}}
+        if i == LIST_PAGE + 3:
+            obj["status"] = {"conditions": None}  # null list: the fast path refuses this page
+        sim_server.db.create(obj)
+    async with Live(sim_server) as live:
+        expected = db_state(sim_server)
+        assert store_state(live.store, ["Workload"]) == {"Workload": expected["Workload"]}
+        assert live.source.status["Workload"].decode_errors == 0
+        odd = live.store.get("Workload", f"bulk-{LIST_PAGE + 3:05d}", template["metadata"]["namespace"])
+        assert odd.status.conditions == [] and odd.derived_status == "pending"

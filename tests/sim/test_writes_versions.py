@@ -73,15 +73,14 @@ async def test_patch_discovers_v1beta1_when_v1beta2_is_not_served(tmp_path):
         await target.close()
 
 
-async def test_source_version_is_used_without_discovery(tmp_path):
-    async with SimServer() as sim:
-        target = await connect(kubeconfig=str(sim.kubeconfig))
-        actions = Actions.live(target.api_client, "alice", target.context, None, versions=lambda kind: "v1beta1")
-        await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
-        assert {p for _, p, _ in kueue_requests(sim, ("get", "patch"))} == {
-            "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/tau-ws-train"}
-        assert not [r for r in sim.api.requests if r.verb == "discovery"]
-        await target.close()
+async def test_source_version_is_used_without_discovery(sim_server, tmp_path):
+    target = await connect(kubeconfig=str(sim_server.kubeconfig))
+    actions = Actions.live(target.api_client, "alice", target.context, None, versions=lambda kind: "v1beta1")
+    await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
+    assert {p for _, p, _ in kueue_requests(sim_server, ("get", "patch"))} == {
+        "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/tau-ws-train"}
+    assert not [r for r in sim_server.api.requests if r.verb == "discovery"]
+    await target.close()
 
 
 async def test_stale_version_is_rediscovered_not_reported_as_gone(tmp_path):

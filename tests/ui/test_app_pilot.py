@@ -6,16 +6,13 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime
 
+from factories import dashboard_app
 from rich.console import Console
 from textual.command import CommandPalette
 from tools.paths import FIXTURES
 from tools.waiting import eventually, palette_results
 
-from taudash.app import TaudashApp
 from taudash.engine.rules.base import ObjRef
-from taudash.engine.session import Session
-from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo
 from taudash.screens.confirm import ConfirmScreen
 from taudash.screens.help import HelpScreen
 from taudash.screens.messages import Navigate, OpenObject, RequestOperation
@@ -29,13 +26,6 @@ from taudash.screens.workspace_detail import WorkspaceDetailScreen
 from taudash.screens.workspaces import WorkspacesScreen
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
-
-
-def make_app(name: str = "ui-demo.yaml", tick: float = 3600.0) -> TaudashApp:
-    path = FIXTURES / name
-    r = load_snapshot(path)
-    src = SourceInfo(type="snapshot", context=r.context, path=str(path), observed_at=r.captured_at)
-    return TaudashApp(Session(r.store, src), clock=lambda: NOW, tick=tick)
 
 
 def plain(widget) -> str:
@@ -62,7 +52,7 @@ def assert_columns_fit(app, where: str) -> None:
 
 
 async def test_number_keys_switch_screens_and_every_screen_fits_both_sizes():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     order = (("2", "pool"), ("3", "queues"), ("4", "workspaces"), ("5", "sources"),
              ("6", "multikueue"), ("7", "profiles"), ("8", "findings"), ("1", "overview"))
     async with app.run_test(size=(100, 30)) as pilot:  # the tmux sizes: 100×30, then resized to 200×60
@@ -93,7 +83,7 @@ async def test_number_keys_switch_screens_and_every_screen_fits_both_sizes():
 
 
 async def test_footer_click_navigates():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     messages: list = []
     async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
         footer = app.screen.query_one(FooterBar)
@@ -105,7 +95,7 @@ async def test_footer_click_navigates():
 
 
 async def test_palette_opens_screen_and_object():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     messages: list = []
     async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
         await pilot.press("ctrl+p")
@@ -133,7 +123,7 @@ async def test_palette_opens_screen_and_object():
 
 
 async def test_filter_terms_enter_keeps_escape_clears():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("4")
         await pilot.pause()
@@ -173,7 +163,7 @@ async def test_filter_terms_enter_keeps_escape_clears():
 
 
 async def test_drill_down_and_back():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("4")
         await pilot.pause()
@@ -214,7 +204,7 @@ async def test_drill_down_and_back():
 
 
 async def test_finding_jumps_to_its_object():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
         findings = table(app, "#findings")
         key = next(k for k in findings.visible_keys() if k.startswith("POOL-OVERCOMMITTED"))
@@ -230,7 +220,7 @@ async def test_finding_jumps_to_its_object():
 
 
 async def test_an_object_without_a_raw_copy_shows_the_fields_taudash_reads():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     store = app.session.store
     wl = next(w for w in store.list("Workload") if w.status.admission is not None)
     store.upsert(wl, raw=None)  # as a live source keeps Workloads: no raw copy
@@ -246,7 +236,7 @@ async def test_an_object_without_a_raw_copy_shows_the_fields_taudash_reads():
 
 
 async def test_help_shows_this_screens_keys_and_closes():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("8", "question_mark")
         await pilot.pause()
@@ -265,7 +255,7 @@ async def test_help_shows_this_screens_keys_and_closes():
 
 
 async def test_header_shows_mode_read_only_and_unknown_kinds():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)):
         header = app.screen.query_one(HeaderBar)
         left, right = plain(header.query_one("#hb-left")), plain(header.query_one("#hb-right"))
@@ -277,7 +267,7 @@ async def test_header_shows_mode_read_only_and_unknown_kinds():
 
 
 async def test_refresh_chain_updates_rows_in_place_and_keeps_selection():
-    app = make_app(tick=0.05)
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False, tick=0.05)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("4", "down", "down")  # select "train"
         await pilot.pause()
@@ -304,7 +294,7 @@ async def test_refresh_chain_updates_rows_in_place_and_keeps_selection():
 
 
 async def test_hostile_strings_are_shown_literally():
-    app = make_app("ui-hostile.yaml")
+    app = dashboard_app(FIXTURES / "ui-hostile.yaml", now=NOW, demo=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.press("4")
         await pilot.pause()
@@ -341,7 +331,7 @@ async def test_hostile_strings_are_shown_literally():
 
 
 async def test_writes_are_refused_in_read_only_mode_and_tiles_are_clickable():
-    app = make_app()
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     messages: list = []
     async with app.run_test(size=(120, 36), message_hook=messages.append) as pilot:
         app.post_message(RequestOperation("HoldAndDrain tau-ws-train", ["ClusterQueue tau-ws-train"], True))

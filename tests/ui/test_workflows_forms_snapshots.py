@@ -14,13 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tools.paths import DEMO, FIXTURES
+from factories import dashboard_app
+from tools.paths import FIXTURES
 
-from taudash.app import TaudashApp
-from taudash.engine.actions import Actions
-from taudash.engine.session import Session
-from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo
 from taudash.screens.messages import NewWorkflow, OpenWorkflow
 from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
 
@@ -37,14 +33,6 @@ def state_dir(monkeypatch):
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(STATE))
     yield
     shutil.rmtree(STATE, ignore_errors=True)
-
-
-def make_app() -> TaudashApp:
-    r = load_snapshot(DEMO)
-    r.store.last_event_at = NOW.timestamp() - 0.8
-    session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=True)
-    session.actions = Actions.live(object(), "operator", r.context, None)  # writable; nothing is confirmed
-    return TaudashApp(session, clock=lambda: NOW, tick=3600)
 
 
 def hold_op(cq: str) -> dict:
@@ -69,7 +57,7 @@ def test_new_workflow_form_hold(snap_compare):
         await pilot.pause()
         await pilot.pause()
 
-    assert snap_compare(make_app(), press=["9"], run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), press=["9"], run_before=run_before, terminal_size=SIZE)
 
 
 def test_new_workflow_form_release_pre_filled(snap_compare):
@@ -82,7 +70,7 @@ def test_new_workflow_form_release_pre_filled(snap_compare):
         await pilot.pause()
         await pilot.pause()
 
-    assert snap_compare(make_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)
 
 
 def test_step_confirm_destructive_with_notes(snap_compare):
@@ -99,7 +87,7 @@ def test_step_confirm_destructive_with_notes(snap_compare):
         await show(pilot, StepConfirmScreen(request))
         await pilot.press(*"aks-east")  # the context name is typed straight away (half of it here)
 
-    assert snap_compare(make_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)
 
 
 def test_step_confirm_after_earlier_writes(snap_compare):
@@ -114,7 +102,7 @@ def test_step_confirm_after_earlier_writes(snap_compare):
         await pilot.press("9")
         await show(pilot, StepConfirmScreen(request))
 
-    assert snap_compare(make_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)
 
 
 def test_wizard_lists_deactivated_workloads(snap_compare):
@@ -123,4 +111,4 @@ def test_wizard_lists_deactivated_workloads(snap_compare):
         await pilot.pause()
         await pilot.pause()
 
-    assert snap_compare(make_app(), run_before=run_before, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)

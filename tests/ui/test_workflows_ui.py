@@ -55,7 +55,7 @@ class Rig:
                 if r.verb in ("patch", "delete", "create") and not r.dry_run]
 
 
-async def make_rig(sim: SimServer, read_only: bool = False) -> Rig:
+async def open_rig(sim: SimServer, read_only: bool = False) -> Rig:
     world = World.for_server(sim, QUIET)
     for _ in range(3):
         world.step(5)
@@ -80,7 +80,7 @@ async def make_rig(sim: SimServer, read_only: bool = False) -> Rig:
 @pytest.fixture
 async def rig():
     async with SimServer() as sim:
-        r = await make_rig(sim)
+        r = await open_rig(sim)
         yield r
         await r.source.stop()
         await r.source.target.close()
@@ -362,7 +362,7 @@ async def test_another_clusters_run_is_listed_greyed_and_never_resumed(rig):
 
 async def test_read_only_keys_explain_themselves_and_nothing_is_written():
     async with SimServer() as sim:
-        r = await make_rig(sim, read_only=True)
+        r = await open_rig(sim, read_only=True)
         app = r.app
         why = app.session.actions.why_read_only
         assert why == "read-only mode (--read-only)"

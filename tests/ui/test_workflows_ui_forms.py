@@ -11,15 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from factories import dashboard_app
 from rich.console import Console
 from textual.widgets import Select, Static
-from tools.paths import DEMO, FIXTURES
+from tools.paths import FIXTURES
 
-from taudash.app import TaudashApp
-from taudash.engine.actions import Actions
-from taudash.engine.session import Session
-from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo
 from taudash.engine.workflows import Journal
 from taudash.engine.workflows.journal import workflows_dir
 from taudash.screens.messages import NewWorkflow, OpenWorkflow, StartWorkflow
@@ -39,15 +35,6 @@ CATALOG_DEACTIVATED = [("train", "job-ctx-ablation-32k-bc6fa"), ("train", "job-d
 def state_dir(tmp_path, monkeypatch):
     shutil.copytree(FIXTURE_STATE, tmp_path / "state")
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
-
-
-def make_app(writable: bool = True) -> TaudashApp:
-    r = load_snapshot(DEMO)
-    session = Session(r.store, SourceInfo(type="sim" if writable else "snapshot", context=r.context,
-                                          path="https://127.0.0.1:6443"), demo=True)
-    if writable:  # a write path that is never used: nothing here confirms a step
-        session.actions = Actions.live(object(), "operator", r.context, None)
-    return TaudashApp(session, clock=lambda: NOW, tick=3600)
 
 
 def plain(renderable) -> str:
@@ -75,7 +62,7 @@ def radio_marks(form: NewWorkflowScreen, set_id: str) -> dict[str, tuple[str, bo
 
 
 async def test_radio_buttons_show_a_symbol_and_the_highlight_is_the_chosen_option():
-    app = make_app()
+    app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         form = await open_form(pilot, "drain")
         marks = radio_marks(form, "nw-kind")
@@ -97,7 +84,7 @@ async def test_radio_buttons_show_a_symbol_and_the_highlight_is_the_chosen_optio
 
 
 async def test_checkbox_and_queue_list_show_a_symbol_and_space_toggles_it():
-    app = make_app()
+    app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         pilot.app.post_message(NewWorkflow("hold", cqs=["tau-ws-train"]))
         for _ in range(40):
@@ -147,7 +134,7 @@ def rollback_journal(directory: Path) -> Journal:
 
 async def test_release_form_offers_hold_catalog_and_rollback_runs_with_their_counts():
     rollback_journal(workflows_dir())
-    app = make_app()
+    app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         form = await open_form(pilot, "release")
         select = form.query_one("#nw-release-from", Select)
@@ -169,7 +156,7 @@ async def test_release_form_offers_hold_catalog_and_rollback_runs_with_their_cou
 
 async def test_finished_run_lists_what_it_deactivated_and_l_opens_the_release_form_pre_filled():
     # the catalog change 7f3a2c stopped mid-drain (InProgress, not running here): 4 Workloads inactive
-    app = make_app()
+    app = dashboard_app(now=NOW, writable=True)
     started: list[StartWorkflow] = []
     async with app.run_test(size=SIZE, message_hook=lambda m: started.append(m) if isinstance(
             m, StartWorkflow) else None) as pilot:
@@ -216,7 +203,7 @@ async def open_wizard(pilot, workflow_id: str) -> WizardScreen:
 
 
 async def test_running_or_release_runs_offer_no_reactivation():
-    app = make_app()
+    app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         wizard = await open_wizard(pilot, "0f9e8d")  # a release: it deactivates nothing
         assert wizard.model.deactivated == [] and not wizard.query_one("#wz-deactivated", Static).display
@@ -240,7 +227,7 @@ async def test_running_or_release_runs_offer_no_reactivation():
 
 
 async def test_read_only_wizard_says_how_to_reactivate_elsewhere_and_l_explains():
-    app = make_app(writable=False)
+    app = dashboard_app(now=NOW)
     async with app.run_test(size=SIZE) as pilot:
         app.post_message(OpenWorkflow("7f3a2c"))
         for _ in range(40):

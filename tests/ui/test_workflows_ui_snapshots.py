@@ -12,13 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tools.paths import DEMO, FIXTURES, REPO
+from factories import dashboard_app
+from tools.paths import FIXTURES
 
-from taudash.app import TaudashApp
-from taudash.engine.actions import Actions
-from taudash.engine.session import Session
-from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo
 from taudash.engine.workflows.base import RunnerEvent
 from taudash.screens.messages import OpenWorkflow, WorkflowEvent
 
@@ -37,26 +33,13 @@ def state_dir(monkeypatch):
     shutil.rmtree(STATE, ignore_errors=True)
 
 
-def make_app(writable: bool) -> TaudashApp:
-    r = load_snapshot(DEMO)
-    if not writable:  # a snapshot session: read-only, as `taudash --snapshot` opens it
-        src = SourceInfo(type="snapshot", context=r.context, path=str(DEMO.relative_to(REPO)),
-                         observed_at=r.captured_at)
-        return TaudashApp(Session(r.store, src, demo=True), clock=lambda: NOW, tick=3600)
-    # the demo cluster as `taudash demo` shows it (writable); nothing runs, the test feeds the events
-    r.store.last_event_at = NOW.timestamp() - 0.8
-    session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=True)
-    session.actions = Actions.live(object(), "operator", r.context, None)
-    return TaudashApp(session, clock=lambda: NOW, tick=3600)
-
-
 def test_workflows_screen_read_only(snap_compare):
     # four journals (InProgress catalog change, Completed hold, Failed drain, Aborted release); read-only
-    assert snap_compare(make_app(writable=False), press=["9"], terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=False), press=["9"], terminal_size=SIZE)
 
 
 def test_workflows_screen_writable(snap_compare):
-    assert snap_compare(make_app(writable=True), press=["9", "down", "down"], terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), press=["9", "down", "down"], terminal_size=SIZE)
 
 
 def progress(total_eval: tuple[int, int, int], total_train: tuple[int, int, int], eta: float | None) -> RunnerEvent:
@@ -85,4 +68,4 @@ async def wizard_mid_run(pilot) -> None:
 
 def test_wizard_mid_run(snap_compare):
     # the catalog change at step 2: plan (4 deactivations), live progress with bars and an ETA, the log
-    assert snap_compare(make_app(writable=True), run_before=wizard_mid_run, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=wizard_mid_run, terminal_size=SIZE)

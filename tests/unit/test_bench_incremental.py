@@ -7,6 +7,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from factories import cond, managed_template, raw_object, validated_store, workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tools.paths import DEMO
@@ -31,18 +32,6 @@ def _raws(store: Store) -> list[dict]:
     return out
 
 
-def _fresh(raws: list[dict]) -> Store:
-    store = Store()
-    by: dict[str, list] = {}
-    for o in raws:
-        k = lookup(o["apiVersion"], o["kind"])
-        by.setdefault(k.kind, []).append((k.model.model_validate(o), o))
-    for k in KINDS:
-        store.replace(k.kind, by.get(k.kind, []))
-        store.set_access(k.kind, AccessState.SYNCED)
-    return store
-
-
 @pytest.fixture(scope="module")
 def demo_raws() -> list[dict]:
     return _raws(load_snapshot(DEMO).store)
@@ -62,7 +51,7 @@ def _upsert(store: Store, raw: dict) -> None:
 
 
 def _cond(ctype: str, status: str, reason: str = "R", message: str = "m") -> dict:
-    return {"type": ctype, "status": status, "reason": reason, "message": message}
+    return cond(ctype, status, reason, message)
 
 
 class Mutations:
@@ -110,14 +99,9 @@ class Mutations:
     def workload_new(self) -> None:
         ns = self.rng.choice([n.name for n in self.store.list("Namespace")] or ["default"])
         n = self.rng.randrange(10**6)
-        _upsert(self.store, {
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": f"wl-new-{n}", "namespace": ns, "uid": f"u{n}",
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"j{n}", "uid": f"j{n}",
-                                              "controller": True}]},
-            "spec": {"queueName": "jobqueue", "active": True},
-            "status": {"conditions": [_cond("QuotaReserved", "False", "Pending", "waiting")]},
-        })
+        wl = workload(f"wl-new-{n}", ns, reason="Pending", message="waiting", owner=("Job", f"j{n}", f"j{n}"))
+        wl["metadata"]["uid"] = f"u{n}"
+        _upsert(self.store, wl)
 
     def delete_some(self) -> None:
         kind = self.rng.choice(["Workload", "Workload", "Job", "LocalQueue", "ClusterQueue", "RayService",
@@ -192,11 +176,9 @@ class Mutations:
         n = self.rng.randrange(10**6)
         kind = self.rng.choice(["Job", "RayService", "Deployment"])
         api = {"Job": "batch/v1", "RayService": "ray.io/v1", "Deployment": "apps/v1"}[kind]
-        raw = {"apiVersion": api, "kind": kind,
-               "metadata": {"name": f"src-{n}", "namespace": ns, "uid": f"s{n}",
-                            "labels": {"kueue.x-k8s.io/queue-name": "jobqueue"}},
-               "spec": {"template": {"metadata": {"labels": {"kueue.x-k8s.io/managed": "true",
-                                                             "kueue.x-k8s.io/queue-name": "jobqueue"}}}}}
+        raw = raw_object(kind, f"src-{n}", api_version=api, namespace=ns, uid=f"s{n}",
+                         labels={"kueue.x-k8s.io/queue-name": "jobqueue"},
+                         spec={"template": {"metadata": {"labels": managed_template("jobqueue")}}})
         _upsert(self.store, raw)
 
     def access_flip(self) -> None:
@@ -233,7 +215,7 @@ def _check(inc: IncrementalDeriver, store: Store, config: RuleConfig, now: datet
 @given(ops=st.lists(st.integers(min_value=0, max_value=1000), min_size=1, max_size=24),
        seed=st.integers(min_value=0, max_value=2**16), batch=st.integers(min_value=1, max_value=6))
 def test_incremental_matches_full_derive_on_the_demo(demo_raws, ops, seed, batch):
-    store = _fresh(copy.deepcopy(demo_raws))
+    store = validated_store(copy.deepcopy(demo_raws))
     config = RuleConfig(storage_claims=("blob-training",))
     inc = IncrementalDeriver(store, config)
     _check(inc, store, config, NOW)
@@ -250,7 +232,7 @@ def test_incremental_matches_full_derive_on_the_demo(demo_raws, ops, seed, batch
 @given(ops=st.lists(st.integers(min_value=0, max_value=1000), min_size=1, max_size=24),
        seed=st.integers(min_value=0, max_value=2**16))
 def test_incremental_matches_full_derive_on_a_bench_cluster(bench_raws, ops, seed):
-    store = _fresh(copy.deepcopy(bench_raws))
+    store = validated_store(copy.deepcopy(bench_raws))
     config = RuleConfig()
     inc = IncrementalDeriver(store, config)
     _check(inc, store, config, NOW)
@@ -263,7 +245,7 @@ def test_incremental_matches_full_derive_on_a_bench_cluster(bench_raws, ops, see
 
 
 def test_updates_are_incremental_not_full(bench_raws):
-    store = _fresh(copy.deepcopy(bench_raws))
+    store = validated_store(copy.deepcopy(bench_raws))
     inc = IncrementalDeriver(store)
     inc.view(NOW)
     m = Mutations(store, random.Random(1))
@@ -275,7 +257,7 @@ def test_updates_are_incremental_not_full(bench_raws):
 
 
 def test_a_relist_or_an_access_change_rebuilds(bench_raws):
-    store = _fresh(copy.deepcopy(bench_raws))
+    store = validated_store(copy.deepcopy(bench_raws))
     inc = IncrementalDeriver(store)
     inc.view(NOW)
     store.set_access("Workload", AccessState.ERROR, "boom", since=1.0)

@@ -1,6 +1,6 @@
 """Slim models (engine.model.slim) stay equal to what pydantic built, serialise the same, and copy safely.
 
-Workload and Job are fast structs in the store (tests/test_model_fast.py); slimming is checked on
+Workload and Job are fast structs in the store (tests/unit/test_model_fast.py); slimming is checked on
 their pydantic schema, which validates what the fast path refuses."""
 
 from __future__ import annotations

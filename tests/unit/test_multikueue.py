@@ -7,14 +7,13 @@ from datetime import UTC, datetime
 
 import factories
 import pytest
-from factories import admission_check, workload_profile
+from factories import admission_check, rule_context, workload_profile
 from factories import multikueue_cluster as mk_cluster
 from factories import multikueue_config as mk_config
 
-from taudash.engine.rules.base import RuleContext, Severity
+from taudash.engine.rules.base import Severity
 from taudash.engine.rules.multikueue import derive_multikueue
 from taudash.engine.rules.profiles import derive_profiles
-from taudash.engine.sources.snapshot import store_from_objects
 from taudash.engine.store import AccessState
 
 GEN = 4
@@ -51,10 +50,7 @@ def ready_objects():
 
 
 def run(objects, access=None):
-    store = store_from_objects(objects)
-    for kind, state in (access or {}).items():
-        store.set_access(kind, state)
-    ctx = RuleContext(store=store, now=NOW)
+    ctx = rule_context(objects, now=NOW, access=access)
     profiles, _ = derive_profiles(ctx)
     return derive_multikueue(ctx, profiles)
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import factories
 import pytest
 from factories import PROFILE_CONDITIONS as ORDER
-from factories import pool_workspace, workload_profile
+from factories import pool_workspace, rule_context, workload_profile
 
-from taudash.engine.rules.base import RuleContext, Severity
+from taudash.engine.rules.base import Severity
 from taudash.engine.rules.profilehash import profile_set_hash
 from taudash.engine.rules.profiles import (
     ANN_GENERATION,
@@ -60,10 +60,7 @@ CATALOG = [
 
 
 def ctx_of(*objects, access=None):
-    store = store_from_objects(list(objects))
-    for kind, state in (access or {}).items():
-        store.set_access(kind, state)
-    return RuleContext(store=store, now=NOW)
+    return rule_context(objects, now=NOW, access=access)
 
 
 def checks(view):

@@ -1,8 +1,8 @@
 """engine/quota.py: Kueue's quota arithmetic over the ClusterQueue/Cohort tree (reference/kueue.md §4.5)."""
 
-from factories import cluster_queue, cohort
+from factories import cluster_queue, cohort, q
 
-from taudash.engine.model import ClusterQueue, Cohort, Quantity
+from taudash.engine.model import ClusterQueue, Cohort
 from taudash.engine.quota import (
     add_usage,
     available,
@@ -15,10 +15,6 @@ from taudash.engine.quota import (
 F = "h100"
 GPU = "nvidia.com/gpu"
 FR = (F, GPU)
-
-
-def q(s):
-    return Quantity.parse(s)
 
 
 def tree(cqs, cohorts=(), usage=None):

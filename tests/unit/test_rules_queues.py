@@ -1,27 +1,15 @@
 from datetime import UTC, datetime
 
-from factories import cluster_queue, cohort, local_queue, workload
+from factories import cluster_queue, cohort, local_queue, q, view_of, workload
 
-from taudash.engine.model import Quantity, Workload
+from taudash.engine.model import Workload
 from taudash.engine.rules.queues import why_waiting
 from taudash.engine.sources.snapshot import store_from_objects
 from taudash.engine.store import AccessState
-from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"
 F = "taugrid-gpu-h100-80gb"
-
-
-def view_of(*objs, access=None):
-    store = store_from_objects(list(objs))
-    for kind, state in (access or {}).items():
-        store.set_access(kind, state)
-    return derive(store, NOW)
-
-
-def q(s):
-    return Quantity.parse(s)
 
 
 def test_implicit_and_explicit_cohorts_with_member_totals():

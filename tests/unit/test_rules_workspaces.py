@@ -1,12 +1,10 @@
 from datetime import UTC, datetime
 
 import pytest
-from factories import cond, workspace
+from factories import cond, view_of, workspace
 
 from taudash.engine.model import TauWorkspace
 from taudash.engine.rules.workspaces import expected_phase, is_stale
-from taudash.engine.sources.snapshot import store_from_objects
-from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -36,10 +34,6 @@ def conds(*items):
 )
 def test_expected_phase(items, expected):
     assert expected_phase(conds(*items)) == expected
-
-
-def view_of(*objs):
-    return derive(store_from_objects(list(objs)), NOW)
 
 
 def rules(view):
