@@ -352,7 +352,7 @@ def namespace(name: str, labels: dict[str, str] | None = None, *, name_label: bo
     lab = {"kubernetes.io/metadata.name": name} if name_label else {}
     lab.update(labels or {})
     meta: dict[str, Any] = {"name": name}
-    if lab or labels is not None or name_label:
+    if name_label or labels is not None:
         meta["labels"] = lab
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
