@@ -1,0 +1,103 @@
+"""`taudash bench`: the synthetic cluster generator and the bench end to end (structure only: no timing
+is asserted — the machine is shared and noisy; targets live in docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from factories import validated_store
+
+from taudash.bench.generate import CAPTURED_AT, SIZES, generate
+from taudash.cli import main
+from taudash.engine.view import derive
+
+
+@pytest.fixture(scope="module")
+def small():
+    return generate("S", seed=3)
+
+
+def test_generator_is_deterministic_per_seed(small):
+    assert generate("S", seed=3) == small
+    other = generate("S", seed=4)
+    assert other != small
+    assert len(other) == len(small)
+
+
+def test_generator_sizes_match_the_brief(small):
+    kinds = Counter(o["kind"] for o in small)
+    s = SIZES["S"]
+    assert kinds["Node"] == s.nodes
+    assert kinds["Workload"] == s.workloads
+    assert kinds["Job"] == s.jobs
+    assert kinds["RayJob"] == s.rayjobs
+    assert kinds["RayService"] == s.rayservices
+    assert kinds["Deployment"] == s.deployments
+    assert kinds["TauWorkspace"] == s.workspaces
+    assert kinds["ClusterQueue"] == s.workspaces
+    assert kinds["TauCluster"] == kinds["TauTeam"] == kinds["Cohort"] == 1
+    assert kinds["ResourceFlavor"] == 3
+    assert SIZES["L"].workloads == 100_000 and SIZES["L"].nodes == 5_000
+    assert SIZES["M"].jobs == 10_000
+
+
+def test_generated_cluster_is_consistent(small):
+    view = derive(validated_store(small), CAPTURED_AT)
+    rules = Counter(f.rule for f in view.findings)
+    assert "DATA-UNREADABLE" not in rules
+    # The pool is valid and exactly as the controller would have it: no drift, no conflict.
+    assert view.pool.mode == "Automatic" and view.pool.valid is True and view.pool.established
+    assert not {"POOL-CONFLICT", "POOL-BUDGET-DRIFT", "POOL-QUEUE-DRIFT", "POOL-UNKNOWN"} & set(rules)
+    assert {f.name for f in view.pool.flavors} == {"taugrid-gpu-h100-80gb", "taugrid-gpu-a100-80gb",
+                                                    "taugrid-gpu-h200-141gb"}
+    # Queue counts are what the Workloads say.
+    assert view.cluster_queues
+    for q in view.cluster_queues:
+        assert q.observed is not None
+        assert (q.pending, q.reserving, q.admitted) == (q.observed.pending, q.observed.reserving,
+                                                        q.observed.admitted), q.name
+    assert sum(q.pending for q in view.cluster_queues) > 0  # the pool is full: some work waits
+    assert sum(q.admitted for q in view.cluster_queues) > 0
+    assert len(view.workspaces) == SIZES["S"].workspaces
+    assert all(w.expected_phase == "Ready" for w in view.workspaces)
+    # Retargeted workspaces drain with real blockers.
+    assert any(w.drain.state == "Blocked" for w in view.workspaces)
+
+
+def test_local_queue_counts_match_workloads(small):
+    pending: Counter = Counter()
+    for o in small:
+        if o["kind"] != "Workload":
+            continue
+        conds = {c["type"]: c["status"] for c in o["status"]["conditions"]}
+        if conds.get("QuotaReserved") != "True" and o["spec"]["active"]:
+            pending[(o["metadata"]["namespace"], o["spec"]["queueName"])] += 1
+    lqs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in small if o["kind"] == "LocalQueue"}
+    assert set(pending) <= set(lqs)
+    for key, lq in lqs.items():
+        assert lq["status"]["pendingWorkloads"] == pending.get(key, 0), key
+
+
+FIGURES = {
+    "sync_s", "decode_s", "sync_vs_decode", "kubectl_s", "sync_vs_kubectl", "derive_full_s",
+    "session_first_view_s", "ui_start_s", "first_paint_max_s", "switch_max_s", "tick_render_max_s",
+    "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s", "peak_rss_mib", "sim_rss_mib",
+}
+
+
+def test_bench_small_end_to_end_json(capsys):
+    code = main(["bench", "--size", "S", "-o", "json", "--stream-seconds", "1.5", "--rate", "300"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["kind"] == "BenchResult" and doc["size"] == "S"
+    assert doc["counts"]["Workload"] >= SIZES["S"].workloads
+    assert FIGURES <= set(doc["figures"]), FIGURES - set(doc["figures"])
+    for key, f in doc["figures"].items():
+        assert set(f) == {"label", "value", "unit", "target", "pass", "note"}, key
+        assert f["value"] is not None, key
+        assert f["pass"] is None if f["target"] is None else f["pass"] in (True, False)
+    # Progress went to stderr, never into the JSON.
+    assert "[bench" in out.err

@@ -1,0 +1,103 @@
+"""`taudash sim serve`: runs until Ctrl-C, prints the kubeconfig path and a kubectl example."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import stat
+import sys
+
+from tools.paths import FIXTURES, REPO
+
+from taudash.cli import build_parser, main
+
+FIXTURE = FIXTURES / "sim-cluster.yaml"
+
+
+def test_help_says_speed_and_seed_are_for_the_controllers(capsys):
+    try:
+        build_parser().parse_args(["sim", "serve", "--help"])
+    except SystemExit:
+        pass
+    out = capsys.readouterr().out
+    for flag in ("--snapshot", "--port", "--speed", "--seed", "--kubeconfig-out"):
+        assert flag in out
+    assert "controllers" in out
+
+
+def test_bad_input_is_exit_2(capsys, tmp_path):
+    assert main(["sim", "serve", "--snapshot", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["sim", "serve", "--speed", "0"]) == 2
+
+
+async def test_serve_until_interrupted(tmp_path):
+    kubeconfig = tmp_path / "out" / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE),
+        "--kubeconfig-out", str(kubeconfig), "--seed", "3", "--speed", "10",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        lines = []
+        while not any(line.startswith("try:") for line in lines):
+            line = await asyncio.wait_for(proc.stdout.readline(), 20)
+            assert line, (await proc.stderr.read()).decode()
+            lines.append(line.decode().strip())
+        assert lines[0].startswith("taudash sim: serving 24 objects") and "https://127.0.0.1:" in lines[0]
+        assert lines[1] == f"kubeconfig: {kubeconfig}"
+        assert f"kubectl --kubeconfig {kubeconfig} get clusterqueues" in lines[2]
+        assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
+        env = {**os.environ, "HOME": str(tmp_path)}
+        kubectl = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), "get", "tc", "-o", "name",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(kubectl.communicate(), 20)
+        assert kubectl.returncode == 0, err.decode()
+        assert out.decode().strip() == "taucluster.tau.azure.com/cluster"
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)  # Ctrl-C
+        code = await asyncio.wait_for(proc.wait(), 10)
+    assert code == 0
+
+
+def test_kueue_api_accepts_only_known_versions(capsys):
+    try:
+        build_parser().parse_args(["sim", "serve", "--kueue-api", "v9"])
+        raise AssertionError("parsed an unknown version")
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "--kueue-api" in capsys.readouterr().err
+
+
+async def test_serve_a_v1beta1_only_kueue(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
+        "--kueue-api", "v1beta1", "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 20)
+            assert line, (await proc.stderr.read()).decode()
+            if line.startswith(b"try:"):
+                break
+        env = {**os.environ, "HOME": str(tmp_path)}
+
+        async def kubectl(*args):
+            p = await asyncio.create_subprocess_exec("kubectl", "--kubeconfig", str(kubeconfig), *args,
+                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                     env=env)
+            out, err = await asyncio.wait_for(p.communicate(), 20)
+            assert p.returncode == 0, err.decode()
+            return out.decode().split()
+
+        assert [v for v in await kubectl("api-versions") if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
+        assert set(await kubectl("get", "clusterqueues", "-o", "jsonpath={.items[*].apiVersion}")) == {
+            "kueue.x-k8s.io/v1beta1"}
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 10)
+    assert code == 0

@@ -1,0 +1,212 @@
+"""Guided operations end to end: the live source and the write path against the simulated world.
+
+The world is stepped by the runner's sleep (30 simulated seconds per poll), so waits progress
+deterministically and fast.
+"""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import yaml
+
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import Context, Crash
+from taudash.engine.workflows.catalog import affected_queues
+from taudash.engine.workflows.hold import deactivated_by
+from taudash.live import LiveCluster
+from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
+
+CQ = "clusterqueues.kueue.x-k8s.io"
+QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
+
+
+pytestmark = pytest.mark.usefixtures("state_dir")
+
+
+class Harness:
+    def __init__(self, sim, world, live):
+        self.sim, self.world, self.live = sim, world, live
+        self.confirmations = []
+
+    async def sleep(self, _dt):
+        self.world.step(30)
+        await asyncio.sleep(0.02)  # let the watch deliver the world's writes
+
+    async def confirm(self, step, plan, op):
+        self.confirmations.append((step.id, op.ref if op else None))
+        return True
+
+    def ctx(self, journal, hooks=None):
+        return Context(store=self.live.store, actions=self.live.actions, clock=self.world.clock.now,
+                       artifacts_dir=artifacts_dir(journal), hooks=hooks)
+
+    async def run(self, kind, params, hooks=None, journal=None):
+        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context)
+        runner = Runner(build(kind, journal.params), self.ctx(journal, hooks), journal, self.confirm, poll=0.0,
+                        sleep=self.sleep)
+        return journal, await runner.run()
+
+    async def settle(self):
+        for _ in range(3):
+            self.world.step(5)
+        await asyncio.sleep(0.1)
+
+    def real_writes(self):
+        """(verb, path) of every non-dry-run write the server received."""
+        return [(r.verb, r.path) for r in self.sim.api.requests if r.verb in ("patch", "delete", "create") and not r.dry_run]
+
+
+@pytest.fixture
+async def h():
+    async with SimServer() as sim:
+        world = World.for_server(sim, QUIET)
+        world.step(1)
+        async with LiveCluster(None, str(sim.kubeconfig)) as live:
+            harness = Harness(sim, world, live)
+            await harness.settle()
+            yield harness
+
+
+def cq_status(h, name):
+    return h.sim.db.get(CQ, name)["status"]
+
+
+async def test_hold_drains_and_release_restores(h):
+    journal, state = await h.run("hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"})
+    assert state == "Completed", journal.records[-3:]
+    st = cq_status(h, "tau-ws-train")
+    assert (st.get("pendingWorkloads", 0), st.get("reservingWorkloads", 0), st.get("admittedWorkloads", 0)) == (0, 0, 0)
+    assert h.sim.db.get(CQ, "tau-ws-train")["spec"]["stopPolicy"] == "HoldAndDrain"
+    cancelled = deactivated_by(journal)
+    assert cancelled  # the demo has pending work in train
+    _, state = await h.run("release", {"cqs": ["tau-ws-train"], "reactivate": cancelled})
+    assert state == "Completed"
+    assert h.sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
+    for ns, name in cancelled:
+        wl = h.sim.db.get("workloads.kueue.x-k8s.io", name, ns)
+        assert wl is None or wl["spec"].get("active", True)
+
+
+async def test_drain_supervision_clears_the_retarget(h):
+    journal, state = await h.run("drain", {"workspace": "eval"})
+    assert state == "Completed", journal.records[-3:]
+    deleted = {ref for step, ref in h.confirmations if ref}
+    assert "RayService eval/llm" in deleted and "Deployment eval/web-ui" in deleted
+    for _ in range(20):  # the TauGrid controller finishes the retarget once the drain is Clear
+        await h.sleep(0)
+        ws = h.sim.db.get("workspaces.tau.azure.com", "eval", "tau-system")
+        if ws["status"]["target"]["resolvedNamespace"] == "eval-v2":
+            break
+    assert ws["status"]["target"]["resolvedNamespace"] == "eval-v2"
+
+
+async def test_drain_refuses_to_act_while_unknown(h):
+    h.sim.faults.forbid("deployments.apps")
+    await h.sim.api.wait_for_watches(1, "deployments.apps")
+    h.sim.faults.drop_watches()
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if h.live.store.access("Deployment").state.value == "Forbidden":
+            break
+    journal, state = await h.run("drain", {"workspace": "eval"})
+    assert state == "Failed"
+    assert "Unknown" in journal.steps()["blockers"].failed
+    assert h.real_writes() == []
+
+
+def current_catalog(h):
+    return h.sim.db.get("clusters.tau.azure.com", "cluster")["spec"]["workloadProfiles"]
+
+
+async def test_catalog_change_then_rollback_restores_catalog_and_hash(h):
+    old = current_catalog(h)
+    tc0 = h.sim.db.get("clusters.tau.azure.com", "cluster")
+    gen0, hash0 = tc0["metadata"]["generation"], tc0["status"]["workloadProfiles"]["profileSetHash"]
+    new = [p for p in old if p["name"] != "azure.research.remote.burst"]  # resolve the MultiKueue ambiguity
+    ctx = Context(store=h.live.store, actions=h.live.actions)
+    why = affected_queues(ctx, new, [])
+    params = {"catalog": new, "cqs": list(why), "why": why}
+    journal, state = await h.run("catalog", params)
+    assert state == "Completed", journal.records[-3:]
+    tc = h.sim.db.get("clusters.tau.azure.com", "cluster")
+    assert tc["metadata"]["generation"] == gen0 + 1
+    assert tc["status"]["workloadProfiles"]["observedGeneration"] == gen0 + 1
+    assert tc["status"]["workloadProfiles"]["profileSetHash"] not in ("", hash0)
+    assert [p["name"] for p in tc["spec"]["workloadProfiles"]] == [p["name"] for p in new]
+    art = journal.artifacts()
+    exported = yaml.safe_load(Path(art["taucluster"]).read_text())
+    assert exported["metadata"]["generation"] == gen0 and exported["spec"]["workloadProfiles"] == old
+    snap = yaml.safe_load(Path(art["profiles"]).read_text())
+    assert snap["kind"] == "TauWorkloadProfileSnapshot" and snap["profileSetHash"] == hash0
+    for name in params["cqs"]:  # admission restored
+        assert h.sim.db.get(CQ, name)["spec"].get("stopPolicy", "None") == "None"
+    # dry-run checks reached the server and stored nothing
+    assert any(r.verb == "create" and r.dry_run for r in h.sim.api.requests)
+
+    rb_params = {"from": journal.id, "previous_catalog": exported["spec"]["workloadProfiles"], "previous_hash": hash0,
+                 "cqs": params["cqs"]}
+    rb, state = await h.run("rollback", rb_params)
+    assert state == "Completed", rb.records[-3:]
+    tc = h.sim.db.get("clusters.tau.azure.com", "cluster")
+    assert tc["spec"]["workloadProfiles"] == old
+    assert tc["status"]["workloadProfiles"]["profileSetHash"] == hash0
+    creds = next(r["data"]["local"] for r in rb.records if r["event"] == "executed" and r["step"] == "credentials")
+    assert "revoke" in creds
+    # the rollback's completion ends the catalog run it undid: RolledBack, never resumable
+    source = Journal.open(str(journal.path))
+    assert source.state == "RolledBack" and source.terminal
+    assert source.last("rolled-back")["data"] == {"by": rb.id}
+
+
+async def test_another_writer_conflict_is_replanned(h):
+    actions = h.live.actions
+    real_read = actions.read
+    interfered = []
+
+    async def read(kind, name, namespace=None):
+        obj = await real_read(kind, name, namespace)
+        if kind == "ClusterQueue" and not interfered:
+            interfered.append(name)  # someone else edits the queue right after our read
+            h.sim.db.patch_merge(CQ, name, {"metadata": {"labels": {"edited-by": "someone-else"}},
+                                            "spec": {"stopPolicy": "Hold"}})
+        return obj
+
+    actions.read = read
+    journal, state = await h.run("hold", {"cqs": ["tau-ws-eval"], "mode": "HoldAndDrain", "cancel_pending": False})
+    assert state == "Completed"
+    obj = h.sim.db.get(CQ, "tau-ws-eval")
+    assert obj["spec"]["stopPolicy"] == "HoldAndDrain" and obj["metadata"]["labels"]["edited-by"] == "someone-else"
+    results = [e["result"] for e in actions.log if e["verb"] == "patch"]
+    assert results == ["conflict", "intent", "ok"]
+    executed = [r for r in journal.records if r["event"] == "executed"]
+    assert executed[0]["data"]["result"]["attempts"] == 2
+
+
+BOUNDARIES = ["hold:before-plan", "hold:planned", "hold:confirmed", "hold:op0", "hold:executed", "hold:mid-wait",
+              "hold:observed", "hold:verified", "drain:planned", "drain:confirmed", "drain:op0", "drain:executed",
+              "drain:mid-wait", "drain:observed"]
+
+
+@pytest.mark.parametrize("point", BOUNDARIES)
+async def test_crash_at_any_boundary_then_resume_repeats_nothing(h, point):
+    params = {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}
+    journal = Journal.create(new_id(), "hold", params, h.live.target.context)
+
+    def crash(at):
+        if at == point:
+            raise Crash(at)
+
+    with pytest.raises(Crash):
+        await h.run("hold", params, hooks=crash, journal=journal)
+    before = h.real_writes()
+    resumed = Journal.open(str(journal.path))  # a new process reads the journal back
+    _, state = await h.run("hold", params, journal=resumed)
+    assert state == "Completed"
+    writes = h.real_writes()
+    assert len(writes) == len(set(writes)), f"an action was repeated after {point}: {writes}"
+    assert set(before) <= set(writes)
+    st = cq_status(h, "tau-ws-train")
+    assert (st.get("pendingWorkloads", 0), st.get("reservingWorkloads", 0), st.get("admittedWorkloads", 0)) == (0, 0, 0)
