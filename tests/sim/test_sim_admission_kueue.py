@@ -6,6 +6,7 @@ deactivation/reactivation conditions, `borrowed: "0"` outside a cohort."""
 from __future__ import annotations
 
 import pytest
+from factories import workload_priority_class
 from test_sim_world_admission import GPU, KQ, cluster, cohort, complete, cq, flavor, groups, job, lq, reason, state
 
 from taudash.engine.history import db as hdb
@@ -30,10 +31,7 @@ def suspended(w: World, ns: str, name: str) -> bool:
 
 
 def priorities() -> list[dict]:
-    return [
-        {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
-        for n, v in (("low", 100), ("high", 1000))
-    ]
+    return [workload_priority_class(n, v) for n, v in (("low", 100), ("high", 1000))]
 
 
 def with_pod(obj: dict, **pod_spec) -> dict:

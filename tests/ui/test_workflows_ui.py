@@ -259,10 +259,11 @@ async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
         assert "no such file" in text_of(form.query_one("#nw-error", Static))
         form.select_kind("drain")
         # the change travels button → set → form (which clears the old error): wait for it to arrive
-        await wait_for(pilot, lambda: form.kind == "drain", what="the drain section")
+        error = form.query_one("#nw-error", Static)
+        await wait_for(pilot, lambda: form.kind == "drain" and not text_of(error).strip(),
+                       what="the drain section, with the catalog's error cleared")
         await pilot.click("#nw-start")
-        await pilot.pause()
-        assert "choose the workspace" in text_of(form.query_one("#nw-error", Static))
+        await wait_for(pilot, lambda: "choose the workspace" in text_of(error), what="the drain form's error")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, NewWorkflowScreen)
