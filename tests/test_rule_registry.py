@@ -148,3 +148,33 @@ def test_a_rule_declares_exactly_one_way_to_compute():
         Rule("x", frozenset(), (ViewField("x", int, 0),))
     with pytest.raises(ValueError, match="fingerprints"):
         Rule("x", frozenset(), (ViewField("x", int, 0),), derive=lambda ctx: (0, []), fingerprints={"Node": id})
+
+
+def test_a_workflow_context_polls_views_incrementally():
+    """Headless workflows poll Context.view(): one full build, then updates by what changed."""
+    from taudash.engine.actions import Actions
+    from taudash.engine.workflows.base import Context
+
+    store = _store(workspace("train"), cluster_queue("tau-ws-train"), workload("w1", "train"))
+    ctx = Context(store=store, actions=Actions.read_only("test"), clock=NOW.timestamp)
+    first = ctx.view()
+    deriver = ctx._deriver
+    assert deriver is not None and deriver.full_builds == 1
+    store.upsert(lookup("kueue.x-k8s.io/v1beta2", "Workload").model.model_validate(workload("w2", "train")))
+    second = ctx.view()
+    assert ctx._deriver is deriver and deriver.full_builds == 1 and deriver.updates == 1
+    assert {w.name for w in second.waiting} - {w.name for w in first.waiting} == {"w2"}
+    assert second.to_contract() == derive(store, NOW).to_contract()
+
+
+def test_a_workflow_context_with_a_session_takes_the_session_view():
+    from taudash.engine.actions import Actions
+    from taudash.engine.session import Session
+    from taudash.engine.view import SourceInfo
+    from taudash.engine.workflows.base import Context
+
+    store = _store(workspace("train"))
+    session = Session(store, SourceInfo(type="kube"))
+    ctx = Context(store=store, actions=Actions.read_only("test"), clock=NOW.timestamp, session=session)
+    assert ctx.view() is session.view(NOW)  # the session's cached view, shared with the dashboard
+    assert ctx._deriver is None
