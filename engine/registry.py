@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .model import ClusterQueue
+from .model.kinds import DRAIN_KINDS
 from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
 from .rules.base import Finding, Rule, RuleContext, ViewField
 from .rules.cluster import (
@@ -35,8 +36,7 @@ from .rules.workspaces import WorkspaceView
 _WORKSPACE_READS = frozenset({
     "TauWorkspace", "TauCluster", "Namespace", "ServiceAccount", "RoleBinding", "PersistentVolumeClaim",
     "StorageClass", "CSINode", "Node", "ClusterQueue",
-    "Workload", "Job", "RayJob", "RayService", "Deployment", "LocalQueue",  # a drain's old namespace
-})
+}) | DRAIN_KINDS  # read in a draining workspace's old namespace
 
 
 def pool_print(cq: ClusterQueue) -> tuple:

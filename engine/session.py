@@ -20,6 +20,7 @@ from typing import Any
 from .identity import ClusterIdentity
 from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
+from .model.kinds import WORKLOAD_SOURCES
 from .rules.base import ObjRef, RuleConfig
 from .store import AccessState, Store
 from .view import ClusterView, SourceInfo, derive
@@ -327,7 +328,7 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
 
     kind = ref.kind
     sysns = s.config.system_namespace
-    if kind in ("Job", "RayJob", "RayService", "Deployment"):
+    if kind in WORKLOAD_SOURCES:
         q = obj.labels.get("kueue.x-k8s.io/queue-name")
         if kind == "Deployment":
             q = q or obj.spec.template.metadata.labels.get("kueue.x-k8s.io/queue-name")

@@ -31,6 +31,8 @@ class ResourceKind:
     high_volume: bool = False
     # A draining workspace reads it in its old namespace (DESIGN §5.4): what still runs or routes there.
     drain: bool = False
+    # Work Kueue admits through a Workload it owns (a Job, a RayJob, ...): a drain may delete it.
+    workload_source: bool = False
 
     @property
     def codec(self) -> str:
@@ -52,6 +54,7 @@ TAU = "tau.azure.com"
 _KQ = ("v1beta2", "v1beta1")
 
 _HV = dict(high_volume=True, drain=True)
+_SRC = dict(_HV, workload_source=True)
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Node", "", ("v1",), "nodes", False, fast.Node, short_names=("no",)),
@@ -66,10 +69,10 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("CSINode", "storage.k8s.io", ("v1",), "csinodes", False, fast.CSINode),
     ResourceKind("PriorityClass", "scheduling.k8s.io", ("v1",), "priorityclasses", False, core.PriorityClass,
                  short_names=("pc",)),
-    ResourceKind("Job", "batch", ("v1",), "jobs", True, fast.Job, **_HV),
-    ResourceKind("Deployment", "apps", ("v1",), "deployments", True, core.Deployment, short_names=("deploy",), **_HV),
-    ResourceKind("RayJob", "ray.io", ("v1",), "rayjobs", True, core.RayJob, optional=True, **_HV),
-    ResourceKind("RayService", "ray.io", ("v1",), "rayservices", True, core.RayService, optional=True, **_HV),
+    ResourceKind("Job", "batch", ("v1",), "jobs", True, fast.Job, **_SRC),
+    ResourceKind("Deployment", "apps", ("v1",), "deployments", True, core.Deployment, short_names=("deploy",), **_SRC),
+    ResourceKind("RayJob", "ray.io", ("v1",), "rayjobs", True, core.RayJob, optional=True, **_SRC),
+    ResourceKind("RayService", "ray.io", ("v1",), "rayservices", True, core.RayService, optional=True, **_SRC),
     ResourceKind("ClusterQueue", KUEUE, _KQ, "clusterqueues", False, kueue.ClusterQueue, short_names=("cq",)),
     ResourceKind("LocalQueue", KUEUE, _KQ, "localqueues", True, kueue.LocalQueue,
                  short_names=("queue", "queues", "lq"), drain=True),
@@ -102,6 +105,7 @@ BY_RESOURCE: dict[str, ResourceKind] = {k.resource: k for k in KINDS}
 # Read from the descriptions above; never written out by hand elsewhere.
 HIGH_VOLUME: frozenset[str] = frozenset(k.kind for k in KINDS if k.high_volume)
 DRAIN_KINDS: frozenset[str] = frozenset(k.kind for k in KINDS if k.drain)
+WORKLOAD_SOURCES: frozenset[str] = frozenset(k.kind for k in KINDS if k.workload_source)
 ALL_KINDS: frozenset[str] = frozenset(BY_KIND)
 
 
