@@ -42,3 +42,27 @@ def test_the_simulator_serves_the_engines_short_names():
         for short in k.short_names:
             assert reg.resolve(short).engine_kind == k.kind
     assert reg.resolve("cq").kind == "ClusterQueue"
+
+
+def test_well_known_keys_are_spelled_only_in_names_py():
+    """Label, annotation and finalizer keys are defined once (engine/model/names.py) and imported:
+    a string literal of one anywhere else in engine/, screens/ or taudash/ fails."""
+    import ast
+    from pathlib import Path
+
+    from taudash.engine.model import names
+
+    root = Path(__file__).resolve().parent.parent
+    keys = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
+    assert "tau.azure.com/gpu-class" in keys and "taudash.io/deactivated-by" in keys
+    found = []
+    linked = (root / "taudash" / "engine", root / "taudash" / "screens")  # links to the top-level folders
+    files = [p for base in ("engine", "screens", "taudash") for p in (root / base).rglob("*.py")
+             if not p.is_relative_to(linked[0]) and not p.is_relative_to(linked[1])]
+    for p in files:
+        if p == root / "engine" / "model" / "names.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in keys:
+                found.append(f"{p.relative_to(root)}:{node.lineno}: {node.value}")
+    assert files and not found, "\n".join(found)
