@@ -20,7 +20,7 @@ from typing import Any
 from .identity import ClusterIdentity
 from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
-from .model.kinds import WORKLOAD_SOURCES
+from .model.kinds import TAU, WORKLOAD_SOURCES
 from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
 from .store import AccessState, Store
@@ -428,7 +428,7 @@ def _flavor_nodes(s: Session, flavor: str) -> list[str]:
 
 
 def _owner_kind(kind: str, api_version: str) -> str:
-    if api_version.startswith("tau.azure.com/") and kind in ("Cluster", "Team", "Workspace"):
+    if api_version.startswith(TAU + "/") and kind in ("Cluster", "Team", "Workspace"):
         return "Tau" + kind
     return kind
 
