@@ -113,6 +113,13 @@ class WorkloadsPart(RulePart):
         return touched
 
     def _set_waiting(self, key: Key, w) -> None:
+        if w is not None and (not self._wkeys or key > self._wkeys[-1]):  # a build appends in key order
+            self._wkeys.append(key)
+            self._wvals.append(w)
+            self._waiting_out = None
+            self._wver += 1
+            self._wlog.append((self._wver, key))
+            return
         i = bisect.bisect_left(self._wkeys, key)
         present = i < len(self._wkeys) and self._wkeys[i] == key
         if w is None:
