@@ -128,7 +128,7 @@ class _Whole(RulePart):
     """A `Rule.derive` rule: recomputed whole when anything it reads or needs moved."""
 
     def __init__(self, rule: Rule) -> None:
-        self.rule = rule
+        super().__init__(rule)
         self.value: Any = None
         self._findings: list[Finding] = []
 
@@ -217,7 +217,7 @@ class IncrementalDeriver:
         self._parts = {}
         self._prints = {}
         for rule in self._order:
-            self._parts[rule.name] = rule.part() if rule.part is not None else _Whole(rule)
+            self._parts[rule.name] = rule.part(rule) if rule.part is not None else _Whole(rule)
             for kind, fp in rule.fingerprints.items():
                 self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): fp(o)
                                                   for o in self.store.list(kind)}

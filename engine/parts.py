@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .model.kinds import DRAIN_KINDS
-from .rules.base import Changed, Finding, Key, RuleContext, RulePart
+from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
 from .rules.queues import Bucket, ObservedCounts, cluster_queue_view, derive_cohorts, observed, workload_facts
 from .rules.workspaces import derive_workspace
 
@@ -44,7 +44,8 @@ class WorkloadsPart(RulePart):
     """Observed counts per ClusterQueue and the waiting rows, kept per Workload. `update` returns the
     ClusterQueues whose counts moved."""
 
-    def __init__(self) -> None:
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(rule)
         self._buckets: dict[Key, Bucket] = {}
         self._counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self._wkeys: list[Key] = []
@@ -158,7 +159,8 @@ class WorkloadsPart(RulePart):
 class QueuesPart(RulePart):
     """ClusterQueue views (needs the observed counts of WorkloadsPart) and the cohorts built from them."""
 
-    def __init__(self) -> None:
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(rule)
         self._parts: dict[str, tuple] = {}  # name → (ClusterQueueView, findings)
         # A queue's flavor rows depend on its object alone; Workload events only move its counts.
         self._flavors: dict[str, tuple] = {}
@@ -208,11 +210,12 @@ class QueuesPart(RulePart):
 class WorkspacesPart(RulePart):
     """One view per TauWorkspace of the system namespace, recomputed when its inputs moved."""
 
-    def __init__(self, reads: frozenset[str]) -> None:
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(rule)
         self._parts: dict[str, tuple] = {}  # name → (WorkspaceView, findings)
         # Kinds any workspace may read (identity, storage, the cluster): a change moves every one.
         # The drain-relevant kinds are read only in a draining workspace's old namespace.
-        self._everywhere = reads - DRAIN_KINDS - {"TauWorkspace", "ClusterQueue"}
+        self._everywhere = rule.reads - DRAIN_KINDS - {"TauWorkspace", "ClusterQueue"}
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:

@@ -76,7 +76,7 @@ RULES: tuple[Rule, ...] = (
          (ViewField("cohorts", list[CohortView], []), ViewField("cluster_queues", list[ClusterQueueView], [])),
          part=QueuesPart, needs=("workloads",)),
     Rule("workspaces", _WORKSPACE_READS, (ViewField("workspaces", list[WorkspaceView], []),),
-         part=lambda: WorkspacesPart(_WORKSPACE_READS), fingerprints={"ClusterQueue": drain_print}),
+         part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print}),
     Rule("profiles", frozenset({"TauCluster", "TauWorkspace"}), (ViewField("profiles", ProfilesView, ProfilesView()),),
          derive=derive_profiles),
     Rule("multikueue", frozenset({"TauCluster", "TauWorkspace", "AdmissionCheck", "MultiKueueConfig",

@@ -161,6 +161,9 @@ class RulePart:
     instead and never sees this class.
     """
 
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> Any:
         raise NotImplementedError
@@ -188,7 +191,7 @@ class Rule:
     `fields`: the ClusterView fields it fills, in contract order.
     Exactly one of:
     `derive(ctx, *needed) -> (value, findings)` for a single-field rule recomputed whole, or
-    `part() -> RulePart` for a rule that keeps per-object state and updates by the changed objects.
+    `part(rule) -> RulePart` for a rule that keeps per-object state and updates by the changed objects.
     `fingerprints`: kind → what the rule reads of one object of that kind; a change of such an
     object that leaves its fingerprint equal does not count as a change for this rule (Kueue
     rewrites ClusterQueue status counts all the time; the pool does not read them).
@@ -200,7 +203,7 @@ class Rule:
     reads: frozenset[str]
     fields: tuple[ViewField, ...]
     derive: Callable[..., tuple[Any, list[Finding]]] | None = None
-    part: Callable[[], RulePart] | None = None
+    part: Callable[[Rule], RulePart] | None = None
     needs: tuple[str, ...] = ()
     fingerprints: Mapping[str, Callable[[Any], Hashable]] = field(default_factory=dict)
     every_view: bool = False
