@@ -20,6 +20,8 @@ from typing import Any
 from .identity import ClusterIdentity
 from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
+from .model.kinds import TAU, WORKLOAD_SOURCES
+from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
 from .store import AccessState, Store
 from .view import ClusterView, SourceInfo, derive
@@ -327,13 +329,13 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
 
     kind = ref.kind
     sysns = s.config.system_namespace
-    if kind in ("Job", "RayJob", "RayService", "Deployment"):
-        q = obj.labels.get("kueue.x-k8s.io/queue-name")
+    if kind in WORKLOAD_SOURCES:
+        q = obj.labels.get(QUEUE_NAME_LABEL)
         if kind == "Deployment":
-            q = q or obj.spec.template.metadata.labels.get("kueue.x-k8s.io/queue-name")
+            q = q or obj.spec.template.metadata.labels.get(QUEUE_NAME_LABEL)
         add("local queue", "LocalQueue", q, ns)
         if obj.metadata.uid:
-            for wl in store.by_label("Workload", "kueue.x-k8s.io/job-uid", obj.metadata.uid, ns):
+            for wl in store.by_label("Workload", JOB_UID_LABEL, obj.metadata.uid, ns):
                 add("workload", "Workload", wl.name, ns)
     elif kind == "Workload":
         add("local queue", "LocalQueue", obj.spec.queue_name, ns)
@@ -363,7 +365,7 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
         for rg in obj.spec.resource_groups:
             for fl in rg.flavors:
                 add("flavor", "ResourceFlavor", fl.name)
-        ws = obj.labels.get("tau.azure.com/workspace")
+        ws = obj.labels.get(WORKSPACE_LABEL)
         add("workspace", "TauWorkspace", ws, sysns)
     elif kind == "Cohort":
         add("parent", "Cohort", obj.spec.parent_name)
@@ -373,12 +375,12 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
         for c in store.list("Cohort"):
             if c.spec.parent_name == obj.name:
                 add("child", "Cohort", c.name)
-        add("team", "TauTeam", obj.labels.get("tau.azure.com/team"), sysns)
+        add("team", "TauTeam", obj.labels.get(TEAM_LABEL), sysns)
     elif kind == "ResourceFlavor":
         for node in _flavor_nodes(s, obj.name)[:_RELATED_LIMIT]:
             add("node", "Node", node)
     elif kind == "Node":
-        cls = obj.labels.get("tau.azure.com/gpu-class")
+        cls = obj.labels.get(GPU_CLASS_LABEL)
         if cls:
             add("pool flavor", "ResourceFlavor", f"taugrid-gpu-{cls}")
         add("csi node", "CSINode", obj.name)
@@ -419,14 +421,14 @@ def _flavor_nodes(s: Session, flavor: str) -> list[str]:
     rf = s.store.get("ResourceFlavor", flavor)
     if flavor.startswith("taugrid-gpu-"):
         cls = flavor[len("taugrid-gpu-") :]
-        return [n.name for n in s.store.by_label("Node", "tau.azure.com/gpu-class", cls)]
+        return [n.name for n in s.store.by_label("Node", GPU_CLASS_LABEL, cls)]
     if rf is None or not rf.spec.node_labels:
         return []  # empty nodeLabels select every node: too broad to list as "related"
     return [n.name for n in s.store.list("Node") if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
 
 
 def _owner_kind(kind: str, api_version: str) -> str:
-    if api_version.startswith("tau.azure.com/") and kind in ("Cluster", "Team", "Workspace"):
+    if api_version.startswith(TAU + "/") and kind in ("Cluster", "Team", "Workspace"):
         return "Tau" + kind
     return kind
 

@@ -13,6 +13,7 @@ from itertools import islice
 from typing import Any
 
 from .model import BY_KIND, KINDS, KubeObject
+from .model.kinds import HIGH_VOLUME
 
 Key = tuple[str, str]  # (namespace or "", name)
 
@@ -144,7 +145,10 @@ class Store:
 
     def by_label(self, kind: str, key: str, value: str | None = None, namespace: str | None = None) -> list[Any]:
         objs = self._objects[kind]
-        if kind in UNINDEXED_LABELS:  # scanned: the namespace's objects, or every object of the kind
+        # High-volume kinds (engine/model/kinds.py) have no label index: their labels are looked up
+        # rarely (a Job's Workloads, from the object view) and an index entry per label per object was
+        # ~70 MiB at fleet scale. Scanned: the namespace's objects, or every object of the kind.
+        if kind in HIGH_VOLUME:
             keys = self._by_ns[kind].get(namespace, ()) if namespace is not None else objs.keys()
             return [objs[k] for k in sorted(keys)
                     if (v := objs[k].metadata.labels.get(key)) is not None and (value is None or v == value)]
@@ -191,7 +195,7 @@ class Store:
     # internals ---------------------------------------------------------------------------
     def _index(self, kind: str, key: Key, obj: KubeObject) -> None:
         self._by_ns[kind].setdefault(key[0], set()).add(key)
-        if kind not in UNINDEXED_LABELS:
+        if kind not in HIGH_VOLUME:
             for lk, lv in obj.metadata.labels.items():
                 self._by_label[kind].setdefault((lk, lv), set()).add(key)
         for ref in obj.metadata.owner_references:
@@ -212,7 +216,7 @@ class Store:
             ns.discard(key)
             if not ns:
                 del self._by_ns[kind][key[0]]
-        for lk, lv in obj.metadata.labels.items() if kind not in UNINDEXED_LABELS else ():
+        for lk, lv in obj.metadata.labels.items() if kind not in HIGH_VOLUME else ():
             s = self._by_label[kind].get((lk, lv))
             if s is not None:
                 s.discard(key)
@@ -238,11 +242,6 @@ class Store:
         self._feed.append(change)
         for fn in self._listeners:
             fn(change)
-
-
-# Kinds of tens of thousands of objects whose labels are looked up rarely (a Job's Workloads, from
-# the object view): an index entry per label per object was ~70 MiB at fleet scale; they are scanned.
-UNINDEXED_LABELS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"})
 
 
 def _kind_of(obj: KubeObject) -> str:

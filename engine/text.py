@@ -26,3 +26,8 @@ def clean(value: object, multiline: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """"1 queue", "3 queues" ("2 Topologies" with many="Topologies")."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

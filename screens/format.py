@@ -11,6 +11,7 @@ from rich.text import Text
 from taudash.engine.model import Quantity
 from taudash.engine.rules.base import Finding, ObjRef
 from taudash.engine.session import gpu_resource
+from taudash.engine.text import plural as plural  # defined once, in the engine
 
 from .filtering import RowMeta
 from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit, span
@@ -122,5 +123,3 @@ def drain_cell(state: str, tones: Tones, blockers: int = 0) -> Text:
     return t
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")

@@ -10,6 +10,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from taudash.engine.model.names import (
+    CLUSTER_GENERATION_ANNOTATION,
+    PROFILE_SET_HASH_ANNOTATION,
+    WORKLOAD_PROFILE_ANNOTATION,
+)
 from taudash.engine.session import Frame
 
 from .base import DashScreen
@@ -29,7 +34,7 @@ PROFILE_COLS = [
 ]
 SELECT_COLS = [Col("ns", "namespace", 14), Col("team", "team", 12), Col("lane", "lane", 14),
                Col("result", "selects", flex=True)]
-STAMPS = ("tau.azure.com/tau-cluster-generation", "tau.azure.com/workload-profile-set-hash", "tau.azure.com/workload-profile")
+STAMPS = (CLUSTER_GENERATION_ANNOTATION, PROFILE_SET_HASH_ANNOTATION, WORKLOAD_PROFILE_ANNOTATION)
 
 
 def hash_text(published: str | None, computed: str | None, tones: Tones) -> Text:

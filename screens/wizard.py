@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from taudash.engine.session import Frame, Session
+from taudash.engine.text import plural
 from taudash.engine.workflows import Journal, JournalError
 
 from .base import DashScreen
@@ -90,10 +91,6 @@ def targets_of(operations: list[dict[str, Any]]) -> list[str]:
         name = f"{op.get('namespace')}/{op.get('name')}" if op.get("namespace") else str(op.get("name", "?"))
         out[f"{op.get('kind', '?')} {name}"] = None
     return list(out)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class StepConfirmScreen(ModalScreen[bool]):

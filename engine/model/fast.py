@@ -19,7 +19,7 @@ import msgspec
 from msgspec import Struct
 from msgspec.structs import replace
 
-from . import core, kueue
+from . import base, core, kueue
 from .base import ConditionAccessors, ObjectAccessors
 from .quantity import Quantity
 
@@ -46,35 +46,29 @@ def _drop_none(v: Any) -> Any:
     return v
 
 
-class OwnerReference(Struct, **_CFG):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
+def struct_of(model: type, nested: dict[type, type], bases: tuple[type, ...] = ()) -> type[Struct]:
+    """The msgspec struct of a flat pydantic model (engine/model/base.py): one declaration of the
+    fields, names and defaults, read from the model. The model's None-tolerance validators have no
+    struct counterpart: input the struct refuses takes the tolerant path (`model_validate`)."""
+    fields: list[tuple] = []
+    for name, f in model.model_fields.items():
+        typ: Any = f.annotation
+        args = getattr(typ, "__args__", ())
+        if getattr(typ, "__origin__", None) is list and args and args[0] in nested:
+            typ = list[nested[args[0]]]  # a list of nested models: of their structs
+        min_len = next((m.min_length for m in f.metadata if hasattr(m, "min_length")), None)
+        if min_len is not None:
+            typ = Annotated[typ, msgspec.Meta(min_length=min_len)]
+        fields.append((name, typ) if f.is_required() else (name, typ, f.default))
+    struct = msgspec.defstruct(f"_{model.__name__}Fields" if bases else model.__name__, fields, module=__name__, **_CFG)
+    if not bases:
+        return struct
+    return type(model.__name__, (struct, *bases), {"__module__": __name__}, **_CFG)
 
 
-class ObjectMeta(Struct, **_CFG):
-    name: Annotated[str, msgspec.Meta(min_length=1)]
-    namespace: str | None = None
-    uid: str = ""
-    generation: int = 0
-    resource_version: str = ""
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
-    owner_references: list[OwnerReference] = []
-    finalizers: list[str] = []
-
-
-class Condition(Struct, ConditionAccessors, **_CFG):
-    type: str
-    status: str = "Unknown"
-    reason: str = ""
-    message: str = ""
-    observed_generation: int | None = None
-    last_transition_time: str | None = None
+OwnerReference = struct_of(base.OwnerReference, {})
+ObjectMeta = struct_of(base.ObjectMeta, {base.OwnerReference: OwnerReference})
+Condition = struct_of(base.Condition, {}, bases=(ConditionAccessors,))
 
 
 class FastObject(Struct, ObjectAccessors, **_CFG):

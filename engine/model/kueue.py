@@ -16,6 +16,7 @@ from .base import (
     _none_to_empty_list,
 )
 from .core import PodTemplate, ResourceList, Taint
+from .names import MULTIKUEUE_CONTROLLER
 
 
 def _listify(v):
@@ -351,9 +352,8 @@ class MultiKueueCluster(KubeObject):
     status: MultiKueueClusterStatus = MultiKueueClusterStatus()
 
 
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-
 __all__ = [
+    "MULTIKUEUE_CONTROLLER",
     "AdmissionCheck",
     "ClusterQueue",
     "Cohort",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -17,9 +19,12 @@ __all__ = [
     "ObjRef",
     "QtyMap",
     "QuantityField",
+    "Rule",
     "RuleConfig",
     "RuleContext",
+    "RulePart",
     "Severity",
+    "ViewField",
     "ViewModel",
 ]
 
@@ -132,3 +137,81 @@ class RuleContext:
             reason = acc.state.value if not acc.message else f"{acc.state.value}: {acc.message}"
             bad.append((info.resource, reason))
         return bad
+
+
+Key = tuple[str, str]  # a store key: (namespace or "", name)
+Changed = Mapping[str, set[Key]]  # kind → keys of the objects that changed (only kinds the rule reads)
+
+
+@dataclass(frozen=True)
+class ViewField:
+    """A ClusterView field a rule fills: its name (snake_case; camelCase in the contract), type, default."""
+
+    name: str
+    type: Any
+    default: Any = None
+
+
+class RulePart:
+    """The state of one registered rule inside a deriver (engine/incremental.py).
+
+    `update(ctx, None, ...)` builds it from nothing (a full derivation); `update(ctx, changed, ...)`
+    moves it by the objects that changed since. Either way it returns what moved for the rules that
+    need it (anything falsy: nothing did). A rule without per-object state is a `Rule.derive` function
+    instead and never sees this class.
+    """
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
+               moved: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def values(self) -> tuple:
+        """The values of the rule's `fields`, in order."""
+        raise NotImplementedError
+
+    def findings(self) -> Iterable[Finding]:
+        return ()
+
+    @property
+    def provides(self) -> Any:
+        """What a rule that `needs` this one receives."""
+        return self
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One registered part of the ClusterView (the registry is engine/registry.py).
+
+    `reads`: every kind the rule reads from the store. A derivation hands the rule a store that
+    refuses any other kind (UndeclaredRead), and recomputes the rule when one of them changes.
+    `needs`: rules whose results it takes as input (computed first; a change there recomputes it).
+    `fields`: the ClusterView fields it fills, in contract order.
+    Exactly one of:
+    `derive(ctx, *needed) -> (value, findings)` for a single-field rule recomputed whole, or
+    `part(rule) -> RulePart` for a rule that keeps per-object state and updates by the changed objects.
+    `fingerprints`: kind → what the rule reads of one object of that kind; a change of such an
+    object that leaves its fingerprint equal does not count as a change for this rule (Kueue
+    rewrites ClusterQueue status counts all the time; the pool does not read them).
+    `every_view`: its result moves with `now` alone (how long data has been stale): recomputed for
+    every view. Other rules are recomputed only when what they read changed.
+    """
+
+    name: str
+    reads: frozenset[str]
+    fields: tuple[ViewField, ...]
+    derive: Callable[..., tuple[Any, list[Finding]]] | None = None
+    part: Callable[[Rule], RulePart] | None = None
+    needs: tuple[str, ...] = ()
+    fingerprints: Mapping[str, Callable[[Any], Hashable]] = field(default_factory=dict)
+    every_view: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.derive is None) == (self.part is None):
+            raise ValueError(f"rule {self.name!r}: give exactly one of derive= and part=")
+        if self.derive is not None and len(self.fields) != 1:
+            raise ValueError(f"rule {self.name!r}: a derive= rule fills exactly one field")
+        if not set(self.fingerprints) <= self.reads:
+            raise ValueError(f"rule {self.name!r}: fingerprints for kinds it does not read")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..model import BY_KIND
 from ..store import AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
@@ -99,3 +101,25 @@ def access_findings(ctx: RuleContext) -> list[Finding]:
             )
         )
     return out
+
+
+class AccessEntry(ViewModel):
+    resource: str
+    state: str
+    since: str | None = None
+    message: str = ""
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def access_entries(ctx: RuleContext) -> list[AccessEntry]:
+    """Each kind's access state, by resource name (the view's `access` list)."""
+    access = [
+        AccessEntry(resource=BY_KIND[k].resource, state=a.state.value, since=_iso(a.since), message=a.message)
+        for k, a in ctx.store.access_states().items()
+    ]
+    return sorted(access, key=lambda a: a.resource)

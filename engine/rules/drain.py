@@ -10,22 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..model import ClusterQueue, KubeObject, TauWorkspace, Workload
+from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
+from ..model.names import (
+    DEFAULT_LOCAL_QUEUE_LABEL,
+    JOB_UID_LABEL,
+    LOCAL_QUEUE_LABEL,
+    MANAGED_BY_LABEL,
+    TEAM_LABEL,
+    WORKSPACE_LABEL,
+)
+from ..model.names import KUEUE_MANAGED_LABEL as MANAGED_LABEL
+from ..model.names import QUEUE_NAME_LABEL as QUEUE_LABEL
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .selectors import SelectorError, selector_matches
 
 # The workspace's label keys the controller strips from the old namespace once the drain clears.
 CLEANED_LABELS = (
-    "tau.azure.com/workspace",
-    "tau.azure.com/team",
-    "tau.azure.com/local-queue",
-    "kueue.x-k8s.io/default-local-queue",
-    "app.kubernetes.io/managed-by",
+    WORKSPACE_LABEL,
+    TEAM_LABEL,
+    LOCAL_QUEUE_LABEL,
+    DEFAULT_LOCAL_QUEUE_LABEL,
+    MANAGED_BY_LABEL,
 )
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 # Set by taudash's hold workflow on each Workload it deactivates: the workflow's id.
-DEACTIVATED_BY = "taudash.io/deactivated-by"
 
 # Route states that never make the drain wait.
 NO_WAIT = ("SelectorIndependent", "NotRouted", "Missing")

@@ -7,12 +7,12 @@ ServiceAccount and the researcher RoleBinding, given the workspace spec and the 
 from __future__ import annotations
 
 from ..model import Namespace, RoleBinding, ServiceAccount, TauWorkspace
+from ..model.names import OWNER_UID_LABEL as OWNER_UID
+from ..model.names import WORKSPACE_LABEL as WS_LABEL
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .drain import DrainView, UnknownInput
 
 RESEARCHER_ROLE = "tau-researcher-v1"
-WS_LABEL = "tau.azure.com/workspace"
-OWNER_UID = "tau.azure.com/owner-uid"
 CLIENT_ID = "azure.workload.identity/client-id"
 
 

@@ -18,13 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauTeam, TauWorkspace
+from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
+from ..model.names import GPU_CLASS_LABEL, TEAM_LABEL
 from .base import Finding, QtyMap, RuleContext, Severity, ViewModel, finding
 from .queues import MANAGED_BY, TAU_MANAGER
 from .selectors import labels_match
 
-GPU_CLASS_LABEL = "tau.azure.com/gpu-class"
-TEAM_LABEL = "tau.azure.com/team"
-DISCOVER_LABEL = "tau.azure.com/discover-gpu-flavors"
 OS_LABEL = "kubernetes.io/os"
 FLAVOR_PREFIX = "taugrid-gpu-"
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from ..model.base import Condition, find_condition
+from ..model.names import CLUSTER_GENERATION_ANNOTATION as ANN_GENERATION
+from ..model.names import PROFILE_SET_HASH_ANNOTATION as ANN_SET_HASH
+from ..model.names import WORKLOAD_PROFILE_ANNOTATION as ANN_PROFILE
 from ..model.tau import ResolvedWorkloadProfile, TauCluster
 from ..store import AccessState, Store
 from .base import Finding, RuleContext, Severity, ViewModel, finding
@@ -28,9 +31,6 @@ from .profilehash import (
 CLUSTER_NAME = "cluster"
 
 # Stamped on rendered workloads (reference §3.6): the observed revision only, never quota/capacity.
-ANN_GENERATION = "tau.azure.com/tau-cluster-generation"
-ANN_SET_HASH = "tau.azure.com/workload-profile-set-hash"
-ANN_PROFILE = "tau.azure.com/workload-profile"
 
 # Resolution order of the controller (reference §3.3): the first failing one explains the rest,
 # whose messages may be empty.

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ..model.names import ADMISSION_GATED_BY_ANNOTATION as ADMISSION_GATED_BY
+from ..model.names import PRIORITY_BOOST_ANNOTATION as PRIORITY_BOOST
 from .base import RuleContext
 
-PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
-ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"  # non-empty: Kueue does not queue the Workload
 # Evictions after which Kueue queues a Workload by the eviction time, not its creation
 # (PodsReadyTimeout: with requeuingTimestamp Eviction, the default since 0.19).
 REQUEUE_AT_EVICTION = frozenset({"PodsReadyTimeout", "AdmissionCheck"})

@@ -10,6 +10,8 @@ from collections import defaultdict
 from pydantic import Field
 
 from ..model import ZERO, ClusterQueue, Quantity, Workload
+from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
+from ..model.names import TEAM_LABEL, WORKSPACE_LABEL
 from .base import Finding, QuantityField, RuleContext, Severity, ViewModel, finding
 
 
@@ -98,7 +100,6 @@ class WaitingWorkload(ViewModel):
     active: bool = True
 
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
 TAU_MANAGER = "tau-core-controller"
 
 
@@ -265,8 +266,8 @@ def cluster_queue_view(
         observed=obs,
         queueing_strategy=cq.spec.queueing_strategy,
         managed=labels.get(MANAGED_BY) == TAU_MANAGER,
-        team=labels.get("tau.azure.com/team"),
-        workspace=labels.get("tau.azure.com/workspace"),
+        team=labels.get(TEAM_LABEL),
+        workspace=labels.get(WORKSPACE_LABEL),
         admission_checks=cq.spec.admission_check_names,
         flavors=cq_flavors(cq) if flavors is None else flavors,
     )
@@ -355,7 +356,7 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[Coh
                 members=sorted(q.name for q in members.get(name, [])),
                 children=sorted(children.get(name, [])),
                 managed=labels.get(MANAGED_BY) == TAU_MANAGER,
-                team=labels.get("tau.azure.com/team"),
+                team=labels.get(TEAM_LABEL),
                 flavors=[CohortFlavor(name=f, resources=r) for f, r in sorted(by_flavor.items())],
             )
         )

@@ -8,11 +8,11 @@ behind its StorageClass is registered on every eligible node. Writes are proven 
 from __future__ import annotations
 
 from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauWorkspace
+from ..model.names import GPU_CLASS_LABEL as GPU_CLASS
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .drain import UnknownInput, drain_mode
 from .pool import exclusion_reason
 
-GPU_CLASS = "tau.azure.com/gpu-class"
 AZURE_CSI_SUFFIX = ".csi.azure.com"
 # In-tree Azure provisioners are served by their CSI replacements (CSI migration).
 IN_TREE = {"kubernetes.io/azure-disk": "disk.csi.azure.com", "kubernetes.io/azure-file": "file.csi.azure.com"}

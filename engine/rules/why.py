@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import ZERO, Quantity
+from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..quota import (
     FlavorResource,
     QuotaNode,
@@ -41,7 +42,6 @@ from .selectors import SelectorError, selector_matches
 
 API_VERSION = "taudash/v1"
 KIND = "WorkloadWaitReport"
-DEACTIVATED_BY = "taudash.io/deactivated-by"  # set by taudash workflows that deactivate a Workload
 TOP_RESERVED = 5
 PODS = "pods"
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ..identity import ClusterIdentity
 from ..model import KINDS, ResourceKind
-from ..model.fast import FAST_MODELS, FastCodec, ListMeta
+from ..model.fast import FastCodec, ListMeta
 from ..model.slim import share_raw, slim
 from ..store import AccessState, Store
 
@@ -42,12 +42,11 @@ log = logging.getLogger(__name__)
 
 LIST_PAGE = 500
 
-# Kinds that reach tens of thousands of objects: the store keeps only their slim model, not the
-# decoded JSON as well (that copy would be most of the memory at fleet scale). Their YAML view says
-# the raw copy is not kept; every other kind keeps it (export, workflows, the object view).
-SLIM_KINDS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"})
-# Kinds decoded from bytes straight into structs (engine/model/fast.py).
-_CODECS = {k.kind: FastCodec(k.model) for k in KINDS if k.model in FAST_MODELS}
+# High-volume kinds (engine/model/kinds.py): the store keeps only their slim model, not the decoded
+# JSON as well (that copy would be most of the memory at fleet scale). Their YAML view says the raw
+# copy is not kept; every other kind keeps it (export, workflows, the object view).
+# Kinds whose codec is msgspec: decoded from bytes straight into structs (engine/model/fast.py).
+_CODECS = {k.kind: FastCodec(k.model) for k in KINDS if k.codec == "msgspec"}
 FAST_KINDS = frozenset(_CODECS)
 _PEEK = msgspec.json.Decoder(msgspec.defstruct("ListHead", [("metadata", ListMeta, ListMeta())]))
 
@@ -409,7 +408,7 @@ class KubeSource:
                     for raw in doc.get("items") or []:
                         obj = self._decode(k, st, raw)
                         if obj is not None:
-                            items.append((obj, None if k.kind in SLIM_KINDS else raw))
+                            items.append((obj, None if k.high_volume else raw))
                     meta = doc.get("metadata") or {}
                     rv = meta.get("resourceVersion", rv)
                     cont = meta.get("continue")
@@ -489,7 +488,7 @@ class KubeSource:
             return
         obj = self._decode(k, st, raw) if typ in ("ADDED", "MODIFIED") else None
         self._record(k, st, typ, meta.get("name", ""), meta.get("namespace"), obj,
-                     None if k.kind in SLIM_KINDS else raw, rv)
+                     None if k.high_volume else raw, rv)
 
     def _record(self, k: ResourceKind, st: KindStatus, typ: str | None, name: str, namespace: str | None,
                 obj: Any, raw: dict | None, rv: str | None) -> None:

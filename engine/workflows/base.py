@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..actions import Actions, Obj, Result
+from ..incremental import IncrementalDeriver
 from ..rules.base import RuleConfig
 from ..store import Store
-from ..view import ClusterView, derive
+from ..view import ClusterView
 from .journal import Journal
 
 
@@ -144,13 +146,20 @@ class Context:
     hooks: Callable[[str], None] | None = None
     artifacts_dir: Path | None = None
     state: dict[str, Any] = field(default_factory=dict)  # step-to-step data kept in memory
+    # Where views come from: a session (anything with `view(now)`, e.g. engine.session.Session, whose
+    # cached view a dashboard shares), or else the context's own incremental deriver over `store`.
+    # Either way a poll re-derives only what changed since the last one, never every rule.
+    session: Any = None
+    _deriver: IncrementalDeriver | None = field(default=None, init=False, repr=False, compare=False)
 
     def view(self) -> ClusterView:
         now = datetime.fromtimestamp(self.clock(), UTC)
-        if self.lock is not None:
-            with self.lock:
-                return derive(self.store, now, self.config)
-        return derive(self.store, now, self.config)
+        if self.session is not None:
+            return self.session.view(now)
+        with self.lock if self.lock is not None else nullcontext():
+            if self._deriver is None or self._deriver.store is not self.store or self._deriver.config != self.config:
+                self._deriver = IncrementalDeriver(self.store, self.config)
+            return self._deriver.view(now)
 
     def hook(self, point: str) -> None:
         if self.hooks is not None:

@@ -17,6 +17,13 @@ import yaml
 
 from ..actions import ApiFailure, PermissionDenied, WriteRefused
 from ..model.kueue import MULTIKUEUE_CONTROLLER
+from ..model.names import (
+    CLUSTER_GENERATION_ANNOTATION,
+    PROFILE_LABEL,
+    PROFILE_SET_HASH_ANNOTATION,
+    QUEUE_NAME_LABEL,
+    WORKLOAD_PROFILE_ANNOTATION,
+)
 from ..model.tau import ResolvedWorkloadProfile, WorkloadProfile
 from ..paths import write_atomic
 from ..profile_snapshot import ProfileSnapshotError, export_snapshot
@@ -607,10 +614,10 @@ async def _server_dry_runs(ctx: Context) -> list[Check]:
             job = {
                 "apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": f"taudash-dry-run-{p.name}".replace(".", "-")[:63], "namespace": lq.namespace,
-                             "labels": {"kueue.x-k8s.io/queue-name": lq.name, "tau.azure.com/profile": p.name},
-                             "annotations": {"tau.azure.com/tau-cluster-generation": str(tc.metadata.generation),
-                                             "tau.azure.com/workload-profile-set-hash": view.profiles.profile_set_hash or "",
-                                             "tau.azure.com/workload-profile": p.name}},
+                             "labels": {QUEUE_NAME_LABEL: lq.name, PROFILE_LABEL: p.name},
+                             "annotations": {CLUSTER_GENERATION_ANNOTATION: str(tc.metadata.generation),
+                                             PROFILE_SET_HASH_ANNOTATION: view.profiles.profile_set_hash or "",
+                                             WORKLOAD_PROFILE_ANNOTATION: p.name}},
                 "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
                          "containers": [{"name": "main", "image": "busybox"}]}}},
             }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ..model.kinds import WORKLOAD_SOURCES
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 
 # Blockers an operator can remove by deleting an object. An unfinished Workload is running or
 # reserved work: it is waited for (or its owner cancelled by hand), never deleted here.
-_DELETABLE = {"RayService", "Deployment", "Job", "RayJob"}
+_DELETABLE = WORKLOAD_SOURCES
 
 
 def _workspace_view(ctx: Context, name: str):

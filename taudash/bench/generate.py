@@ -16,6 +16,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from taudash.engine.model.names import (
+    DEFAULT_LOCAL_QUEUE_LABEL,
+    GPU_CLASS_LABEL,
+    JOB_LABEL,
+    JOB_UID_LABEL,
+    KUEUE_MANAGED_LABEL,
+    LOCAL_QUEUE_LABEL,
+    NETWORK_DOMAIN_LABEL,
+    OWNER_UID_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    RESOURCE_IN_USE_FINALIZER,
+    TEAM_CLEANUP_FINALIZER,
+    TEAM_LABEL,
+    WORKSPACE_CLEANUP_FINALIZER,
+    WORKSPACE_LABEL,
+)
+from taudash.engine.model.names import MANAGED_BY_LABEL as MANAGED_BY
 from taudash.engine.model.quantity import Quantity
 
 Obj = dict[str, Any]
@@ -45,7 +63,6 @@ TEAM = "research"
 COHORT = f"tau-team-{TEAM}"
 QUEUE = "jobqueue"
 MANAGER = "tau-core-controller"
-MANAGED_BY = "app.kubernetes.io/managed-by"
 GPU = "nvidia.com/gpu"
 KQ = "kueue.x-k8s.io/v1beta2"
 TAU = "tau.azure.com/v1alpha1"
@@ -145,8 +162,8 @@ class _Gen:
             alloc = {"cpu": "95690m", "ephemeral-storage": "973000123051", "memory": mem, "pods": "250"}
             taints = []
             if cls:
-                labels |= {"tau.azure.com/gpu-class": cls, "nvidia.com/gpu.count": "8",
-                           "tau.azure.com/network-domain": f"azure-ib-eastus-{pool}-{i // 64}"}
+                labels |= {GPU_CLASS_LABEL: cls, "nvidia.com/gpu.count": "8",
+                           NETWORK_DOMAIN_LABEL: f"azure-ib-eastus-{pool}-{i // 64}"}
                 alloc[GPU] = "8"
                 taints.append({"key": "sku", "value": "gpu", "effect": "NoSchedule"})
             else:
@@ -216,13 +233,13 @@ class _Gen:
                   "metadata": self.meta("cluster", age=300 * 1440, generation=g),
                   "spec": {"managementMode": "Reconcile",
                            "nodes": {"labelRules": [{"match": {"vmSizes": [sku]},
-                                                     "labels": {"tau.azure.com/gpu-class": cls}}
+                                                     "labels": {GPU_CLASS_LABEL: cls}}
                                                     for cls, _, sku, _ in CLASSES]},
                            "queues": {"ownership": "External", "capacityTeamRef": {"name": TEAM}},
                            "workspaceDefaults": {"defaultQueue": QUEUE}},
                   "status": {"phase": "Ready", "observedGeneration": g, "conditions": conds}})
         self.add({"apiVersion": TAU, "kind": "TauTeam",
-                  "metadata": self.meta(TEAM, SYSTEM_NS, age=200 * 1440, finalizers=["tau.azure.com/team-cleanup"]),
+                  "metadata": self.meta(TEAM, SYSTEM_NS, age=200 * 1440, finalizers=[TEAM_CLEANUP_FINALIZER]),
                   "spec": {},
                   "status": {"phase": "Ready", "observedGeneration": 1, "cohort": COHORT,
                              "conditions": [self.cond("QuotaReady", "True", "QuotaReady",
@@ -236,16 +253,16 @@ class _Gen:
         for cls, *_ in CLASSES:
             self.add({"apiVersion": KQ, "kind": "ResourceFlavor",
                       "metadata": self.meta(flavor_name(cls), age=200 * 1440,
-                                            labels={MANAGED_BY: MANAGER, "tau.azure.com/gpu-class": cls},
-                                            finalizers=["kueue.x-k8s.io/resource-in-use"]),
-                      "spec": {"nodeLabels": {"kubernetes.io/os": "linux", "tau.azure.com/gpu-class": cls},
+                                            labels={MANAGED_BY: MANAGER, GPU_CLASS_LABEL: cls},
+                                            finalizers=[RESOURCE_IN_USE_FINALIZER]),
+                      "spec": {"nodeLabels": {"kubernetes.io/os": "linux", GPU_CLASS_LABEL: cls},
                                "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]}})
         flavors = [{"name": fl, "resources": [{"name": r, "nominalQuota": inv.get(r, Quantity(0)).canonical()}
                                               for r in self.covered]}
                    for fl, inv in sorted(self.inventory.items())]
         self.add({"apiVersion": KQ, "kind": "Cohort",
                   "metadata": self.meta(COHORT, age=200 * 1440, generation=9,
-                                        labels={MANAGED_BY: MANAGER, "tau.azure.com/team": TEAM}),
+                                        labels={MANAGED_BY: MANAGER, TEAM_LABEL: TEAM}),
                   "spec": {"resourceGroups": [{"coveredResources": self.covered, "flavors": flavors}]}})
 
     def workspaces(self) -> None:
@@ -256,9 +273,9 @@ class _Gen:
         for name in self.ws_names:
             ws_uid = self.uid()
             target = f"{name}-v2" if name in self.retarget else name
-            wl = {"tau.azure.com/workspace": name, "tau.azure.com/team": TEAM, "tau.azure.com/local-queue": QUEUE,
-                  "kueue.x-k8s.io/default-local-queue": QUEUE, MANAGED_BY: MANAGER}
-            owner = {"tau.azure.com/owner-uid": ws_uid}
+            wl = {WORKSPACE_LABEL: name, TEAM_LABEL: TEAM, LOCAL_QUEUE_LABEL: QUEUE,
+                  DEFAULT_LOCAL_QUEUE_LABEL: QUEUE, MANAGED_BY: MANAGER}
+            owner = {OWNER_UID_LABEL: ws_uid}
             cq = f"tau-ws-{name}"
             namespaces = [name] + ([target] if target != name else [])
             for ns in namespaces:
@@ -272,7 +289,7 @@ class _Gen:
                                                 annotations={**owner, "azure.workload.identity/client-id": ws_uid})})
                 self.add({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                           "metadata": self.meta("tau-researcher-v1", ns, age=100 * 1440,
-                                                labels={MANAGED_BY: MANAGER, "tau.azure.com/workspace": name},
+                                                labels={MANAGED_BY: MANAGER, WORKSPACE_LABEL: name},
                                                 annotations=owner),
                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                       "name": "tau-researcher-v1"},
@@ -290,7 +307,7 @@ class _Gen:
                      self.cond("DriftDetected", "False", "NoDrift", "no drift observed", 900, g)]
             self.add({"apiVersion": TAU, "kind": "TauWorkspace",
                       "metadata": self.meta(name, SYSTEM_NS, age=100 * 1440, generation=g,
-                                            finalizers=["tau.azure.com/workspace-cleanup"]),
+                                            finalizers=[WORKSPACE_CLEANUP_FINALIZER]),
                       "spec": {"authorization": {"mode": "workspace-rbac"},
                                "kubernetesSubject": {"kind": "Group", "name": f"group-{name}"},
                                "role": "tau-researcher-v1", "target": {"namespace": target, "createNamespace": True},
@@ -301,7 +318,7 @@ class _Gen:
                                  "conditions": conds}})
             self.add({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                       "metadata": self.meta(f"tau-workspace-reader-{name}", SYSTEM_NS, age=100 * 1440,
-                                            labels={MANAGED_BY: MANAGER, "tau.azure.com/workspace": name},
+                                            labels={MANAGED_BY: MANAGER, WORKSPACE_LABEL: name},
                                             annotations=owner),
                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                   "name": f"tau-workspace-reader-{name}"},
@@ -321,7 +338,7 @@ class _Gen:
         spec: Obj = {"containers": [c], "restartPolicy": "Never", "serviceAccountName": "tau-workload",
                      "priorityClassName": "taugrid-default"}
         if gpu_class:
-            spec["nodeSelector"] = {"tau.azure.com/gpu-class": gpu_class}
+            spec["nodeSelector"] = {GPU_CLASS_LABEL: gpu_class}
             spec["tolerations"] = [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
         return spec
 
@@ -361,15 +378,15 @@ class _Gen:
         age = self.rng.uniform(1, 3000)
         gpu_class = self.pick_class()
         gpus, cpu, mem = self.rng.choice(GPU_SHAPES)
-        labels = {"kueue.x-k8s.io/queue-name": QUEUE, "kueue.x-k8s.io/priority-class": "taugrid-default",
-                  "tau.azure.com/team": TEAM, "tau.azure.com/gpu-class": gpu_class}
+        labels = {QUEUE_NAME_LABEL: QUEUE, PRIORITY_CLASS_LABEL: "taugrid-default",
+                  TEAM_LABEL: TEAM, GPU_CLASS_LABEL: gpu_class}
         pod = self.pod_spec(RAY_IMAGE if kind.startswith("Ray") else IMAGE, cpu, mem, gpus, gpu_class)
         self._shape = (gpu_class, gpus, cpu, mem)
         if kind == "Job":
             obj = {"apiVersion": "batch/v1", "kind": "Job",
                    "metadata": self.meta(name, ns, age=age, labels=labels),
                    "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1, "suspend": False,
-                            "template": {"metadata": {"labels": {"tau.azure.com/job": name}}, "spec": pod}},
+                            "template": {"metadata": {"labels": {JOB_LABEL: name}}, "spec": pod}},
                    "status": {}}
         elif kind == "RayJob":
             obj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
@@ -387,9 +404,9 @@ class _Gen:
                             "rayClusterConfig": {"headGroupSpec": {"template": {"spec": pod}}}},
                    "status": {"serviceStatus": "Running"}}
         else:
-            tmpl_labels = {"app": name, "kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": QUEUE}
+            tmpl_labels = {"app": name, KUEUE_MANAGED_LABEL: "true", QUEUE_NAME_LABEL: QUEUE}
             obj = {"apiVersion": "apps/v1", "kind": "Deployment",
-                   "metadata": self.meta(name, ns, age=age, labels={"app": name, "kueue.x-k8s.io/queue-name": QUEUE}),
+                   "metadata": self.meta(name, ns, age=age, labels={"app": name, QUEUE_NAME_LABEL: QUEUE}),
                    "spec": {"replicas": 8, "selector": {"matchLabels": {"app": name}},
                             "template": {"metadata": {"labels": tmpl_labels}, "spec": pod}},
                    "status": {"replicas": 8, "readyReplicas": 8, "availableReplicas": 8}}
@@ -447,13 +464,13 @@ class _Gen:
         owner_ref = {"apiVersion": owner["apiVersion"], "kind": okind, "name": oname, "uid": ouid,
                      "controller": True, "blockOwnerDeletion": True}
         self.add({"apiVersion": KQ, "kind": "Workload",
-                  "metadata": self.meta(name, ns, age=t0, labels={"kueue.x-k8s.io/job-uid": ouid},
-                                        owners=[owner_ref], finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                  "metadata": self.meta(name, ns, age=t0, labels={JOB_UID_LABEL: ouid},
+                                        owners=[owner_ref], finalizers=[RESOURCE_IN_USE_FINALIZER]),
                   "spec": {"active": state != "inactive", "queueName": QUEUE, "priority": 1000,
                            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                                 "name": "taugrid-default"},
                            "podSets": [{"name": "main", "count": 1, "template": {
-                               "metadata": {"labels": {"tau.azure.com/team": TEAM}},
+                               "metadata": {"labels": {TEAM_LABEL: TEAM}},
                                "spec": self.pod_spec(IMAGE, cpu, mem, gpus, gpu_class)}}]},
                   "status": status})
         for u in (self.cq_usage[cq], self.lq_usage[(ns, QUEUE)]):
@@ -466,7 +483,7 @@ class _Gen:
         for name in self.ws_names:
             cq = f"tau-ws-{name}"
             spec = {"cohortName": COHORT,
-                    "namespaceSelector": {"matchLabels": {"tau.azure.com/workspace": name}},
+                    "namespaceSelector": {"matchLabels": {WORKSPACE_LABEL: name}},
                     "queueingStrategy": "BestEffortFIFO",
                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
                     "resourceGroups": [{"coveredResources": self.covered, "flavors": [
@@ -475,16 +492,16 @@ class _Gen:
                     "stopPolicy": "None"}
             self.add({"apiVersion": KQ, "kind": "ClusterQueue",
                       "metadata": self.meta(cq, age=100 * 1440, generation=4,
-                                            labels={MANAGED_BY: MANAGER, "tau.azure.com/team": TEAM,
-                                                    "tau.azure.com/workspace": name},
-                                            finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                                            labels={MANAGED_BY: MANAGER, TEAM_LABEL: TEAM,
+                                                    WORKSPACE_LABEL: name},
+                                            finalizers=[RESOURCE_IN_USE_FINALIZER]),
                       "spec": spec,
                       "status": self.cq_usage[cq].status(spec, self.cond("Active", "True", "Ready",
                                                                           "Can admit new workloads", 900, 4), True)})
             for ns in self.lq_ns[name]:
                 self.add({"apiVersion": KQ, "kind": "LocalQueue",
                           "metadata": self.meta(QUEUE, ns, age=100 * 1440,
-                                                labels={MANAGED_BY: MANAGER, "tau.azure.com/workspace": name}),
+                                                labels={MANAGED_BY: MANAGER, WORKSPACE_LABEL: name}),
                           "spec": {"clusterQueue": cq, "stopPolicy": "None"},
                           "status": self.lq_usage[(ns, QUEUE)].status(spec, self.cond(
                               "Active", "True", "Ready", "Can submit new workloads to localQueue", 900, 1), False)})

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any
 
+from taudash.engine.model.names import JOB_UID_LABEL
 from taudash.sim.objects import ObjectDB
 
 GPU = "nvidia.com/gpu"
@@ -79,7 +80,7 @@ class Mutator:
         name = f"pod-stream-{self.made:07d}-{uid[:5]}"
         obj: dict[str, Any] = {
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/job-uid": uid},
+            "metadata": {"name": name, "namespace": ns, "labels": {JOB_UID_LABEL: uid},
                          "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": f"stream-{self.made}",
                                               "uid": uid, "controller": True}]},
             "spec": {"active": True, "queueName": self.queue, "priority": 1000,

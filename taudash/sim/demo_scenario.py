@@ -46,6 +46,41 @@ import yaml
 
 from taudash.engine.model.core import Node
 from taudash.engine.model.kinds import KINDS
+from taudash.engine.model.names import (
+    ACCELERATOR_DOMAIN_LABEL,
+    APP_INSTANCE_LABEL,
+    CLUSTER_GENERATION_ANNOTATION,
+    DEFAULT_LOCAL_QUEUE_LABEL,
+    EXECUTION_TARGET_LABEL,
+    GPU_CLASS_LABEL,
+    INFINIBAND_LABEL,
+    JOB_LABEL,
+    JOB_UID_LABEL,
+    KUEUE_MANAGED_LABEL,
+    LANE_LABEL,
+    LOCAL_QUEUE_LABEL,
+    MULTIKUEUE_CONTROLLER,
+    NETWORK_DOMAIN_LABEL,
+    OWNER_UID_LABEL,
+    POD_SUSPENDING_PARENT_ANNOTATION,
+    PRIORITY_CLASS_LABEL,
+    PROFILE_LABEL,
+    PROFILE_SET_HASH_ANNOTATION,
+    QUEUE_NAME_LABEL,
+    REGION_LABEL,
+    RESOURCE_IN_USE_FINALIZER,
+    RESULT_SCOPE_LABEL,
+    SITE_LABEL,
+    TAU_MANAGED_BY_LABEL,
+    TEAM_CLEANUP_FINALIZER,
+    TEAM_LABEL,
+    WORKLOAD_KIND_LABEL,
+    WORKLOAD_PROFILE_ANNOTATION,
+    WORKSPACE_CLEANUP_FINALIZER,
+    WORKSPACE_LABEL,
+)
+from taudash.engine.model.names import MANAGED_BY_LABEL as MANAGED_BY
+from taudash.engine.model.names import TORCHRUN_HOST_SLOT as HOST_SLOT
 from taudash.engine.model.quantity import Quantity
 from taudash.engine.model.tau import ResolvedWorkloadProfile
 from taudash.engine.rules.pool import node_inventory
@@ -73,11 +108,8 @@ TOPOLOGY = "taugrid-gpu-topology"
 WORKSPACE_QUEUE = "jobqueue"
 
 MANAGER = "tau-core-controller"
-MANAGED_BY = "app.kubernetes.io/managed-by"
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/ib"
-HOST_SLOT = "tau.azure.com/torchrun-host-slot"
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 KQ = "kueue.x-k8s.io/v1beta2"
 TAU = "tau.azure.com/v1alpha1"
 IMAGE = "taugridacr.azurecr.io/research/trainer:2026.11.3"
@@ -180,7 +212,7 @@ MK_DISCONNECTED = 25 * MIN
 EXTRA_QUEUES = (  # (name, flavor, nominal quotas, namespaceSelector, admission checks, created)
     (PLATFORM_CQ, CPU_FLAVOR, {"cpu": "64", "memory": "256Gi", "pods": "200"}, {}, (), 200 * DAY),
     (MK_CQ, MK_FLAVOR, {"cpu": "1536", "memory": "24Ti", GPU: "128", "pods": "64"},
-     {"matchLabels": {"tau.azure.com/team": TEAM}}, (MK_CHECK,), 20 * DAY),
+     {"matchLabels": {TEAM_LABEL: TEAM}}, (MK_CHECK,), 20 * DAY),
 )
 LOCAL_QUEUES = (  # (namespace, name, clusterQueue, managed by the workspace, created)
     ("train", WORKSPACE_QUEUE, "tau-ws-train", "train", 180 * DAY),
@@ -399,9 +431,9 @@ def owner_ref(obj: dict, controller: bool = True) -> dict:
 def managed(workspace: str | None = None, team: str | None = None) -> dict[str, str]:
     labels = {MANAGED_BY: MANAGER}
     if team:
-        labels["tau.azure.com/team"] = team
+        labels[TEAM_LABEL] = team
     if workspace:
-        labels["tau.azure.com/workspace"] = workspace
+        labels[WORKSPACE_LABEL] = workspace
     return labels
 
 
@@ -440,8 +472,8 @@ def build_node(pool: NodePool, i: int) -> dict:
         "node.kubernetes.io/instance-type": pool.sku,
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": "0",
-        "tau.azure.com/region": REGION,
-        "tau.azure.com/site": f"azure-{REGION}",
+        REGION_LABEL: REGION,
+        SITE_LABEL: f"azure-{REGION}",
     }
     taints = []
     if pool.gpu_class:
@@ -451,17 +483,17 @@ def build_node(pool: NodePool, i: int) -> dict:
             "kueue.azure.com/gpu-series": pool.series,
             "nvidia.com/gpu.count": "8",
             "nvidia.com/gpu.product": pool.product,
-            "tau.azure.com/gpu-class": pool.gpu_class,
-            "tau.azure.com/network-domain": f"azure-ib-{REGION}-{pool.agentpool}-{pool.sku.lower()}",
-            "tau.azure.com/accelerator-domain": f"isolated-accelerator-{short_hash(name, n=8)}",
-            "tau.azure.com/infiniband": "true" if ib else "false",
+            GPU_CLASS_LABEL: pool.gpu_class,
+            NETWORK_DOMAIN_LABEL: f"azure-ib-{REGION}-{pool.agentpool}-{pool.sku.lower()}",
+            ACCELERATOR_DOMAIN_LABEL: f"isolated-accelerator-{short_hash(name, n=8)}",
+            INFINIBAND_LABEL: "true" if ib else "false",
         }
         taints.append({"key": "sku", "value": "gpu", "effect": "NoSchedule"})
     else:
         labels |= {
-            "tau.azure.com/network-domain": f"isolated-domain-{short_hash(name, n=8)}",
-            "tau.azure.com/accelerator-domain": f"isolated-accelerator-{short_hash(name, n=8)}",
-            "tau.azure.com/infiniband": "false",
+            NETWORK_DOMAIN_LABEL: f"isolated-domain-{short_hash(name, n=8)}",
+            ACCELERATOR_DOMAIN_LABEL: f"isolated-accelerator-{short_hash(name, n=8)}",
+            INFINIBAND_LABEL: "false",
         }
     key = (pool.agentpool, i)
     spec: dict[str, Any] = {
@@ -595,8 +627,8 @@ def build_storage() -> list[dict]:
 
 
 def workspace_labels(ws: WorkspaceSpec) -> dict[str, str]:
-    return {"tau.azure.com/workspace": ws.name, "tau.azure.com/team": TEAM,
-            "tau.azure.com/local-queue": WORKSPACE_QUEUE, "kueue.x-k8s.io/default-local-queue": WORKSPACE_QUEUE,
+    return {WORKSPACE_LABEL: ws.name, TEAM_LABEL: TEAM,
+            LOCAL_QUEUE_LABEL: WORKSPACE_QUEUE, DEFAULT_LOCAL_QUEUE_LABEL: WORKSPACE_QUEUE,
             MANAGED_BY: MANAGER}
 
 
@@ -612,8 +644,8 @@ def build_namespaces() -> list[dict]:
            "pod-security.kubernetes.io/warn": "restricted"}
     out = [ns(n, 240 * DAY) for n in ("default", "kube-system", "kueue-system", "kuberay-system", SYSTEM_NS)]
     for ws in WORKSPACES:
-        owner = {"tau.azure.com/owner-uid": uid("TauWorkspace", ws.name, SYSTEM_NS),
-                 "tau.azure.com/result-scope": f"/data/projects/{ws.name}/runs"}
+        owner = {OWNER_UID_LABEL: uid("TauWorkspace", ws.name, SYSTEM_NS),
+                 RESULT_SCOPE_LABEL: f"/data/projects/{ws.name}/runs"}
         out.append(ns(ws.resolved, ws.created, psa | workspace_labels(ws), owner))
         if ws.target != ws.resolved:  # the retarget's new namespace, already stamped by the controller
             out.append(ns(ws.target, RETARGET_STARTED - 1, psa | workspace_labels(ws), owner))
@@ -623,7 +655,7 @@ def build_namespaces() -> list[dict]:
 def build_access(ws: WorkspaceSpec) -> list[dict]:
     """Researcher RoleBindings, reader bindings and the workload-identity ServiceAccount(s)."""
     ws_uid = uid("TauWorkspace", ws.name, SYSTEM_NS)
-    owner = {"tau.azure.com/owner-uid": ws_uid}
+    owner = {OWNER_UID_LABEL: ws_uid}
     subject = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                "name": str(uuid.uuid5(_UID_NS, f"entra-group/{ws.group}"))}
     namespaces = [ws.resolved] + ([ws.target] if ws.target != ws.resolved else [])
@@ -646,7 +678,7 @@ def build_access(ws: WorkspaceSpec) -> list[dict]:
     if ws.target != ws.resolved:
         # Pre-created by another tool with a stale client id: the controller refuses to adopt it.
         out.append(service_account(ws.target, EVAL_V2_FOREIGN_CLIENT_ID, 20 * DAY,
-                                   {MANAGED_BY: "Helm", "app.kubernetes.io/instance": "eval-platform"},
+                                   {MANAGED_BY: "Helm", APP_INSTANCE_LABEL: "eval-platform"},
                                    {"meta.helm.sh/release-name": "eval-platform",
                                     "meta.helm.sh/release-namespace": ws.target}))
     return out
@@ -717,7 +749,7 @@ def build_workspace(ws: WorkspaceSpec) -> dict:
         "apiVersion": TAU,
         "kind": "TauWorkspace",
         "metadata": meta("TauWorkspace", ws.name, SYSTEM_NS, created=ws.created, generation=ws.generation,
-                         finalizers=["tau.azure.com/workspace-cleanup"]),
+                         finalizers=[WORKSPACE_CLEANUP_FINALIZER]),
         "spec": spec,
         "status": {
             "phase": ws.phase,
@@ -734,7 +766,7 @@ def build_team() -> dict:
         "apiVersion": TAU,
         "kind": "TauTeam",
         "metadata": meta("TauTeam", TEAM, SYSTEM_NS, created=200 * DAY, generation=1,
-                         finalizers=["tau.azure.com/team-cleanup"]),
+                         finalizers=[TEAM_CLEANUP_FINALIZER]),
         "spec": {},
         "status": {
             "phase": "Ready",
@@ -758,28 +790,28 @@ def build_flavors() -> list[dict]:
         name = flavor_name(p.gpu_class)
         out.append({"apiVersion": KQ, "kind": "ResourceFlavor",
                     "metadata": meta("ResourceFlavor", name, created=p.created - 1, generation=1,
-                                     labels={**managed(), "tau.azure.com/gpu-class": p.gpu_class},
-                                     finalizers=["kueue.x-k8s.io/resource-in-use"]),
-                    "spec": {"nodeLabels": {"kubernetes.io/os": "linux", "tau.azure.com/gpu-class": p.gpu_class},
+                                     labels={**managed(), GPU_CLASS_LABEL: p.gpu_class},
+                                     finalizers=[RESOURCE_IN_USE_FINALIZER]),
+                    "spec": {"nodeLabels": {"kubernetes.io/os": "linux", GPU_CLASS_LABEL: p.gpu_class},
                              "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
                              "topologyName": TOPOLOGY}})
     out.append({"apiVersion": KQ, "kind": "ResourceFlavor",
                 "metadata": meta("ResourceFlavor", CPU_FLAVOR, created=200 * DAY, generation=1,
-                                 finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                                 finalizers=[RESOURCE_IN_USE_FINALIZER]),
                 "spec": {"nodeLabels": {"kubernetes.azure.com/agentpool": "system"}}})
     out.append({"apiVersion": KQ, "kind": "ResourceFlavor",
                 "metadata": meta("ResourceFlavor", MK_FLAVOR, created=20 * DAY, generation=1,
-                                 finalizers=["kueue.x-k8s.io/resource-in-use"]),
-                "spec": {"nodeLabels": {"tau.azure.com/execution-target": "multikueue"}}})
+                                 finalizers=[RESOURCE_IN_USE_FINALIZER]),
+                "spec": {"nodeLabels": {EXECUTION_TARGET_LABEL: "multikueue"}}})
     return out
 
 
 def build_topology_and_priorities() -> list[dict]:
     out = [{"apiVersion": KQ, "kind": "Topology",
             "metadata": meta("Topology", TOPOLOGY, created=240 * DAY, generation=1, labels=managed(),
-                             finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                             finalizers=[RESOURCE_IN_USE_FINALIZER]),
             "spec": {"levels": [{"nodeLabel": lbl} for lbl in (
-                "tau.azure.com/site", "tau.azure.com/network-domain", "tau.azure.com/accelerator-domain",
+                SITE_LABEL, NETWORK_DOMAIN_LABEL, ACCELERATOR_DOMAIN_LABEL,
                 "kubernetes.io/hostname")]}}]
     for name, value, description in PRIORITY_CLASSES:
         out.append({"apiVersion": KQ, "kind": "WorkloadPriorityClass",
@@ -801,7 +833,7 @@ def build_cohort(inventory: dict[str, dict[str, Quantity]]) -> dict:
         "apiVersion": KQ,
         "kind": "Cohort",
         "metadata": meta("Cohort", COHORT, created=200 * DAY, generation=9, labels=managed(team=TEAM),
-                         annotations={"tau.azure.com/owner-uid": uid("TauTeam", TEAM, SYSTEM_NS)}),
+                         annotations={OWNER_UID_LABEL: uid("TauTeam", TEAM, SYSTEM_NS)}),
         "spec": {"resourceGroups": [{"coveredResources": covered, "flavors": flavors}]},
     }
 
@@ -867,7 +899,7 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
         name = f"tau-ws-{ws.name}"
         spec: dict[str, Any] = {
             "cohortName": COHORT,
-            "namespaceSelector": {"matchLabels": {"tau.azure.com/workspace": ws.name}},
+            "namespaceSelector": {"matchLabels": {WORKSPACE_LABEL: ws.name}},
             "queueingStrategy": "BestEffortFIFO",
             "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never",
                            "borrowWithinCohort": {"policy": "Never"}},
@@ -888,8 +920,8 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
         out.append({"apiVersion": KQ, "kind": "ClusterQueue",
                     "metadata": meta("ClusterQueue", name, created=ws.created - 1, generation=generation,
                                      labels=managed(ws.name, TEAM),
-                                     annotations={"tau.azure.com/owner-uid": uid("TauWorkspace", ws.name, SYSTEM_NS)},
-                                     finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                                     annotations={OWNER_UID_LABEL: uid("TauWorkspace", ws.name, SYSTEM_NS)},
+                                     finalizers=[RESOURCE_IN_USE_FINALIZER]),
                     "spec": spec,
                     "status": queue_status(spec, usage[name], cond("Active", *active, since, generation), cohort=True)})
     for name, flavor, nominal, selector, checks, created in EXTRA_QUEUES:
@@ -905,7 +937,7 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
             spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
         out.append({"apiVersion": KQ, "kind": "ClusterQueue",
                     "metadata": meta("ClusterQueue", name, created=created, generation=2,
-                                     finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                                     finalizers=[RESOURCE_IN_USE_FINALIZER]),
                     "spec": spec,
                     "status": queue_status(spec, usage[name],
                                            cond("Active", "True", "Ready", "Can admit new workloads", created - 1, 2),
@@ -925,7 +957,7 @@ def build_local_queues(cluster_queues: list[dict], usage: dict[tuple[str, str], 
             active = cond("Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", 0, 1)
             active["lastTransitionTime"] = cq_active["lastTransitionTime"]
         labels = managed(ws_name, TEAM) if ws_name else None
-        annotations = {"tau.azure.com/owner-uid": uid("TauWorkspace", ws_name, SYSTEM_NS)} if ws_name else None
+        annotations = {OWNER_UID_LABEL: uid("TauWorkspace", ws_name, SYSTEM_NS)} if ws_name else None
         status = queue_status(cq_obj["spec"], usage[(ns, name)], active, cohort=False)
         out.append({"apiVersion": KQ, "kind": "LocalQueue",
                     "metadata": meta("LocalQueue", name, ns, created=created, generation=1, labels=labels,
@@ -1021,20 +1053,20 @@ def pod_spec(src: Source, pod: dict[str, str], restart: str = "Never") -> dict:
         spec["serviceAccountName"] = "tau-workload"
         spec["priorityClassName"] = src.priority
     if src.gpu_class:
-        spec["nodeSelector"] = {"tau.azure.com/gpu-class": src.gpu_class}
+        spec["nodeSelector"] = {GPU_CLASS_LABEL: src.gpu_class}
         spec["tolerations"] = [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
     return spec
 
 
 def source_labels(src: Source) -> dict[str, str]:
-    labels = {"kueue.x-k8s.io/queue-name": src.queue, "kueue.x-k8s.io/priority-class": src.priority,
-              "tau.azure.com/managed-by": "tau", "tau.azure.com/team": TEAM,
-              "tau.azure.com/workload-kind": src.kind.lower()}
+    labels = {QUEUE_NAME_LABEL: src.queue, PRIORITY_CLASS_LABEL: src.priority,
+              TAU_MANAGED_BY_LABEL: "tau", TEAM_LABEL: TEAM,
+              WORKLOAD_KIND_LABEL: src.kind.lower()}
     if src.profile:
-        labels["tau.azure.com/profile"] = src.profile
-        labels["tau.azure.com/lane"] = src.lane or ""
+        labels[PROFILE_LABEL] = src.profile
+        labels[LANE_LABEL] = src.lane or ""
     if src.gpu_class:
-        labels["tau.azure.com/gpu-class"] = src.gpu_class
+        labels[GPU_CLASS_LABEL] = src.gpu_class
     return labels
 
 
@@ -1042,9 +1074,9 @@ def source_annotations(src: Source, hashes: dict[int, str]) -> dict[str, str] | 
     if not src.profile:
         return None
     generation = TAU_GENERATION if src.age < PROFILES_CHANGED_AT else TAU_GENERATION - 1
-    return {"tau.azure.com/tau-cluster-generation": str(generation),
-            "tau.azure.com/workload-profile": src.profile,
-            "tau.azure.com/workload-profile-set-hash": hashes.get(generation, "")}
+    return {CLUSTER_GENERATION_ANNOTATION: str(generation),
+            WORKLOAD_PROFILE_ANNOTATION: src.profile,
+            PROFILE_SET_HASH_ANNOTATION: hashes.get(generation, "")}
 
 
 def started_at(src: Source) -> float:
@@ -1060,7 +1092,7 @@ def build_job(src: Source, hashes) -> dict:
         "completions": count,
         "parallelism": count,
         "suspend": suspended,
-        "template": {"metadata": {"labels": {"tau.azure.com/job": src.name}}, "spec": pod_spec(src, pod)},
+        "template": {"metadata": {"labels": {JOB_LABEL: src.name}}, "spec": pod_spec(src, pod)},
     }
     if src.queue == MK_LQ:
         spec["managedBy"] = MULTIKUEUE_CONTROLLER
@@ -1161,10 +1193,10 @@ def build_deployment(src: Source) -> dict:
     template_annotations = None
     labels = {"app": src.name}
     if src.queue:
-        template_labels |= {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": src.queue,
-                            "kueue.x-k8s.io/priority-class": src.priority}
-        template_annotations = {"kueue.x-k8s.io/pod-suspending-parent": f"deployment/{src.name}"}
-        labels["kueue.x-k8s.io/queue-name"] = src.queue
+        template_labels |= {KUEUE_MANAGED_LABEL: "true", QUEUE_NAME_LABEL: src.queue,
+                            PRIORITY_CLASS_LABEL: src.priority}
+        template_annotations = {POD_SUSPENDING_PARENT_ANNOTATION: f"deployment/{src.name}"}
+        labels[QUEUE_NAME_LABEL] = src.queue
     template_meta: dict[str, Any] = {"labels": template_labels}
     if template_annotations:
         template_meta["annotations"] = template_annotations
@@ -1213,7 +1245,7 @@ def workload_conditions(src: Source, cq: str, message: str, evictor: dict | None
             evicted_at = next(s.age for s in SOURCES if s.name == src.detail) - 0.4
             evicted = cond("Evicted", "True", "Preempted",
                            f"Preempted to accommodate a workload (UID: {evictor['metadata']['uid']}, JobUID: "
-                           f"{evictor['metadata']['labels']['kueue.x-k8s.io/job-uid']}) due to prioritization "
+                           f"{evictor['metadata']['labels'][JOB_UID_LABEL]}) due to prioritization "
                            "in the ClusterQueue", evicted_at)
             extra = [cond("Preempted", "True", "InClusterQueue",
                           f"Preempted to accommodate a workload (UID: {evictor['metadata']['uid']}) due to "
@@ -1286,8 +1318,8 @@ def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor
         status["requeueState"] = {"count": 1}
     return {"apiVersion": KQ, "kind": "Workload",
             "metadata": meta("Workload", name, src.ns, created=src.age - 0.05, generation=1,
-                             labels={"kueue.x-k8s.io/job-uid": owner["metadata"]["uid"]},
-                             owners=[owner_ref(owner)], finalizers=["kueue.x-k8s.io/resource-in-use"]),
+                             labels={JOB_UID_LABEL: owner["metadata"]["uid"]},
+                             owners=[owner_ref(owner)], finalizers=[RESOURCE_IN_USE_FINALIZER]),
             "spec": {"active": True, "podSets": podsets, "priority": priority,
                      "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                           "name": src.priority},
@@ -1376,7 +1408,7 @@ def build_tau_cluster(resolved: list[dict], hashes: dict[int, str], flavors: lis
                       nodes: list[dict]) -> dict:
     g = TAU_GENERATION
     label_rules = [{"match": {"vmSizes": [p.sku]},
-                    "labels": {"kueue.azure.com/gpu-series": p.series, "tau.azure.com/gpu-class": p.gpu_class}}
+                    "labels": {"kueue.azure.com/gpu-series": p.series, GPU_CLASS_LABEL: p.gpu_class}}
                    for p in POOLS if p.gpu_class]
     spec = {
         "managementMode": "Reconcile",
@@ -1386,7 +1418,7 @@ def build_tau_cluster(resolved: list[dict], hashes: dict[int, str], flavors: lis
         "workspaceDefaults": {"defaultQueue": WORKSPACE_QUEUE},
         "workloadProfiles": [dict(p) for p in PROFILES],
     }
-    gpu_nodes = sum(1 for n in nodes if n["metadata"]["labels"].get("tau.azure.com/gpu-class"))
+    gpu_nodes = sum(1 for n in nodes if n["metadata"]["labels"].get(GPU_CLASS_LABEL))
     ready = len(resolved)
     managed_resources = [{"apiVersion": KQ, "kind": "Topology", "name": TOPOLOGY, "uid": topology["metadata"]["uid"],
                           "ownership": "Manage"}]

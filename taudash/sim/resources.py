@@ -1,6 +1,6 @@
 """The resources the simulated API server serves: the engine's KINDS plus what discovery needs.
 
-Short names and printer columns follow the real CRDs and built-ins. Kueue is modelled as a 0.15.x
+Printer columns follow the real CRDs and built-ins; short names are the engine's (engine/model/kinds.py). Kueue is modelled as a 0.15.x
 release: v1beta2 (storage, preferred) and v1beta1 both served, and Workload still answers to `wl`
 (removed in 0.16) as well as `kwl`. `ApiServer.serve_versions` narrows what is served (v1beta1
 only: a Kueue 0.14 or older).
@@ -126,29 +126,6 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
                      Column("Queue", "string", path("spec.queue"))),
 }
 
-_SHORT: dict[str, tuple[str, ...]] = {
-    "Node": ("no",),
-    "Namespace": ("ns",),
-    "ServiceAccount": ("sa",),
-    "PersistentVolumeClaim": ("pvc",),
-    "StorageClass": ("sc",),
-    "PriorityClass": ("pc",),
-    "Deployment": ("deploy",),
-    "ClusterQueue": ("cq",),
-    "LocalQueue": ("queue", "queues", "lq"),
-    "Cohort": ("co",),
-    "ResourceFlavor": ("flavor", "flavors", "rf"),
-    "Workload": ("wl", "kwl", "kueueworkload", "kueueworkloads"),
-    "AdmissionCheck": ("ac",),
-    "WorkloadPriorityClass": ("wpc",),
-    "Topology": ("topo",),
-    "MultiKueueConfig": ("mkconf",),
-    "MultiKueueCluster": ("mkc",),
-    "TauCluster": ("tc",),
-    "TauTeam": ("tt",),
-    "TauWorkspace": ("tw",),
-}
-
 # Kinds whose real API has no /status subresource.
 _NO_STATUS = frozenset({
     "ServiceAccount", "RoleBinding", "StorageClass", "CSIDriver", "CSINode", "PriorityClass",
@@ -164,7 +141,7 @@ def _from_kind(k: ResourceKind) -> Resource:
         plural=k.plural,
         namespaced=k.namespaced,
         singular=k.kind.lower(),
-        short_names=_SHORT.get(k.kind, ()),
+        short_names=k.short_names,
         status=k.kind not in _NO_STATUS,
         optional=k.optional,
         engine_kind=k.kind,

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from taudash.engine.model import BY_KIND, KINDS, QuantityError, lookup
+from taudash.engine.model.names import PRIORITY_CLASS_LABEL as PRIORITY_LABEL  # noqa: F401 (the controllers import it from here)
 from taudash.engine.model.quantity import DECIMAL_SI, Quantity
 
 # The label and annotation keys are the rules' own (re-exported for the controllers).
@@ -38,7 +39,6 @@ from taudash.sim.objects import ObjectDB, WatchEvent
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from decimal import Decimal
 
+from taudash.engine.model.names import RESOURCE_IN_USE_FINALIZER
 from taudash.sim.controllers.admission import PodSetRequest
 from taudash.sim.controllers.base import (
     JOB_UID_LABEL,
@@ -148,7 +149,7 @@ def build_workload(src: Obj, priority: int, priority_class: str, name: str | Non
                     "blockOwnerDeletion": True,
                 }
             ],
-            "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+            "finalizers": [RESOURCE_IN_USE_FINALIZER],
         },
         "spec": wl_spec,
     }

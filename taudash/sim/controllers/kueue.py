@@ -7,6 +7,7 @@ cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionChe
 
 from __future__ import annotations
 
+from taudash.engine.model.names import JOB_UID_LABEL
 from taudash.sim.controllers.admission import DEFAULT_BEHAVIOUR, Behaviour, usage_of
 from taudash.sim.controllers.base import (
     Controller,
@@ -129,7 +130,7 @@ class KueueController(Controller):
         wls = self.m.list("Workload")
         owned: dict[str, list[Obj]] = {}
         for wl in wls:
-            uid = (controller_owner(wl) or {}).get("uid") or labels(wl).get("kueue.x-k8s.io/job-uid")
+            uid = (controller_owner(wl) or {}).get("uid") or labels(wl).get(JOB_UID_LABEL)
             if uid:
                 owned.setdefault(uid, []).append(wl)
             if deleting(wl) and meta(wl).get("finalizers"):

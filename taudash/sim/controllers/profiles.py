@@ -20,6 +20,7 @@ from taudash.engine.rules.profilehash import (
     validate_profile,
 )
 from taudash.engine.store import Store
+from taudash.engine.text import plural
 from taudash.sim.controllers.base import Obj, condition, meta, with_condition
 from taudash.sim.controllers.queues import MULTIKUEUE, check_names, mk_workers
 
@@ -31,10 +32,6 @@ ORDER = (
     "TopologiesReady",
     "PriorityClassesReady",
 )
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def multikueue_ready(ctx: RuleContext, mirror) -> tuple[str, str, str]:

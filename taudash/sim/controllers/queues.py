@@ -11,11 +11,11 @@ from decimal import Decimal
 from functools import lru_cache
 
 from taudash.engine.model.base import LabelSelector
+from taudash.engine.model.names import MULTIKUEUE_CONTROLLER as MULTIKUEUE
 from taudash.engine.rules.selectors import SelectorError, selector_matches
 from taudash.sim.controllers.admission import FR, ZERO
 from taudash.sim.controllers.base import FORMATS, Obj, condition, deleting, meta, qfmt, qparse, with_condition
 
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 STOP_POLICIES = ("Hold", "HoldAndDrain")
 
 

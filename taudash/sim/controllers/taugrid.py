@@ -10,6 +10,7 @@ this controller writes itself, and of Kueue's queue counters, trigger nothing; a
 
 from __future__ import annotations
 
+from taudash.engine.model.names import GPU_CLASS_LABEL, RESOURCE_IN_USE_FINALIZER
 from taudash.engine.rules.base import RuleConfig, RuleContext
 from taudash.engine.rules.pool import FLAVOR_PREFIX, TEAM_LABEL, PoolView, derive_pool, team_cohort_name
 from taudash.sim.controllers.base import (
@@ -281,11 +282,11 @@ class TauGridController(Controller):
                     "kind": "ResourceFlavor",
                     "metadata": {
                         "name": f.name,
-                        "labels": {MANAGED_BY: TAU_MANAGER, "tau.azure.com/gpu-class": f.gpu_class},
-                        "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+                        "labels": {MANAGED_BY: TAU_MANAGER, GPU_CLASS_LABEL: f.gpu_class},
+                        "finalizers": [RESOURCE_IN_USE_FINALIZER],
                     },
                     "spec": {
-                        "nodeLabels": {"kubernetes.io/os": "linux", "tau.azure.com/gpu-class": f.gpu_class},
+                        "nodeLabels": {"kubernetes.io/os": "linux", GPU_CLASS_LABEL: f.gpu_class},
                         "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
                         "topologyName": "taugrid-gpu-topology",
                     },

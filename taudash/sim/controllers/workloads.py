@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import math
 
+from taudash.engine.model.names import JOB_LABEL, TAU_MANAGED_BY_LABEL, TEAM_LABEL
+from taudash.engine.model.names import TORCHRUN_HOST_SLOT as HOST_SLOT
+from taudash.engine.model.names import WORKLOAD_KIND_LABEL as GENERATED
 from taudash.engine.rules.pool import FLAVOR_PREFIX
 from taudash.engine.rules.pool import GPU_CLASS_LABEL as GPU_CLASS
 from taudash.sim.clock import parse_rfc3339, rfc3339
@@ -30,8 +33,6 @@ from taudash.sim.controllers.jobs import short_hash
 
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/ib"
-HOST_SLOT = "tau.azure.com/torchrun-host-slot"
-GENERATED = "tau.azure.com/workload-kind"  # the CLI's own label; the value says what was submitted
 
 # (weight, GPUs per pod, pods): one GPU, half a node, a full node, two full nodes.
 SHAPES = ((5, 1, 1), (2, 4, 1), (2, 8, 1), (1, 8, 2))
@@ -162,11 +163,11 @@ class WorkloadsController(Controller):
             if self.m.get(kind, name, ns) is None:
                 break
         priority = "taugrid-default" if self.m.get("WorkloadPriorityClass", "taugrid-default") else ""
-        lbls = {QUEUE_LABEL: queue, GPU_CLASS: gpu_class, GENERATED: kind.lower(), "tau.azure.com/managed-by": "tau"}
+        lbls = {QUEUE_LABEL: queue, GPU_CLASS: gpu_class, GENERATED: kind.lower(), TAU_MANAGED_BY_LABEL: "tau"}
         if priority:
             lbls[PRIORITY_LABEL] = priority
         if team:
-            lbls["tau.azure.com/team"] = team
+            lbls[TEAM_LABEL] = team
         pod = _pod(gpus, rdma)
         ttl = int(self.world.knobs.finished_ttl_minutes * 60)
         if ray:
@@ -211,7 +212,7 @@ class WorkloadsController(Controller):
                 "suspend": True,
                 "ttlSecondsAfterFinished": ttl,
                 "template": {
-                    "metadata": {"labels": {"tau.azure.com/job": name}},
+                    "metadata": {"labels": {JOB_LABEL: name}},
                     "spec": _pod_spec(gpu_class, pod, account, priority),
                 },
             }

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from taudash.engine.model import TauWorkspace
 from taudash.engine.model.base import Condition
+from taudash.engine.model.names import DEFAULT_LOCAL_QUEUE_LABEL as DEFAULT_LQ_LABEL
+from taudash.engine.model.names import LOCAL_QUEUE_LABEL as LQ_LABEL
+from taudash.engine.model.names import RESOURCE_IN_USE_FINALIZER
+from taudash.engine.model.names import RESULT_SCOPE_LABEL as RESULT_SCOPE
+from taudash.engine.model.names import WORKSPACE_CLEANUP_FINALIZER as FINALIZER
 from taudash.engine.rules.drain import CLEANED_LABELS, derive_drain
 from taudash.engine.rules.identity import CLIENT_ID, RESEARCHER_ROLE, WS_LABEL, derive_identity
 from taudash.engine.rules.pool import TEAM_LABEL, PoolView
@@ -26,10 +31,6 @@ from taudash.sim.controllers.base import (
     with_condition,
 )
 
-FINALIZER = "tau.azure.com/workspace-cleanup"
-LQ_LABEL = "tau.azure.com/local-queue"
-DEFAULT_LQ_LABEL = "kueue.x-k8s.io/default-local-queue"
-RESULT_SCOPE = "tau.azure.com/result-scope"
 PSA = {
     "pod-security.kubernetes.io/enforce": "baseline",
     "pod-security.kubernetes.io/audit": "restricted",
@@ -218,7 +219,7 @@ class WorkspaceReconciler:
                         "name": self.cq_name,
                         "labels": self.stamp_labels(),
                         "annotations": {OWNER_UID: self.ws.uid},
-                        "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+                        "finalizers": [RESOURCE_IN_USE_FINALIZER],
                     },
                     "spec": {
                         **spec,

@@ -1,0 +1,89 @@
+"""THE rule registry: every part of the ClusterView, what it reads, what it needs, which fields it fills.
+
+This list is the only place a rule is wired in. `engine.view.ClusterView` gets its fields from it (in
+this order: the order of the `status -o json` contract), and `engine.incremental.IncrementalDeriver`
+runs it — both for the full derivation (`engine.view.derive`: a deriver started from an empty view)
+and for the dashboard's updates, recomputing a rule only when a kind it `reads` or a rule it
+`needs` changed. A rule reading a kind it does not declare fails (incremental.UndeclaredRead).
+
+Adding a rule: write engine/rules/<area>.py (a view model and `derive_<area>(ctx) -> (view, findings)`)
+and add one `Rule(...)` line below. See ARCHITECTURE.md, "Recipes".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import ClusterQueue
+from .model.kinds import DRAIN_KINDS
+from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
+from .rules.base import Finding, Rule, RuleContext, ViewField
+from .rules.cluster import (
+    AccessEntry,
+    ClusterSummary,
+    TeamSummary,
+    access_entries,
+    access_findings,
+    derive_cluster,
+    derive_teams,
+)
+from .rules.multikueue import MultiKueueView, derive_multikueue
+from .rules.pool import PoolView, derive_pool
+from .rules.profiles import ProfilesView, derive_profiles
+from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
+from .rules.workspaces import WorkspaceView
+
+_WORKSPACE_READS = frozenset({
+    "TauWorkspace", "TauCluster", "Namespace", "ServiceAccount", "RoleBinding", "PersistentVolumeClaim",
+    "StorageClass", "CSINode", "Node", "ClusterQueue",
+}) | DRAIN_KINDS  # read in a draining workspace's old namespace
+
+
+def pool_print(cq: ClusterQueue) -> tuple:
+    """What the pool rules read of a ClusterQueue (not its counts, which Kueue rewrites constantly)."""
+    return (cq.labels, cq.spec.cohort_name, cq.spec.resource_groups, cq.status.flavors_reservation,
+            cq.status.flavors_usage, cq.metadata.deletion_timestamp)
+
+
+def drain_print(cq: ClusterQueue) -> tuple:
+    """What a workspace drain reads of a ClusterQueue."""
+    return (cq.uid, cq.spec.namespace_selector)
+
+
+def _no_findings(fn):
+    def derive(ctx: RuleContext, *needed: Any) -> tuple[Any, list[Finding]]:
+        return fn(ctx, *needed), []
+    derive.__name__ = fn.__name__
+    return derive
+
+
+def _access(ctx: RuleContext) -> tuple[list[AccessEntry], list[Finding]]:
+    return access_entries(ctx), access_findings(ctx)
+
+
+RULES: tuple[Rule, ...] = (
+    # Access states are every rule's input (a change of one rebuilds the whole view): reads no objects,
+    # but says for how long data has been stale (the clock).
+    Rule("access", frozenset(), (ViewField("access", list[AccessEntry], []),), derive=_access, every_view=True),
+    Rule("cluster", frozenset({"TauCluster"}), (ViewField("cluster", ClusterSummary | None, None),),
+         derive=derive_cluster),
+    Rule("teams", frozenset({"TauTeam"}), (ViewField("teams", list[TeamSummary], []),),
+         derive=_no_findings(derive_teams)),
+    Rule("pool", frozenset({"TauCluster", "Node", "ClusterQueue", "Cohort", "ResourceFlavor", "TauTeam",
+                            "TauWorkspace"}),
+         (ViewField("pool", PoolView, PoolView()),), derive=derive_pool, fingerprints={"ClusterQueue": pool_print}),
+    Rule("queues", frozenset({"ClusterQueue", "Cohort"}),
+         (ViewField("cohorts", list[CohortView], []), ViewField("cluster_queues", list[ClusterQueueView], [])),
+         part=QueuesPart, needs=("workloads",)),
+    Rule("workspaces", _WORKSPACE_READS, (ViewField("workspaces", list[WorkspaceView], []),),
+         part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print}),
+    Rule("profiles", frozenset({"TauCluster", "TauWorkspace"}), (ViewField("profiles", ProfilesView, ProfilesView()),),
+         derive=derive_profiles),
+    Rule("multikueue", frozenset({"TauCluster", "TauWorkspace", "AdmissionCheck", "MultiKueueConfig",
+                                  "MultiKueueCluster"}),
+         (ViewField("multikueue", MultiKueueView, MultiKueueView()),), derive=derive_multikueue, needs=("profiles",)),
+    Rule("workloads", frozenset({"Workload", "LocalQueue"}), (ViewField("waiting", list[WaitingWorkload], []),),
+         part=WorkloadsPart),
+)
+
+__all__ = ["RULES", "drain_print", "pool_print"]
