@@ -61,20 +61,25 @@ async def test_serve_until_interrupted(tmp_path):
     assert code == 0
 
 
-def test_kueue_api_accepts_only_known_versions(capsys):
+def test_kueue_version_accepts_only_known_versions(capsys):
+    from taudash.commands.sim import DEFAULT_KUEUE_VERSION, KUEUE_VERSIONS
+    from taudash.sim.kueue_versions import DEFAULT_VERSION, VERSIONS
+
+    assert (KUEUE_VERSIONS, DEFAULT_KUEUE_VERSION) == (tuple(VERSIONS), DEFAULT_VERSION)
+    assert build_parser().parse_args(["sim", "serve"]).kueue_version == "0.19"
     try:
-        build_parser().parse_args(["sim", "serve", "--kueue-api", "v9"])
+        build_parser().parse_args(["sim", "serve", "--kueue-version", "0.16"])
         raise AssertionError("parsed an unknown version")
     except SystemExit as exc:
         assert exc.code == 2
-    assert "--kueue-api" in capsys.readouterr().err
+    assert "--kueue-version" in capsys.readouterr().err
 
 
 async def test_serve_a_v1beta1_only_kueue(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
-        "--kueue-api", "v1beta1", "--kubeconfig-out", str(kubeconfig),
+        "--kueue-version", "0.14", "--kubeconfig-out", str(kubeconfig),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=Path(__file__).parent.parent)
     try:
         while True:

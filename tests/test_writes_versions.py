@@ -46,7 +46,7 @@ def kueue_requests(sim, verbs=("get", "patch", "delete", "create")):
 # --- the simulator plays an old Kueue ------------------------------------------------------------
 
 async def test_v1beta1_only_simulator_serves_kueue_at_v1beta1_only(tmp_path):
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, None)
         group = await actions._call("GET", "/apis/kueue.x-k8s.io")
@@ -60,14 +60,14 @@ async def test_v1beta1_only_simulator_serves_kueue_at_v1beta1_only(tmp_path):
     # the default still serves both, v1beta2 preferred
     async with SimServer() as sim:
         assert sim.api._group("kueue.x-k8s.io")["preferredVersion"]["version"] == "v1beta2"
-    with pytest.raises(ValueError, match="v9"):
-        SimServer(kueue_versions=("v9",))
+    with pytest.raises(ValueError, match="9.9"):
+        SimServer(kueue_version="9.9")
 
 
 # --- Actions picks the served version ----------------------------------------------------------
 
 async def test_patch_discovers_v1beta1_when_v1beta2_is_not_served(tmp_path):
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, AuditLog(tmp_path / "audit.log"))
         res = await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
@@ -91,7 +91,7 @@ async def test_source_version_is_used_without_discovery(tmp_path):
 async def test_stale_version_is_rediscovered_not_reported_as_gone(tmp_path):
     """The source said v1beta2 but the cluster serves only v1beta1 (a downgrade): the write goes
     to v1beta1, never "no longer exists"."""
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, None, versions=lambda kind: "v1beta2")
         res = await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
@@ -137,7 +137,7 @@ class Harness:
 
 
 async def test_hold_and_release_on_a_v1beta1_only_kueue():
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         world = World.for_server(sim, QUIET)
         world.step(1)
         async with LiveCluster(None, str(sim.kubeconfig)) as live:
