@@ -226,11 +226,13 @@ class KueueController(Controller):
                 self._status(wl, {"conditions": with_condition(conds, "PodsReady", *want, now)})
 
     def _evict(self, wl: Obj, src: Obj, reason: str, message: str) -> None:
-        now = self.stamp
+        now, kv = self.stamp, self.world.db.kueue  # the Kueue release played: its reasons
         st = wl.get("status") or {}
         conds = with_condition(st.get("conditions"), "Evicted", "True", reason, message, now)
-        conds = with_condition(conds, "QuotaReserved", "False", "Pending", message, now)
-        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        conds = with_condition(conds, "QuotaReserved", "False", kv.reason("QuotaReserved", "PendingEvaluation"),
+                               message, now)
+        if kv.admitted_on_reservation_loss(is_true(wl, "Admitted")):
+            conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
         conds = with_condition(conds, "Requeued", "False", reason, message, now)
         if condition(wl, "PodsReady"):
             conds = with_condition(
@@ -260,11 +262,13 @@ class KueueController(Controller):
             self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], patch)
 
     def _release(self, wl: Obj, message: str) -> None:
-        now = self.stamp
+        now, kv = self.stamp, self.world.db.kueue  # a stopped queue: Suspended (0.19 gated) / Inadmissible
         conds = with_condition(
-            (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False", "Inadmissible", message, now
+            (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False",
+            kv.reason("QuotaReserved", "Suspended"), message, now
         )
-        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        if kv.admitted_on_reservation_loss(False):
+            conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
         self._status(wl, {"conditions": conds, "admission": None, "admissionChecks": None})
 
     def _checks(self, wl: Obj, cq: Obj) -> bool:

@@ -91,7 +91,9 @@ class Scheduler:
                         )
                 else:
                     pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
+        kv = self.k.world.db.kueue  # the Kueue release played: without the gate, NoFit reasons read "Pending"
         for wl, reason, message in waiting:
+            reason = kv.reason("QuotaReserved", reason)
             qr = condition(wl, "QuotaReserved") or {}
             if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message):
                 self.k._status(
@@ -119,10 +121,10 @@ class Scheduler:
         if cq is None:
             return "Inadmissible", f"ClusterQueue {cqn} doesn't exist"
         if stop_policy(lq) != "None":
-            return "Inadmissible", f"LocalQueue {q} is stopped"
+            return "Suspended", f"LocalQueue {q} is stopped"  # "Inadmissible" without the 0.19 gate
         if not active[cqn]:
             state = "stopped" if stop_policy(cq) != "None" else "inactive"
-            return "Inadmissible", f"ClusterQueue {cqn} is {state}"
+            return ("Suspended" if state == "stopped" else "Inadmissible"), f"ClusterQueue {cqn} is {state}"
         ns_obj = self.m.get("Namespace", ns)
         if not namespace_matches(cq, labels(ns_obj) if ns_obj else {}):
             return "Inadmissible", "Workload namespace doesn't match ClusterQueue selector"
