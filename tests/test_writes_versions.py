@@ -136,12 +136,15 @@ class Harness:
         return journal, await runner.run()
 
 
-async def test_hold_and_release_on_a_v1beta1_only_kueue():
-    async with SimServer(kueue_version="0.14") as sim:
+@pytest.mark.parametrize("version", ["0.14", "0.15", "0.19"])
+async def test_hold_and_release_on_each_kueue_release(version):
+    preferred = {"0.14": "v1beta1", "0.15": "v1beta2", "0.19": "v1beta2"}[version]
+    other = "v1beta2" if preferred == "v1beta1" else "v1beta1"
+    async with SimServer(kueue_version=version) as sim:
         world = World.for_server(sim, QUIET)
         world.step(1)
         async with LiveCluster(None, str(sim.kubeconfig)) as live:
-            assert live.source.version_of("ClusterQueue") == "v1beta1"
+            assert live.source.version_of("ClusterQueue") == preferred
             h = Harness(sim, world, live)
             for _ in range(3):
                 world.step(5)
@@ -159,10 +162,13 @@ async def test_hold_and_release_on_a_v1beta1_only_kueue():
                 assert wl is None or wl["spec"].get("active", True)
             writes = [(r.verb, r.path, r.status) for r in sim.api.requests
                       if r.verb in ("patch", "delete") and not r.dry_run]
-            cq_writes = [w for w in writes if w[1] == "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/tau-ws-train"]
+            cq_writes = [w for w in writes if w[1] == f"/apis/kueue.x-k8s.io/{preferred}/clusterqueues/tau-ws-train"]
             assert len(cq_writes) == 2 and all(s == 200 for _, _, s in cq_writes)  # hold, then release
-            assert any("/v1beta1/namespaces/train/workloads/" in p for _, p, _ in writes)
-            assert not [w for w in writes if "/v1beta2/" in w[1]]
+            assert any(f"/{preferred}/namespaces/train/workloads/" in p for _, p, _ in writes)
+            assert not [w for w in writes if f"/{other}/" in w[1]]
+            # stored in the release's storage version, whatever version the writes named
+            stored = sim.db.stored(CQ, "tau-ws-train")
+            assert stored["apiVersion"] == f"kueue.x-k8s.io/{sim.kueue.storage}"
 
 
 # --- audit: intent before the request, outcome after -----------------------------------------
