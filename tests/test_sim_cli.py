@@ -85,7 +85,8 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
         while True:
             line = await asyncio.wait_for(proc.stdout.readline(), 20)
             assert line, (await proc.stderr.read()).decode()
-            if line.startswith(b"try:"):
+            if line.startswith(b"kueue:"):
+                assert b"0.14 (v0.14.8): serves v1beta1, stores v1beta1" in line, line
                 break
         env = {**os.environ, "HOME": str(tmp_path)}
 
@@ -100,6 +101,10 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
         assert [v for v in await kubectl("api-versions") if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
         assert set(await kubectl("get", "clusterqueues", "-o", "jsonpath={.items[*].apiVersion}")) == {
             "kueue.x-k8s.io/v1beta1"}
+        # converted: v1beta1's spelling of the cohort, never v1beta2's
+        assert await kubectl("get", "cq", "-o", "jsonpath={.items[*].spec.cohortName}") == []
+        assert "tau-team-vision" in await kubectl("get", "cq", "-o", "jsonpath={.items[*].spec.cohort}")
+        assert await kubectl("get", "wl", "-A", "-o", "name")  # 0.14's short name
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)
