@@ -209,6 +209,7 @@ async def test_after_a_seeded_run_with_hold_and_release_everything_served_valida
     async with SimServer(DEMO, kueue_version=version, seed=3) as sim:
         world = World.for_server(sim)  # the default scenario: arrivals, completions, node events
         assert world.writer.strict
+        events = sim.db.subscribe(["Workload"])  # every Workload write of the run, old and new
         hold_at, release_at = 120, 360
         # hold through the preferred version, release through the other one (when there is one)
         hold_v, release_v = kv.served[0], kv.served[-1]
@@ -260,6 +261,18 @@ async def test_after_a_seeded_run_with_hold_and_release_everything_served_valida
                 conds = {c["type"]: c for c in w["status"].get("conditions") or ()}
                 if conds.get("Admitted", {}).get("status") == "False":
                     assert "Evicted" in conds, w["metadata"]["name"]
+        # which Admitted=False writes happened: without the gate, only when an admission was lost
+        written = []
+        while (ev := events.get_nowait()) is not None:
+            new, old = _cond(ev.object, "Admitted"), _cond(ev.old, "Admitted") if ev.old else None
+            if new and new["status"] == "False" and (old or {}).get("status") != "False":
+                written.append(((old or {}).get("status"), new["reason"]))
+        events.close()
+        assert written, "no workload lost or was refused an admission in the run"
+        if not kv.granular:
+            assert {was for was, _ in written} == {"True"}, written
+        else:
+            assert None in {was for was, _ in written}, written  # also on workloads never admitted
         # CQ status carries borrowed, "0" outside a cohort
         for cq in sim.db.list("ClusterQueue"):
             for fl in (cq.get("status") or {}).get("flavorsUsage") or ():
@@ -283,3 +296,7 @@ def test_objectdb_alone_plays_a_release(version):
 
     with pytest.raises(Invalid):  # judged by the schema even when v1beta2 is not served (0.14: as v1beta1)
         db.patch_merge("ClusterQueue", "a", {"spec": {"stopPolicy": "Sometimes"}})
+
+
+def _cond(obj: dict, ctype: str) -> dict | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == ctype), None)

@@ -95,20 +95,18 @@ class Scheduler:
         for wl, reason, message in waiting:
             reason = kv.reason("QuotaReserved", reason)
             qr = condition(wl, "QuotaReserved") or {}
-            if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message):
-                self.k._status(
-                    wl,
-                    {
-                        "conditions": with_condition(
-                            (wl.get("status") or {}).get("conditions"),
-                            "QuotaReserved",
-                            "False",
-                            reason,
-                            message,
-                            self.k.stamp,
-                        )
-                    },
+            adm = condition(wl, "Admitted") or {}
+            # with the 0.19 gate Admitted follows QuotaReserved: NoReservation on a workload never admitted
+            sync_admitted = kv.granular and (adm.get("status"), adm.get("reason")) != ("False", "NoReservation")
+            if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message) or sync_admitted:
+                conds = with_condition(
+                    (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False", reason, message, self.k.stamp
                 )
+                if sync_admitted:
+                    conds = with_condition(
+                        conds, "Admitted", "False", "NoReservation", "The workload has no reservation", self.k.stamp
+                    )
+                self.k._status(wl, {"conditions": conds})
 
     def _route(self, wl: Obj, cqs: dict[str, Obj], active: dict[str, bool]) -> str | tuple[str, str]:
         """The ClusterQueue a pending Workload queues in, or (reason, message) why it cannot."""
@@ -151,7 +149,7 @@ class Scheduler:
                     conds, ctype, "False", "QuotaReserved", f"Previously: {c.get('message', '')}", now
                 )
         checks = check_names(cq)
-        if checks:
+        if checks and self.k.world.db.kueue.granular:  # without the 0.19 gate Admitted is left until it is True
             conds = with_condition(
                 conds,
                 "Admitted",
@@ -160,7 +158,7 @@ class Scheduler:
                 "The workload has not all admission checks",
                 now,
             )
-        else:
+        elif not checks:
             conds = with_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
         counts = {ps.get("name", "main"): int(ps.get("count", 1)) for ps in (wl.get("spec") or {}).get("podSets") or ()}
         assignments = [
