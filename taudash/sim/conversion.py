@@ -12,15 +12,15 @@ that list in step):
 | ClusterQueue | `spec.flavorFungibility.whenCanBorrow: Borrow`, `whenCanPreempt: Preempt` | `MayStopSearch` (v1→v2 only) |
 | ClusterQueue | `status.pendingWorkloadsStatus` | dropped |
 | ClusterQueue, Cohort | `status.fairSharing.admissionFairSharingStatus` | dropped |
-| ClusterQueue | dropped | `spec.concurrentAdmissionPolicy` (main only) |
+| ClusterQueue | dropped | `spec.concurrentAdmissionPolicy` (0.19, not in v0.15.8) |
 | LocalQueue | `status.flavorUsage` | `status.flavorsUsage` |
 | LocalQueue | `status.flavors[]` | dropped |
 | Workload | `spec.priorityClassSource` + `spec.priorityClassName` | `spec.priorityClassRef{group,kind,name}` |
 | Workload | `status.accumulatedPastExexcutionTimeSeconds` (sic) | `status.accumulatedPastExecutionTimeSeconds` |
 | Workload | `...podSetAssignments[].topologyAssignment.domains[]` | `...topologyAssignment.slices[]` (compact encoding) |
-| Workload | dropped | `spec.preemptionGates`, `status.preemptionGates`, `spec.podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints` (main only) |
+| Workload | dropped | `spec.preemptionGates`, `status.preemptionGates`, `spec.podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints` (0.19, not in v0.15.8) |
 | MultiKueueCluster | `spec.kubeConfig`, `spec.clusterProfileRef` | `spec.clusterSource.kubeConfig`, `.clusterProfileRef` |
-| MultiKueueConfig | dropped | `spec.quotaManagement` (main only) |
+| MultiKueueConfig | dropped | `spec.quotaManagement` (0.19, not in v0.15.8) |
 | AdmissionCheck | `spec.retryDelayMinutes` | dropped |
 
 "dropped": the field has no counterpart, so converting loses it (as in Kueue). Every other field is
