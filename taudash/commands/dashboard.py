@@ -57,7 +57,7 @@ def run_demo(args) -> int:
 async def _demo(args) -> int:
     from taudash.sim.server import SimServer
 
-    async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed) as sim:
+    async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed, kueue_version="0.19") as sim:
         if args.status:
             return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))
         return await _live_dashboard(args, context=None, kubeconfig=str(sim.kubeconfig), demo=True,

@@ -9,6 +9,11 @@ import sys
 
 from ..errors import EXIT_OK, UsageError
 
+# taudash.sim.kueue_versions.VERSIONS and DEFAULT_VERSION, spelled out so that `taudash --help`
+# does not import the simulator (a test keeps them equal).
+KUEUE_VERSIONS = ("0.14", "0.15", "0.19")
+DEFAULT_KUEUE_VERSION = "0.19"
+
 _SERVE_HELP = """\
 Serve a simulated TauGrid cluster on https://127.0.0.1 (a per-run certificate, a bearer token)
 and write a kubeconfig for kubectl and taudash. Runs until Ctrl-C.
@@ -42,9 +47,9 @@ def register(sub, add_source_args) -> None:
                    help="write the kubeconfig here (mode 0600; default: a private temp dir removed on exit)")
     s.add_argument("--context-name", default="taudash-sim", metavar="NAME", help="context name in the kubeconfig")
     s.add_argument("--no-ray", action="store_true", help="do not serve the ray.io API (an optional API, absent)")
-    s.add_argument("--kueue-api", choices=("v1beta1", "v1beta2"), metavar="VERSION",
-                   help="serve kueue.x-k8s.io only at this version (v1beta1: like Kueue 0.14 and older; "
-                        "default: both)")
+    s.add_argument("--kueue-version", choices=KUEUE_VERSIONS, default=DEFAULT_KUEUE_VERSION, metavar="VERSION",
+                   help="the Kueue release to play: 0.14 (v1beta1 only), 0.15 (v1beta1 stored, v1beta2 served "
+                        f"by conversion) or 0.19 (v1beta2 stored, v1beta1 served); default {DEFAULT_KUEUE_VERSION}")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -80,7 +85,7 @@ async def _serve(args) -> int:
     sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
                     simulate=not getattr(args, "no_controllers", False), scenario=scenario,
-                    kueue_versions=(args.kueue_api,) if getattr(args, "kueue_api", None) else None)
+                    kueue_version=getattr(args, "kueue_version", None))
     try:
         await sim.start()
     except SnapshotError as exc:
@@ -104,6 +109,8 @@ async def _serve(args) -> int:
         print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
         print(f"kubeconfig: {sim.kubeconfig}", flush=True)
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
+        k = sim.kueue
+        print(f"kueue:      {k.name} ({k.release}): serves {', '.join(k.served)}, stores {k.storage}", flush=True)
         print(f"validation: {sim.validation}", flush=True)
         if sim.world is not None:
             print(f"simulating: from {sim.world.clock.stamp()} at {args.speed:g}x, seed {args.seed}", flush=True)

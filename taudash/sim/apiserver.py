@@ -114,8 +114,6 @@ class ApiServer:
         self.token = token or secrets.token_urlsafe(32)
         self.disabled_groups: set[str] = set() if ray else {"ray.io"}
         self.disabled_resources: set[tuple[str, str]] = set()
-        # group -> the only versions served (an older release, e.g. Kueue ≤ 0.14: v1beta1 only)
-        self.group_versions: dict[str, tuple[str, ...]] = {}
         self.faults = faults or Faults(db.registry)
         self.faults._on_drop.append(self._drop_watches)
         self.faults._on_expire.append(db.compact)
@@ -174,20 +172,10 @@ class ApiServer:
         if not enabled:
             self._end_watches(lambda k: k == key)
 
-    def serve_versions(self, group: str, versions: tuple[str, ...]) -> None:
-        """Serve `group` only at `versions` (discovery, paths and watches), the first preferred.
-        Objects keep their stored shape; responses name the version addressed."""
-        known = {v for r in self.db.registry.all if r.group == group for v in r.versions}
-        unknown = [v for v in versions if v not in known]
-        if not versions or unknown:
-            raise ValueError(f"{group}: cannot serve {', '.join(unknown) or 'no version'}; "
-                             f"known: {', '.join(sorted(known)) or 'none'}")
-        self.group_versions[group] = tuple(versions)
-        self._end_watches(lambda key: key[0] == group)
-
-    def _versions_of(self, r: Resource) -> tuple[str, ...]:
-        only = self.group_versions.get(r.group)
-        return r.versions if only is None else tuple(v for v in only if v in r.versions)
+    @staticmethod
+    def _versions_of(r: Resource) -> tuple[str, ...]:
+        """Served versions, preferred first (kueue.x-k8s.io: as the Kueue release played serves them)."""
+        return r.versions
 
     def _end_watches(self, pred: Callable[[tuple[str, str]], bool]) -> None:
         for w in list(self._watches):
@@ -441,7 +429,7 @@ class ApiServer:
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
-            obj = db._peek(r, t.name or "", t.namespace)
+            obj = db._peek(r, t.name or "", t.namespace, t.version)
             if obj is None:
                 raise NotFound.of(r, t.name or "")
             if _wants_table(request) and t.subresource is None:
@@ -489,7 +477,8 @@ class ApiServer:
                 if not isinstance(opts, dict):
                     raise BadRequest("the DeleteOptions body is not a JSON object")
             dry_run = dry_run or _dry_run_options(opts)
-            out = db.delete(r, t.name or "", t.namespace, preconditions=opts.get("preconditions"), dry_run=dry_run)
+            out = db.delete(r, t.name or "", t.namespace, preconditions=opts.get("preconditions"), dry_run=dry_run,
+                            version=t.version)
             return self._json(self._out(out, t))
         raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
 
@@ -520,12 +509,12 @@ class ApiServer:
         meta: Obj = {"resourceVersion": str(list_rv)}
         if not q.get("labelSelector") and not q.get("fieldSelector"):
             # Unfiltered (what informers and kubectl send): one page straight from the sorted keys.
-            items, remaining = db.page(r, t.namespace, after, limit)
+            items, remaining = db.page(r, t.namespace, after, limit, t.version)
             if remaining:
                 meta["continue"] = _encode_continue(list_rv, _key(items[-1]))
                 meta["remainingItemCount"] = remaining
         else:
-            items = db._select(r, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+            items = db._select(r, t.namespace, q.get("labelSelector"), q.get("fieldSelector"), t.version)
             if after is not None:
                 items = [o for o in items if _key(o) > after]
             if limit and len(items) > limit:
@@ -565,7 +554,7 @@ class ApiServer:
         replay: deque[WatchEvent] = deque()
         try:
             if start_rv is None or send_initial:
-                initial = [("ADDED", o) for o in db._select(r, t.namespace) if matches(o)]
+                initial = [("ADDED", o) for o in db._select(r, t.namespace, version=t.version) if matches(o)]
             else:
                 if self.faults.take_gone():
                     raise Gone(f"too old resource version: {start_rv} ({db.resource_version})")
@@ -605,9 +594,9 @@ class ApiServer:
                     ev = await sub.get(within=max(wait, 0.0))
                     if ev is None:
                         continue
-                out = _transition(ev, matches)
-                if out is not None:
-                    await _send(resp, {"type": out[0], "object": render(out[1])})
+                typ = _transition(ev, matches)
+                if typ is not None:  # the event's object in the version watched
+                    await _send(resp, {"type": typ, "object": render(db.event_object(ev, t.version))})
             await _eof(resp)
         except ConnectionError:
             pass  # the client went away mid-write
@@ -627,7 +616,8 @@ class ApiServer:
     # --- rendering ------------------------------------------------------------------------------
     @staticmethod
     def _out(obj: Obj, t: _Target) -> Obj:
-        """The object in the requested version (no field conversion: the engine reads both spellings)."""
+        """The object labelled with the requested version (ObjectDB converts Kueue objects to it;
+        built-in kinds have one version)."""
         want = t.resource.api_version(t.version)
         return obj if obj.get("apiVersion") == want else {**obj, "apiVersion": want}
 
@@ -679,14 +669,15 @@ def _public(path: str) -> bool:
     return path.rstrip("/") in ("/version", "/healthz", "/livez", "/readyz")
 
 
-def _transition(ev: WatchEvent, matches: Callable[[Obj], bool]) -> tuple[str, Obj] | None:
-    """What a filtered watcher sees: objects moving in or out of its selection are ADDED/DELETED."""
+def _transition(ev: WatchEvent, matches: Callable[[Obj], bool]) -> str | None:
+    """What a filtered watcher sees of `ev` (its type), None when nothing: objects moving in or
+    out of its selection are ADDED/DELETED."""
     if ev.type == "MODIFIED":
         now, before = matches(ev.object), ev.old is not None and matches(ev.old)
         if now:
-            return ("MODIFIED" if before else "ADDED", ev.object)
-        return ("DELETED", ev.object) if before else None
-    return (ev.type, ev.object) if matches(ev.object) else None
+            return "MODIFIED" if before else "ADDED"
+        return "DELETED" if before else None
+    return ev.type if matches(ev.object) else None
 
 
 async def _send(resp: web.StreamResponse, event: Obj) -> None:

@@ -7,6 +7,17 @@ recent resourceVersion and older ones expire (410 Gone); subscriptions that feed
 in-process controllers alike. Never holds Secrets. Writes of Kueue kinds are pruned, defaulted and
 validated against the real Kueue CRDs when `schemas` is given (taudash.sim.schema).
 
+Versions (taudash.sim.kueue_versions, taudash.sim.conversion): a Kueue object is stored in its
+resource's storage version (v1beta1 for Kueue 0.14/0.15, v1beta2 for 0.19) and handed out in the
+version asked for. A write addressed to a version (the URL's, over HTTP) is applied, admitted and
+validated in that version — against that version's schema, the stored object converted to it for
+transition rules — then converted to the storage version and stored, as the API server does with a
+conversion webhook. In-process callers (the simulated controllers) read and write the internal
+version, v1beta2, whatever the storage: their reads, `subscribe()` events included, are v1beta2
+views of the stored objects (kept beside them when the storage version differs, so reading costs
+no conversion), and their writes are converted at the store. A write in a version the release does
+not serve (v1beta2 on Kueue 0.14: the controllers) is validated in the storage version.
+
 Everything runs on one event loop and no method awaits, so each write (and the fan-out of its
 event) is atomic with respect to readers. Stored dicts are never mutated after they are stored:
 events and `_peek` share them; the public `get`/`list` return deep copies.
@@ -27,12 +38,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from taudash.engine.model.kinds import NEVER_READ
+from taudash.engine.model.kinds import KUEUE, NEVER_READ
 from taudash.engine.sources.snapshot import LoadResult, load_snapshot
+from taudash.sim.conversion import convert
 from taudash.sim.errors import AlreadyExists, ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
 from taudash.sim.patch import PatchError, clone, json_patch, merge_patch
 from taudash.sim.resources import Registry, Resource
-from taudash.sim.schema import STORED_SHAPE, SchemaSet
+from taudash.sim.schema import SchemaSet
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
@@ -59,9 +71,10 @@ _ENUMS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 class WatchEvent:
     type: str  # ADDED | MODIFIED | DELETED
     resource: Resource
-    object: Obj  # state after the change; for DELETED the last state. Shared: do not mutate.
+    object: Obj  # state after the change, internal version; for DELETED the last state. Shared: do not mutate.
     rv: int
     old: Obj | None = None  # the previous state of a MODIFIED object (for selector transitions)
+    stored: Obj | None = None  # `object` as stored, when the storage version is another one
 
     @property
     def namespace(self) -> str:
@@ -169,7 +182,12 @@ class ObjectDB:
         self.registry = registry or Registry()
         self.clock = clock or time.time
         self._rng = random.Random(seed)  # uids and generateName suffixes: deterministic per seed
+        self.kueue = self.registry.kueue  # the Kueue release played (served, storage versions; reasons)
+        # Objects as stored (in the storage version), and for resources stored in another version
+        # than the internal one, their internal (v1beta2) views beside them.
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {r.key: {} for r in self.registry.all}
+        self._views: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {r.key: {} for r in self.registry.all
+                                                                        if r.converts}
         # Sorted keys per resource until one is added or removed: a paged list of 100k objects would
         # otherwise sort (and scan) them all for each 500-item page.
         self._sorted: dict[tuple[str, str], list[tuple[str, str]] | None] = {r.key: None for r in self.registry.all}
@@ -182,7 +200,6 @@ class ObjectDB:
         # The real Kueue CRDs (taudash.sim.schema): every write of a kind they cover is pruned,
         # defaulted and validated like the API server does; None runs unvalidated.
         self.schemas = schemas
-        self.schema_fallbacks = 0  # v1beta1-addressed writes validated at the storage version (no conversion)
         self.pruned: list[str] = []  # unknown fields the last validated write dropped (HTTP Warning headers)
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -213,26 +230,59 @@ class ObjectDB:
         self._floor = self._rv
 
     # --- reads -------------------------------------------------------------------------------------
-    def get(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
-        """A deep copy of the object, or None."""
-        obj = self._peek(self.resource(resource), name, namespace)
+    def get(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
+            version: str | None = None) -> Obj | None:
+        """A deep copy of the object (in `version`; default the internal one), or None."""
+        obj = self._peek(self.resource(resource), name, namespace, version)
         return clone(obj) if obj is not None else None
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[Obj]:
-        """Deep copies, sorted by namespace then name."""
-        return [clone(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector)]
+             field_selector: str | None = None, version: str | None = None) -> list[Obj]:
+        """Deep copies (in `version`; default the internal one), sorted by namespace then name."""
+        return [clone(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector,
+                                               version)]
 
-    def _peek(self, r: Resource, name: str, namespace: str | None) -> Obj | None:
-        return self._objects[r.key].get((namespace or "" if r.namespaced else "", name))
+    def stored(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
+        """A deep copy of the object exactly as stored (in the storage version), or None."""
+        r = self.resource(resource)
+        obj = self._objects[r.key].get(((namespace or "") if r.namespaced else "", name))
+        return clone(obj) if obj is not None else None
+
+    def as_version(self, r: Resource, obj: Obj, version: str | None = None) -> Obj:
+        """A stored or internal object in `version` (default: internal). Shared subtrees: do not mutate."""
+        want = version or r.internal_version
+        if r.group == KUEUE:
+            return convert(r.kind, obj, want)
+        api = r.api_version(want)
+        return obj if obj.get("apiVersion") == api else {**obj, "apiVersion": api}
+
+    def event_object(self, ev: WatchEvent, version: str | None = None) -> Obj:
+        """A watch event's object in `version` (from the stored form when that is the one asked for)."""
+        r = ev.resource
+        if version is None or version == r.internal_version:
+            return ev.object
+        return self.as_version(r, ev.stored if ev.stored is not None else ev.object, version)
+
+    def _view(self, r: Resource, key: tuple[str, str], stored: Obj, version: str | None) -> Obj:
+        if r.converts and (version is None or version == r.internal_version):
+            return self._views[r.key][key]
+        if version is None or version == r.storage_version:
+            return stored
+        return self.as_version(r, stored, version)
+
+    def _peek(self, r: Resource, name: str, namespace: str | None, version: str | None = None) -> Obj | None:
+        """The object in `version` (default: internal), shared: callers must not mutate it."""
+        key = ((namespace or "") if r.namespaced else "", name)
+        stored = self._objects[r.key].get(key)
+        return None if stored is None else self._view(r, key, stored, version)
 
     def _select(self, r: Resource, namespace: str | None, label_selector: str | None = None,
-                field_selector: str | None = None) -> list[Obj]:
-        """Stored (shared) objects, sorted. Callers must not mutate them."""
+                field_selector: str | None = None, version: str | None = None) -> list[Obj]:
+        """Objects in `version` (default: internal), shared, sorted. Callers must not mutate them."""
         labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
         store = self._objects[r.key]
         keys = [k for k in self._keys(r) if namespace is None or not r.namespaced or k[0] == namespace]
-        return [store[k] for k in keys if labels(store[k]) and fields(store[k])]
+        return [self._view(r, k, store[k], version) for k in keys if labels(store[k]) and fields(store[k])]
 
     def _keys(self, r: Resource) -> list[tuple[str, str]]:
         keys = self._sorted[r.key]
@@ -241,7 +291,7 @@ class ObjectDB:
         return keys
 
     def page(self, r: Resource, namespace: str | None, after: tuple[str, str] | None,
-             limit: int) -> tuple[list[Obj], int]:
+             limit: int, version: str | None = None) -> tuple[list[Obj], int]:
         """An unfiltered list page: up to `limit` stored (shared) objects after key `after`, in key
         order, and how many remain after them. Callers must not mutate the objects."""
         keys = self._keys(r)
@@ -252,7 +302,7 @@ class ObjectDB:
             lo = max(lo, bisect.bisect_right(keys, after))
         end = hi if not limit else min(hi, lo + limit)
         store = self._objects[r.key]
-        return [store[k] for k in keys[lo:end]], hi - end
+        return [self._view(r, k, store[k], version) for k in keys[lo:end]], hi - end
 
     def counts(self) -> dict[str, int]:
         return {r.kind: len(self._objects[r.key]) for r in self.registry.all}
@@ -264,9 +314,8 @@ class ObjectDB:
         """Create an object. `with_status` keeps its status (in-process seeding of state);
         over HTTP the status of a resource with a /status subresource is dropped, as the real server does."""
         r = self._resource_for(obj, resource)
-        new = clone(obj)
+        new, version = self._check_type(clone(obj), r, version)
         meta = self._meta_of(new, r)
-        self._check_type(new, r)
         if namespace is not None and r.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
@@ -290,10 +339,10 @@ class ObjectDB:
         meta["creationTimestamp"] = _rfc3339(self.clock())
         meta["generation"] = 1
         self._admit("CREATE", r, new, None)
-        self._validate(r, new, None, version, field_validation)
+        stored = self._validate(r, new, None, version, field_validation)
         if dry_run:
-            return new
-        return self._commit(r, ns, name, new, "ADDED", None)
+            return self.as_version(r, stored, version)
+        return self._commit(r, ns, name, stored, "ADDED", None, version)
 
     def update(self, obj: Obj, *, resource: ResourceRef | None = None, name: str | None = None,
                namespace: str | None = None, dry_run: bool = False, version: str | None = None,
@@ -326,13 +375,14 @@ class ObjectDB:
                            version, field_validation)
 
     def delete(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
-               preconditions: dict[str, Any] | None = None, dry_run: bool = False) -> Obj:
+               preconditions: dict[str, Any] | None = None, dry_run: bool = False, version: str | None = None) -> Obj:
         """Delete; with finalizers, only mark deletionTimestamp (removed once they are gone).
 
-        Returns the deleted object, or the terminating one when finalizers remain.
+        Returns the deleted object, or the terminating one when finalizers remain (in `version`).
         """
         r = self.resource(resource)
-        cur = self._peek(r, name, namespace)
+        key = ((namespace or "") if r.namespaced else "", name)
+        cur = self._objects[r.key].get(key)  # as stored
         if cur is None:
             raise NotFound.of(r, name)
         meta = cur["metadata"]
@@ -342,21 +392,21 @@ class ObjectDB:
         if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get("resourceVersion"):
             raise Conflict.of(r, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                                        f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
-        self._admit("DELETE", r, None, cur)
+        self._admit("DELETE", r, None, self._view(r, key, cur, version))
         ns = meta.get("namespace") or ""
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
-                return clone(cur)  # already terminating: nothing changes
+                return clone(self._view(r, key, cur, version))  # already terminating: nothing changes
             new = clone(cur)
             new["metadata"]["deletionTimestamp"] = _rfc3339(self.clock())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new["metadata"]["generation"] = int(meta.get("generation") or 0) + 1
             if dry_run:
-                return new
-            return self._commit(r, ns, name, new, "MODIFIED", cur)
+                return clone(self.as_version(r, new, version))
+            return self._commit(r, ns, name, new, "MODIFIED", cur, version)
         if dry_run:
-            return clone(cur)
-        return self._commit(r, ns, name, clone(cur), "DELETED", cur)
+            return clone(self._view(r, key, cur, version))
+        return self._commit(r, ns, name, clone(cur), "DELETED", cur, version)
 
     # --- watches -----------------------------------------------------------------------------------
     def subscribe(self, resources: Iterable[ResourceRef] | None = None, *, maxsize: int | None = None) -> Subscription:
@@ -386,9 +436,9 @@ class ObjectDB:
             if obj.get("kind") in NEVER_READ:
                 continue
             r = self.registry.for_object(obj)
-            new = clone(obj)
+            new, _ = self._check_type(clone(obj), r, None)
+            new = self._to_storage(r, new)
             meta = self._meta_of(new, r)
-            self._check_type(new, r)
             if not r.namespaced:
                 meta.pop("namespace", None)
             self._validate_identity(r, new)
@@ -398,7 +448,7 @@ class ObjectDB:
             meta.pop("managedFields", None)
             self._rv += 1
             meta["resourceVersion"] = str(self._rv)
-            self._objects[r.key][((meta.get("namespace") or "") if r.namespaced else "", meta["name"])] = new
+            self._put(r, ((meta.get("namespace") or "") if r.namespaced else "", meta["name"]), new)
             self._sorted[r.key] = None
             n += 1
         self._floor = self._rv
@@ -442,21 +492,42 @@ class ObjectDB:
             raise BadRequest(f"{r.kind}: metadata must be an object")
         return meta
 
-    def _check_type(self, obj: Obj, r: Resource) -> None:
-        """Check apiVersion/kind against the resource and store them in the storage version."""
+    def _check_type(self, obj: Obj, r: Resource, version: str | None) -> tuple[Obj, str]:
+        """Check apiVersion/kind against the resource; returns the object in the version the write
+        is addressed to (`version`, else the one the object names, else the internal one) and that
+        version. A Kueue object naming the other version is converted (the simulator is lenient
+        there: the real API server refuses a body whose version differs from the URL's)."""
+        if not isinstance(obj, dict):
+            raise BadRequest("the object must be a JSON object")
         api_version = obj.get("apiVersion")
+        named = None
         if api_version:
             group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-            version = api_version.rsplit("/", 1)[-1]
-            if group != r.group or version not in r.versions:
+            named = api_version.rsplit("/", 1)[-1]
+            known = ("v1beta1", "v1beta2") if r.group == KUEUE else r.known_versions
+            if group != r.group or named not in known:
                 raise BadRequest(f"the API version in the data ({api_version}) does not match the expected API version "
-                                 f"({r.api_version()})")
+                                 f"({r.api_version(version or r.versions[0])})")
         kind = obj.get("kind")
         # TauGrid manifests sometimes spell the kinds Cluster/Team/Workspace; store the served kind.
         if kind and kind != r.kind and not (r.group == "tau.azure.com" and "Tau" + kind == r.kind):
             raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({r.kind})")
-        obj["apiVersion"] = r.api_version()
+        want = version or named or r.internal_version
+        if r.group != KUEUE:
+            want = r.storage_version
         obj["kind"] = r.kind
+        if named and named != want:
+            obj = clone(convert(r.kind, obj, want))
+        obj["apiVersion"] = r.api_version(want)
+        return obj, want
+
+    def _to_storage(self, r: Resource, obj: Obj) -> Obj:
+        return convert(r.kind, obj, r.storage_version) if r.group == KUEUE else obj
+
+    def _put(self, r: Resource, key: tuple[str, str], stored: Obj) -> None:
+        self._objects[r.key][key] = stored
+        if r.converts:
+            self._views[r.key][key] = convert(r.kind, stored, r.internal_version)
 
     def _validate_identity(self, r: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
@@ -478,13 +549,20 @@ class ObjectDB:
             raise Invalid.of(r, str(name), causes)
 
     def _validate(self, r: Resource, obj: Obj, old: Obj | None = None, version: str | None = None,
-                  field_validation: str | None = None) -> None:
-        """The write's validation: the CRD schema when one covers the kind (prunes and defaults
-        `obj` in place; `version` is the request's, None for in-process writes: the storage
-        version), else the built-in enum checks."""
+                  field_validation: str | None = None) -> Obj:
+        """The write's validation; returns the object to store (in the storage version). `obj` and
+        `old` are in `version` (the request's; in-process writes: the internal one). The CRD
+        schema of that version when one covers the kind and the release serves that version (else
+        the storage version's, after conversion) prunes and defaults `obj` in place; without
+        schemas, the built-in enum checks."""
+        version = version or r.internal_version
         if self.schemas is not None and self.schemas.covers(r.group, r.kind):
-            self._check_schema(r, obj, old, version or r.storage_version, field_validation)
-            return
+            if version not in r.versions:  # e.g. the controllers' v1beta2 on Kueue 0.14
+                obj = clone(convert(r.kind, obj, r.storage_version))
+                old = convert(r.kind, old, r.storage_version) if old is not None else None
+                version = r.storage_version
+            self._check_schema(r, obj, old, version, field_validation)
+            return self._to_storage(r, obj)
         causes = []
         for dotted, allowed in _ENUMS.get(r.kind, ()):
             cur: Any = obj
@@ -495,16 +573,11 @@ class ObjectDB:
                 causes.append((dotted, "FieldValueNotSupported", f'Unsupported value: "{cur}": supported values: {supported}'))
         if causes:
             raise Invalid.of(r, obj["metadata"]["name"], causes)
+        return self._to_storage(r, obj)
 
     def _check_schema(self, r: Resource, obj: Obj, old: Obj | None, version: str, field_validation: str | None) -> None:
         schemas = self.schemas
         assert schemas is not None
-        if (version != STORED_SHAPE and STORED_SHAPE in schemas.versions(r.group, r.kind)
-                and schemas.unknown_fields(r.group, r.kind, version, obj)):
-            # Conversion is not simulated yet: objects keep the v1beta2 shape whatever version a
-            # request names, so one the named version's schema cannot read is validated as v1beta2.
-            version = STORED_SHAPE
-            self.schema_fallbacks += 1
         out = schemas.check(r.group, r.kind, version, obj, old)
         if out is None:
             return
@@ -526,9 +599,8 @@ class ObjectDB:
         r = self._resource_for(obj, resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
-        new = obj if owned else clone(obj)  # `owned`: a patch result, already a private copy
+        new, version = self._check_type(obj if owned else clone(obj), r, version)  # `owned`: a private copy
         meta = self._meta_of(new, r)
-        self._check_type(new, r)
         if name is not None and meta.get("name") != name:
             raise BadRequest("the name of the object does not match the name on the URL")
         if namespace is not None and r.namespaced:
@@ -536,7 +608,7 @@ class ObjectDB:
                 raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
             meta["namespace"] = namespace
         oname = meta.get("name") or ""
-        cur = self._peek(r, oname, meta.get("namespace"))
+        cur = self._peek(r, oname, meta.get("namespace"), version)
         if cur is None:
             raise NotFound.of(r, oname)
         if meta.get("resourceVersion") and str(meta["resourceVersion"]) != cur["metadata"]["resourceVersion"]:
@@ -575,15 +647,16 @@ class ObjectDB:
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         self._admit("UPDATE", r, new, cur)
-        self._validate(r, new, cur, version, field_validation)
+        stored = self._validate(r, new, cur, version, field_validation)
         ns = (old_meta.get("namespace") or "") if r.namespaced else ""
-        if new == cur:
+        cur_stored = self._objects[r.key][(ns, oname)]
+        if stored == cur_stored:
             return clone(cur)  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:
-            return new
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            return self._commit(r, ns, oname, new, "DELETED", cur)
-        return self._commit(r, ns, oname, new, "MODIFIED", cur)
+            return clone(self.as_version(r, stored, version))
+        if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get("finalizers"):
+            return self._commit(r, ns, oname, stored, "DELETED", cur_stored, version)
+        return self._commit(r, ns, oname, stored, "MODIFIED", cur_stored, version)
 
     def _patch(self, resource: ResourceRef, name: str, namespace: str | None, subresource: str | None,
                dry_run: bool, apply: Callable[[Obj], Any], version: str | None = None,
@@ -591,7 +664,9 @@ class ObjectDB:
         r = self.resource(resource)
         if subresource == "status" and not r.status:
             raise NotFound.path()
-        cur = self._peek(r, name, namespace)
+        if version is None or r.group != KUEUE:
+            version = r.internal_version if r.group == KUEUE else r.storage_version
+        cur = self._peek(r, name, namespace, version)  # the patch applies in the request's version
         if cur is None:
             raise NotFound.of(r, name)
         try:
@@ -611,24 +686,35 @@ class ObjectDB:
         return self._replace(patched, r, subresource=subresource, dry_run=dry_run, owned=patched is not cur,
                              version=version, field_validation=field_validation)
 
-    def _commit(self, r: Resource, ns: str, name: str, obj: Obj, typ: str, old: Obj | None) -> Obj:
+    def _commit(self, r: Resource, ns: str, name: str, obj: Obj, typ: str, old: Obj | None,
+                version: str | None = None) -> Obj:
+        """Store `obj` (storage version; `old`: the stored one it replaces), publish the event and
+        return a copy in `version`."""
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
+        key = (ns, name)
+        views = self._views.get(r.key)
+        old_view = views.get(key) if views is not None else old
         if typ == "DELETED":
-            self._objects[r.key].pop((ns, name), None)
+            self._objects[r.key].pop(key, None)
+            if views is not None:
+                views.pop(key, None)
             self._sorted[r.key] = None
+            view = convert(r.kind, obj, r.internal_version) if views is not None else obj
         else:
-            if (ns, name) not in self._objects[r.key]:
+            if key not in self._objects[r.key]:
                 self._sorted[r.key] = None
-            self._objects[r.key][(ns, name)] = obj
-        ev = WatchEvent(typ, r, obj, self._rv, old if typ == "MODIFIED" else None)
+            self._put(r, key, obj)
+            view = views[key] if views is not None else obj
+        ev = WatchEvent(typ, r, view, self._rv, old_view if typ == "MODIFIED" else None,
+                        obj if views is not None else None)
         if len(self._history) == self._history.maxlen:
             self._floor = self._history[0].rv  # the oldest event falls out of the window
         self._history.append(ev)
         for sub in list(self._subscribers):
             if sub.wants(ev):
                 sub._push(ev)
-        return clone(obj)
+        return clone(self._view(r, key, obj, version) if typ != "DELETED" else self.as_version(r, obj, version))
 
 
 __all__ = ["ObjectDB", "Subscription", "WatchEvent", "ApiError", "Admission"]

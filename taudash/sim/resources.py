@@ -1,9 +1,8 @@
 """The resources the simulated API server serves: the engine's KINDS plus what discovery needs.
 
-Printer columns follow the real CRDs and built-ins; short names are the engine's (engine/model/kinds.py). Kueue is modelled as a 0.15.x
-release: v1beta2 (storage, preferred) and v1beta1 both served, and Workload still answers to `wl`
-(removed in 0.16) as well as `kwl`. `ApiServer.serve_versions` narrows what is served (v1beta1
-only: a Kueue 0.14 or older).
+Short names and printer columns follow the real CRDs and built-ins. The kueue.x-k8s.io resources
+follow one Kueue release (taudash/sim/kueue_versions.py): its served versions (preferred first),
+its storage version and its CRDs' short names — `resources_for(kueue_version("0.15"))`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from taudash.engine.model.kinds import KINDS, NEVER_READ, ResourceKind, lookup
+from taudash.engine.model.kinds import KINDS, KUEUE, NEVER_READ, ResourceKind, lookup
+from taudash.sim.kueue_versions import HUB, KueueVersion, kueue_version
 
 # Getter of one table cell from a raw object.
 Cell = Callable[[dict[str, Any]], Any]
@@ -30,7 +30,7 @@ class Column:
 class Resource:
     kind: str  # the kind served on the wire, e.g. "TauWorkspace"
     group: str
-    versions: tuple[str, ...]  # served; the first is preferred and is the storage version
+    versions: tuple[str, ...]  # served; the first is preferred
     plural: str
     namespaced: bool
     singular: str = ""
@@ -39,6 +39,8 @@ class Resource:
     optional: bool = False  # an API a cluster may not have (Ray)
     engine_kind: str = ""  # the key in engine.model.KINDS
     columns: tuple[Column, ...] = field(default=(), compare=False, repr=False)
+    storage: str = ""  # the version objects are stored in (default: the preferred one)
+    hub: str = ""  # the internal version in-process readers and writers use (default: storage)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -51,7 +53,22 @@ class Resource:
 
     @property
     def storage_version(self) -> str:
-        return self.versions[0]
+        return self.storage or self.versions[0]
+
+    @property
+    def internal_version(self) -> str:
+        """The shape in-process readers (the simulated controllers) see and write."""
+        return self.hub or self.storage_version
+
+    @property
+    def converts(self) -> bool:
+        """Objects are stored in another version than the internal one (converted at the store)."""
+        return self.internal_version != self.storage_version
+
+    @property
+    def known_versions(self) -> tuple[str, ...]:
+        """Versions an object may name: the served ones and the internal one."""
+        return self.versions if self.internal_version in self.versions else (*self.versions, self.internal_version)
 
     def api_version(self, version: str | None = None) -> str:
         v = version or self.storage_version
@@ -133,37 +150,52 @@ _NO_STATUS = frozenset({
 })
 
 
-def _from_kind(k: ResourceKind) -> Resource:
+def _from_kind(k: ResourceKind, kueue: KueueVersion) -> Resource:
+    is_kueue = k.group == KUEUE
     return Resource(
         kind=k.kind,
         group=k.group,
-        versions=k.versions,
+        versions=kueue.served if is_kueue else k.versions,
         plural=k.plural,
         namespaced=k.namespaced,
         singular=k.kind.lower(),
-        short_names=k.short_names,
         status=k.kind not in _NO_STATUS,
         optional=k.optional,
         engine_kind=k.kind,
         columns=_COLUMNS.get(k.kind, ()),
+        storage=kueue.storage if is_kueue else "",
+        hub=HUB if is_kueue else "",
     )
 
 
-RESOURCES: tuple[Resource, ...] = tuple(_from_kind(k) for k in KINDS)
+def resources_for(kueue: KueueVersion | str | None = None) -> tuple[Resource, ...]:
+    """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19)."""
+    version = kueue if isinstance(kueue, KueueVersion) else kueue_version(kueue)
+    return tuple(_from_kind(k, version) for k in KINDS)
+
+
+RESOURCES: tuple[Resource, ...] = resources_for()
 
 
 class Registry:
     """Lookup of served resources by (group, plural), kind name, `plural.group`, or short name."""
 
-    def __init__(self, resources: tuple[Resource, ...] = RESOURCES) -> None:
+    def __init__(self, resources: tuple[Resource, ...] = RESOURCES, kueue: KueueVersion | None = None) -> None:
         if any(r.kind in NEVER_READ or r.plural == "secrets" for r in resources):
             raise ValueError("the simulator never holds Secrets")
         self.all = resources
+        self.kueue = kueue or kueue_version()  # the Kueue release the kueue.x-k8s.io resources follow
         self._by_key = {r.key: r for r in resources}
         self._by_name: dict[str, Resource] = {}
         for r in resources:
             for alias in (r.kind, r.kind.lower(), r.qualified, r.plural, r.singular, *r.short_names):
                 self._by_name.setdefault(alias, r)
+
+    @classmethod
+    def for_kueue(cls, kueue: KueueVersion | str | None = None) -> Registry:
+        """The registry with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19)."""
+        version = kueue if isinstance(kueue, KueueVersion) else kueue_version(kueue)
+        return cls(resources_for(version), version)
 
     def get(self, group: str, plural: str) -> Resource | None:
         return self._by_key.get((group, plural))

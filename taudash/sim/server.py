@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from taudash.data import demo_snapshot
-from taudash.engine.model.kinds import KUEUE
 from taudash.engine.sources.snapshot import LoadResult
 from taudash.engine.store import AccessState
 from taudash.sim.apiserver import LOOPBACK, ApiServer
 from taudash.sim.faults import Faults
 from taudash.sim.kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
+from taudash.sim.kueue_versions import KueueVersion
+from taudash.sim.kueue_versions import kueue_version as _kueue_version
 from taudash.sim.objects import ObjectDB
-from taudash.sim.schema import DEFAULT_CRD_VERSION, SchemaSet, crd_root
+from taudash.sim.resources import Registry, resources_for
+from taudash.sim.schema import SchemaSet, crd_root
 from taudash.sim.tls import ServerCert, make_cert
 
 
@@ -58,7 +60,11 @@ class SimServer:
     dir removed on stop). Access states in a snapshot envelope become faults when `apply_access`:
     Forbidden → 403, Error → 500, Absent → the resource is not served. `tls` (default) serves
     https with a per-run certificate pinned in the kubeconfig: kubectl sends tokens only over TLS.
-    `kueue_versions`: serve kueue.x-k8s.io only at these versions (("v1beta1",) plays Kueue ≤ 0.14).
+    `kueue_version`: the Kueue release played — "0.14" (v1beta1 only), "0.15" (v1beta1 stored,
+    v1beta2 served by conversion) or "0.19" (default: v1beta2 stored, v1beta1 served); it picks the
+    served and storage versions, the short names, the CRDs that validate writes and the condition
+    reasons the controllers write (`sim.kueue`, taudash/sim/kueue_versions.py). `kueue_gates`
+    switches Kueue feature gates, e.g. {"UnadmittedWorkloadsObservability": False}.
     """
 
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
@@ -67,23 +73,25 @@ class SimServer:
                  speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
                  watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
-                 simulate: bool = False, scenario: Any = None, kueue_versions: tuple[str, ...] | None = None,
-                 kueue_crds: str | Path | None | object = _DEFAULT, kueue_crd_version: str = DEFAULT_CRD_VERSION) -> None:
+                 simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,
+                 kueue_gates: dict[str, bool] | None = None,
+                 kueue_crds: str | Path | None | object = _DEFAULT) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         # `kueue_crds`: the `kueue` test-data folder whose CRDs validate writes (default: crd_root());
         # None turns validation off. An absent folder also runs unvalidated, said once in `validation`.
+        self.kueue = _kueue_version(kueue_version, kueue_gates)
         crd_folder = crd_root() if kueue_crds is _DEFAULT else kueue_crds
-        schemas = SchemaSet.shared(crd_folder, kueue_crd_version) if crd_folder is not None else None  # type: ignore[arg-type]
+        crds = self.kueue.crd_folder
+        schemas = SchemaSet.shared(crd_folder, crds) if crd_folder is not None else None  # type: ignore[arg-type]
         self.validation = (schemas.describe() if schemas is not None else
-                           f"no schema validation (Kueue CRDs not found at {crd_folder}/crds/{kueue_crd_version})"
+                           f"no schema validation (Kueue CRDs not found at {crd_folder}/crds/{crds})"
                            if crd_folder is not None else "no schema validation (turned off)")
-        self.db = ObjectDB(history=history, clock=clock, seed=seed, schemas=schemas)
+        registry = Registry(resources_for(self.kueue), self.kueue)
+        self.db = ObjectDB(registry=registry, history=history, clock=clock, seed=seed, schemas=schemas)
         self.faults = Faults(self.db.registry, seed=seed)
         self.api = ApiServer(self.db, host=LOOPBACK, port=port, token=token, ray=ray, faults=self.faults,
                              bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as)
-        if kueue_versions:  # e.g. ("v1beta1",): a Kueue ≤ 0.14 cluster
-            self.api.serve_versions(KUEUE, tuple(kueue_versions))
         self.context = context
         self.namespace = namespace
         self.apply_access = apply_access

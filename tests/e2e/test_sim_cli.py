@@ -62,26 +62,32 @@ async def test_serve_until_interrupted(tmp_path):
     assert code == 0
 
 
-def test_kueue_api_accepts_only_known_versions(capsys):
+def test_kueue_version_accepts_only_known_versions(capsys):
+    from taudash.commands.sim import DEFAULT_KUEUE_VERSION, KUEUE_VERSIONS
+    from taudash.sim.kueue_versions import DEFAULT_VERSION, VERSIONS
+
+    assert (KUEUE_VERSIONS, DEFAULT_KUEUE_VERSION) == (tuple(VERSIONS), DEFAULT_VERSION)
+    assert build_parser().parse_args(["sim", "serve"]).kueue_version == "0.19"
     try:
-        build_parser().parse_args(["sim", "serve", "--kueue-api", "v9"])
+        build_parser().parse_args(["sim", "serve", "--kueue-version", "0.16"])
         raise AssertionError("parsed an unknown version")
     except SystemExit as exc:
         assert exc.code == 2
-    assert "--kueue-api" in capsys.readouterr().err
+    assert "--kueue-version" in capsys.readouterr().err
 
 
 async def test_serve_a_v1beta1_only_kueue(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
-        "--kueue-api", "v1beta1", "--kubeconfig-out", str(kubeconfig),
+        "--kueue-version", "0.14", "--kubeconfig-out", str(kubeconfig),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
     try:
         while True:
             line = await asyncio.wait_for(proc.stdout.readline(), 20)
             assert line, (await proc.stderr.read()).decode()
-            if line.startswith(b"try:"):
+            if line.startswith(b"kueue:"):
+                assert b"0.14 (v0.14.8): serves v1beta1, stores v1beta1" in line, line
                 break
         env = {**os.environ, "HOME": str(tmp_path)}
 
@@ -96,6 +102,10 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
         assert [v for v in await kubectl("api-versions") if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
         assert set(await kubectl("get", "clusterqueues", "-o", "jsonpath={.items[*].apiVersion}")) == {
             "kueue.x-k8s.io/v1beta1"}
+        # converted: v1beta1's spelling of the cohort, never v1beta2's
+        assert await kubectl("get", "cq", "-o", "jsonpath={.items[*].spec.cohortName}") == []
+        assert "tau-team-vision" in await kubectl("get", "cq", "-o", "jsonpath={.items[*].spec.cohort}")
+        assert await kubectl("get", "wl", "-A", "-o", "name")  # 0.14's short name
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)

@@ -68,7 +68,8 @@ async def test_version_and_discovery(api):
     assert by_name["clusters"].short_names == ["tc"] and by_name["teams"].short_names == ["tt"]
     assert "workspaces/status" in by_name and by_name["workspaces/status"].verbs == ["get", "patch", "update"]
     kueue = {r.name: r for r in (await client.CustomObjectsApi(api).get_api_resources(KUEUE, "v1beta1")).resources}
-    assert {"cq", "lq", "wl", "rf"} <= {s for r in kueue.values() for s in (r.short_names or [])}
+    shorts = {s for r in kueue.values() for s in (r.short_names or [])}
+    assert {"cq", "lq", "kwl", "rf", "co", "wpc"} <= shorts and "wl" not in shorts  # Kueue 0.19: `wl` went in 0.16
 
 
 async def test_kueue_is_served_at_v1beta2_and_v1beta1(api):

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 
+import pytest
 import pytest_asyncio
 import yaml
 from tools.paths import FIXTURES
@@ -190,3 +191,31 @@ async def test_apply_creates_then_configures(sim, tmp_path):
     assert "configured" in out
     got = sim.db.get("cq", "applied")
     assert got["spec"]["stopPolicy"] == "HoldAndDrain" and got["metadata"]["generation"] == 2
+
+
+# --- each Kueue release's short names ----------------------------------------------------------
+
+@pytest.mark.parametrize("version", ["0.14", "0.15", "0.19"])
+async def test_kubectl_get_with_each_releases_short_names(tmp_path, version):
+    from taudash.sim.kueue_versions import kueue_version
+
+    kv = kueue_version(version)
+    every = {s for v in ("0.15", "0.19") for shorts in kueue_version(v).short_names.values() for s in shorts}
+    async with SimServer(FIXTURE, kueue_version=version, kubeconfig=tmp_path / "kube" / "config") as s:
+        for kind, shorts in kv.short_names.items():
+            plural = s.db.resource(kind).plural
+            for short in shorts:
+                _, out, _ = await kubectl(s, "get", short, "-A", "-o", "jsonpath={.items[*].kind}")
+                _, full, _ = await kubectl(s, "get", f"{plural}.kueue.x-k8s.io", "-A", "-o", "jsonpath={.items[*].kind}")
+                assert out == full and set(out.split()) <= {kind}, (version, short)
+        # a short name of another release is no resource type here
+        for short in sorted(every - {x for shorts in kv.short_names.values() for x in shorts}):
+            code, _, err = await kubectl(s, "get", short, "-A", ok=False)
+            assert code != 0 and f'the server doesn\'t have a resource type "{short}"' in err, (version, short, err)
+        # served at the preferred version; the other served version spells the fields its own way
+        _, out, _ = await kubectl(s, "get", "cq", "-o", "jsonpath={.items[*].apiVersion}")
+        assert set(out.split()) == {f"kueue.x-k8s.io/{kv.preferred}"}
+        _, out, _ = await kubectl(s, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "-o", "json")
+        items = json.loads(out)["items"]
+        assert items and all("cohortName" not in i["spec"] for i in items)
+        assert any("cohort" in i["spec"] for i in items)

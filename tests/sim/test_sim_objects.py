@@ -144,7 +144,11 @@ def test_v1beta1_objects_are_stored_in_the_storage_version_and_tau_plain_kinds_a
     db = ObjectDB()
     out = db.create({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "old"},
                      "spec": {"cohort": "c"}})
-    assert out["apiVersion"] == "kueue.x-k8s.io/v1beta2" and out["spec"] == {"cohort": "c"}
+    # answered in the version it was written in, stored converted to the storage version (0.19: v1beta2)
+    assert out["apiVersion"] == "kueue.x-k8s.io/v1beta1" and out["spec"] == {"cohort": "c"}
+    assert db.stored("cq", "old")["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert db.stored("cq", "old")["spec"] == {"cohortName": "c"} == db.get("cq", "old")["spec"]
+    assert db.get("cq", "old", version="v1beta1")["spec"] == {"cohort": "c"}
     ws = db.create({"apiVersion": "tau.azure.com/v1alpha1", "kind": "Workspace",
                     "metadata": {"name": "w", "namespace": "tau-system"}})
     assert ws["kind"] == "TauWorkspace"

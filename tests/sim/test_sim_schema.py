@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import os
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import aiohttp
 import pytest
 from factories import cluster_queue_request, resource_groups, workload_request
 from tools import paths
+from tools.simhttp import request as _request
 
 from taudash.engine.model import KINDS
 from taudash.engine.sources.snapshot import load_snapshot
@@ -27,10 +27,6 @@ DEMO = paths.DEMO
 KUEUE = "kueue.x-k8s.io"
 SNAPSHOTS = [paths.SNAPSHOTS / n for n in ("demo.yaml", "drain-blocked.yaml", "pool-shrunk.yaml", "pool-zeroed.yaml")]
 FIXTURES = [paths.FIXTURES / n for n in ("sim-cluster.yaml", "ui-demo.yaml")]
-# Fields the simulator's v1beta2-shaped objects spell differently from v1beta1 (no conversion yet).
-V1BETA1_SPELLING = {("Workload", "spec.priorityClassRef"), ("ClusterQueue", "spec.cohortName"),
-                    ("LocalQueue", "status.flavorsUsage"), ("MultiKueueCluster", "spec.clusterSource"),
-                    ("MultiKueueCluster", "spec.kubeConfig")}
 
 
 @pytest.fixture(scope="module")
@@ -360,16 +356,6 @@ def test_sim_server_without_the_crd_folder_says_so(tmp_path):
     assert SimServer(None, kueue_crds=None).db.schemas is None
 
 
-async def _request(sim: SimServer, method: str, path: str, body, ctype: str = "application/merge-patch+json",
-                   warnings: list[str] | None = None):
-    headers = {"Authorization": f"Bearer {sim.token}", "Content-Type": ctype}
-    async with aiohttp.ClientSession() as s, s.request(method, sim.url + path, data=json.dumps(body), headers=headers,
-                                                        ssl=sim.cert.client_context()) as r:
-        if warnings is not None:
-            warnings.extend(r.headers.getall("Warning", []))
-        return r.status, json.loads(await r.read())
-
-
 async def test_an_invalid_write_over_http_is_a_422_status_and_stores_nothing(crds):
     async with SimServer(DEMO, kueue_crds=crds) as sim:
         assert "validated against the CRDs" in sim.validation
@@ -467,23 +453,25 @@ async def test_a_seeded_run_with_a_hold_and_drain_serves_only_valid_kueue_object
                     for item in (await resp.json())["items"]:
                         out = main_crds.check(KUEUE, r.kind, "v1beta1", copy.deepcopy(item))
                         gaps |= {(r.kind, f) for f in out.unknown} | {(r.kind, f) for f, _, _ in out.causes}
-        assert gaps <= V1BETA1_SPELLING, gaps - V1BETA1_SPELLING
+        assert gaps == set()  # converted: what the v1beta1 endpoint serves is valid v1beta1
         for w in evicted():
             assert all("underlyingCause" in e for e in w["status"]["schedulingStats"]["evictions"])
     assert sim.controller_errors == []
 
 
-def test_v1beta1_writes_use_the_v1beta1_schema_only_for_v1beta1_shaped_objects(main_crds):
+def test_v1beta1_writes_are_validated_by_the_v1beta1_schema_and_stored_converted(main_crds):
     db = ObjectDB(schemas=main_crds)
     v1 = {**_workload(), "apiVersion": f"{KUEUE}/v1beta1"}
-    v1["spec"] = {**v1["spec"], "priorityClassName": "high"}  # v1beta1 only; its rule then wants `priority`
+    v1["spec"] = {**v1["spec"], "priorityClassName": "high",  # v1beta1 only; its rule then wants `priority`
+                  "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"}
     v1.pop("status")
     with pytest.raises(Invalid, match="spec: Invalid value"):
         db.create(v1, version="v1beta1")
-    assert db.schema_fallbacks == 0
-    stored = db.create({**v1, "spec": {**v1["spec"], "priority": 5}}, version="v1beta1")
-    assert stored["spec"]["priorityClassName"] == "high"  # known to v1beta1: kept
-    # a v1beta2-shaped object written through the v1beta1 endpoint: no conversion, judged as v1beta2
+    out = db.create({**v1, "spec": {**v1["spec"], "priority": 5}}, version="v1beta1")
+    assert out["apiVersion"] == f"{KUEUE}/v1beta1" and out["spec"]["priorityClassName"] == "high"
+    assert db.stored("Workload", "w", "ns")["spec"]["priorityClassRef"] == {
+        "group": KUEUE, "kind": "WorkloadPriorityClass", "name": "high"}
+    # a v1beta2 object patched through the v1beta1 endpoint: converted, patched, judged as v1beta1
     v2 = _workload()
     v2["metadata"]["name"] = "w2"
     v2["spec"] = {**v2["spec"], "priority": 5,
@@ -492,7 +480,12 @@ def test_v1beta1_writes_use_the_v1beta1_schema_only_for_v1beta1_shaped_objects(m
     db.create(v2)
     out = db.patch_merge("Workload", "w2", {"status": {"clusterName": "east"}}, "ns", subresource="status",
                          version="v1beta1")
-    assert db.schema_fallbacks == 1 and out["spec"]["priorityClassRef"]["name"] == "high"
+    assert out["spec"]["priorityClassName"] == "high" and "priorityClassRef" not in out["spec"]
+    assert db.get("Workload", "w2", "ns")["spec"]["priorityClassRef"]["name"] == "high"
+    # an unknown field of v1beta1 is pruned there (v1beta2's spelling is unknown to v1beta1)
+    db.patch_merge("Workload", "w2", {"spec": {"priorityClassRef": {"name": "x"}}}, "ns", version="v1beta1")
+    assert db.pruned == ["spec.priorityClassRef"]
+    assert db.get("Workload", "w2", "ns")["spec"]["priorityClassRef"]["name"] == "high"
     with pytest.raises(Invalid, match="mutually exclusive"):
         db.patch_merge("Workload", "w2", {"status": {"nominatedClusterNames": ["west"]}}, "ns",
                        subresource="status", version="v1beta1")

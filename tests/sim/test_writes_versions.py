@@ -42,7 +42,7 @@ def kueue_requests(sim, verbs=("get", "patch", "delete", "create")):
 # --- the simulator plays an old Kueue ------------------------------------------------------------
 
 async def test_v1beta1_only_simulator_serves_kueue_at_v1beta1_only(tmp_path):
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, None)
         group = await actions._call("GET", "/apis/kueue.x-k8s.io")
@@ -56,14 +56,14 @@ async def test_v1beta1_only_simulator_serves_kueue_at_v1beta1_only(tmp_path):
     # the default still serves both, v1beta2 preferred
     async with SimServer() as sim:
         assert sim.api._group("kueue.x-k8s.io")["preferredVersion"]["version"] == "v1beta2"
-    with pytest.raises(ValueError, match="v9"):
-        SimServer(kueue_versions=("v9",))
+    with pytest.raises(ValueError, match="9.9"):
+        SimServer(kueue_version="9.9")
 
 
 # --- Actions picks the served version ----------------------------------------------------------
 
 async def test_patch_discovers_v1beta1_when_v1beta2_is_not_served(tmp_path):
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, AuditLog(tmp_path / "audit.log"))
         res = await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
@@ -86,7 +86,7 @@ async def test_source_version_is_used_without_discovery(sim_server, tmp_path):
 async def test_stale_version_is_rediscovered_not_reported_as_gone(tmp_path):
     """The source said v1beta2 but the cluster serves only v1beta1 (a downgrade): the write goes
     to v1beta1, never "no longer exists"."""
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+    async with SimServer(kueue_version="0.14") as sim:
         target = await connect(kubeconfig=str(sim.kubeconfig))
         actions = Actions.live(target.api_client, "alice", target.context, None, versions=lambda kind: "v1beta2")
         res = await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "hold")
@@ -131,12 +131,15 @@ class Harness:
         return journal, await runner.run()
 
 
-async def test_hold_and_release_on_a_v1beta1_only_kueue():
-    async with SimServer(kueue_versions=("v1beta1",)) as sim:
+@pytest.mark.parametrize("version", ["0.14", "0.15", "0.19"])
+async def test_hold_and_release_on_each_kueue_release(version):
+    preferred = {"0.14": "v1beta1", "0.15": "v1beta2", "0.19": "v1beta2"}[version]
+    other = "v1beta2" if preferred == "v1beta1" else "v1beta1"
+    async with SimServer(kueue_version=version) as sim:
         world = World.for_server(sim, QUIET)
         world.step(1)
         async with LiveCluster(None, str(sim.kubeconfig)) as live:
-            assert live.source.version_of("ClusterQueue") == "v1beta1"
+            assert live.source.version_of("ClusterQueue") == preferred
             h = Harness(sim, world, live)
             for _ in range(3):
                 world.step(5)
@@ -154,10 +157,13 @@ async def test_hold_and_release_on_a_v1beta1_only_kueue():
                 assert wl is None or wl["spec"].get("active", True)
             writes = [(r.verb, r.path, r.status) for r in sim.api.requests
                       if r.verb in ("patch", "delete") and not r.dry_run]
-            cq_writes = [w for w in writes if w[1] == "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/tau-ws-train"]
+            cq_writes = [w for w in writes if w[1] == f"/apis/kueue.x-k8s.io/{preferred}/clusterqueues/tau-ws-train"]
             assert len(cq_writes) == 2 and all(s == 200 for _, _, s in cq_writes)  # hold, then release
-            assert any("/v1beta1/namespaces/train/workloads/" in p for _, p, _ in writes)
-            assert not [w for w in writes if "/v1beta2/" in w[1]]
+            assert any(f"/{preferred}/namespaces/train/workloads/" in p for _, p, _ in writes)
+            assert not [w for w in writes if f"/{other}/" in w[1]]
+            # stored in the release's storage version, whatever version the writes named
+            stored = sim.db.stored(CQ, "tau-ws-train")
+            assert stored["apiVersion"] == f"kueue.x-k8s.io/{sim.kueue.storage}"
 
 
 # --- audit: intent before the request, outcome after -----------------------------------------

@@ -286,12 +286,13 @@ class KueueController(Controller):
     def _release_evicted(self, wl: Obj, ev: Obj) -> None:
         """The job is inactive: the reservation goes (QuotaReserved=False) and the Workload is requeued
         (Requeued=True only after a preemption or a node failure)."""
-        now = self.stamp
+        now, kv = self.stamp, self.world.db.kueue  # the Kueue release played: its reasons
         reason, message = ev.get("reason") or "", ev.get("message") or ""
         conds = with_condition((wl.get("status") or {}).get("conditions"), "Requeued",
                                "True" if reason in REQUEUE_TRUE else "False", reason, message, now)
-        conds = with_condition(conds, "QuotaReserved", "False", PENDING, message, now)
-        if is_true(wl, "Admitted"):
+        conds = with_condition(conds, "QuotaReserved", "False", kv.reason("QuotaReserved", "PendingEvaluation"),
+                               message, now)
+        if kv.admitted_on_reservation_loss(is_true(wl, "Admitted")):
             conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
         if condition(wl, "PodsReady"):
             conds = with_condition(
@@ -300,11 +301,13 @@ class KueueController(Controller):
         self._status(wl, {"conditions": conds, "admission": None})
 
     def _release(self, wl: Obj, message: str) -> None:
-        now = self.stamp
+        now, kv = self.stamp, self.world.db.kueue  # a stopped queue: Suspended (0.19 gated) / Inadmissible
         conds = with_condition(
-            (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False", "Inadmissible", message, now
+            (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False",
+            kv.reason("QuotaReserved", "Suspended"), message, now
         )
-        conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
+        if kv.admitted_on_reservation_loss(False):
+            conds = with_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
         self._status(wl, {"conditions": conds, "admission": None, "admissionChecks": None})
 
     def _checks(self, wl: Obj, cq: Obj) -> bool:

@@ -114,9 +114,9 @@ class Tally:
                 self.used[fr] = self.used.get(fr, ZERO) + v
 
 
-def _flavor_entries(cq_spec: Obj, totals: dict[FR, Decimal], cohort: bool, with_borrowed: bool = True) -> list[Obj]:
-    """One entry per flavor of the ClusterQueue, resources sorted; `borrowed` for a ClusterQueue (a LocalQueue's
-    usage has none), "0" outside a cohort."""
+def _flavor_entries(cq_spec: Obj, totals: dict[FR, Decimal], cohort: bool | None) -> list[Obj]:
+    """One entry per flavor of the ClusterQueue, resources sorted. A ClusterQueue's entries carry
+    `borrowed` ("0" outside a cohort, as Kueue writes it); a LocalQueue's (cohort None) have none."""
     out = []
     for rg in cq_spec.get("resourceGroups") or ():
         for fl in rg.get("flavors") or ():
@@ -125,7 +125,7 @@ def _flavor_entries(cq_spec: Obj, totals: dict[FR, Decimal], cohort: bool, with_
             for r in sorted(nominal):
                 total = totals.get((fl["name"], r), ZERO)
                 entry = {"name": r, "total": qfmt(total, FORMATS.get(r, "DecimalSI"))}
-                if with_borrowed:  # Kueue writes it for every ClusterQueue: "0" outside a cohort
+                if cohort is not None:  # without a cohort nothing is borrowed: "0"
                     borrowed = max(ZERO, total - qparse(nominal[r])[0]) if cohort else ZERO
                     entry["borrowed"] = qfmt(borrowed, FORMATS.get(r, "DecimalSI"))
                 resources.append(entry)
@@ -170,8 +170,8 @@ def lq_status(lq: Obj, cq: Obj | None, cq_ok: bool, tally: Tally, now: str) -> O
         "pendingWorkloads": tally.pending,
         "reservingWorkloads": tally.reserving,
         "admittedWorkloads": tally.admitted,
-        "flavorsReservation": _flavor_entries(spec, tally.reserved, False, with_borrowed=False),
-        "flavorsUsage": _flavor_entries(spec, tally.used, False, with_borrowed=False),
+        "flavorsReservation": _flavor_entries(spec, tally.reserved, None),
+        "flavorsUsage": _flavor_entries(spec, tally.used, None),
         "conditions": with_condition(
             (lq.get("status") or {}).get("conditions"), "Active", *active, now, meta(lq).get("generation")
         ),

@@ -117,22 +117,22 @@ class Scheduler:
                         )
                 else:
                     pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
+        kv = self.k.world.db.kueue  # the Kueue release played: without the gate, NoFit reasons read "Pending"
         for wl, reason, message in waiting:
+            reason = kv.reason("QuotaReserved", reason)
             qr = condition(wl, "QuotaReserved") or {}
-            if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message):
-                self.k._status(
-                    wl,
-                    {
-                        "conditions": with_condition(
-                            (wl.get("status") or {}).get("conditions"),
-                            "QuotaReserved",
-                            "False",
-                            reason,
-                            message,
-                            self.k.stamp,
-                        )
-                    },
+            adm = condition(wl, "Admitted") or {}
+            # with the 0.19 gate Admitted follows QuotaReserved: NoReservation on a workload never admitted
+            sync_admitted = kv.granular and (adm.get("status"), adm.get("reason")) != ("False", "NoReservation")
+            if (qr.get("status"), qr.get("reason"), qr.get("message")) != ("False", reason, message) or sync_admitted:
+                conds = with_condition(
+                    (wl.get("status") or {}).get("conditions"), "QuotaReserved", "False", reason, message, self.k.stamp
                 )
+                if sync_admitted:
+                    conds = with_condition(
+                        conds, "Admitted", "False", "NoReservation", "The workload has no reservation", self.k.stamp
+                    )
+                self.k._status(wl, {"conditions": conds})
 
     def _targets(self, cl: Cluster, cqn: str, wl: Obj, a: Assignment) -> list:
         if a.mode != MODE_PREEMPT:
@@ -183,10 +183,10 @@ class Scheduler:
         if cq is None:
             return "Inadmissible", f"ClusterQueue {cqn} doesn't exist"
         if stop_policy(lq) != "None":
-            return "Inadmissible", f"LocalQueue {q} is stopped"
+            return "Suspended", f"LocalQueue {q} is stopped"  # "Inadmissible" without the 0.19 gate
         if not active[cqn]:
             state = "stopped" if stop_policy(cq) != "None" else "inactive"
-            return "Inadmissible", f"ClusterQueue {cqn} is {state}"
+            return ("Suspended" if state == "stopped" else "Inadmissible"), f"ClusterQueue {cqn} is {state}"
         ns_obj = self.m.get("Namespace", ns)
         if not namespace_matches(cq, labels(ns_obj) if ns_obj else {}):
             return "Inadmissible", "Workload namespace doesn't match ClusterQueue selector"
@@ -213,7 +213,7 @@ class Scheduler:
                     conds, ctype, "False", "QuotaReserved", f"Previously: {c.get('message', '')}", now
                 )
         checks = check_names(cq)
-        if checks:
+        if checks and self.k.world.db.kueue.granular:  # without the 0.19 gate Admitted is left until it is True
             conds = with_condition(
                 conds,
                 "Admitted",
@@ -222,7 +222,7 @@ class Scheduler:
                 "The workload has not all admission checks",
                 now,
             )
-        else:
+        elif not checks:
             conds = with_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
         assignments = [
             {

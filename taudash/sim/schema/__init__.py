@@ -52,18 +52,18 @@ from typing import Any
 
 import yaml
 
+from taudash.sim.kueue_versions import kueue_version
 from taudash.sim.schema.structural import Cause, Node, Outcome, compile_schema, validate
 
 log = logging.getLogger(__name__)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader reads the 3 MB of CRDs ~10x faster
 
 ENV_VAR = "TAUDASH_KUEUE_CRDS"
-DEFAULT_CRD_VERSION = "main-ff69552"  # the current Kueue: v1beta2 stored, v1beta1 served
-# The shape of the Kueue objects the simulator stores and serves on every version endpoint: it does
-# not convert between versions yet (docs/simulator.md).
-STORED_SHAPE = "v1beta2"
+# The CRD folder of the default Kueue release (taudash/sim/kueue_versions.py picks the folder per
+# release: one setting, `SimServer(kueue_version=...)`, drives what is served and what validates).
+DEFAULT_CRD_VERSION = kueue_version().crd_folder
 
-__all__ = ["ENV_VAR", "DEFAULT_CRD_VERSION", "STORED_SHAPE", "Cause", "Outcome", "SchemaSet", "crd_root", "repo_root"]
+__all__ = ["ENV_VAR", "DEFAULT_CRD_VERSION", "Cause", "Outcome", "SchemaSet", "crd_root", "repo_root"]
 
 
 def repo_root() -> Path:

@@ -1,0 +1,46 @@
+"""Running a guided workflow in tests against an in-process simulated world: the world is stepped by the
+runner's sleep (30 simulated seconds per poll), so waits progress deterministically and fast."""
+
+from __future__ import annotations
+
+import asyncio
+
+from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows.base import Context
+from taudash.sim.controllers.scenario import Knobs, Scenario
+
+CQ = "clusterqueues.kueue.x-k8s.io"
+QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
+
+
+class Harness:
+    def __init__(self, sim, world, live):
+        self.sim, self.world, self.live = sim, world, live
+        self.confirmations = []
+
+    async def sleep(self, _dt):
+        self.world.step(30)
+        await asyncio.sleep(0.02)  # let the watch deliver the world's writes
+
+    async def confirm(self, step, plan, op):
+        self.confirmations.append((step.id, op.ref if op else None))
+        return True
+
+    def ctx(self, journal, hooks=None):
+        return Context(store=self.live.store, actions=self.live.actions, clock=self.world.clock.now,
+                       artifacts_dir=artifacts_dir(journal), hooks=hooks)
+
+    async def run(self, kind, params, hooks=None, journal=None):
+        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context)
+        runner = Runner(build(kind, journal.params), self.ctx(journal, hooks), journal, self.confirm, poll=0.0,
+                        sleep=self.sleep)
+        return journal, await runner.run()
+
+    async def settle(self):
+        for _ in range(3):
+            self.world.step(5)
+        await asyncio.sleep(0.1)
+
+    def real_writes(self):
+        """(verb, path) of every non-dry-run write the server received."""
+        return [(r.verb, r.path) for r in self.sim.api.requests if r.verb in ("patch", "delete", "create") and not r.dry_run]
