@@ -575,12 +575,17 @@ def sim_world(seed: int = 1, events: Iterable[dict] = (), **knobs: Any):
 
 
 def small_world(*objects: dict, namespaces: Iterable[str] = ("team-a", "team-b"), flavor: str = "gpu",
-                captured_at: str = "2026-03-01T12:00:00Z", seed: int = 3):
-    """A quiet simulated world of `objects` plus the namespaces and one ResourceFlavor."""
+                captured_at: str = "2026-03-01T12:00:00Z", seed: int = 3, granular_reasons: bool = True):
+    """A quiet simulated world of `objects` plus the namespaces and one ResourceFlavor. It plays Kueue 0.19 with
+    UnadmittedWorkloadsObservability on by default: the admission tests read why a Workload waits from the
+    granular QuotaReserved reasons (WaitingForQuota, Suspended, …); granular_reasons=False plays the upstream
+    default (Pending, Inadmissible)."""
+    from taudash.sim.kueue_versions import OBSERVABILITY, kueue_version
     from taudash.sim.world import World
 
     base = [namespace(ns, name_label=False) for ns in namespaces] + [resource_flavor(flavor)]
-    return World.from_objects(base + list(objects), captured_at=captured_at, seed=seed, scenario=sim_scenario())
+    return World.from_objects(base + list(objects), captured_at=captured_at, seed=seed, scenario=sim_scenario(),
+                              kueue=kueue_version("0.19", {OBSERVABILITY: granular_reasons}))
 
 
 def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: bool = True, tick: float = 3600.0):

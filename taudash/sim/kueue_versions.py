@@ -19,9 +19,9 @@ Facts (from the release tags of kubernetes-sigs/kueue; reference/kueue.md §0):
   eviction), `Inadmissible` (stopped, missing or inactive queues) or `Waiting` (waitForPodsReady), and
   Admitted is written only when a workload gains or loses admission.
 
-The simulator's 0.19 plays the gate ON (the granular reasons are what operators turn it on for, and
-what taudash's "why" explains best); `kueue_gates={"UnadmittedWorkloadsObservability": False}`
-plays the upstream default. CRDs: 0.14 and 0.15 validate against the v0.15.8 CRDs (0.14 serves only
+The simulator's 0.19 plays the upstream default (gate off: the reasons a real 0.19.2 writes);
+`kueue_gates={"UnadmittedWorkloadsObservability": True}` / `sim serve --kueue-gate ...` plays a cluster that
+turned it on. CRDs: 0.14 and 0.15 validate against the v0.15.8 CRDs (0.14 serves only
 their v1beta1: fields added in 0.15 are accepted there, a known difference), 0.19 against main
 at ff69552 (0.20.0-devel, the same schema as 0.19 for every field the simulator writes).
 """
@@ -129,8 +129,7 @@ class KueueVersion:
 VERSIONS: dict[str, KueueVersion] = {
     "0.14": KueueVersion("0.14", "v0.14.8", ("v1beta1",), "v1beta1", "v0.15.8", _SHORT_015),
     "0.15": KueueVersion("0.15", "v0.15.8", ("v1beta2", "v1beta1"), "v1beta1", "v0.15.8", _SHORT_015),
-    "0.19": KueueVersion("0.19", "v0.19.2", ("v1beta2", "v1beta1"), "v1beta2", "main-ff69552", _SHORT_019,
-                         gates=frozenset({OBSERVABILITY})),
+    "0.19": KueueVersion("0.19", "v0.19.2", ("v1beta2", "v1beta1"), "v1beta2", "main-ff69552", _SHORT_019),
 }
 DEFAULT_VERSION = "0.19"
 

@@ -162,6 +162,7 @@ def _from_kind(k: ResourceKind, kueue: KueueVersion) -> Resource:
         status=k.kind not in _NO_STATUS,
         optional=k.optional,
         engine_kind=k.kind,
+        short_names=kueue.short(k.kind) if is_kueue else k.short_names,
         columns=_COLUMNS.get(k.kind, ()),
         storage=kueue.storage if is_kueue else "",
         hub=HUB if is_kueue else "",

@@ -34,7 +34,9 @@ from taudash.sim.controllers.nodes import NodesController
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.controllers.taugrid import TauGridController
 from taudash.sim.controllers.workloads import WorkloadsController
+from taudash.sim.kueue_versions import KueueVersion
 from taudash.sim.objects import ObjectDB
+from taudash.sim.resources import Registry
 from taudash.sim.schema import SchemaSet
 
 log = logging.getLogger(__name__)
@@ -94,10 +96,13 @@ class World:
         seed: int = 0,
         speed: float = 1.0,
         scenario: Scenario | None = None,
+        kueue: KueueVersion | None = None,
         **kwargs: Any,
     ) -> World:
-        """A world seeded from raw objects (copied); `captured_at` dates the start like a snapshot's."""
-        db = ObjectDB(seed=seed, schemas=SchemaSet.shared())
+        """A world seeded from raw objects (copied); `captured_at` dates the start like a snapshot's; `kueue`:
+        the Kueue release (and feature gates) it plays (default: the current release, upstream defaults)."""
+        db = ObjectDB(seed=seed, schemas=SchemaSet.shared(),
+                      registry=Registry.for_kueue(kueue) if kueue is not None else None)
         db.seed(objects)
         return cls(db, seed=seed, speed=speed, start=start_of(db, captured_at), scenario=scenario, **kwargs)
 

@@ -6,8 +6,8 @@ deactivation/reactivation conditions, `borrowed: "0"` outside a cohort."""
 from __future__ import annotations
 
 import pytest
-from factories import workload_priority_class
-from test_sim_world_admission import GPU, KQ, cluster, cohort, complete, cq, flavor, groups, job, lq, reason, state
+from factories import resource_groups, small_world, workload_priority_class
+from test_sim_world_admission import GPU, cluster, cohort, complete, cq, flavor, job, lq, reason, state
 
 from taudash.engine.history import db as hdb
 from taudash.sim.controllers.admission import Behaviour
@@ -327,11 +327,12 @@ def test_hold_and_drain_keeps_quota_until_the_job_is_inactive():
 
 
 def test_deactivation_and_reactivation_set_kueues_conditions():
-    w = cluster(
+    w = small_world(  # Kueue 0.19.2's defaults: QuotaReserved=False says Pending once the job is inactive
         cq("a", {"gpu": {GPU: "4"}}, cohort_name=None),
         lq("team-a", "q", "a"),
         job("team-a", "runner", "q", 4, 1),
         job("team-a", "waiter", "q", 4, 2),
+        granular_reasons=False,
     )
     start(w)
     assert running(w, "team-a", "runner") and state(w, "team-a", "waiter") == "pending"
@@ -383,7 +384,7 @@ def test_lowering_quota_under_a_preempting_policy_still_evicts_nothing():
         job("team-a", "a2", "q", 4, 2, "low"),
     )
     w.step(1)
-    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": groups({"gpu": {GPU: "4"}})}})
+    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
     w.db.create(job("team-a", "a3", "q", 4, 3, "high"))
     w.step(1)
     w.step(1)
@@ -584,7 +585,7 @@ def test_random_clusters_never_reserve_more_than_the_quota_allows(seed):
     r = random.Random(seed)
     objs: list[dict] = [
         *priorities(),
-        {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": "mid"}, "value": 500},
+        workload_priority_class("mid", 500),
         cohort("pool", {"gpu": {GPU: str(r.choice([0, 4, 8]))}}),
     ]
     limits = {}

@@ -75,7 +75,7 @@ def _short_names(folder, plural) -> list[str]:
 
 
 def test_reasons_per_release_and_gate():
-    v15, v19 = kueue_version("0.15"), kueue_version("0.19")
+    v15, v19 = kueue_version("0.15"), kueue_version("0.19", {"UnadmittedWorkloadsObservability": True})
     assert v19.reason("QuotaReserved", "WaitingForQuota") == "WaitingForQuota"
     assert v15.reason("QuotaReserved", "WaitingForQuota") == "Pending"
     assert v15.reason("QuotaReserved", "Suspended") == "Inadmissible"
@@ -84,7 +84,8 @@ def test_reasons_per_release_and_gate():
     assert v15.reason("QuotaReserved", "Inadmissible") == "Inadmissible"  # no fallback: the same everywhere
     assert (v15.admitted_on_reservation_loss(False), v15.admitted_on_reservation_loss(True)) == (False, True)
     assert v19.admitted_on_reservation_loss(False)
-    upstream = kueue_version("0.19", {"UnadmittedWorkloadsObservability": False})
+    upstream = kueue_version("0.19")  # the default plays 0.19.2's defaults: the gate is off
+    assert upstream == kueue_version("0.19", {"UnadmittedWorkloadsObservability": False})
     assert upstream.reason("QuotaReserved", "ExceedsMaxQuota") == "Pending" and not upstream.granular
     with pytest.raises(ValueError, match="no UnadmittedWorkloadsObservability"):
         kueue_version("0.15", {"UnadmittedWorkloadsObservability": True})

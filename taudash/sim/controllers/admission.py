@@ -32,6 +32,7 @@ from taudash.engine.model import ZERO as QZERO
 from taudash.engine.model import Quantity
 from taudash.engine.model.fast import Workload as FastWorkload
 from taudash.engine.model.kueue import ClusterQueue, Cohort
+from taudash.engine.model.names import JOB_UID_LABEL
 from taudash.engine.quota import (
     QuotaNode,
     QuotaTree,
@@ -771,7 +772,7 @@ def preemption_message(preemptor: Obj, reason: str, preemptor_path: str, preempt
     """Kueue 0.19's eviction message naming the preemptor (pkg/scheduler/preemption)."""
     m = meta(preemptor)
     uid = m.get("uid") or "UNKNOWN"
-    job_uid = (m.get("labels") or {}).get("kueue.x-k8s.io/job-uid") or "UNKNOWN"
+    job_uid = (m.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
     return (
         f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to "
         f"{HUMAN_REASON.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path or 'UNKNOWN'}; "

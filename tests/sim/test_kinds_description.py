@@ -40,8 +40,15 @@ def test_the_simulator_serves_the_engines_short_names():
 
     reg = Registry()
     for k in KINDS:
-        for short in k.short_names:
-            assert reg.resolve(short).engine_kind == k.kind
+        served = reg.resolve(k.kind).short_names
+        if k.group == "kueue.x-k8s.io":
+            # Kueue's short names depend on the release the simulator plays (0.19 dropped `wl`); taudash
+            # understands every one of them, and keeps `wl` for its own `:` jump.
+            assert set(served) <= set(k.short_names), (k.kind, served)
+        else:
+            assert tuple(served) == tuple(k.short_names), k.kind
+            for short in k.short_names:
+                assert reg.resolve(short).engine_kind == k.kind
     assert reg.resolve("cq").kind == "ClusterQueue"
 
 
