@@ -19,8 +19,8 @@ from .profiles import (
     _select,
     catalog_tuples,
     load_profile_set,
-    taugrid_absent,
     targets_multikueue,
+    taugrid_absent,
 )
 
 NOT_CONFIGURED = "NotConfigured"
