@@ -32,6 +32,7 @@ from .rules.profiles import derive_profiles
 from .rules.queues import (
     Bucket,
     ObservedCounts,
+    apply_quota_tree,
     cluster_queue_view,
     derive_cohorts,
     observed,
@@ -167,7 +168,7 @@ class IncrementalDeriver:
         return observed(c) if c else ObservedCounts()
 
     def _queues_changed(self, ctx: RuleContext) -> None:
-        self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]
+        self._queues = apply_quota_tree(ctx, [self._cq_parts[n][0] for n in sorted(self._cq_parts)])
         self._cohorts = derive_cohorts(ctx, self._queues)
 
     def _set_waiting(self, key: Key, w) -> None:
@@ -250,8 +251,8 @@ class IncrementalDeriver:
             if old is None or old[0].cohort != part[0].cohort or (
                     old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
                 cohorts_moved = True
-        if redo or cohorts_moved:
-            self._queues = [self._cq_parts[n][0] for n in sorted(self._cq_parts)]
+        if redo or cohorts_moved:  # available/borrowed read the whole quota tree
+            self._queues = apply_quota_tree(ctx, [self._cq_parts[n][0] for n in sorted(self._cq_parts)])
         if cohorts_moved:
             self._cohorts = derive_cohorts(ctx, self._queues)
 
