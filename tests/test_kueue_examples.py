@@ -111,6 +111,21 @@ def test_all_examples_load_together(tmp_path):
     assert {q.name for q in view.cluster_queues} >= {"cluster-queue"}
 
 
+def test_all_examples_with_the_taugrid_apis_not_served(tmp_path):
+    """A live plain Kueue cluster: the TauGrid APIs are Absent (not merely empty)."""
+    files = sorted(examples_dir().glob("*.yaml"))
+    objs = list(yaml.safe_load_all(write_snapshot(tmp_path, files, "objs.yaml").read_text()))
+    env = {"apiVersion": "taudash/v1", "kind": "ClusterSnapshot", "metadata": {"context": "kueue-examples"},
+           "access": [{"resource": r, "state": "Absent"}
+                      for r in ("clusters.tau.azure.com", "teams.tau.azure.com", "workspaces.tau.azure.com")],
+           "objects": objs}
+    path = tmp_path / "absent.yaml"
+    path.write_text(yaml.safe_dump(env, sort_keys=False))
+    _, view = _load_and_check(path, "TauGrid APIs absent")
+    assert view.pool.mode == "None" and not [f for f in view.findings if f.rule.startswith("POOL")]
+    assert "not served" in next(f.message for f in view.findings if f.rule == "TAUGRID-ABSENT")
+
+
 def test_healthy_multikueue_setup_without_taugrid_is_ready(tmp_path):
     """The MultiKueue example as Kueue reconciles it (the check and the worker Active) is Ready —
     no TauCluster needed; M2/M4/M5 are not applicable rather than failing."""

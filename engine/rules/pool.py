@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauTeam, TauWorkspace
 from .base import Finding, QtyMap, RuleContext, Severity, ViewModel, finding
+from .profiles import taugrid_absent
 from .queues import MANAGED_BY, TAU_MANAGER
 from .selectors import labels_match
 
@@ -293,6 +294,8 @@ def _pool_queue(cq: ClusterQueue | None, name: str, workspace: str | None, team:
 def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
     tc = ctx.store.get("TauCluster", "cluster")
     team = tc.capacity_team if tc is not None else None
+    if taugrid_absent(ctx.store):  # plain Kueue: no pool to judge; TAUGRID-ABSENT says so once
+        return PoolView(mode="None"), _retained(ctx)
     if not team and not ctx.store.readable("TauCluster"):
         # Whether automatic capacity is configured at all is unknown: fail closed.
         unknown = _unknown(ctx, ("TauCluster",))
