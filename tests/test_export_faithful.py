@@ -126,6 +126,8 @@ def test_export_without_raw_is_marked_partial_and_invents_nothing(tmp_path):
         assert "priorityClassName" not in w["spec"] and "priorityClassSource" not in w["spec"]
     assert _invalid(schemas, objs) == []
     assert oct(out.stat().st_mode & 0o777) == "0o600"
+    reloaded = load_snapshot(out)  # a partial export still loads, every object of it
+    assert reloaded.issues == [] and reloaded.objects == n
 
 
 def test_partial_object_drops_invented_empties_and_keeps_what_it_holds():
