@@ -24,7 +24,15 @@ from typing import Any
 
 from .model.kinds import DRAIN_KINDS
 from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
-from .rules.queues import Bucket, ObservedCounts, cluster_queue_view, derive_cohorts, observed, workload_facts
+from .rules.queues import (
+    Bucket,
+    ObservedCounts,
+    apply_quota_tree,
+    cluster_queue_view,
+    derive_cohorts,
+    observed,
+    workload_facts,
+)
 from .rules.workspaces import derive_workspace
 
 _EPOCHS = itertools.count(1)
@@ -193,8 +201,8 @@ class QueuesPart(RulePart):
             if old is None or old[0].cohort != part[0].cohort or (
                     old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
                 cohorts_moved = True
-        if redo or cohorts_moved:
-            self._queues = [self._parts[n][0] for n in sorted(self._parts)]
+        if redo or cohorts_moved:  # available/borrowed read the whole quota tree
+            self._queues = apply_quota_tree(ctx, [self._parts[n][0] for n in sorted(self._parts)])
         if cohorts_moved:
             self._cohorts = derive_cohorts(ctx, self._queues)
         return bool(redo or cohorts_moved)

@@ -69,7 +69,8 @@ The platform owner owns worker credentials, rotation and revocation."""
             t.append(f" · {active}/{len(mk.workers)} workers active")
         self.query_one("#mk-state", Static).update(t)
         self.query_one("#mk-checks", KeyedTable).sync([
-            Row(c.id, (lit(c.id, "bold"), lit(CHECK_TEXT.get(c.id, ""), tones.muted), tri(c.ok, tones, "ok", "fail"),
+            Row(c.id, (lit(c.id, "bold"), lit(CHECK_TEXT.get(c.id, ""), tones.muted),
+                       tri(c.ok, tones, "ok", "fail") if c.applicable else lit("n/a", tones.muted),
                        lit(c.message)), RowMeta(text=f"{c.id} {c.message}"))
             for c in mk.checks
         ])

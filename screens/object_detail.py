@@ -17,6 +17,7 @@ from taudash.engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, finding_meta, objname, severity_cell
+from .kueue_facts import kueue_facts
 from .text import clean, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -82,6 +83,9 @@ esc        back"""
             if md.labels:
                 title.append("\nlabels ", style=tones.muted)
                 title.append(lit(", ".join(f"{k}={v}" for k, v in sorted(md.labels.items()))))
+            for label, value in kueue_facts(obj):
+                title.append(f"\n{label} ", style=tones.muted)
+                title.append(lit(value))
         self.query_one("#od-title", Static).update(title)
 
         mine = [f for f in frame.view.findings

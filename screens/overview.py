@@ -140,7 +140,9 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
             t.append(lit(", ".join(u.resource for u in d.unknown), tones.warn))
     t.append("\nPROFILES ", style=tones.heading)
     p = view.profiles
-    if not p.profiles and not p.checks:
+    if not p.applicable:
+        t.append("– not applicable (TauGrid not installed)", style=tones.muted)
+    elif not p.profiles and not p.checks:
         t.append("– none declared", style=tones.muted)
     else:
         t.append(tones.mark("ok", "usable") if p.usable else tones.mark("bad", "not usable"))

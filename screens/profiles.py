@@ -93,7 +93,9 @@ enter       open the TauCluster"""
         tones = self.tones
         p = frame.view.profiles
         t = span("PROFILES ", tones.heading)
-        if not p.profiles and not p.checks:
+        if not p.applicable:
+            t.append("– not applicable: TauGrid is not installed (plain Kueue)", style=tones.muted)
+        elif not p.profiles and not p.checks:
             t.append("– none declared", style=tones.muted)
         else:
             t.append(tones.mark("ok", "usable") if p.usable else tones.mark("bad", "not usable"))
@@ -108,7 +110,8 @@ enter       open the TauCluster"""
         self.query_one("#pr-summary", Static).update(t)
         cluster_meta = RowMeta(kind="TauCluster", name="cluster")
         self.query_one("#pr-checks", KeyedTable).sync([
-            Row(c.id, (lit(c.id, "bold"), tri(c.ok, tones, "ok", "fail"), lit(c.message)), cluster_meta)
+            Row(c.id, (lit(c.id, "bold"), tri(c.ok, tones, "ok", "fail") if c.applicable else
+                       lit("n/a", tones.muted), lit(c.message)), cluster_meta)
             for c in p.checks
         ])
         rows, why = [], []

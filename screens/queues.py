@@ -14,12 +14,14 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from taudash.engine.model import ZERO
 from taudash.engine.rules.queues import ClusterQueueView, CohortView
 from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor, tri
+from .kueue_facts import kueue_facts
 from .messages import NewWorkflow
 from .presenters import refuse_read_only
 from .text import Tones, lit, span
@@ -79,6 +81,39 @@ def _inactive_cell(q: ClusterQueueView, tones: Tones) -> Text:
     return Text(str(q.inactive), style=tones.warn if q.inactive else tones.muted)
 
 
+def cohort_tree_order(cohorts: list[CohortView]) -> list[CohortView]:
+    """Cohorts depth-first from each root (roots and siblings by name): a parent before its children."""
+    by_name = {c.name: c for c in cohorts}
+    out: list[CohortView] = []
+    seen: set[str] = set()
+
+    def visit(c: CohortView) -> None:
+        if c.name in seen:
+            return
+        seen.add(c.name)
+        out.append(c)
+        for child in sorted(c.children):
+            if child in by_name:
+                visit(by_name[child])
+
+    for c in sorted(cohorts, key=lambda c: c.name):
+        if c.depth == 0:
+            visit(c)
+    for c in sorted(cohorts, key=lambda c: c.name):  # cut loose (cycles): still shown
+        visit(c)
+    return out
+
+
+def _avail(now, potential, tones: Tones) -> Text:
+    """available now (/ with nothing else admitted, when that differs)."""
+    if now is None:
+        return Text("?", style=tones.muted)
+    t = Text(now.human(), style=tones.bad if now < ZERO else "")
+    if potential is not None and potential != now:
+        t.append(f" / {potential.human()}", style=tones.muted)
+    return t
+
+
 def _num(v: float) -> str:
     return f"{v:g}"
 
@@ -110,8 +145,13 @@ pend·resv·adm                    pending, reserving and admitted Workloads fro
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
                                  never admitted until reactivated (? when Workloads are unreadable).
 
+Cohorts form a tree: a child Cohort (spec.parentName) is indented under its parent.
+
 The pane below shows the highlighted row per flavor and resource, its limits, the Active message
-and the Workload counts cross-checked against the Workloads in the store.
+and the Workload counts cross-checked against the Workloads in the store; the policies (preemption,
+flavorFungibility, fairSharing weight and share, admissionScope); and, on the quota tree, what one
+more Workload could reserve now / with nothing else admitted (available). A cohort shows its own
+quota, what its children lend it, its subtree quota (lendingLimits applied) and what is available.
 enter   open the highlighted cohort or ClusterQueue
 w       workflow for the highlighted ClusterQueue (a cohort: its member queues): opens the
         "new workflow" form with them chosen — hold, or release a stopped queue. Nothing is written
@@ -132,20 +172,23 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         queues = {q.name: q for q in view.cluster_queues}
         rows: list[Row] = []
         grouped: list[tuple[CohortView | None, list[ClusterQueueView]]] = [
-            (c, [queues[m] for m in c.members if m in queues]) for c in view.cohorts
+            (c, [queues[m] for m in c.members if m in queues]) for c in cohort_tree_order(view.cohorts)
         ]
         loose = [q for q in view.cluster_queues if not q.cohort]
         if loose:
             grouped.append((None, loose))
         for cohort, members in grouped:
+            indent = "  " * cohort.depth if cohort is not None else ""
             if cohort is not None:
-                name = Text("▾ ", end="")
+                name = Text(f"{indent}▾ ", end="")
                 name.append(lit(cohort.name, "bold"))
                 tags = []
                 if cohort.implicit:
                     tags.append("implicit")
                 if cohort.parent:
                     tags.append(f"parent {cohort.parent}")
+                if cohort.children:
+                    tags.append(f"{len(cohort.children)} child cohort{'s' if len(cohort.children) > 1 else ''}")
                 if cohort.managed:
                     tags.append("TauGrid")
                 if tags:
@@ -164,7 +207,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                 rows.append(Row("cohort:", (Text(f"▾ {NO_COHORT}", style=tones.muted), "", "", "", "", "", "", "", ""),
                                 RowMeta(text=NO_COHORT)))
             for i, q in enumerate(members):
-                branch = "└ " if i == len(members) - 1 else "├ "
+                branch = indent + ("└ " if i == len(members) - 1 else "├ ")
                 # An incremental view keeps the same object for a queue that did not change: so does
                 # its row (the table skips redrawing it; 300 queues rebuilt every tick cost ~0.1 s).
                 rows.append(cache.row(f"cq:{q.name}", q, partial(_queue_row, q, branch, tones), (branch, tones)))
@@ -204,17 +247,30 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         if kind == "cq":
             q = next((x for x in view.cluster_queues if x.name == name), None)
             if q is not None:
-                pane.update(self._cq_detail(q, tones))
+                pane.update(self._cq_detail(q, tones, self.session.get("ClusterQueue", name)))
                 return
         if kind == "cohort":
             c = next((x for x in view.cohorts if x.name == name), None)
             if c is not None:
-                pane.update(self._cohort_detail(c, tones))
+                pane.update(self._cohort_detail(c, tones, self.session.get("Cohort", name)))
                 return
         pane.update(Text("ClusterQueues without a cohort cannot borrow or lend", style="dim"))
 
     @staticmethod
-    def _cq_detail(q: ClusterQueueView, tones: Tones) -> Group:
+    def _facts(obj, tones: Tones, skip: tuple[str, ...] = ()) -> Text:
+        """Policy lines of the object (preemption, fungibility, fair sharing, admissionScope)."""
+        t = Text(end="\n")
+        for label, value in kueue_facts(obj) if obj is not None else []:
+            if label in skip:
+                continue
+            t.append(f"{label} ", style=tones.muted)
+            t.append(lit(value))
+            t.append("\n")
+        t.rstrip()
+        return t
+
+    @staticmethod
+    def _cq_detail(q: ClusterQueueView, tones: Tones, obj=None) -> Group:
         head = span("ClusterQueue ", tones.heading)
         head.append(lit(q.name, "bold"))
         head.append(" · cohort ")
@@ -241,7 +297,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             counts.append(lit(", ".join(q.admission_checks)))
         head.end = counts.end = "\n"
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
-        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow limit", "lend limit"):
+        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow limit", "lend limit",
+                  "available"):
             t.add_column(c, justify="left" if c in ("flavor", "resource") else "right", no_wrap=True,
                          overflow="ellipsis", max_width=28 if c == "resource" else None)
         for fl in q.flavors:
@@ -252,13 +309,15 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                     Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""),
                     "none" if r.borrowing_limit is None else r.borrowing_limit.human(),
                     "none" if r.lending_limit is None else r.lending_limit.human(),
+                    _avail(r.available, r.potential_available, tones),
                 )
+        facts = QueuesScreen._facts(obj, tones, skip=("limits",))  # the table has the limits
         if not q.flavors:
-            return Group(head, counts, Text("no resource groups: this queue admits nothing", style=tones.warn))
-        return Group(head, counts, t)
+            return Group(head, counts, facts, Text("no resource groups: this queue admits nothing", style=tones.warn))
+        return Group(head, counts, facts, t)
 
     @staticmethod
-    def _cohort_detail(c: CohortView, tones: Tones) -> Group:
+    def _cohort_detail(c: CohortView, tones: Tones, obj=None) -> Group:
         head = span("Cohort ", tones.heading)
         head.append(lit(c.name, "bold"))
         head.append(" · implicit (named by cohortName only)" if c.implicit else " · Cohort object")
@@ -273,12 +332,13 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             head.append(lit(c.team))
         head.end = "\n"
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
-        for col in ("flavor", "resource", "nominal", "members", "reserved", "used", "borrowed"):
+        for col in ("flavor", "resource", "nominal", "lent in", "subtree", "reserved", "used", "borrowed", "available"):
             t.add_column(col, justify="left" if col in ("flavor", "resource") else "right", no_wrap=True,
                          overflow="ellipsis", max_width=28 if col == "resource" else None)
         for fl in c.flavors:
             for i, r in enumerate(fl.resources):
                 t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), r.nominal.human(),
-                          r.member_nominal.human(), r.reserved.human(),
-                          r.used.human(), Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""))
-        return Group(head, t)
+                          r.member_nominal.human(), r.subtree_quota.human(), r.reserved.human(),
+                          r.used.human(), Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""),
+                          Text(r.available.human(), style=tones.bad if r.available < ZERO else ""))
+        return Group(head, QueuesScreen._facts(obj, tones), t)

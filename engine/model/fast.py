@@ -148,6 +148,7 @@ class PodSet(Struct, **_CFG):
     count: int = 1
     min_count: int | None = None
     template: PodSetTemplate = PodSetTemplate()
+    topology_request: dict[str, Any] | None = None
 
 
 class PriorityClassRef(Struct, **_CFG):
@@ -171,6 +172,8 @@ class PodSetAssignment(Struct, **_CFG):
     flavors: dict[str, str] = {}
     resource_usage: dict[str, Quantity] = {}
     count: int | None = None
+    topology_assignment: dict[str, Any] | None = None
+    delayed_topology_request: str | None = None
 
 
 class Admission(Struct, **_CFG):
@@ -182,6 +185,7 @@ class AdmissionCheckState(Struct, **_CFG):
     name: str
     state: str = "Pending"
     message: str = ""
+    last_transition_time: str | None = None
 
 
 class RequeueState(Struct, **_CFG):
@@ -194,12 +198,24 @@ class PodSetRequest(Struct, **_CFG):
     resources: dict[str, Quantity] = {}
 
 
+class EvictionStat(Struct, **_CFG):
+    reason: str = ""
+    underlying_cause: str = ""
+    count: int = 0
+
+
+class SchedulingStats(Struct, **_CFG):
+    evictions: list[EvictionStat] = []
+
+
 class WorkloadStatus(Struct, **_CFG):
     admission: Admission | None = None
     conditions: list[Condition] = []
     admission_checks: list[AdmissionCheckState] = []
     requeue_state: RequeueState | None = None
     resource_requests: list[PodSetRequest] = []
+    cluster_name: str | None = None
+    scheduling_stats: SchedulingStats | None = None
 
 
 class Workload(FastObject, kueue.WorkloadAccessors, **_CFG):
@@ -302,6 +318,8 @@ class _WireWorkloadStatus(Struct, **_CFG):
     admission_checks: list[AdmissionCheckState] = []
     requeue_state: RequeueState | None = None
     resource_requests: list[PodSetRequest] = []
+    cluster_name: str | None = None
+    scheduling_stats: SchedulingStats | None = None
 
 
 class _WireWorkload(Struct, **_CFG):
@@ -351,7 +369,8 @@ def _workload(w: _WireWorkload) -> Workload:
     adm = _ADMISSION(st.admission) if len(st.admission) else None
     return Workload(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_WL_SPEC(w.spec),
                     status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks,
-                                         requeue_state=st.requeue_state, resource_requests=st.resource_requests))
+                                         requeue_state=st.requeue_state, resource_requests=st.resource_requests,
+                                         cluster_name=st.cluster_name, scheduling_stats=st.scheduling_stats))
 
 
 def _job(w: _WireJob) -> Job:

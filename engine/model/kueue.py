@@ -82,6 +82,28 @@ class ClusterQueuePreemption(KModel):
     within_cluster_queue: str = "Never"
 
 
+class FlavorFungibility(KModel):
+    """spec.flavorFungibility; None fields are Kueue's defaults (MayStopSearch / TryNextFlavor)."""
+
+    when_can_borrow: str | None = None
+    when_can_preempt: str | None = None
+    preference: str | None = None
+
+
+class FairSharing(KModel):
+    """spec.fairSharing: the weight (a quantity; Kueue's default is 1)."""
+
+    weight: QuantityField | None = None
+
+
+class FairSharingStatus(KModel):
+    weighted_share: int | None = None
+
+
+class AdmissionScope(KModel):
+    admission_mode: str = ""
+
+
 class ClusterQueueSpec(KModel):
     cohort_name: str = Field(default="", validation_alias=AliasChoices("cohortName", "cohort", "cohort_name"))
     # None (absent or null) matches no namespace; {} matches every namespace.
@@ -92,6 +114,9 @@ class ClusterQueueSpec(KModel):
     admission_checks: Annotated[list[str], BeforeValidator(_listify)] = []  # v1beta1
     admission_checks_strategy: AdmissionChecksStrategy | None = None  # v1beta2
     preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    flavor_fungibility: FlavorFungibility | None = None
+    fair_sharing: FairSharing | None = None
+    admission_scope: AdmissionScope | None = None
 
     @property
     def admission_check_names(self) -> list[str]:
@@ -108,6 +133,7 @@ class ClusterQueueStatus(KModel):
     flavors_reservation: FlavorUsages = []
     flavors_usage: FlavorUsages = []
     conditions: Conditions = []
+    fair_sharing: FairSharingStatus | None = None
 
 
 class ClusterQueue(KubeObject):
@@ -118,15 +144,22 @@ class ClusterQueue(KubeObject):
 class CohortSpec(KModel):
     parent_name: str = Field(default="", validation_alias=AliasChoices("parentName", "parent", "parent_name"))
     resource_groups: Annotated[list[ResourceGroup], BeforeValidator(_listify)] = []
+    fair_sharing: FairSharing | None = None
+
+
+class CohortStatus(KModel):
+    fair_sharing: FairSharingStatus | None = None
 
 
 class Cohort(KubeObject):
     spec: CohortSpec = CohortSpec()
+    status: CohortStatus = CohortStatus()
 
 
 class LocalQueueSpec(KModel):
     cluster_queue: str = ""
     stop_policy: str = "None"
+    fair_sharing: FairSharing | None = None
 
 
 class LocalQueueStatus(KModel):
@@ -138,6 +171,7 @@ class LocalQueueStatus(KModel):
         default=[], validation_alias=AliasChoices("flavorsUsage", "flavorUsage", "flavors_usage")
     )
     conditions: Conditions = []
+    fair_sharing: FairSharingStatus | None = None
 
 
 class LocalQueue(KubeObject):
@@ -194,6 +228,7 @@ class PodSet(KModel):
     count: int = 1
     min_count: int | None = None
     template: PodSetTemplate = PodSetTemplate()
+    topology_request: dict | None = None  # TAS: required/preferred/unconstrained level, slices
 
 
 class PriorityClassRef(KModel):
@@ -217,6 +252,8 @@ class PodSetAssignment(KModel):
     flavors: StrMap = {}
     resource_usage: ResourceList = {}
     count: int | None = None
+    topology_assignment: dict | None = None  # TAS: levels and the domains the pods were placed in
+    delayed_topology_request: str | None = None
 
 
 class Admission(KModel):
@@ -228,6 +265,7 @@ class AdmissionCheckState(KModel):
     name: str
     state: str = "Pending"
     message: str = ""
+    last_transition_time: str | None = None
 
 
 class RequeueState(KModel):
@@ -242,12 +280,26 @@ class PodSetRequest(KModel):
     resources: ResourceList = {}
 
 
+class EvictionStat(KModel):
+    """status.schedulingStats.evictions[]: how often the Workload was evicted, by reason."""
+
+    reason: str = ""
+    underlying_cause: str = ""
+    count: int = 0
+
+
+class SchedulingStats(KModel):
+    evictions: Annotated[list[EvictionStat], BeforeValidator(_listify)] = []
+
+
 class WorkloadStatus(KModel):
     admission: Admission | None = None
     conditions: Conditions = []
     admission_checks: Annotated[list[AdmissionCheckState], BeforeValidator(_listify)] = []
     requeue_state: RequeueState | None = None
     resource_requests: Annotated[list[PodSetRequest], BeforeValidator(_listify)] = []
+    cluster_name: str | None = None  # MultiKueue: the worker cluster the Workload runs on
+    scheduling_stats: SchedulingStats | None = None
 
 
 class WorkloadAccessors:

@@ -20,6 +20,7 @@ from .profiles import (
     catalog_tuples,
     load_profile_set,
     targets_multikueue,
+    taugrid_absent,
 )
 
 NOT_CONFIGURED = "NotConfigured"
@@ -220,18 +221,25 @@ def _m4_m5(ps: ProfileSet) -> tuple[Check, Check]:
     return m4, Check(id="M5", ok=False, message="; ".join(m5_issues))
 
 
+NOT_APPLICABLE = "not applicable: TauGrid is not installed (plain Kueue); this is a TauGrid check"
+
+
 def derive_multikueue(ctx: RuleContext, profiles: ProfilesView) -> tuple[MultiKueueView, list[Finding]]:
     # `profiles` is the derived view; the checks need the normalised profiles themselves.
+    plain = taugrid_absent(ctx.store)  # plain Kueue: judged on the Kueue facts alone (M1, M3)
     ps = load_profile_set(ctx)
-    blind = _unreadable(ctx, "TauCluster", "AdmissionCheck")
-    uses_profiles = any(targets_multikueue(p) for p in ps.profiles) or _declares_multikueue(ctx)
+    blind = _unreadable(ctx, "AdmissionCheck") if plain else _unreadable(ctx, "TauCluster", "AdmissionCheck")
+    uses_profiles = not plain and (any(targets_multikueue(p) for p in ps.profiles) or _declares_multikueue(ctx))
     uses_checks = not _unreadable(ctx, "AdmissionCheck") and bool(_mk_checks(ctx))
     if not blind and not uses_profiles and not uses_checks:
         return MultiKueueView(state=NOT_CONFIGURED), []
 
     m3, workers = _m3(ctx)
-    m4, m5 = _m4_m5(ps)
-    checks = [_m1(ctx), _m2(ctx), m3, m4, m5]
+    if plain:
+        m2, m4, m5 = (Check(id=i, ok=True, applicable=False, message=NOT_APPLICABLE) for i in ("M2", "M4", "M5"))
+    else:
+        m2, (m4, m5) = _m2(ctx), _m4_m5(ps)
+    checks = [_m1(ctx), m2, m3, m4, m5]
     if all(c.ok for c in checks):
         return MultiKueueView(state=READY, checks=checks, workers=workers), []
 

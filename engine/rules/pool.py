@@ -21,6 +21,7 @@ from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauT
 from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
 from ..model.names import GPU_CLASS_LABEL, TEAM_LABEL
 from .base import Finding, QtyMap, RuleContext, Severity, ViewModel, finding
+from .profiles import taugrid_absent
 from .queues import MANAGED_BY, TAU_MANAGER
 from .selectors import labels_match
 
@@ -292,6 +293,8 @@ def _pool_queue(cq: ClusterQueue | None, name: str, workspace: str | None, team:
 def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
     tc = ctx.store.get("TauCluster", "cluster")
     team = tc.capacity_team if tc is not None else None
+    if taugrid_absent(ctx.store):  # plain Kueue: no pool to judge; TAUGRID-ABSENT says so once
+        return PoolView(mode="None"), _retained(ctx)
     if not team and not ctx.store.readable("TauCluster"):
         # Whether automatic capacity is configured at all is unknown: fail closed.
         unknown = _unknown(ctx, ("TauCluster",))

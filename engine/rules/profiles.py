@@ -67,6 +67,7 @@ class Check(ViewModel):
     id: str
     ok: bool
     message: str
+    applicable: bool = True  # False: a TauGrid check on a plain Kueue cluster (ok, not judged)
 
 
 class ProfileRow(ViewModel):
@@ -94,6 +95,7 @@ class Selection(ViewModel):
 
 class ProfilesView(ViewModel):
     usable: bool = False
+    applicable: bool = True  # False: TauGrid is not installed (plain Kueue): profiles do not apply
     generation: int | None = None
     profile_set_hash: str | None = None
     computed_hash: str | None = None
@@ -110,6 +112,31 @@ class SelectionResult(ViewModel):
     error: str | None = None
     message: str = ""
     annotations: dict[str, str] = {}
+
+
+# --- is this a TauGrid cluster at all? ---------------------------------------------------
+
+TAUGRID_ABSENT = "TAUGRID-ABSENT"
+_TAU_KINDS = ("TauCluster", "TauTeam", "TauWorkspace")
+
+
+def taugrid_absent(store: Store) -> bool:
+    """True when the cluster is plain Kueue: no TauGrid API is served, or the APIs are read and hold
+    no TauCluster, TauTeam nor TauWorkspace at all. Unreadable (Forbidden, Error, Syncing) is not
+    absent: the TauGrid checks then fail closed as before. A TauWorkspace without its TauCluster is
+    a broken TauGrid cluster, not a plain Kueue one."""
+    for kind in _TAU_KINDS:
+        state = store.access(kind).state
+        if store.list(kind) or state not in (AccessState.ABSENT, AccessState.SYNCED):
+            return False
+    return True
+
+
+def taugrid_absent_message(store: Store) -> str:
+    absent = [k for k in _TAU_KINDS if store.access(k).state is AccessState.ABSENT]
+    why = ("its APIs are not served" if len(absent) == len(_TAU_KINDS)
+           else "no TauCluster, TauTeam or TauWorkspace exists")
+    return f"TauGrid not installed ({why}): a plain Kueue cluster; TauGrid checks do not apply"
 
 
 # --- the observed profile set -------------------------------------------------------------
@@ -451,6 +478,12 @@ def catalog_tuples(ps: ProfileSet, profiles: list[ResolvedWorkloadProfile] | Non
 
 
 def derive_profiles(ctx: RuleContext) -> tuple[ProfilesView, list[Finding]]:
+    if taugrid_absent(ctx.store):
+        # Plain Kueue: said once, as information; profiles are not applicable, not unusable.
+        msg = taugrid_absent_message(ctx.store)
+        return ProfilesView(usable=False, applicable=False, notes=[msg]), [
+            finding(Severity.INFO, TAUGRID_ABSENT, "TauCluster", CLUSTER_NAME, None, msg,
+                    "nothing to do for a plain Kueue cluster; install TauGrid for workspaces and workload profiles")]
     ps = load_profile_set(ctx)
     findings: list[Finding] = []
 

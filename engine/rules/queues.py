@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from pydantic import Field
 
+from .. import quota
 from ..model import ZERO, ClusterQueue, Quantity, Workload
 from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
 from ..model.names import TEAM_LABEL, WORKSPACE_LABEL
@@ -23,6 +24,10 @@ class QueueResource(ViewModel):
     reserved: QuantityField = ZERO
     used: QuantityField = ZERO
     borrowed: QuantityField = ZERO
+    # On the ClusterQueue/Cohort quota tree (engine/quota.py): what one more Workload could reserve
+    # now, and with nothing else admitted (None until the tree is applied: apply_quota_tree).
+    available: QuantityField | None = None
+    potential_available: QuantityField | None = None
 
 
 class QueueFlavor(ViewModel):
@@ -62,12 +67,17 @@ class ClusterQueueView(ViewModel):
 
 
 class CohortResource(ViewModel):
+    """One (flavor, resource) of a Cohort on the quota tree (Kueue's resource_node semantics)."""
+
     name: str
     nominal: QuantityField = ZERO  # the Cohort object's own nominal quota
-    member_nominal: QuantityField = ZERO
-    reserved: QuantityField = ZERO
+    member_nominal: QuantityField = ZERO  # what its children lend it: subtree quota − own nominal
+    reserved: QuantityField = ZERO  # every ClusterQueue of the subtree (child cohorts included)
     used: QuantityField = ZERO
-    borrowed: QuantityField = ZERO
+    borrowed: QuantityField = ZERO  # what its direct children take beyond their own subtree quota
+    subtree_quota: QuantityField = ZERO  # own nominal + what each child can lend (lendingLimit applied)
+    usage: QuantityField = ZERO  # children's usage past their private (lendingLimit-kept) quota
+    available: QuantityField = ZERO  # what can still be reserved at this cohort (negative: over-admitted)
 
 
 class CohortFlavor(ViewModel):
@@ -79,6 +89,8 @@ class CohortView(ViewModel):
     name: str
     implicit: bool
     parent: str | None = None
+    root: str | None = None  # the top of its tree (None: it is a root)
+    depth: int = 0
     members: list[str] = []
     children: list[str] = []
     managed: bool = False
@@ -231,7 +243,38 @@ def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple
         view, f = cluster_queue_view(cq, obs)
         views.append(view)
         findings += f
-    return views, findings
+    return apply_quota_tree(ctx, views), findings
+
+
+def quota_tree(ctx: RuleContext) -> quota.QuotaTree:
+    """The ClusterQueue/Cohort tree with each ClusterQueue's reserved quota as its usage (status)."""
+    cqs = ctx.store.list("ClusterQueue")
+    usage = {cq.name: _usage(cq.status.flavors_reservation) for cq in cqs}
+    cohorts = ctx.store.list("Cohort") if ctx.store.readable("Cohort") else []
+    return quota.build_tree(cqs, cohorts, usage)
+
+
+def apply_quota_tree(ctx: RuleContext, views: list[ClusterQueueView],
+                     tree: quota.QuotaTree | None = None) -> list[ClusterQueueView]:
+    """The views with borrowed, available and potentialAvailable read off the quota tree."""
+    tree = tree or quota_tree(ctx)
+    out = []
+    for v in views:
+        node = tree.node(v.name)
+        if node is None:
+            out.append(v)
+            continue
+        flavors = [
+            QueueFlavor.trusted(name=fl.name, resources=[
+                r.model_copy(update={
+                    "borrowed": quota.borrowed(node, (fl.name, r.name)),
+                    "available": quota.available(node, (fl.name, r.name)),
+                    "potential_available": quota.potential_available(node, (fl.name, r.name)),
+                }) for r in fl.resources])
+            for fl in v.flavors
+        ]
+        out.append(v.model_copy(update={"flavors": flavors}))
+    return out
 
 
 def cluster_queue_view(
@@ -301,60 +344,54 @@ def cluster_queue_view(
 
 
 def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[CohortView]:
+    """Every Cohort (object or bare name) with its figures on the quota tree: subtree quota rolled up
+    from child cohorts, lendingLimits applied, reservations of the whole subtree."""
     explicit = {c.name: c for c in ctx.store.list("Cohort")}
-    names = set(explicit) | {q.cohort for q in queues if q.cohort}
-    names |= {c.spec.parent_name for c in explicit.values() if c.spec.parent_name}
-    members: dict[str, list[ClusterQueueView]] = defaultdict(list)
-    for q in queues:
-        if q.cohort:
-            members[q.cohort].append(q)
-    children: dict[str, list[str]] = defaultdict(list)
-    for c in explicit.values():
-        if c.spec.parent_name:
-            children[c.spec.parent_name].append(c.name)
-
+    tree = quota_tree(ctx)
+    views = {q.name: q for q in queues}
     out: list[CohortView] = []
-    for name in sorted(names):
+    for name in sorted(tree.cohorts):
+        node = tree.cohorts[name]
         obj = explicit.get(name)
-        acc: dict[tuple[str, str], dict[str, Quantity]] = {}
-
-        def slot(fl: str, res: str, acc=acc) -> dict[str, Quantity]:
-            return acc.setdefault((fl, res), {k: ZERO for k in ("nominal", "member", "reserved", "used", "borrowed")})
-
-        if obj is not None:
-            for rg in obj.spec.resource_groups:
-                for fl in rg.flavors:
-                    for r in fl.resources:
-                        s = slot(fl.name, r.name)
-                        s["nominal"] = s["nominal"] + r.nominal_quota
-        for q in members.get(name, []):
-            for fl in q.flavors:
+        own = {fr: lim.nominal for fr, lim in node.quotas.items()}
+        reserved: dict[tuple[str, str], Quantity] = defaultdict(lambda: ZERO)
+        used: dict[tuple[str, str], Quantity] = defaultdict(lambda: ZERO)
+        for leaf in node.subtree_cluster_queues():
+            q = views.get(leaf.name)
+            for fl in q.flavors if q is not None else []:
                 for r in fl.resources:
-                    s = slot(fl.name, r.name)
-                    s["member"] = s["member"] + r.nominal
-                    s["reserved"] = s["reserved"] + r.reserved
-                    s["used"] = s["used"] + r.used
-                    s["borrowed"] = s["borrowed"] + r.borrowed
+                    reserved[(fl.name, r.name)] += r.reserved
+                    used[(fl.name, r.name)] += r.used
+        keys = set(own) | set(node.subtree_quota) | set(reserved) | set(used)
         by_flavor: dict[str, list[CohortResource]] = defaultdict(list)
-        for (fl, res), s in sorted(acc.items()):
-            by_flavor[fl].append(
-                CohortResource(
-                    name=res,
-                    nominal=s["nominal"],
-                    member_nominal=s["member"],
-                    reserved=s["reserved"],
-                    used=s["used"],
-                    borrowed=s["borrowed"],
-                )
-            )
+        for fr in sorted(keys):
+            sub = node.subtree_quota.get(fr, ZERO)
+            mine = own.get(fr, ZERO)
+            borrowed = ZERO
+            for child in node.children:
+                borrowed = borrowed + quota.borrowed(child, fr)
+            by_flavor[fr[0]].append(CohortResource(
+                name=fr[1],
+                nominal=mine,
+                member_nominal=sub - mine,
+                reserved=reserved.get(fr, ZERO),
+                used=used.get(fr, ZERO),
+                borrowed=borrowed,
+                subtree_quota=sub,
+                usage=node.usage.get(fr, ZERO),
+                available=quota.available(node, fr),
+            ))
         labels = obj.labels if obj is not None else {}
+        ancestors = node.ancestors()
         out.append(
             CohortView(
                 name=name,
                 implicit=obj is None,
                 parent=(obj.spec.parent_name or None) if obj is not None else None,
-                members=sorted(q.name for q in members.get(name, [])),
-                children=sorted(children.get(name, [])),
+                root=ancestors[-1].name if ancestors else None,
+                depth=len(ancestors),
+                members=sorted(c.name for c in node.children if c.is_cluster_queue),
+                children=sorted(c.name for c in node.children if not c.is_cluster_queue),
                 managed=labels.get(MANAGED_BY) == TAU_MANAGER,
                 team=labels.get(TEAM_LABEL),
                 flavors=[CohortFlavor(name=f, resources=r) for f, r in sorted(by_flavor.items())],

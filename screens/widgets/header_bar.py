@@ -97,7 +97,9 @@ class HeaderBar(Widget):
             t.append(_captured(fresh.observed_at, frame.now, wide), style=tones.muted)
         c = view.cluster
         t.append(" · ")
-        if c is None:
+        if c is None and not view.profiles.applicable:  # TauGrid not installed: a plain Kueue cluster
+            t.append("plain Kueue (no TauGrid)", style=tones.muted)
+        elif c is None:
             t.append("no TauCluster", style=tones.warn)
         else:
             t.append(f"TauCluster gen {c.generation}")
@@ -121,6 +123,8 @@ class HeaderBar(Widget):
     @staticmethod
     def _problems(frame: Frame, tones: Tones) -> Text | None:
         probs = frame.freshness.problems
+        if not frame.view.profiles.applicable:  # plain Kueue: TauGrid APIs not served is expected, not unknown
+            probs = tuple(p for p in probs if not (p.state == "Absent" and p.kind in ("TauCluster", "TauTeam", "TauWorkspace")))
         if not probs:
             return None
         now = frame.now.timestamp()
