@@ -77,9 +77,10 @@ RULES: tuple[Rule, ...] = (
          part=QueuesPart, needs=("workloads",)),
     Rule("workspaces", _WORKSPACE_READS, (ViewField("workspaces", list[WorkspaceView], []),),
          part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print}),
-    Rule("profiles", frozenset({"TauCluster", "TauWorkspace"}), (ViewField("profiles", ProfilesView, ProfilesView()),),
+    # TauTeam: profiles and MultiKueue say "not applicable" when TauGrid is not installed at all.
+    Rule("profiles", frozenset({"TauCluster", "TauTeam", "TauWorkspace"}), (ViewField("profiles", ProfilesView, ProfilesView()),),
          derive=derive_profiles),
-    Rule("multikueue", frozenset({"TauCluster", "TauWorkspace", "AdmissionCheck", "MultiKueueConfig",
+    Rule("multikueue", frozenset({"TauCluster", "TauTeam", "TauWorkspace", "AdmissionCheck", "MultiKueueConfig",
                                   "MultiKueueCluster"}),
          (ViewField("multikueue", MultiKueueView, MultiKueueView()),), derive=derive_multikueue, needs=("profiles",)),
     Rule("workloads", frozenset({"Workload", "LocalQueue"}), (ViewField("waiting", list[WaitingWorkload], []),),

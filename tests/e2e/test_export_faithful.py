@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 import factories as f
 import pytest
 import yaml
+from tools.simhttp import list_served
 
 from taudash.cli import main
-from taudash.engine.model import BY_KIND, KINDS
+from taudash.engine.model import KINDS
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.export import PARTIAL, export_snapshot, export_to, partial_object
 from taudash.engine.sources.snapshot import load_snapshot
@@ -67,7 +68,7 @@ async def test_live_export_is_faithful_valid_and_round_trips(tmp_path):
         original = await asyncio.to_thread(load_live, None, kc)
         assert await asyncio.to_thread(main, ["export", "--kubeconfig", kc, "-o", str(out)]) == 0
         served = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-                  for o in (await asyncio.to_thread(_db_objects, sim, "Workload"))}
+                  for o in (await asyncio.to_thread(list_served, sim, "Workload"))}
     doc, objs = _objects(out)
     assert "notes" not in doc
     assert not [o for o in objs if PARTIAL in (o["metadata"].get("annotations") or {})]
@@ -88,19 +89,6 @@ async def test_live_export_is_faithful_valid_and_round_trips(tmp_path):
     async with SimServer(out, bookmark_interval=0.05) as again:
         replayed = await asyncio.to_thread(load_live, None, str(again.kubeconfig))
     assert _contract(replayed) == _contract(original)
-
-
-def _db_objects(sim: SimServer, kind: str) -> list[dict]:
-    import json
-    import urllib.request
-
-    k = BY_KIND[kind]
-    ctx = sim.cert.client_context() if sim.cert else None
-    req = urllib.request.Request(f"{sim.url}/apis/{k.group}/v1beta2/{k.plural}",
-                                 headers={"Authorization": f"Bearer {sim.token}"})
-    with urllib.request.urlopen(req, context=ctx) as r:  # noqa: S310 - the loopback simulator
-        doc = json.loads(r.read())
-    return [{"apiVersion": f"{k.group}/v1beta2", "kind": kind, **o} for o in doc["items"]]
 
 
 def _store_without_raw() -> Store:
@@ -198,7 +186,7 @@ async def test_reread_follows_continue_tokens_page_by_page(tmp_path):
             await source.stop()
             out = tmp_path / "paged.yaml"
             await export_to(store, out, target.context, "t", counting)
-            served = await asyncio.to_thread(_db_objects, sim, "Workload")
+            served = await asyncio.to_thread(list_served, sim, "Workload")
         finally:
             await source.stop()
             await target.close()

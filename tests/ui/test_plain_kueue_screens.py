@@ -9,15 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
+from factories import dashboard_app
 from rich.console import Console
 from textual.widgets import Static
 from tools.paths import REPO
 
-from taudash.app import TaudashApp
 from taudash.engine.rules.base import ObjRef
-from taudash.engine.session import Session
-from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo
 from taudash.screens.messages import OpenObject
 from taudash.screens.widgets.keyed_table import KeyedTable
 from taudash.sim.schema import SchemaSet, crd_root
@@ -26,13 +23,6 @@ ROOT = REPO
 FIXTURE = ROOT / "tests" / "fixtures" / "plain-kueue.yaml"
 NOW = datetime(2026, 12, 1, 12, 5, tzinfo=UTC)
 SIZE = (120, 36)
-
-
-def make_app() -> TaudashApp:
-    r = load_snapshot(FIXTURE)
-    assert r.issues == []
-    src = SourceInfo(type="snapshot", context=r.context, path=str(FIXTURE.relative_to(ROOT)), observed_at=r.captured_at)
-    return TaudashApp(Session(r.store, src), clock=lambda: NOW, tick=3600)
 
 
 def plain(widget) -> str:
@@ -56,7 +46,7 @@ def test_the_fixture_is_valid_kueue():
 
 @pytest.mark.parametrize("key,name", [("1", "overview"), ("3", "queues"), ("6", "multikueue"), ("7", "profiles")])
 def test_plain_kueue_screen(snap_compare, key, name):
-    assert snap_compare(make_app(), press=[key], terminal_size=SIZE)
+    assert snap_compare(dashboard_app(FIXTURE, now=NOW, demo=False), press=[key], terminal_size=SIZE)
 
 
 def test_plain_kueue_workload_detail(snap_compare):
@@ -64,11 +54,11 @@ def test_plain_kueue_workload_detail(snap_compare):
         pilot.app.post_message(OpenObject(ObjRef(kind="Workload", namespace="team-a", name="job-train-1")))
         await pilot.pause()
 
-    assert snap_compare(make_app(), run_before=open_object, terminal_size=SIZE)
+    assert snap_compare(dashboard_app(FIXTURE, now=NOW, demo=False), run_before=open_object, terminal_size=SIZE)
 
 
 async def test_queues_show_the_cohort_tree_and_a_queue_s_policies():
-    app = make_app()
+    app = dashboard_app(FIXTURE, now=NOW, demo=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
         await pilot.pause()
@@ -103,7 +93,7 @@ async def test_queues_show_the_cohort_tree_and_a_queue_s_policies():
 
 
 async def test_object_detail_shows_a_workload_s_history_and_a_flavor_s_tolerations():
-    app = make_app()
+    app = dashboard_app(FIXTURE, now=NOW, demo=False)
     async with app.run_test(size=SIZE) as pilot:
         app.post_message(OpenObject(ObjRef(kind="Workload", namespace="team-a", name="job-train-1")))
         await pilot.pause()
@@ -124,7 +114,7 @@ async def test_object_detail_shows_a_workload_s_history_and_a_flavor_s_toleratio
 
 
 async def test_profiles_and_multikueue_say_not_applicable_without_red():
-    app = make_app()
+    app = dashboard_app(FIXTURE, now=NOW, demo=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("7")
         await pilot.pause()
