@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Static
+from tools.waiting import eventually
 
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
@@ -139,10 +140,9 @@ async def test_rehearse_first_runs_on_a_fork_and_shows_the_report(monkeypatch):
         form = app.screen
         form.query_one("#nw-rehearse", MarkedCheckbox).value = True
         await pilot.click("#nw-start")
-        for _ in range(600):  # the worker rehearses in its own thread (a deadline, not a timing)
-            await pilot.pause(0.05)
-            if isinstance(app.screen, RehearsalScreen):
-                break
+        # the worker rehearses in its own thread: wait for the report with a deadline, not a timing
+        await eventually(lambda: isinstance(app.screen, RehearsalScreen), within=180)
+        await pilot.pause()
         assert isinstance(app.screen, RehearsalScreen), "no report was shown"
         report = app.screen.report
         assert report["spec"]["workflow"] == "hold" and report["spec"]["params"]["cqs"] == ["tau-ws-train"]
