@@ -191,6 +191,34 @@ async def test_a_wait_that_outlasts_its_deadline_is_predicted_as_a_stall(real):
     assert state == "Failed" and "gave up waiting" in journal.steps()["drain"].failed
 
 
+def _admitted_in(fork, namespace):
+    for o in fork.objects:
+        conds = {c["type"]: c["status"] for c in (o.get("status") or {}).get("conditions") or []}
+        if o["kind"] == "Workload" and o["metadata"]["namespace"] == namespace and conds.get("Admitted") == "True" \
+                and conds.get("Finished") != "True":
+            return o
+    raise AssertionError(f"no admitted Workload in {namespace}")
+
+
+async def test_workloads_of_owners_the_simulator_does_not_model_are_evicted_too(real):
+    # plain-pod Workloads (owned by a Pod) are not driven by the simulated Kueue; the rehearsal's
+    # stand-in evicts them as Kueue would, and leaves those of queues that are not held alone
+    params = hold_params(real.ctx(), ["tau-ws-train"])
+    await real.caught_up()
+    fork = fork_store(real.live.store, real.world.clock.now(), "c", real.live.identity)
+    held, other = _admitted_in(fork, "train"), _admitted_in(fork, "eval")
+    for i, wl in enumerate((held, other)):
+        wl["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": f"p-{i}",
+                                              "uid": f"pod-uid-{i}", "controller": True}]
+    report = await rehearse("hold", params, fork)
+    res = report["result"]
+    assert res["state"] == "Completed", res["steps"]
+    evicted = {(r["namespace"], r["name"]) for r in res["evicted"]}
+    assert (held["metadata"]["namespace"], held["metadata"]["name"]) in evicted
+    assert (other["metadata"]["namespace"], other["metadata"]["name"]) not in evicted
+    assert res["standInEvictions"] >= 1
+
+
 async def test_unreadable_kinds_carry_over_and_fail_closed(real):
     real.live.store.set_access("Workload", real.live.store.access("Workload").state.__class__("Forbidden"))
     params = hold_params(real.ctx(), ["tau-ws-train"])

@@ -216,7 +216,8 @@ def _finding_row(f) -> dict[str, Any]:
 
 def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal: Journal, world, before: dict,
                  before_view, after_view, timeline: dict, timing: dict, wait_timeout: float | None,
-                 fork_writes: dict, seed: int, refused: list[str] | None = None) -> dict[str, Any]:
+                 fork_writes: dict, seed: int, refused: list[str] | None = None,
+                 stand_in: int = 0) -> dict[str, Any]:
     wf = build(kind, params)
     team_of = {q.name: q.team for q in before_view.cluster_queues}
     lqs = {(o["metadata"].get("namespace") or "", o["metadata"]["name"]): o for o in world.mirror.list("LocalQueue")}
@@ -313,6 +314,10 @@ def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal
             # Simulated controllers' writes the fork's schema refused (e.g. a Workload derived from a
             # partially copied Job): dropped, as a real API server would refuse them.
             "refusedControllerWrites": len(refused or []),
+            "refusedSamples": list(refused or [])[:5],
+            # Workloads whose owner the simulator does not model (e.g. Pods), evicted or released by
+            # the rehearsal's stand-in for Kueue (taudash/rehearse/standin.py)
+            "standInEvictions": stand_in,
             "timing": timing,
             "predictedSeconds": sum(s["simulatedSeconds"] or 0 for s in steps),
             "steps": steps,

@@ -35,6 +35,7 @@ from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer
 from taudash.sim.world import World
 
+from . import standin
 from .fork import Fork
 from .report import build_report
 
@@ -145,8 +146,11 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
             if on_event is not None:
                 on_event(e)
 
+        stand_in = {"n": 0}
+
         async def sleep(_dt: float) -> None:
             world.step(step)
+            stand_in["n"] += standin.reconcile(world)  # Workloads of owners the simulator does not model
             steps_taken["n"] += 1
             refresh()
             await asyncio.sleep(0)
@@ -168,6 +172,7 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
             timing={"simulatedSeconds": round(world.clock.now() - sim_start, 3), "runWallSeconds": round(run_wall, 3),
                     "setupWallSeconds": round(setup_wall, 3), "totalWallSeconds": round(time.perf_counter() - wall0, 3),
                     "stepSeconds": step, "worldSteps": steps_taken["n"]},
+            stand_in=stand_in["n"],
             wait_timeout=wait_timeout, fork_writes=dict(sim.api.writes), seed=seed,
             refused=list(world.writer.errors))
     finally:
