@@ -103,6 +103,11 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
         # A write the schema refuses is dropped and counted, never raised: partial copies (slim kinds)
         # can make a controller's derived object incomplete, which says nothing about the workflow.
         world.writer.strict = False
+        # One reconcile at the copy's own instant (no time passes): what the controllers would change
+        # anyway on first sight of the copy belongs to the baseline, not to the workflow's effects.
+        world.step(0)
+        standin.reconcile(world)
+        world.sync()
         fstore = _ForkStore(world, fork.access)
         store = fstore.current()
         ctx = _ForkContext(store=store, actions=Actions.read_only("not connected yet"), config=config,
