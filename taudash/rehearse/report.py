@@ -154,6 +154,30 @@ def object_diff(before: dict | None, after: dict | None, rid: str = "") -> list[
             for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p)]
 
 
+def _paths(prefix: str, value: Any, out: set[str]) -> None:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _paths(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out.add(prefix)
+
+
+def written_paths(journal: Journal) -> dict[tuple[str, str | None, str], set[str]]:
+    """Per object, the fields the run's patches set (what the fork's API server defaulted on the same
+    write — fields a live object already carries — is not the workflow's change)."""
+    out: dict[tuple[str, str | None, str], set[str]] = {}
+    for r in journal.records:
+        data = r.get("data") or {}
+        op, result = data.get("op"), data.get("result") or {}
+        if r["event"] == "executed" and isinstance(op, dict) and result.get("changed") and op.get("patch"):
+            _paths("", op["patch"], out.setdefault((op.get("kind"), op.get("namespace"), op.get("name")), set()))
+    return out
+
+
+def _within(path: str, written: set[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in written)
+
+
 def written_objects(journal: Journal) -> list[tuple[str, str, str | None, str]]:
     """(verb, kind, namespace, name) of every write the run made that changed something, in order."""
     out: dict[tuple[str, str, str | None, str], None] = {}
@@ -248,13 +272,15 @@ def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal
 
     # Objects the workflow wrote: their end state as a diff of what an operator changes.
     changes = []
+    paths = written_paths(journal)
     for verb, k, ns, name in written_objects(journal):
         prev = before.get(k, {}).get((ns or "", name)) if k in before else None
         now = world.mirror.get(k, name, ns) if k in before else None
         gone = now is None or bool((now.get("metadata") or {}).get("deletionTimestamp"))
         changes.append({"verb": verb, "kind": k, "namespace": ns, "name": name,
                         "deleted": verb == "delete" and gone,
-                        "diff": [] if verb == "delete" else object_diff(prev, now, rid)})
+                        "diff": [] if verb == "delete" else
+                        [d for d in object_diff(prev, now, rid) if _within(d["path"], paths.get((k, ns, name), set()))]})
 
     # Steps: simulated durations, where it stalled.
     planned_ev = planned_evictions(journal)
