@@ -360,3 +360,26 @@ def _ticker(world):
             await asyncio.sleep(0.02)
 
     return tick
+
+
+async def test_on_a_terminal_the_rehearsal_asks_before_running_for_real(real):
+    kc = str(real.sim.kubeconfig)
+    argv = ["workflow", "start", "hold", "--cq", "tau-ws-eval", "--keep-pending", "--rehearse", "--kubeconfig", kc]
+    calls = []
+
+    async def for_real(args):
+        calls.append((args.rehearse, args.after_rehearsal))
+        return 0
+
+    questions = []
+    for answer, expected in (("n", []), ("y", [False])):
+        calls.clear()
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            code = await rhcli.run_rehearsal(parse_args(argv), wfcli._params, run_for_real=for_real,
+                                             ask=lambda q, a=answer: questions.append(q) or a, argv=["taudash", *argv],
+                                             interactive=True)
+        assert code == 0 and [c[0] for c in calls] == expected
+        if calls:  # yes: the real run follows this rehearsal
+            assert load(calls[0][1])["spec"]["params"]["cqs"] == ["tau-ws-eval"]
+    assert questions == ["run it for real now? [y/N] "] * 2
+    assert real.sim.api.writes == {}

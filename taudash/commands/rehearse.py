@@ -80,7 +80,7 @@ def real_command(argv: list[str], rid: str) -> str:
 
 
 async def run_rehearsal(args, params_of: Callable[[Any, Any], dict], run_for_real=None, ask=input,
-                        argv: list[str] | None = None) -> int:
+                        argv: list[str] | None = None, interactive: bool | None = None) -> int:
     """Fork the cluster (read-only connection, closed before the rehearsal starts), rehearse, save the
     report, print it, and say how to run it for real (or ask, on a terminal)."""
     from taudash.engine.rules.base import RuleConfig
@@ -111,7 +111,9 @@ async def run_rehearsal(args, params_of: Callable[[Any, Any], dict], run_for_rea
     print(f"rehearsal {rid} saved to {path}", file=sys.stderr)
     print(f"run it for real: {clean(command)}", file=sys.stderr)
     predicted = report["result"]["state"]
-    if run_for_real is not None and sys.stdin.isatty() and sys.stdout.isatty() and not args.read_only:
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if run_for_real is not None and interactive and not args.read_only:
         answer = ask("run it for real now? [y/N] ")
         if answer.strip().lower() in ("y", "yes"):
             args.rehearse = False
