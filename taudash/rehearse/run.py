@@ -90,16 +90,30 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
     wall0 = time.perf_counter()
     build(kind, params)  # a workflow that cannot be built fails here, before any server starts
     tmp = Path(tempfile.mkdtemp(prefix="taudash-rehearsal-"))
-    sim = SimServer(snapshot=None, objects=fork.objects, seed=seed, context="taudash-rehearsal")
+    # Plain HTTP on loopback: a throwaway in-process server reached by this process only (no key to
+    # generate, no TLS on the rehearsal's few hundred requests).
+    sim = SimServer(snapshot=None, objects=fork.objects, seed=seed, context="taudash-rehearsal", tls=False)
     target = None
     keeper: asyncio.Task | None = None
     quiet = _Quiet()
     try:
         quiet.__enter__()
+        phases: dict[str, float] = {}
+        mark = time.perf_counter()
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = time.perf_counter()
+            phases[name] = round(now - mark, 3)
+            mark = now
+
         await sim.start()
+        sim.db.add_admission(standin.refuse_incomplete_workloads)
+        phase("seed")
         if on_sim is not None:
             on_sim(sim)
         world = World(sim.db, seed=seed, start=fork.now, scenario=QUIET, system_namespace=config.system_namespace)
+        phase("world")
         # A write the schema refuses is dropped and counted, never raised: partial copies (slim kinds)
         # can make a controller's derived object incomplete, which says nothing about the workflow.
         world.writer.strict = False
@@ -108,12 +122,15 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
         world.step(0)
         standin.reconcile(world)
         world.sync()
+        phase("settle")
         fstore = _ForkStore(world, fork.access)
         store = fstore.current()
+        phase("store")
         ctx = _ForkContext(store=store, actions=Actions.read_only("not connected yet"), config=config,
                            clock=world.clock.now, artifacts_dir=tmp / "artifacts")
         before_view = ctx.view()
         before = {k: {_key(o): o for o in world.mirror.list(k)} for k in WRITTEN_KINDS}
+        phase("view")
         setup_wall = time.perf_counter() - wall0
 
         target = await connect(None, str(sim.kubeconfig))
@@ -176,7 +193,7 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
             before=before, before_view=before_view, after_view=after_view, timeline=timeline,
             timing={"simulatedSeconds": round(world.clock.now() - sim_start, 3), "runWallSeconds": round(run_wall, 3),
                     "setupWallSeconds": round(setup_wall, 3), "totalWallSeconds": round(time.perf_counter() - wall0, 3),
-                    "stepSeconds": step, "worldSteps": steps_taken["n"]},
+                    "stepSeconds": step, "worldSteps": steps_taken["n"], "setupPhases": phases},
             stand_in=stand_in["n"],
             wait_timeout=wait_timeout, fork_writes=dict(sim.api.writes), seed=seed,
             refused=list(world.writer.errors))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from taudash.sim.controllers.base import condition, controller_owner, is_true, meta, with_condition
 from taudash.sim.controllers.jobs import SOURCE_KINDS
 from taudash.sim.controllers.queues import stop_policy
+from taudash.sim.errors import Invalid
 
 
 def reconcile(world) -> int:
@@ -63,3 +64,15 @@ def reconcile(world) -> int:
                             {"conditions": conds, "admission": None, "admissionChecks": None})
         n += 1
     return n
+
+
+def refuse_incomplete_workloads(op: str, resource, new, _old) -> None:
+    """An admission hook for the fork: a Workload created without containers in a pod set (derived by
+    the simulated Kueue from a partially copied source, e.g. a slim Deployment) is refused up front —
+    the Kueue CRD schema refuses it too (`containers: Required value`), only after a costly check."""
+    if op != "CREATE" or resource.kind != "Workload" or new is None:
+        return
+    for i, ps in enumerate((new.get("spec") or {}).get("podSets") or ()):
+        if not (((ps or {}).get("template") or {}).get("spec") or {}).get("containers"):
+            raise Invalid.of(resource, (new.get("metadata") or {}).get("name") or "",
+                             [(f"spec.podSets[{i}].template.spec.containers", "FieldValueRequired", "Required value")])
