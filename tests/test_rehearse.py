@@ -21,7 +21,7 @@ from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_
 from taudash.engine.workflows.base import Context
 from taudash.engine.workflows.catalog import affected_queues
 from taudash.engine.workflows.hold import deactivated_by
-from taudash.engine.workflows.params import drain_params, hold_params, rollback_params
+from taudash.engine.workflows.params import drain_params, hold_params, release_params, rollback_params
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
 from taudash.rehearse import RehearsalError, fork_store, load, rehearse, render_table, save
@@ -141,6 +141,22 @@ async def test_hold_rehearsal_predicts_the_real_run_and_writes_nothing(real):
     assert res["timing"]["speedFactor"] and res["timing"]["simulatedSeconds"] > 0
 
     journal, state = await real.run("hold", params)
+    assert_predicted(real, report, journal, state)
+
+
+async def test_release_rehearsal_predicts_the_reactivations(real):
+    params = hold_params(real.ctx(), ["tau-ws-train"])
+    hold, state = await real.run("hold", params)
+    assert state == "Completed" and deactivated_by(hold)
+    rel = release_params(reactivate_from=hold.id, ctx=real.ctx())
+    report = await real.rehearse("release", rel)
+    res = report["result"]
+    assert res["state"] == "Completed"
+    reactivated = {(c["namespace"], c["name"]) for c in res["changes"] if c["kind"] == "Workload"}
+    assert reactivated == set(deactivated_by(hold))
+    wl = next(c for c in res["changes"] if c["kind"] == "Workload")
+    assert {"path": "spec.active", "before": False, "after": True} in wl["diff"]
+    journal, state = await real.run("release", rel)
     assert_predicted(real, report, journal, state)
 
 
