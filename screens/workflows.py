@@ -61,6 +61,7 @@ from .presenters import (
     stack,
     workflows_of,
 )
+from .rehearsal import RehearseWorkflow
 from .text import Tones, lit, span
 from .widgets.choices import ChoiceSet, MarkedCheckbox, MarkedRadioButton, MarkedSelectionList
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -459,6 +460,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                                  value=self.workspace if self.workspace in {w.name for w in self.workspaces}
                                  else Select.NULL)
             yield Static(self._steps_text(), id="nw-steps")
+            yield MarkedCheckbox("Rehearse first on a simulated fork: show the predicted outcome, write nothing",
+                                 value=False, id="nw-rehearse")
             yield Static("", id="nw-error")
             with Horizontal(id="nw-buttons"):
                 yield Button("Cancel", id="nw-cancel", variant="primary")
@@ -560,6 +563,10 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
             return
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a journal the helpers cannot read
             self.query_one("#nw-error", Static).update(lit(f"✖ {exc.__class__.__name__}: {exc}"))
+            return
+        if self.query_one("#nw-rehearse", MarkedCheckbox).value:  # the app rehearses; nothing is started
+            self.app.post_message(RehearseWorkflow(self.kind, params))
+            self.dismiss(None)
             return
         self.dismiss((self.kind, params))
 

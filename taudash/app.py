@@ -35,6 +35,7 @@ from taudash.screens.messages import (
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.palette import NavigationProvider
 from taudash.screens.registry import REGISTRY
+from taudash.screens.rehearsal import RehearsalScreen, RehearseWorkflow
 from taudash.screens.workflow_run import RunOptions, WorkflowHost
 from taudash.screens.workflows import WorkflowProvider
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
@@ -152,6 +153,43 @@ class TaudashApp(App):
             self.notify(f"read-only: {message.title} was not run ({why})", severity="warning", markup=False)
             return
         self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
+
+    # rehearsals (issue 24) ------------------------------------------------------------------
+    def on_rehearse_workflow(self, message: RehearseWorkflow) -> None:
+        """Fork the session's store now (on the loop that feeds it: a consistent copy), rehearse in a
+        worker thread, show the report. Nothing is written to the cluster."""
+        from contextlib import nullcontext
+
+        from taudash.rehearse import fork_store
+
+        s = self.session
+        with s.lock if s.lock is not None else nullcontext():
+            fork = fork_store(s.store, self.clock().timestamp(), s.source.context, s.cluster)
+        self.notify(f"rehearsing the {message.kind} workflow on a simulated fork ({len(fork.objects)} objects); "
+                    "nothing is written to the cluster", markup=False)
+        self._rehearse(message.kind, message.params, fork)
+
+    @work(thread=True, exclusive=True, group="rehearse", exit_on_error=False, description="rehearse a workflow")
+    def _rehearse(self, kind: str, params: dict, fork) -> None:
+        import asyncio
+
+        from taudash.rehearse import rehearse, save
+
+        try:
+            report = asyncio.run(rehearse(kind, params, fork, config=self.session.config,
+                                          wait_timeout=self.workflows.options.wait_timeout))
+            save(report)
+        except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
+            self.call_from_thread(self.notify, f"the rehearsal failed: {exc}", severity="error", markup=False)
+            return
+        self.call_from_thread(self.show_rehearsal, kind, params, report)
+
+    def show_rehearsal(self, kind: str, params: dict, report: dict) -> None:
+        def chosen(real: bool | None) -> None:
+            if real:  # the ordinary start: journaled, every step asks before it writes
+                self.post_message(StartWorkflow(kind, params))
+
+        self.push_screen(RehearsalScreen(report, can_run=self.workflows.writable), chosen)
 
     def action_help(self) -> None:
         screen = self.screen

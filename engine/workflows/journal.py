@@ -66,14 +66,16 @@ class Journal:
 
     @classmethod
     def create(cls, workflow_id: str, kind: str, params: dict[str, Any], context: str | None,
-               directory: Path | None = None, cluster: ClusterIdentity | None = None) -> Journal:
+               directory: Path | None = None, cluster: ClusterIdentity | None = None,
+               rehearsal: str | None = None) -> Journal:
         d = directory or workflows_dir()
         path = d / f"{workflow_id}.jsonl"
         if path.exists():
             raise JournalError(f"workflow {workflow_id} already exists ({path})")
         j = cls(path)
         j.append("created", None, {"id": workflow_id, "kind": kind, "params": params, "context": context,
-                                   "cluster": cluster.to_dict() if cluster is not None else None})
+                                   "cluster": cluster.to_dict() if cluster is not None else None,
+                                   **({"rehearsal": rehearsal} if rehearsal else {})})  # the rehearsal it follows
         return j
 
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("dashboard", "profiles", "sim", "export", "workflow", "bench", "history", "serve", "why")
+MODULES = ("dashboard", "profiles", "sim", "export", "workflow", "bench", "history", "serve", "why", "rehearse")
 
 
 def register_all(sub, add_source_args) -> None:

@@ -42,6 +42,15 @@ def register(sub, add_source_args) -> None:
         p.add_argument("--wait-timeout", type=float, metavar="SECONDS",
                        help="give up a step's wait after this long (default: the step's own, 15 min for most)")
 
+    def start_conn(p):
+        conn(p)
+        p.add_argument("--rehearse", action="store_true",
+                       help="rehearse on a simulated fork of the cluster first: nothing is written to the cluster; "
+                            "prints the predicted outcome and saves a report (docs/rehearsal.md)")
+        p.add_argument("--after-rehearsal", metavar="RID",
+                       help="run for real after rehearsal RID (same workflow, parameters and cluster, or refused); "
+                            "`workflow status` then shows prediction beside reality")
+
     s = wsub.add_parser("start", help="start a workflow")
     add_source_args(s, frozenset(), shown=False)
     ssub = s.add_subparsers(dest="wf_kind", metavar="WORKFLOW", required=True)
@@ -50,21 +59,21 @@ def register(sub, add_source_args) -> None:
     h.add_argument("--profile", action="append", default=[], metavar="P", help="every queue this profile resolves to")
     h.add_argument("--mode", choices=("HoldAndDrain", "Hold"), default="HoldAndDrain")
     h.add_argument("--keep-pending", action="store_true", help="do not deactivate pending Workloads")
-    conn(h)
+    start_conn(h)
     r = ssub.add_parser("release", help="restore admission (stopPolicy None), optionally reactivating Workloads")
     r.add_argument("--cq", action="append", default=[], metavar="NAME")
     r.add_argument("--reactivate-from", metavar="ID", help="reactivate the Workloads that workflow deactivated")
-    conn(r)
+    start_conn(r)
     c = ssub.add_parser("catalog", help="the five-step workload profile catalog change")
     c.add_argument("--catalog", required=True, metavar="FILE", help="new catalog: profile list, {workloadProfiles}, or a TauCluster")
     c.add_argument("--cq", action="append", default=[], metavar="NAME", help="also hold this ClusterQueue")
-    conn(c)
+    start_conn(c)
     rb = ssub.add_parser("rollback", help="roll a catalog change back from its journal")
     rb.add_argument("--from", dest="from_id", required=True, metavar="ID", help="the catalog workflow to undo")
-    conn(rb)
+    start_conn(rb)
     d = ssub.add_parser("drain", help="supervise a workspace deletion/retarget drain: remove blockers one by one")
     d.add_argument("--workspace", required=True)
-    conn(d)
+    start_conn(d)
 
     # list/status/abort read or append to the local journal only: --read-only is honoured trivially
     # (abort writes nothing to the cluster, so it stays allowed in read-only mode).
@@ -115,12 +124,15 @@ def run(args) -> int:
             print(f"workflow {journal.id} marked aborted; nothing in the cluster was changed", file=sys.stderr)
             return EXIT_OK
         doc = status(journal)
+        if journal.header.get("rehearsal"):  # prediction beside reality (docs/rehearsal.md)
+            doc["rehearsal"] = _prediction(journal)
         if args.output == "json":
             print(json.dumps(doc, indent=2, default=str))
         else:
             _print_status(doc)
         return EXIT_OK
-    _refuse_if_read_only(args, args.context)  # before connecting: flag, env, config (global or --context)
+    if not getattr(args, "rehearse", False):  # a rehearsal writes nothing to the cluster: allowed read-only
+        _refuse_if_read_only(args, args.context)  # before connecting: flag, env, config (global or --context)
     if cmd == "resume":
         try:
             _resumable(_open(args.id))  # before connecting: a finished run needs no cluster
@@ -190,6 +202,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
     from taudash.engine.rules.base import RuleConfig
 
     running = running if running is not None else {}
+    if getattr(args, "rehearse", False):
+        from .rehearse import run_rehearsal
+
+        return await run_rehearsal(args, _params, run_for_real=lambda a: _run_live(a, running))
     interactive = sys.stdin.isatty() and not args.yes
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("workflows change the cluster: pass --yes to confirm from a script")
@@ -211,11 +227,18 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
+            rehearsal = None
+            if getattr(args, "after_rehearsal", None):
+                from .rehearse import after_rehearsal
+
+                rehearsal = after_rehearsal(args.after_rehearsal, args.wf_kind, params, live.target.context,
+                                            live.identity)
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
                       f"binding the journal to the server URL {live.identity.server} only", file=sys.stderr)
-            journal = Journal.create(wid, args.wf_kind, params, live.target.context, cluster=live.identity)
+            journal = Journal.create(wid, args.wf_kind, params, live.target.context, cluster=live.identity,
+                                     rehearsal=rehearsal)
             print(f"workflow {wid} ({args.wf_kind}) journal {journal.path}", file=sys.stderr)
             for line in params.get("diff") or []:  # what the catalog change does, and why each queue holds
                 print(f"  {clean(line)}", file=sys.stderr)
@@ -349,6 +372,7 @@ def _print_status(doc: dict) -> None:
             out(f"      error: {s['error']}")
     for ref in doc.get("deactivated") or []:
         out(f" deactivated Workload {ref}")
+    _print_prediction(doc.get("rehearsal"))
     for name, path in doc.get("artifacts", {}).items():
         out(f" artifact {name}: {path}")
     out(f" journal: {doc['journal']}")
@@ -362,3 +386,38 @@ def _print_deactivated(refs: list[str], wid: str) -> None:
 
 def out(line: str) -> None:
     print(clean(line))
+
+
+def _prediction(journal: Journal) -> dict:
+    from taudash.rehearse import RehearsalError, compare, load
+
+    try:
+        return compare(load(journal.header["rehearsal"]), journal)
+    except RehearsalError as exc:
+        return {"rehearsal": journal.header["rehearsal"], "error": str(exc)}
+
+
+def _print_prediction(p: dict | None) -> None:
+    """Per step: predicted (rehearsal, simulated time) beside actual (this run, wall time)."""
+    if not p:
+        return
+    if p.get("error"):
+        out(f" rehearsal {p['rehearsal']}: {p['error']}")
+        return
+    out(f" rehearsal {p['rehearsal']}: predicted {p['predictedResult']}, actual {p['actualState']}")
+    out("   step                 duration predicted / actual   evictions   deactivations")
+    for s in p["steps"]:
+        dur = f"{_secs(s['predictedSeconds'])} / {_secs(s['actualSeconds'])}"
+        out(f"   {s['id'][:20]:20} {dur:31} {s['predictedEvictions']:>3} / {s['actualEvictions']:<3}   "
+            f"{s['predictedDeactivations']:>3} / {s['actualDeactivations']:<3}")
+    for label, key in (("objects changed", "objects"), ("Workloads deactivated", "deactivations")):
+        d = p[key]
+        line = f"   {label}: predicted {d['predicted']}, actual {d['actual']}"
+        if d["onlyPredicted"] or d["onlyActual"]:
+            line += (f" (only predicted: {', '.join(d['onlyPredicted'][:5]) or '-'}; "
+                     f"only actual: {', '.join(d['onlyActual'][:5]) or '-'})")
+        out(line)
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f} s"
