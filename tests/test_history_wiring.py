@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
+from tools.history_fixture import GPU, NOW, T, build, demo_session, sample_values
+from tools.waiting import eventually
+
 from taudash.commands.dashboard import attach_history
 from taudash.engine.history import db as hdb
 from taudash.engine.history import query
@@ -13,8 +16,6 @@ from taudash.engine.history.queued import QueuedRecorder
 from taudash.engine.history.reader import HistoryReader
 from taudash.engine.history.recorder import Recorder
 from taudash.engine.session import HISTORY_BUCKETS, HISTORY_WINDOW
-from tools.history_fixture import GPU, NOW, T, build, demo_session, sample_values
-from tools.waiting import eventually
 
 A100 = "taugrid-gpu-a100-80gb"
 
@@ -145,9 +146,10 @@ async def test_serve_on_a_simulator_records_history_and_writes_nothing_to_the_cl
 
 
 async def test_serve_on_a_snapshot_records_nothing(tmp_path, monkeypatch):
+    from tools.history_fixture import DEMO
+
     from taudash.cli import parse_args
     from taudash.commands.serve import Serve
-    from tools.history_fixture import DEMO
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
     serve = Serve(parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"]), None)
