@@ -5,6 +5,8 @@ preempted by whom. Reads only through the session's read-only history handle (en
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
@@ -105,6 +107,8 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         self.range_index = 0
         self.data: HistoryWindow | None = None
         self._loaded_key: tuple | None = None
+        self._loading_key: tuple | None = None
+        self.error: str | None = None
         self._records: dict[str, object] = {}
 
     # composition -------------------------------------------------------------------------
@@ -167,15 +171,42 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         step = self.range_seconds / BUCKETS
         return (*super().frame_signature(frame), self.range_index, int(frame.now.timestamp() // step))
 
+    @property
+    def loaded(self) -> bool:
+        """The data shown is the current range's (no read in flight)."""
+        return self._loading_key is None and self._loaded_key is not None
+
     def _load(self, frame: Frame) -> HistoryWindow | None:
+        """The data to show now; a read of the range's newest bucket runs on a thread (a day of samples of a
+        large fleet takes SQLite a second or two: never on the UI loop) and re-renders when it lands."""
         reader = self.session.history_reader
         if reader is None:
             return None
         key = (self.range_index, int(frame.now.timestamp() // (self.range_seconds / BUCKETS)))
-        if key != self._loaded_key:
-            self.data = reader.window(frame.now.timestamp(), self.range_seconds, BUCKETS)
-            self._loaded_key = key
-        return self.data
+        if key not in (self._loaded_key, self._loading_key):
+            self._loading_key = key
+            now, seconds = frame.now.timestamp(), self.range_seconds
+            self.run_worker(partial(self._fetch, reader, key, now, seconds), thread=True, exclusive=True,
+                            group="history-read", exit_on_error=False, description="read history")
+        return self.data if self._loaded_key is not None and self._loaded_key[0] == self.range_index else None
+
+    def _fetch(self, reader, key: tuple, now: float, seconds: float) -> None:
+        try:
+            data, error = reader.window(now, seconds, BUCKETS), None
+        except Exception as exc:  # an unreadable file: said on the screen, retried at the next bucket
+            data, error = None, f"{type(exc).__name__}: {exc}"
+        self.app.call_from_thread(self._landed, key, data, error)
+
+    def _landed(self, key: tuple, data: HistoryWindow | None, error: str | None) -> None:
+        if key != self._loading_key:
+            return  # a newer read was asked for
+        self._loading_key = None
+        self._loaded_key = key
+        self.data = data
+        self.error = error
+        self.redraw_next()
+        if self.frame is not None and self.is_mounted:
+            self.show(self.frame)
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
@@ -193,9 +224,19 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         self.query_one("#hist-range", Static).update(head)
         none = self.query_one("#hist-none", Static)
         body = self.query_one("#hist-data", Vertical)
+        if self._loading_key is not None:
+            head.append(f" · reading the last {self.range_label} …", style=tones.muted)
+            self.query_one("#hist-range", Static).update(head)
         if data is None or data.empty:
-            text = NO_HISTORY if data is None else f"nothing recorded in the last {self.range_label}" \
-                " — taudash records while the dashboard or `taudash serve` runs"
+            if self._loading_key is not None:
+                text = f"reading the last {self.range_label} of history …"
+            elif self.error is not None:
+                text = f"history unreadable: {self.error}"
+            elif data is None:
+                text = NO_HISTORY
+            else:
+                text = f"nothing recorded in the last {self.range_label} — taudash records while the dashboard " \
+                    "or `taudash serve` runs"
             none.update(lit(text, tones.unknown))
             none.display = True
             body.display = False

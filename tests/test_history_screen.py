@@ -33,8 +33,15 @@ def make_app(path=None) -> TaudashApp:
 async def to_history(pilot) -> HistoryScreen:
     pilot.app.post_message(Navigate("history"))
     assert await eventually(lambda: isinstance(pilot.app.screen, HistoryScreen) and pilot.app.screen.frame is not None)
+    return await settled(pilot)
+
+
+async def settled(pilot) -> HistoryScreen:
+    """Until the screen shows the current range's data (it is read on a thread)."""
+    screen = pilot.app.screen
+    assert await eventually(lambda: screen.loaded or screen.session.history_reader is None)
     await pilot.pause()
-    return pilot.app.screen
+    return screen
 
 
 def plain(app, selector: str) -> str:
@@ -52,6 +59,7 @@ def test_history_week(snap_compare, recorded):
     async def week(pilot):
         await to_history(pilot)
         await pilot.press("right_square_bracket", "right_square_bracket")
+        await settled(pilot)
 
     assert snap_compare(make_app(recorded), run_before=week, terminal_size=SIZE)
 
@@ -59,7 +67,10 @@ def test_history_week(snap_compare, recorded):
 def test_history_preemption_log(snap_compare, recorded):
     async def log(pilot):
         await to_history(pilot)
-        await pilot.press("right_square_bracket", "right_square_bracket", "l")
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        await settled(pilot)
+        await pilot.press("l")
+        await pilot.pause()
 
     assert snap_compare(make_app(recorded), run_before=log, terminal_size=SIZE)
 
@@ -90,7 +101,7 @@ async def test_range_keys_step_through_1h_24h_7d_and_stop_at_the_ends(recorded):
         await pilot.press("left_square_bracket")  # already the shortest
         assert screen.range_label == "1h"
         await pilot.press("right_square_bracket")
-        assert await eventually(lambda: screen.data.step == 720)
+        assert await eventually(lambda: screen.loaded and screen.data.step == 720)
         assert screen.range_label == "24h" and "[24h]" in plain(app, "#hist-range")
         assert screen.data.start == T - 86400 and screen.data.end == T
         # the hour nobody recorded is a gap (None), not zeros, in the 24-hour buckets
@@ -99,17 +110,17 @@ async def test_range_keys_step_through_1h_24h_7d_and_stop_at_the_ends(recorded):
         assert gap and all(v is None for v in gap)
         assert all(v is not None for ts, v in a100.reserved if ts >= T - 3600)
         await pilot.press("right_square_bracket", "right_square_bracket")  # 7d, then nothing longer
-        assert await eventually(lambda: screen.data.step == 5040)
+        assert await eventually(lambda: screen.loaded and screen.data.step == 5040)
         assert screen.range_label == "7d"
         # the week's preemptions are listed, newest first; the hour only had one
         log = app.screen.query_one("#hist-log", KeyedTable)
-        assert log.row_count == 4
         names = [r.name for r in screen.data.preemptions]
         assert names[0] == "job-sam2-finetune-549d1" and "job-probe-linear-1x-e7474" in names
+        assert await eventually(lambda: log.row_count == 4)
         assert "4 preemptions" in str(app.screen.query_one("#hist-evictions", Plot).title)
         await pilot.press("left_square_bracket", "left_square_bracket")
-        assert await eventually(lambda: screen.data.step == 30)
-        assert log.row_count == 1
+        assert await eventually(lambda: screen.loaded and screen.data.step == 30)
+        assert await eventually(lambda: log.row_count == 1)
 
 
 # --- drill-down ------------------------------------------------------------------------------------------
@@ -137,8 +148,9 @@ async def test_p_on_a_preemption_whose_preemptor_is_gone_says_so_and_opens_nothi
     app = make_app(recorded)
     async with app.run_test(size=SIZE) as pilot:
         screen = await to_history(pilot)
-        await pilot.press("right_square_bracket", "l")  # 24h: the third row's preemptor was gone
-        assert await eventually(lambda: screen.data.step == 720)
+        await pilot.press("right_square_bracket")  # 24h: the third row's preemptor was gone
+        assert await eventually(lambda: screen.loaded and screen.data.step == 720)
+        await pilot.press("l")
         log = app.screen.query_one("#hist-log", KeyedTable)
         assert await eventually(lambda: log.row_count == 3)
         # the demo's own preemption (recorded from the snapshot) is the second row
@@ -185,3 +197,44 @@ async def test_a_range_with_nothing_recorded_says_so_not_zero(recorded, tmp_path
         text = plain(app, "#hist-none")
         assert "nothing recorded in the last 1h" in text
         assert not app.screen.query_one("#hist-data").display
+
+
+class SlowReader:
+    """A reader whose read waits for the test (a big file): the screen must not wait with it."""
+
+    def __init__(self, path, fail: bool = False) -> None:
+        import threading
+
+        self.inner = HistoryReader(path)
+        self.go = threading.Event()
+        self.fail = fail
+
+    def window(self, now, seconds, buckets):
+        self.go.wait(30)
+        if self.fail:
+            raise OSError("disk I/O error")
+        return self.inner.window(now, seconds, buckets)
+
+
+async def test_a_slow_read_runs_off_the_ui_and_the_screen_says_it_is_reading(recorded):
+    app = make_app()
+    app.session.history_reader = reader = SlowReader(recorded)
+    async with app.run_test(size=SIZE) as pilot:
+        pilot.app.post_message(Navigate("history"))
+        assert await eventually(lambda: isinstance(app.screen, HistoryScreen) and app.screen.frame is not None)
+        screen = app.screen
+        await pilot.press("right_square_bracket")  # keys still work while the read waits
+        assert await eventually(lambda: "reading the last 24h" in plain(app, "#hist-none"))
+        assert not screen.loaded and not app.screen.query_one("#hist-data").display
+        reader.go.set()
+        assert await eventually(lambda: screen.loaded and screen.data is not None and screen.data.step == 720)
+        assert await eventually(lambda: app.screen.query_one("#hist-data").display)
+
+
+async def test_an_unreadable_file_is_said_on_the_screen(recorded):
+    app = make_app()
+    app.session.history_reader = reader = SlowReader(recorded, fail=True)
+    reader.go.set()
+    async with app.run_test(size=SIZE) as pilot:
+        await to_history(pilot)
+        assert "history unreadable: OSError: disk I/O error" in plain(app, "#hist-none")
