@@ -2,8 +2,9 @@
 
 Derives the view on a timer (one derive at a time; a slow one delays the next tick instead of
 stacking up), optionally exports it to Prometheus (`--metrics ADDR`), and stops cleanly on SIGINT
-or SIGTERM (exit 0). Read-only by construction: the session's write path is `Actions.read_only`,
-and nothing here builds another.
+or SIGTERM (exit 0). A live cluster's history is recorded into its per-cluster file while serve
+runs (docs/history.md; a snapshot is never recorded). Read-only by construction: the session's write
+path is `Actions.read_only`, and nothing here builds another.
 """
 
 from __future__ import annotations
