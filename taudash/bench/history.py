@@ -135,8 +135,11 @@ def _rows(conn) -> tuple[int, int]:
 
 def recorder_bench(size: str | Size, seed: int = 0, ticks: int = 60, churn: int | None = None,
                    interval: float = 10.0, progress: Callable[[str], None] = lambda _: None,
-                   directory: Path | None = None) -> dict:
-    """Measure the recorder on a generated cluster; returns figures and the numbers behind them."""
+                   directory: Path | None = None, period: float | None = None) -> dict:
+    """Measure the recorder on a generated cluster; returns figures and the numbers behind them.
+    `period`: clock seconds per pass (default `interval`: every pass samples; the dashboard's cadence
+    is 5 s passes with a sample every 10 s)."""
+    period = period if period is not None else interval
     sz = SIZES[size.upper()] if isinstance(size, str) else size
     churn = churn if churn is not None else max(10, sz.workloads // 500)  # 0.2 % of the Workloads per pass
     progress(f"recorder: generating size {sz.name} (seed {seed}) into a store of its own")
@@ -154,10 +157,10 @@ def recorder_bench(size: str | Size, seed: int = 0, ticks: int = 60, churn: int 
         write_s: list[float] = []
         total_s: list[float] = []
         rows0 = _rows(rec.conn)
-        progress(f"recorder: {ticks} passes, {churn} Workload changes between passes, clock +{interval:g} s each")
+        progress(f"recorder: {ticks} passes, {churn} Workload changes between passes, clock +{period:g} s each")
         for i in range(ticks + 1):
             if i:
-                now += timedelta(seconds=interval)
+                now += timedelta(seconds=period)
                 changes.apply(churn, now)
             view = session.view(now)  # derived by the dashboard anyway: not counted
             t0 = time.perf_counter()
@@ -182,12 +185,14 @@ def recorder_bench(size: str | Size, seed: int = 0, ticks: int = 60, churn: int 
         rec.close()
     steady = total_s[1:]
     per_pass_bytes = grown / ticks if ticks else 0.0
-    passes_per_day = DAY / interval
+    passes_per_day = DAY / period
     out = {
         "size": sz.name,
         "workloads": sz.workloads,
         "series": series,
         "ticks": ticks,
+        "periodSeconds": period,
+        "intervalSeconds": interval,
         "churnPerTick": churn,
         "changes": dict(changes.events),
         "firstPassSeconds": total_s[0],
@@ -230,9 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ticks", type=int, default=60)
     p.add_argument("--churn", type=int, default=None, help="Workload changes between passes (default 0.2 %%)")
+    p.add_argument("--period", type=float, default=None,
+                   help="clock seconds per pass (default 10 = the sampling interval: every pass samples)")
     args = p.parse_args(argv)
     started = time.perf_counter()
-    result = recorder_bench(args.size, args.seed, args.ticks, args.churn,
+    result = recorder_bench(args.size, args.seed, args.ticks, args.churn, period=args.period,
                             progress=lambda m: print(f"[bench {time.strftime('%H:%M:%S')}] {m}", file=sys.stderr,
                                                      flush=True))
     result["figures"] = {f.key: f.to_json() for f in result["figures"]}
