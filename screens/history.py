@@ -28,6 +28,7 @@ from .widgets.section import Section
 RANGES: tuple[tuple[str, float], ...] = (("1h", 3600.0), ("24h", 86400.0), ("7d", 7 * 86400.0))
 BUCKETS = 120  # points per plotted series (two per character of a 60-character plot)
 SPARK = 30  # characters per queue sparkline
+RETRY_SECONDS = 5  # how often an empty screen looks again
 NO_HISTORY = ("no history recorded yet for this cluster — taudash records while the dashboard or "
               "`taudash serve` runs")
 
@@ -166,10 +167,17 @@ A gap in a plot is a time nothing was recorded, never a zero."""
                                             name=record.preemptor_name)))
 
     # data --------------------------------------------------------------------------------
+    def _bucket(self, frame: Frame) -> tuple:
+        """When to read again: at each new bucket of the range, and every few seconds while nothing
+        recorded is shown yet (a recorder that just started appears without waiting for a bucket)."""
+        ts = frame.now.timestamp()
+        if self._loaded_key is not None and (self.data is None or self.data.empty):
+            return (self.range_index, "retry", int(ts // RETRY_SECONDS))
+        return (self.range_index, int(ts // (self.range_seconds / BUCKETS)))
+
     def frame_signature(self, frame: Frame) -> tuple | None:
         # the data moves with time: a new bucket (of this range) is a new picture
-        step = self.range_seconds / BUCKETS
-        return (*super().frame_signature(frame), self.range_index, int(frame.now.timestamp() // step))
+        return (*super().frame_signature(frame), self._bucket(frame))
 
     @property
     def loaded(self) -> bool:
@@ -182,7 +190,7 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         reader = self.session.history_reader
         if reader is None:
             return None
-        key = (self.range_index, int(frame.now.timestamp() // (self.range_seconds / BUCKETS)))
+        key = self._bucket(frame)
         if key not in (self._loaded_key, self._loading_key):
             self._loading_key = key
             now, seconds = frame.now.timestamp(), self.range_seconds

@@ -164,3 +164,46 @@ async def test_serve_on_a_snapshot_records_nothing(tmp_path, monkeypatch):
     serve.on_tick.append(count)
     assert await asyncio.wait_for(serve.main(), 120) == 0
     assert serve.recorder is None and not (tmp_path / "state" / "history").exists()
+
+
+# --- the dashboard: recording and the History screen on one live cluster ---------------------------------
+
+
+async def test_the_history_screen_shows_what_the_dashboards_recorder_writes(tmp_path):
+    from datetime import UTC, datetime
+
+    from taudash.engine.history.recorder import RecorderThread
+    from taudash.screens.history import NO_HISTORY, HistoryScreen
+    from taudash.screens.messages import Navigate
+    from taudash.sim.server import SimServer
+    from tools.livedash import close, dashboard, live_session
+
+    path = tmp_path / "live.sqlite3"
+    async with SimServer() as sim:
+        session, source = await live_session(sim)
+        try:
+            # as commands/dashboard.py wires it: the reader first (no file yet), then the recorder
+            attach_history(session, HistoryReader(path), datetime.now(UTC))
+            app = dashboard(session)
+            async with app.run_test(size=(120, 36)) as pilot:
+                app.post_message(Navigate("history"))
+                assert await eventually(lambda: isinstance(app.screen, HistoryScreen) and app.screen.loaded)
+                screen = app.screen
+                assert NO_HISTORY in str(screen.query_one("#hist-none").render())
+                assert not path.exists()  # the reader created nothing
+                recorder = RecorderThread(lambda: Recorder(path, interval=0.5), session, lambda: datetime.now(UTC),
+                                          period=0.2).start()
+                try:
+                    # the recorder writes while the screen reads (read-only, WAL); a new bucket re-reads
+                    assert await eventually(lambda: screen.loaded and screen.data is not None
+                                            and not screen.data.empty, within=60)
+                    assert await eventually(lambda: screen.query_one("#hist-data").display)
+                    flavors = {f.name for f in screen.data.flavors}
+                    assert A100 in flavors
+                    a100 = next(f for f in screen.data.flavors if f.name == A100)
+                    assert any(v is not None for _, v in a100.budget)
+                finally:
+                    recorder.stop()
+                assert recorder.error is None
+        finally:
+            await close(source)
