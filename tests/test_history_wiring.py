@@ -172,11 +172,12 @@ async def test_serve_on_a_snapshot_records_nothing(tmp_path, monkeypatch):
 async def test_the_history_screen_shows_what_the_dashboards_recorder_writes(tmp_path):
     from datetime import UTC, datetime
 
+    from tools.livedash import close, dashboard, live_session
+
     from taudash.engine.history.recorder import RecorderThread
     from taudash.screens.history import NO_HISTORY, HistoryScreen
     from taudash.screens.messages import Navigate
     from taudash.sim.server import SimServer
-    from tools.livedash import close, dashboard, live_session
 
     path = tmp_path / "live.sqlite3"
     async with SimServer() as sim:
@@ -185,7 +186,7 @@ async def test_the_history_screen_shows_what_the_dashboards_recorder_writes(tmp_
             # as commands/dashboard.py wires it: the reader first (no file yet), then the recorder
             attach_history(session, HistoryReader(path), datetime.now(UTC))
             app = dashboard(session)
-            async with app.run_test(size=(120, 36)) as pilot:
+            async with app.run_test(size=(120, 36)):
                 app.post_message(Navigate("history"))
                 assert await eventually(lambda: isinstance(app.screen, HistoryScreen) and app.screen.loaded)
                 screen = app.screen
