@@ -127,6 +127,7 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
             await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
         finally:
             history.stop()
+            session.history_reader.close()
             if history.error:
                 print(f"taudash: {history.error}", file=sys.stderr)
     finally:
