@@ -3,9 +3,12 @@ keys, drill-down from a preemption to its victim and preemptor, and the no-histo
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 from tools.history_fixture import NOW, T, build, demo_session
-from tools.waiting import eventually
+from tools.waiting import eventually, palette_results
 
 from taudash.app import TaudashApp
 from taudash.engine.history.reader import HistoryReader
@@ -87,6 +90,25 @@ def test_history_is_registered_without_a_number_key():
     assert entry is not None and entry.cls is HistoryScreen and entry.key is None
     assert entry not in REGISTRY.keyed() and "Preemption" not in entry.help.splitlines()[0]
     assert "[ shorter, ] longer" in entry.help
+
+
+async def test_history_opens_from_the_palette_and_its_help_names_its_keys(recorded):
+    from taudash.screens.help import HelpScreen
+
+    app = make_app(recorded)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"go hist")
+        await palette_results(pilot, "go hist", expect="History")
+        await pilot.press("enter")
+        assert await eventually(lambda: app.current_mode == "history" and isinstance(app.screen, HistoryScreen))
+        await pilot.press("question_mark")
+        assert await eventually(lambda: isinstance(app.screen, HelpScreen))
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(app.screen.query_one("#help-screen-text").content)
+        text = console.export_text()
+        assert "p opens the preemptor" in text and "[ shorter, ] longer" in text
 
 
 # --- range keys ------------------------------------------------------------------------------------------
