@@ -144,6 +144,9 @@ class Session:
         self._history_lock = threading.Lock()
         self._samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=4096)
         self.last_frame: Frame | None = None
+        # A read-only handle on this cluster's recorded history (engine/history/reader.py), set by the
+        # program that records one; None: the History screen says nothing is recorded.
+        self.history_reader: Any = None
 
     # mode -------------------------------------------------------------------------------
     @property
@@ -235,6 +238,15 @@ class Session:
                 values[f.name] = q.as_float() if q is not None else 0.0
         with self._history_lock:
             self._samples.append((ts, values))
+
+    def seed_history(self, samples: list[tuple[float, dict[str, float]]]) -> None:
+        """Start the sparklines from recorded samples (time, {flavor: reserved GPUs}), oldest first,
+        so they survive a restart; live samples continue after them."""
+        with self._history_lock:
+            live = list(self._samples)
+            self._samples.clear()
+            self._samples.extend(s for s in samples if not live or s[0] < live[0][0])
+            self._samples.extend(live)
 
     def history(
         self, now: float, flavors: list[str], buckets: int = HISTORY_BUCKETS, window: float = HISTORY_WINDOW

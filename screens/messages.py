@@ -67,6 +67,15 @@ class StartWorkflow(Message):
 
 
 @dataclass
+class RehearseWorkflow(Message):
+    """Rehearse a workflow on a simulated fork of the cluster (nothing is written to the cluster); the app
+    (program layer) runs it, since screens never import the simulator."""
+
+    kind: str
+    params: dict[str, Any]
+
+
+@dataclass
 class ResumeWorkflow(Message):
     """Continue a journaled workflow (after a crash, a closed terminal or a failed step)."""
 

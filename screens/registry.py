@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .base import DashScreen
 from .findings import FindingsScreen
+from .history import HistoryScreen
 from .multikueue import MultiKueueScreen
 from .overview import OverviewScreen
 from .pool import PoolScreen
@@ -103,4 +104,5 @@ REGISTRY = Registry(
     ScreenEntry("7", "profiles", "Profiles", "Prof", ProfilesScreen),
     ScreenEntry("8", "findings", "Findings", "Find", FindingsScreen),
     ScreenEntry("9", "workflows", "Workflows", "Flows", WorkflowsScreen),
+    ScreenEntry(None, "history", "History", "Hist", HistoryScreen),
 )

@@ -14,7 +14,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -22,15 +21,6 @@ from .text import lit
 
 _STATE_STYLE = {"Completed": "green", "Stalled": "bold red", "Failed": "bold red", "Aborted": "yellow"}
 _STEP_MARK = {"Done": "✓", "Failed": "✖", "NotReached": "·", "Stopped": "■"}
-
-
-class RehearseWorkflow(Message):
-    """Rehearse a workflow on a simulated fork of the cluster (nothing is written to the cluster)."""
-
-    def __init__(self, kind: str, params: dict) -> None:
-        super().__init__()
-        self.kind = kind
-        self.params = params
 
 
 def _dur(s: float | None) -> str:

@@ -51,7 +51,7 @@ from taudash.engine.workflows.params import (
 
 from .base import DashScreen
 from .filtering import RowMeta
-from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow
+from .messages import AbortWorkflow, NewWorkflow, OpenWorkflow, RehearseWorkflow, ResumeWorkflow
 from .presenters import (
     journal_dir_of,
     operations_enabled,
@@ -61,7 +61,6 @@ from .presenters import (
     stack,
     workflows_of,
 )
-from .rehearsal import RehearseWorkflow
 from .text import Tones, lit, span
 from .widgets.choices import ChoiceSet, MarkedCheckbox, MarkedRadioButton, MarkedSelectionList
 from .widgets.keyed_table import Col, KeyedTable, Row

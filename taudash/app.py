@@ -26,6 +26,7 @@ from taudash.screens.messages import (
     NewWorkflow,
     OpenObject,
     OpenWorkflow,
+    RehearseWorkflow,
     RequestOperation,
     ResumeWorkflow,
     StartWorkflow,
@@ -35,7 +36,7 @@ from taudash.screens.messages import (
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.palette import NavigationProvider
 from taudash.screens.registry import REGISTRY
-from taudash.screens.rehearsal import RehearsalScreen, RehearseWorkflow
+from taudash.screens.rehearsal import RehearsalScreen
 from taudash.screens.workflow_run import RunOptions, WorkflowHost
 from taudash.screens.workflows import WorkflowProvider
 from taudash.screens.workspace_detail import WorkspaceDetailScreen

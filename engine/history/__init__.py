@@ -2,8 +2,10 @@
 bounds (retention.py) and read back by the CLI, the History screen and exporters (query.py)."""
 
 from .db import DEMO_CLUSTER_KEY, HistoryError, NewerSchema, cluster_key, connect, db_path
+from .queued import QueuedRecorder
+from .reader import HistoryReader
 from .recorder import Recorder, RecorderThread
 from .retention import Retention
 
-__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "NewerSchema", "Recorder", "RecorderThread", "Retention", "cluster_key", "connect",
+__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "HistoryReader", "NewerSchema", "QueuedRecorder", "Recorder", "RecorderThread", "Retention", "cluster_key", "connect",
            "db_path"]

@@ -94,13 +94,25 @@ def series(
         (kind, name, flavor, resource, metric),
     ).fetchone()
     if row is not None:
+        # Aggregated per bucket inside SQLite (a day of raw samples is 8,640 rows per series): one pass
+        # for min/max/mean/count and one for the value at each bucket's newest time (a bare column
+        # beside a single max() comes from that row). The bucket is floor((ts - start) / step).
         sid = row[0]
-        raw = conn.execute("SELECT ts, value, value, value, 1, value FROM samples WHERE series_id=? AND ts>=? AND ts<?",
-                           (sid, start, end))
-        rolled = conn.execute("SELECT ts, min, max, avg, n, last FROM rollups WHERE series_id=? AND ts>=? AND ts<?",
-                              (sid, start, end))
-        for ts, lo, hi, mean, n, last in (*raw, *rolled):
-            accs[int((ts - start) // step)].add(ts, lo, hi, mean, n if mean is not None else 0, last)
+        bucket = "CAST((ts - :start) / :step AS INTEGER)"
+        args = {"sid": sid, "start": start, "end": end, "step": step}
+        where = "series_id = :sid AND ts >= :start AND ts < :end"
+        for stats_sql, last_sql in (
+            (f"SELECT {bucket} AS b, min(value), max(value), avg(value), count(value) FROM samples WHERE {where}"
+             " GROUP BY b",
+             f"SELECT {bucket} AS b, max(ts), value FROM samples WHERE {where} GROUP BY b"),
+            (f"SELECT {bucket} AS b, min(min), max(max), sum(avg * n) / nullif(sum(CASE WHEN avg IS NULL THEN 0"
+             f" ELSE n END), 0), sum(CASE WHEN avg IS NULL THEN 0 ELSE n END) FROM rollups WHERE {where} GROUP BY b",
+             f"SELECT {bucket} AS b, max(ts), last FROM rollups WHERE {where} GROUP BY b"),
+        ):
+            lasts = {b: (ts, value) for b, ts, value in conn.execute(last_sql, args)}
+            for b, lo, hi, mean, n in conn.execute(stats_sql, args):
+                ts, last = lasts[b]
+                accs[min(max(b, 0), len(accs) - 1)].add(ts, lo, hi, mean, n if mean is not None else 0, last)
     return [(b, a.value(agg) if a.last_ts > -math.inf else None) for b, a in zip(starts, accs, strict=True)]
 
 

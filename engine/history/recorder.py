@@ -168,10 +168,11 @@ def _gpu_flavor(wl: Any) -> str | None:
 class _Context:
     """Lookups the Workload extraction needs, built once per collect and only when asked."""
 
-    def __init__(self, view: Any, store: Any) -> None:
+    def __init__(self, view: Any, store: Any, uids: dict[str, tuple[str | None, str]] | None = None) -> None:
         self.store = store
         self.team_of_ns = {ws.namespace: ws.team for ws in view.workspaces if ws.namespace}
         self.cohort_of_cq = {cq.name: cq.cohort for cq in view.cluster_queues}
+        self._uids = uids  # uid -> (namespace, name), kept by the recorder from the change feed
         self._by_uid: dict[str, Any] | None = None
 
     def cluster_queue(self, wl: Any) -> str | None:
@@ -182,6 +183,10 @@ class _Context:
         return (lq.spec.cluster_queue or None) if lq is not None else None
 
     def workload(self, uid: str) -> Any:
+        if self._uids is not None:  # a lookup, not a scan of every Workload per eviction pass
+            key = self._uids.get(uid)
+            wl = self.store.get("Workload", key[1], key[0]) if key is not None else None
+            return wl if wl is not None and wl.metadata.uid == uid else None
         if self._by_uid is None:
             self._by_uid = {w.metadata.uid: w for w in self.store.list("Workload") if w.metadata.uid}
         return self._by_uid.get(uid)
@@ -263,6 +268,7 @@ class Recorder:
         self._revision: int | None = None  # the store revision the last committed write read up to
         self._waits_seen: set[str] = set()
         self._evictions_seen: set[tuple[str, float]] = set()
+        self._uids: dict[str, tuple[str | None, str]] = {}  # Workload uid -> (namespace, name): preemptors by UID
         self._next_maintenance: float | None = None
         self._lock = threading.Lock()  # write/maintain/close from the recorder thread and its owner
 
@@ -284,8 +290,14 @@ class Recorder:
             obs.samples = view_samples(view)
         if store.readable("TauWorkspace"):
             obs.drains = view_drains(view)
-        ctx = _Context(view, store)
-        for wl in self._changed_workloads(store):
+        workloads, full = self._changed_workloads(store)
+        if full:
+            self._uids = {}
+        for wl in workloads:
+            if wl.metadata.uid:
+                self._uids[wl.metadata.uid] = (wl.metadata.namespace, wl.metadata.name)
+        ctx = _Context(view, store, self._uids)
+        for wl in workloads:
             wait = workload_wait(wl, ctx) if wl.metadata.uid not in self._waits_seen else None
             if wait is not None:
                 obs.waits.append(wait)
@@ -294,14 +306,15 @@ class Recorder:
                 obs.evictions.append(eviction)
         return obs
 
-    def _changed_workloads(self, store: Any) -> list[Any]:
+    def _changed_workloads(self, store: Any) -> tuple[list[Any], bool]:
+        """The Workloads changed since the last committed write, and whether that is a full scan."""
         # From the revision the last committed write read up to: a failed write is re-read next time.
         changes = store.changes_since(self._revision) if self._revision is not None else None
         if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
-            return store.list("Workload")
+            return store.list("Workload"), True
         keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
         found = (store.get("Workload", name, ns or None) for ns, name in sorted(keys))
-        return [w for w in found if w is not None]
+        return [w for w in found if w is not None], False
 
     # write --------------------------------------------------------------------------------------------
     def write(self, obs: Observation) -> None:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from taudash.bench.generate import SIZES
+from taudash.bench.history import history_phase
 from taudash.bench.measure import (
     DECODER,
     Figure,
@@ -177,6 +178,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         rss = sim.command("rss")
         if rss.startswith("RSS"):
             fig(Figure("sim_rss_mib", "peak resident memory (simulator process)", int(rss.split()[1]) / 1024, "MiB"))
+        await asyncio.to_thread(history_phase, fig, progress, size, seed)  # after the RSS figures: its own store
     finally:
         if sync is not None:
             await sync.source.stop()

@@ -12,10 +12,10 @@ import sys
 from datetime import UTC, datetime
 
 from taudash.engine.actions import Actions, AuditLog
-from taudash.engine.history import DEMO_CLUSTER_KEY, Recorder, RecorderThread, cluster_key
+from taudash.engine.history import DEMO_CLUSTER_KEY, HistoryReader, Recorder, RecorderThread, cluster_key
 from taudash.engine.paths import state_dir
 from taudash.engine.rules.base import RuleConfig
-from taudash.engine.session import Session
+from taudash.engine.session import HISTORY_WINDOW, Session
 from taudash.engine.sources.kube import ConfigError, KubeSource, connect
 from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 from taudash.engine.store import Store
@@ -121,17 +121,26 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         from ..app import TaudashApp
 
         key = DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server)
+        attach_history(session, HistoryReader.for_cluster(key), datetime.now(UTC))
         history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
         try:
             await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
         finally:
             history.stop()
+            session.history_reader.close()
             if history.error:
                 print(f"taudash: {history.error}", file=sys.stderr)
     finally:
         await source.stop()
         await target.close()
     return 0
+
+
+def attach_history(session: Session, reader: HistoryReader, now: datetime) -> None:
+    """Give the session its cluster's recorded history (the History screen reads it) and start the
+    "last 30 min" sparklines from it, so they survive a restart."""
+    session.history_reader = reader
+    session.seed_history(reader.recent_reserved(now.timestamp(), HISTORY_WINDOW))
 
 
 def open_snapshot_dashboard(args, demo: bool) -> int:

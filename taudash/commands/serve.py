@@ -2,8 +2,9 @@
 
 Derives the view on a timer (one derive at a time; a slow one delays the next tick instead of
 stacking up), optionally exports it to Prometheus (`--metrics ADDR`), and stops cleanly on SIGINT
-or SIGTERM (exit 0). Read-only by construction: the session's write path is `Actions.read_only`,
-and nothing here builds another.
+or SIGTERM (exit 0). A live cluster's history is recorded into its per-cluster file while serve
+runs (docs/history.md; a snapshot is never recorded). Read-only by construction: the session's write
+path is `Actions.read_only`, and nothing here builds another.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from taudash.engine.actions import Actions
+from taudash.engine.history import DEMO_CLUSTER_KEY, QueuedRecorder, Recorder, cluster_key
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Session
 from taudash.engine.store import Store
@@ -68,6 +70,7 @@ class Serve:
         # store matches the view). The history recorder attaches here; a failing hook is reported
         # and never stops the service.
         self.on_tick: list[TickHook] = []
+        self.recorder: QueuedRecorder | None = None  # live sources record history (set once synced)
         from ..serve.metrics import Latest
 
         self.latest = Latest()
@@ -134,10 +137,23 @@ class Serve:
             if not await self._unless_stopped(source.wait_synced(30)):
                 _say("stopped")
                 return 0
-            return await self._run(session)
+            recorder = self._record(DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server))
+            try:
+                return await self._run(session)
+            finally:
+                self.on_tick.remove(recorder.hook)
+                await asyncio.to_thread(recorder.stop)
         finally:
             await source.stop()
             await target.close()
+
+    def _record(self, key: str) -> QueuedRecorder:
+        """Continuous history for a live cluster (never a snapshot): collected in the tick hook, written on
+        the recorder's own thread (docs/history.md)."""
+        recorder = QueuedRecorder(lambda: Recorder.for_cluster(key), say=_say).start()
+        self.recorder = recorder
+        self.on_tick.append(recorder.hook)
+        return recorder
 
     async def _unless_stopped(self, work) -> bool:
         """Await `work` unless a stop signal comes first (then cancel it): True when it finished."""

@@ -365,17 +365,17 @@ async def test_a_tenth_screen_is_one_registry_line_reached_from_the_palette(monk
     import taudash.screens.registry
 
     tenth = ScreenEntry(None, "history", "History", "Hist", _HistoryScreen)
-    registry = Registry(*REGISTRY, tenth)
+    registry = Registry(*REGISTRY.keyed(), tenth)
     for module in (taudash.app, taudash.screens.palette, taudash.screens.registry):
         monkeypatch.setattr(module, "REGISTRY", registry)
-    assert len(registry) == 10 and registry.keyed() == list(REGISTRY)
+    assert len(registry) == 10 and registry.keyed() == REGISTRY.keyed()
     with pytest.raises(ValueError):  # a name listed twice is refused
-        Registry(*REGISTRY, ScreenEntry(None, "pool", "Pool again", "P", _HistoryScreen))
+        Registry(*REGISTRY.keyed(), ScreenEntry(None, "pool", "Pool again", "P", _HistoryScreen))
 
     app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(160, 36)) as pilot:
         footer = app.screen.query_one(FooterBar)
-        assert [s[2] for s in footer._spans] == [e.name for e in REGISTRY]  # history has no footer entry
+        assert [s[2] for s in footer._spans] == [e.name for e in REGISTRY.keyed()]  # history has no footer entry
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"go hist")

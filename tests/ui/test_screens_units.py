@@ -228,7 +228,7 @@ def test_registry_lists_each_screen_once_and_refuses_ambiguity():
         assert issubclass(e.cls, DashScreen) and e.help == e.cls.HELP and e.help.strip()
         assert REGISTRY.of(e.cls) is e and REGISTRY.get(e.name) is e and e.name in REGISTRY
     bound = {b.key: b.action for b in TaudashApp.BINDINGS if b.key.isdigit()}
-    assert bound == {e.key: f"go('{e.name}')" for e in REGISTRY}
+    assert bound == {e.key: f"go('{e.name}')" for e in REGISTRY.keyed()}
     first, second = REGISTRY.entries[:2]
     for bad in ((first, ScreenEntry(first.key, "other", "Other", "O", second.cls)),  # a key twice
                 (first, ScreenEntry("2", first.name, "Other", "O", second.cls)),  # a name twice
@@ -245,7 +245,7 @@ def test_help_lists_the_number_keys_from_the_registry():
 
     first = global_keys().splitlines()[0]
     assert first.startswith("1–9      Overview · Pool · ")
-    assert first.endswith(" · ".join(e.title for e in REGISTRY) + " (the current screen's number returns to its top level)")
+    assert first.endswith(" · ".join(e.title for e in REGISTRY.keyed()) + " (the current screen's number returns to its top level)")
 
 
 def _screen_modules() -> set[str]:

@@ -1,0 +1,38 @@
+"""The recorder's bench phase (taudash/bench/history.py) on a tiny generated fleet: what it measures
+is real (rows written per pass, changes applied), its figures are well-formed; never timings."""
+
+from __future__ import annotations
+
+import json
+
+from taudash.bench.generate import Size
+from taudash.bench.history import main, recorder_bench
+
+TINY = Size("T", 20, 300, 150, 6, 2, 2, 4)
+
+
+def test_recorder_bench_writes_a_sample_per_series_per_pass_and_the_churns_events(tmp_path):
+    r = recorder_bench(TINY, seed=3, ticks=12, churn=20, directory=tmp_path)
+    assert r["series"] > 0 and r["sampleRowsPerTick"] == r["series"]  # every pass is a sample pass
+    ch = r["changes"]
+    assert sum(ch.values()) == 12 * 20 and ch["admit"] > 0 and ch["evict"] > 0
+    # every admission is one wait row and every preemption one eviction row (findings may add more)
+    assert r["eventRowsPerTick"] * 12 >= ch["admit"] + ch["evict"]
+    assert r["bytesPerTick"] > 0 and r["projectedBytesPerDay"] == r["bytesPerTick"] * 8640
+    keys = {f.key for f in r["figures"]}
+    assert keys == {"recorder_first_s", "recorder_tick_s", "recorder_tick_p95_s", "recorder_growth_mib_day"}
+    assert all(f.value is not None and f.value > 0 for f in r["figures"])
+    assert list(tmp_path.iterdir()) == []  # the bench's database is gone afterwards
+
+
+def test_a_quiet_fleet_writes_samples_and_no_events(tmp_path):
+    r = recorder_bench(TINY, seed=3, ticks=4, churn=0, directory=tmp_path)
+    assert r["eventRowsPerTick"] == 0 and r["sampleRowsPerTick"] == r["series"]
+
+
+def test_the_module_runs_alone_and_prints_json(capsys):
+    assert main(["--size", "S", "--ticks", "3", "--churn", "5"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["size"] == "S" and doc["ticks"] == 3 and doc["figures"]["recorder_tick_s"]["target"] == 0.005
+    assert "[bench" in out.err
