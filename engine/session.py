@@ -8,8 +8,8 @@ states, so an idle cluster costs nothing per tick.
 
 from __future__ import annotations
 
-import gc
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from . import heap
 from .identity import ClusterIdentity
 from .incremental import IncrementalDeriver
 from .model import BY_KIND, KINDS
@@ -91,18 +92,24 @@ HISTORY_BUCKETS = 16
 _RELATED_LIMIT = 50
 
 
-GC_THRESHOLDS = (20_000, 20, 100)
+@dataclass(frozen=True)
+class SessionStats:
+    """A read-only snapshot of how the session has been deriving (what benchmarks and tests observe).
 
+    Taken under the session's lock, so its fields agree with each other."""
 
-def tune_gc() -> None:
-    """A session holds a fleet-scale model for hours: millions of long-lived objects, almost none in
-    reference cycles (refcounting frees them). CPython's default thresholds run a full collection
-    every few million allocations, and each walked every tracked object made since the last freeze:
-    pauses of up to half a second, a dozen a minute under 1,000 events/s. Young collections now run
-    every 20k allocations instead of 700, and full ones a hundred times rarer; bulk builds are frozen
-    out of the collector's reach (sources after a list, the session after a full view)."""
-    if gc.get_threshold() != GC_THRESHOLDS:
-        gc.set_threshold(*GC_THRESHOLDS)
+    incremental: bool  # views are kept current from the store's change feed (no custom derive)
+    incremental_ready: bool  # the next view is a small incremental update (cheap enough to run inline)
+    full_builds: int  # full derivations by the incremental deriver (a first view, a re-list, ...)
+    updates: int  # incremental updates applied
+    views: int  # views derived (the cache missed: the store or its access states changed)
+    last_derive_seconds: float | None  # how long the newest derived view took; None before the first
+    derive_seconds_total: float
+    revision: int  # the store's revision now
+    view_revision: int | None  # the store revision the cached view shows; None before the first view
+    pending_changes: int | None  # store changes since the cached view (revisions count one per change); None before it
+    last_event_at: float | None  # when the source last changed the store (epoch seconds)
+    history_samples: int  # sparkline samples kept
 
 
 class Session:
@@ -134,7 +141,6 @@ class Session:
         # The cluster this session shows (set once connected to a live one): workflows journaled on
         # another cluster are never offered for resume here.
         self.cluster: ClusterIdentity | None = None
-        tune_gc()
         self._derive = derive_fn or derive
         # Without a custom derive, views are kept current from the store's change feed: a burst of
         # events re-derives only what it touched (engine.incremental), never every rule.
@@ -147,6 +153,9 @@ class Session:
         # A read-only handle on this cluster's recorded history (engine/history/reader.py), set by the
         # program that records one; None: the History screen says nothing is recorded.
         self.history_reader: Any = None
+        self._views = 0
+        self._derive_last: float | None = None
+        self._derive_total = 0.0
 
     # mode -------------------------------------------------------------------------------
     @property
@@ -171,16 +180,20 @@ class Session:
         with self.lock:
             key = self._key()
             if key != self._cache_key or self._cache is None:
+                started = time.perf_counter()
                 if self._incremental is not None:
                     builds = self._incremental.full_builds
                     self._cache = self._incremental.view(now)
                     if self._incremental.full_builds != builds:
                         # A full build makes ~10 objects per Workload that live until the next one:
-                        # keep the cyclic GC from re-walking them on every later collection (at fleet
-                        # scale that was a pause of a third of a second in the middle of a paint).
-                        gc.freeze()
+                        # the program's memory policy may move them out of the cyclic GC's reach.
+                        heap.current().settled()
                 else:
                     self._cache = self._derive(self.store, now, self.config, self.source)
+                took = time.perf_counter() - started
+                self._views += 1
+                self._derive_last = took
+                self._derive_total += took
                 self._cache_key = key
                 self._sample(now.timestamp(), self._cache)
             return self._cache
@@ -191,10 +204,27 @@ class Session:
         with self.lock:
             return self._incremental.waiting_changes(old, new) if self._incremental is not None else None
 
-    def incremental_ready(self) -> bool:
-        """True when the next view is a small incremental update (cheap enough to run inline)."""
+    def stats(self) -> SessionStats:
+        """How the session has been deriving, as one consistent snapshot (see SessionStats)."""
         with self.lock:
-            return self._incremental is not None and self._cache is not None and self._incremental.cheap()
+            inc = self._incremental
+            shown = self._cache_key[0] if self._cache_key is not None else None
+            with self._history_lock:
+                samples = len(self._samples)
+            return SessionStats(
+                incremental=inc is not None,
+                incremental_ready=inc is not None and self._cache is not None and inc.cheap(),
+                full_builds=inc.full_builds if inc is not None else 0,
+                updates=inc.updates if inc is not None else 0,
+                views=self._views,
+                last_derive_seconds=self._derive_last,
+                derive_seconds_total=self._derive_total,
+                revision=self.store.revision,
+                view_revision=shown,
+                pending_changes=None if shown is None else self.store.revision - shown,
+                last_event_at=self.store.last_event_at,
+                history_samples=samples,
+            )
 
     def freshness(self, now: datetime) -> Freshness:
         ts = now.timestamp()

@@ -93,10 +93,6 @@ class DashScreen(Screen):
         self._shown_signature = sig
         self.render_frame(frame)
 
-    def redraw_next(self) -> None:
-        """Render the next frame even if it is what the screen already shows."""
-        self._shown_signature = None
-
     def row_cache(self, name: str) -> RowCache:
         """The screen's row cache `name` (rows kept by the view object they show; see rowcache.py)."""
         cache = self._row_caches.get(name)

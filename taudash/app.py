@@ -6,7 +6,8 @@ next timer. A hidden screen is not rendered; it catches up from `session.last_fr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
 
@@ -44,6 +45,9 @@ from taudash.screens.workspace_detail import WorkspaceDetailScreen
 SCREENS: dict[str, type[DashScreen]] = {e.name: e.cls for e in REGISTRY}  # the registry by name (bench, tests)
 
 Clock = Callable[[], datetime]
+# Told after every rendered tick: the frame, the screen it went to and how long rendering took (s).
+# How tests and the bench watch the dashboard from outside (TaudashApp(on_frame=...) or observe_frames).
+FrameObserver = Callable[[Frame, DashScreen, float], None]
 
 
 def utc_now() -> datetime:
@@ -61,12 +65,12 @@ class TaudashApp(App):
     ]
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
-                 workflows: RunOptions | None = None) -> None:
+                 workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = ()) -> None:
         super().__init__()
         self.session = session
         self.clock = clock or utc_now
         self.tick = tick
-        self.frames = 0  # rendered ticks (tests and the bench read it)
+        self._frame_observers: list[FrameObserver] = list(on_frame)
         self.workflows = WorkflowHost(self, session, self.clock, workflows)  # guided operations (workflow_run.py)
 
     # lifecycle -----------------------------------------------------------------------------
@@ -115,9 +119,18 @@ class TaudashApp(App):
         screen = self.screen
         if frame is None or not isinstance(screen, DashScreen) or not screen.is_mounted:
             return  # a screen pushed a moment ago renders the newest frame itself when mounted
+        started = time.perf_counter()
         with self.batch_update():
             screen.show(frame)
-        self.frames += 1
+        if self._frame_observers:
+            took = time.perf_counter() - started
+            for observer in tuple(self._frame_observers):
+                observer(frame, screen, took)
+
+    def observe_frames(self, observer: FrameObserver) -> Callable[[], None]:
+        """Call `observer` after every rendered tick from now on; returns what stops it."""
+        self._frame_observers.append(observer)
+        return lambda: self._frame_observers.remove(observer) if observer in self._frame_observers else None
 
     # navigation ----------------------------------------------------------------------------
     def action_go(self, name: str) -> None:

@@ -9,7 +9,6 @@ exponential backoff; a 410 (expired resourceVersion) re-lists.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import os
@@ -17,7 +16,6 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import msgspec
 from msgspec.structs import force_setattr
 from pydantic import ValidationError
 
+from .. import heap
 from ..identity import ClusterIdentity
 from ..model import KINDS, ResourceKind
 from ..model.fast import FastCodec, ListMeta
@@ -300,6 +299,17 @@ class KubeSource:
                 return version
         return None
 
+    async def list_page(self, k: ResourceKind, token: str | None = None) -> bytes:
+        """One raw page of the kind's list as the informers read it (same path and page size, the
+        version they chose): what a benchmark decodes elsewhere to compare with the sync."""
+        version = self.status[k.kind].version
+        if version is None:
+            raise ValueError(f"{k.kind}: no served version chosen yet")
+        query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+        if token:
+            query.append(("continue", token))
+        return await self._get_bytes(self._path(k, version), query)
+
     def _path(self, k: ResourceKind, version: str) -> str:
         return f"/apis/{k.group}/{version}/{k.plural}" if k.group else f"/api/{version}/{k.plural}"
 
@@ -375,7 +385,7 @@ class KubeSource:
             return None
 
     async def _list(self, k: ResourceKind, st: KindStatus) -> None:
-        with _bulk_ingest():
+        with heap.current().bulk():  # the program's memory policy (taudash.runtime), if any
             await self._list_pages(k, st)
 
     async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
@@ -501,30 +511,6 @@ class KubeSource:
             self._mutate(lambda: self.store.upsert(obj, raw=raw, at=now))
         if rv:
             st.resource_version = rv
-
-
-_bulk_depth = 0
-_gc_was_enabled = True
-
-
-@contextmanager
-def _bulk_ingest():
-    """Lists build millions of long-lived, acyclic objects: the cyclic GC would traverse the whole
-    growing store again and again (at fleet scale it dominated decoding). Pause it while any list
-    runs, then move what the store holds out of its reach (gc.freeze); refcounting still frees it."""
-    global _bulk_depth, _gc_was_enabled
-    if _bulk_depth == 0:
-        _gc_was_enabled = gc.isenabled()
-        gc.disable()
-    _bulk_depth += 1
-    try:
-        yield
-    finally:
-        _bulk_depth -= 1
-        if _bulk_depth == 0:
-            gc.freeze()
-            if _gc_was_enabled:
-                gc.enable()
 
 
 _ITEMS = b'"items":'

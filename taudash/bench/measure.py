@@ -21,10 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from taudash.engine.model import KINDS
 from taudash.engine.store import AccessState, Change, Store
+
+if TYPE_CHECKING:
+    from taudash.engine.sources.kube import KubeSource
 
 try:  # the fastest decoder available is the baseline (DESIGN: orjson is a dependency, json the fallback)
     import orjson
@@ -178,26 +181,16 @@ async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> Sync
     return SyncResult(store, source, target, seconds, cpu, counts, bad)
 
 
-async def list_bodies(source: Any, out: Any = None) -> list[bytes]:
+async def list_bodies(source: KubeSource, out: BinaryIO | None = None) -> list[bytes]:
     """The same list pages the informers read (same paths, same page size), as raw bytes; written
     length-prefixed to the binary file `out` instead of kept, when given."""
-    from taudash.engine.sources.kube import LIST_PAGE
-
     bodies: list[bytes] = []
     for k in source.kinds:
-        st = source.status[k.kind]
-        if st.version is None:
+        if source.status[k.kind].version is None:
             continue
         cont = None
         while True:
-            query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
-            if cont:
-                query.append(("continue", cont))
-            resp = await source._request(source._path(k, st.version), query)
-            try:
-                body = await resp.read()
-            finally:
-                resp.release()
+            body = await source.list_page(k, cont)
             if out is None:
                 bodies.append(body)
             else:

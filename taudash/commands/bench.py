@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import gc
 import json
 import random
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taudash.bench.generate import SIZES
 from taudash.bench.history import history_phase
@@ -38,8 +41,13 @@ from taudash.bench.measure import (
     rss_mib,
 )
 from taudash.engine.rules.base import RuleConfig
-from taudash.engine.session import Session
+from taudash.engine.session import Frame, Session
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.view import SourceInfo, derive
+from taudash.runtime import tune_gc_for_long_lived_model
+
+if TYPE_CHECKING:
+    from taudash.screens.base import DashScreen
 
 UI_SIZE = (160, 48)
 
@@ -65,6 +73,7 @@ def _progress(msg: str) -> None:
 
 
 def run_bench(args) -> int:
+    tune_gc_for_long_lived_model()  # what the dashboard runs with (docs/decisions.md, issue 16)
     results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl,
                                 profile_dir=args.profile))
     if args.output == "json":
@@ -212,19 +221,15 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     from taudash.screens.registry import REGISTRY
 
     keys = {e.name: e.key for e in REGISTRY.keyed() if e.key}
-    app = TaudashApp(session, tick=1.0)
     tick_costs: list[float] = []
-    orig = app.render_frame
-
     tick_screens: list[str] = []
 
-    def timed(frame) -> None:  # per-tick render on the visible screen (the synchronous part)
-        t = time.perf_counter()
-        orig(frame)
-        tick_costs.append(time.perf_counter() - t)
-        tick_screens.append(app.current_mode)
+    def rendered(frame: Frame, screen: DashScreen, seconds: float) -> None:
+        # per-tick render on the visible screen (the synchronous part), told by the app
+        tick_costs.append(seconds)
+        tick_screens.append(screen.nav or type(screen).__name__)
 
-    app.render_frame = timed  # type: ignore[method-assign]
+    app = TaudashApp(session, tick=1.0, on_frame=[rendered])
 
     async def switch(pilot, name: str) -> float:
         # The key enters like a terminal's (a Key event to the app) and the clock stops once the new
@@ -263,10 +268,11 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
             runs = []
             for _ in range(3):
                 frame = session.frame(datetime.now(UTC))
-                # As if the view had changed: a screen skips a tick that shows what it already shows.
-                app.screen.redraw_next()
+                # As if the view had changed: a screen skips a tick that shows the view it already shows
+                # (compared by identity), so it gets a new view object with the same parts.
+                frame = replace(frame, view=copy.copy(frame.view))
                 t = time.perf_counter()
-                orig(frame)
+                app.render_frame(frame)
                 await _painted(app)
                 runs.append(time.perf_counter() - t)
             per_screen[n] = median(runs) or 0.0
@@ -284,7 +290,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 return store.revision
 
         follower = ViewFollower(store, refresh, lambda: datetime.now(UTC), probe,
-                                inline=getattr(session, "incremental_ready", None))
+                                inline=lambda: session.stats().incremental_ready)
         tick_costs.clear()
         tick_screens.clear()
         probe.active = True
@@ -343,11 +349,11 @@ class _GcPauses:
         return f"{len(self.full)} full collections, longest {max(self.full) * 1000:.0f} ms, total {sum(self.full) * 1000:.0f} ms"
 
 
-def _source_counts(source, session) -> dict[str, int]:
-    inc = getattr(session, "_incremental", None)
+def _source_counts(source: KubeSource, session: Session) -> dict[str, int]:
+    stats = session.stats()
     return {"re-lists": sum(st.relists for st in source.status.values()),
             "watch restarts": sum(st.watch_restarts for st in source.status.values()),
-            "full view builds": inc.full_builds if inc is not None else 0}
+            "full view builds": stats.full_builds, "incremental updates": stats.updates}
 
 
 async def _painted(app) -> None:

@@ -248,6 +248,11 @@ def make_app(session, tick: float):
             self.lags: list[float] = []
             self.renders: list[float] = []
             self._tick_at: float | None = None
+            self.rendered = 0  # ticks rendered on a screen (told through the app's frame observers)
+            self.observe_frames(self._count)
+
+        def _count(self, frame, screen, seconds: float) -> None:
+            self.rendered += 1
 
         def _tick(self) -> None:
             self._tick_at = time.perf_counter()
@@ -391,7 +396,7 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
             stop.set()
             await sampler
             await pilot.pause(2.0)  # a key posted just before the stop is handled before the app closes
-            res.frames = app.frames
+            res.frames = app.rendered
             res.tick_to_render = stats(app.lags)
             res.tick_period = stats([b - a for a, b in zip(app.renders, app.renders[1:], strict=False)])
         res.key_to_screen = stats(keys)

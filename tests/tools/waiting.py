@@ -27,14 +27,28 @@ async def eventually(pred: Callable[[], object], within: float = DEADLINE, step:
     return bool(pred())
 
 
+class FrameCount:
+    """The ticks a dashboard renders from now on, counted from outside (TaudashApp.observe_frames)."""
+
+    def __init__(self, app) -> None:
+        self.n = 0
+        self.stop = app.observe_frames(self._rendered)
+
+    def _rendered(self, frame, screen, seconds: float) -> None:
+        self.n += 1
+
+
 async def next_renders(app, n: int = 2, within: float = DEADLINE) -> None:
-    """Wait until the dashboard has rendered `n` more ticks (`app.frames`). Two renders after a change
-    mean the visible screen shows a frame derived after it: the first may come from a derive that was
-    already under way when the change happened."""
-    start = app.frames
-    assert await eventually(lambda: app.frames >= start + n, within=within), (
-        f"the dashboard rendered {app.frames - start} of {n} ticks in {within} s"
-    )
+    """Wait until the dashboard has rendered `n` more ticks. Two renders after a change mean the
+    visible screen shows a frame derived after it: the first may come from a derive that was already
+    under way when the change happened."""
+    seen = FrameCount(app)
+    try:
+        assert await eventually(lambda: seen.n >= n, within=within), (
+            f"the dashboard rendered {seen.n} of {n} ticks in {within} s"
+        )
+    finally:
+        seen.stop()
 
 
 def _palette_search_done(app, query: str) -> bool:
