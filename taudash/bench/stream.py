@@ -27,8 +27,8 @@ class Mutator:
         self.wl = db.resource("Workload")
         self.cq = db.resource("ClusterQueue")
         # Keys only; objects are read when touched (the db's stored dicts are shared: never mutated here).
-        self.workloads: list[tuple[str, str]] = list(db._objects[self.wl.key])
-        self.queues: list[str] = [k[1] for k in db._objects[self.cq.key]]
+        self.workloads: list[tuple[str, str]] = db.keys(self.wl)
+        self.queues: list[str] = [k[1] for k in db.keys(self.cq)]
         self.namespaces = sorted({ns for ns, _ in self.workloads})
         self.made = 0
 
@@ -47,7 +47,7 @@ class Mutator:
     def _move(self) -> None:
         i = self.rng.randrange(len(self.workloads))
         ns, name = self.workloads[i]
-        cur = self.db._objects[self.wl.key].get((ns, name))
+        cur = self.db.peek(self.wl, name, ns)
         if cur is None:
             self.workloads[i] = self.workloads[-1]
             self.workloads.pop()
@@ -56,7 +56,7 @@ class Mutator:
         types = {c["type"]: c["status"] for c in conds}
         if types.get("Finished") == "True":
             self.db.delete(self.wl, name, ns)  # finalizer set: marks deleting; a second pass removes it
-            cur2 = self.db._objects[self.wl.key].get((ns, name))
+            cur2 = self.db.peek(self.wl, name, ns)
             if cur2 is not None:
                 self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
             self.workloads[i] = self.workloads[-1]
@@ -94,7 +94,7 @@ class Mutator:
 
     def _queue_counts(self) -> None:
         name = self.rng.choice(self.queues)
-        cur = self.db._objects[self.cq.key].get(("", name))
+        cur = self.db.peek(self.cq, name)
         if cur is None:
             return
         pending = int((cur.get("status") or {}).get("pendingWorkloads") or 0)

@@ -230,6 +230,14 @@ class ObjectDB:
         self._floor = self._rv
 
     # --- reads -------------------------------------------------------------------------------------
+    def keys(self, resource: ResourceRef) -> builtins.list[tuple[str, str]]:
+        """(namespace or "", name) of every stored object of the resource, in the order they were stored."""
+        return builtins.list(self._objects[self.resource(resource).key])
+
+    def peek(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
+        """The object in its internal shape, not a copy (shared: callers must never mutate it), or None."""
+        return self._peek(self.resource(resource), name, namespace, None)
+
     def get(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
             version: str | None = None) -> Obj | None:
         """A deep copy of the object (in `version`; default the internal one), or None."""
