@@ -183,8 +183,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     from . import config
+    from .runtime import tune_gc_for_long_lived_model
 
     merge_global_options(args)
+    # The process's memory policy (docs/decisions.md, issue 16): every command lists or holds a
+    # fleet-scale model; the engine itself never touches the collector.
+    tune_gc_for_long_lived_model()
     config.check()  # a malformed TAUDASH_READ_ONLY or config file is bad input for every command
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default

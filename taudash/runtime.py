@@ -1,8 +1,9 @@
 """Process-wide runtime policy for the programs that hold a fleet-scale model for hours.
 
-`tune_gc_for_long_lived_model()` is called once by the commands that do (the dashboard, the demo,
-`serve`, `bench`), never by the engine: the garbage collector is the process's, and a library user
-or a one-shot command keeps CPython's defaults (docs/decisions.md, issue 16).
+`tune_gc_for_long_lived_model()` is called once by the program, at the CLI's entry (taudash.cli),
+never by the engine: the garbage collector is the process's, and a library user of the engine keeps
+CPython's defaults (docs/decisions.md, issue 16). Even one-shot commands list a whole fleet, which
+decodes several times faster with the collector paused.
 """
 
 from __future__ import annotations

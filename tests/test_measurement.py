@@ -162,6 +162,15 @@ def test_the_runtime_hook_tunes_thresholds_and_freezes_after_a_full_build(clean_
     assert s.stats().updates == 1 and gc.get_freeze_count() == 0
 
 
+def test_the_cli_installs_the_policy_for_its_commands(clean_gc, capsys):
+    from taudash.cli import main
+
+    gc.set_threshold(700, 10, 10)
+    assert not isinstance(heap.current(), LongLivedHeap)
+    assert main(["status", "--snapshot", str(FIXTURES / "ui-demo.yaml"), "-o", "json"]) == 0
+    assert isinstance(heap.current(), LongLivedHeap) and gc.get_threshold() == GC_THRESHOLDS
+
+
 def test_bulk_pauses_the_collector_once_for_nested_lists_and_restores_it(clean_gc):
     policy = LongLivedHeap()
     gc.enable()

@@ -44,7 +44,6 @@ from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.kube import KubeSource
 from taudash.engine.view import SourceInfo, derive
-from taudash.runtime import tune_gc_for_long_lived_model
 
 if TYPE_CHECKING:
     from taudash.screens.base import DashScreen
@@ -73,7 +72,6 @@ def _progress(msg: str) -> None:
 
 
 def run_bench(args) -> int:
-    tune_gc_for_long_lived_model()  # what the dashboard runs with (docs/decisions.md, issue 16)
     results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl,
                                 profile_dir=args.profile))
     if args.output == "json":

@@ -23,7 +23,6 @@ from taudash.engine.view import SourceInfo
 
 from ..errors import Unreachable, UsageError
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
-from ..runtime import tune_gc_for_long_lived_model
 
 
 def register(sub, add_source_args) -> None:
@@ -43,7 +42,6 @@ def _config(args) -> RuleConfig:
 
 
 def run_demo(args) -> int:
-    tune_gc_for_long_lived_model()  # the dashboard holds the model for hours
     if args.snapshot_only:
         args.snapshot, args.demo = str(DEMO_SNAPSHOT), False
         if args.status:
@@ -75,7 +73,6 @@ def _status_once(args, kubeconfig: str) -> int:
 
 
 def run_default(args) -> int:
-    tune_gc_for_long_lived_model()
     if args.snapshot:
         return open_snapshot_dashboard(args, demo=False)
     return asyncio.run(_live_dashboard(args, context=args.context, kubeconfig=args.kubeconfig, demo=False,

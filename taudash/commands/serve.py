@@ -24,7 +24,6 @@ from taudash.engine.view import ClusterView, SourceInfo
 
 from ..errors import Unreachable, UsageError
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
-from ..runtime import tune_gc_for_long_lived_model
 
 READ_ONLY_REASON = "taudash serve is read-only by construction"
 DEFAULT_INTERVAL = 2.0
@@ -45,7 +44,6 @@ def register(sub, add_source_args) -> None:
 
 
 def run_serve(args) -> int:
-    tune_gc_for_long_lived_model()  # serve holds the model for as long as it runs
     from ..serve.exporter import AddressError, parse_address
 
     if not args.interval > 0:
