@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import builtins
 import random
 import re
 import time
