@@ -93,6 +93,11 @@ class DashScreen(Screen):
         self._shown_signature = sig
         self.render_frame(frame)
 
+    def invalidate(self) -> None:
+        """Render the next frame even if its signature is what is shown: data the screen reads outside the view
+        (e.g. history read on a thread) has just arrived."""
+        self._shown_signature = None
+
     def row_cache(self, name: str) -> RowCache:
         """The screen's row cache `name` (rows kept by the view object they show; see rowcache.py)."""
         cache = self._row_caches.get(name)

@@ -140,7 +140,7 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         index = max(0, min(len(RANGES) - 1, self.range_index + delta))
         if index != self.range_index:
             self.range_index = index
-            self.redraw_next()
+            self.invalidate()
             if self.frame is not None:
                 self.show(self.frame)
 
@@ -212,7 +212,7 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         self._loaded_key = key
         self.data = data
         self.error = error
-        self.redraw_next()
+        self.invalidate()
         if self.frame is not None and self.is_mounted:
             self.show(self.frame)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from factories import workload
+from tools import paths
 from tools.waiting import FrameCount, eventually, next_renders
 
 from taudash.app import TaudashApp
@@ -24,7 +24,7 @@ from taudash.engine.view import SourceInfo, derive
 from taudash.runtime import GC_THRESHOLDS, LongLivedHeap, tune_gc_for_long_lived_model
 from taudash.screens.base import DashScreen
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
