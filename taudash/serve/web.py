@@ -40,7 +40,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 from rich.color import ColorSystem
-from textual import events
+from textual import constants, events
 from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.geometry import Size
@@ -154,6 +154,7 @@ class TabDriver(Driver):
         self._decode = getincrementaldecoder("utf-8")().decode
         self._stopped = False
         self._stopped_input = False
+        self._flush: asyncio.TimerHandle | None = None
         self.tab.driver = self
         for kind, payload in self.tab.early:
             self.receive(kind, payload)
@@ -203,8 +204,10 @@ class TabDriver(Driver):
         if kind == "stdin" and isinstance(payload, str):
             for event in self._parser.feed(payload):
                 self.process_message(event)
-            for event in self._parser.tick():
-                self.process_message(event)
+            # A lone ESC (the Escape key) is held until ESCAPE_DELAY passes with nothing after it.
+            if self._flush is not None:
+                self._flush.cancel()
+            self._flush = self._loop.call_later(constants.ESCAPE_DELAY + 0.02, self._timeouts)
         elif kind == "resize" and isinstance(payload, dict):
             width, height = payload.get("width"), payload.get("height")
             if isinstance(width, int) and isinstance(height, int) and 0 < width <= 1000 and 0 < height <= 500:
@@ -214,6 +217,12 @@ class TabDriver(Driver):
             self._app.post_message(events.AppFocus())
         elif kind == "blur":
             self._app.post_message(events.AppBlur())
+
+    def _timeouts(self) -> None:
+        self._flush = None
+        if not self._stopped:
+            for event in self._parser.tick():
+                self.process_message(event)
 
     def deliver_binary(self, binary, *, delivery_key, save_path, open_method="download", encoding=None,
                        mime_type=None, name=None) -> None:
