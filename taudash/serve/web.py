@@ -450,7 +450,9 @@ class WallboardServer:
             font_size = max(6, min(64, int(request.query.get("fontsize", "16"))))
         except ValueError:
             font_size = 16
-        scheme = "wss" if request.secure else "ws"
+        # behind a TLS-terminating proxy the page came over https: its websocket must too
+        secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+        scheme = "wss" if secure else "ws"
         ws = f"{scheme}://{request.host}/ws"
         source = self.session.source
         title = f"taudash wallboard — {source.context or source.path or source.type}"
