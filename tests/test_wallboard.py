@@ -295,9 +295,14 @@ def test_off_loopback_the_token_is_required_and_never_logged(tmp_path):
 # --- one engine for every viewer ---------------------------------------------------------------------------------
 
 
-async def test_ten_viewers_share_one_set_of_watches_and_see_changes():
-    async with SimServer(DEMO) as sim, wallboard(sim) as serve:
+async def test_ten_viewers_share_one_set_of_watches_and_see_changes(capsys):
+    """Ten tabs: one set of watches, every tab sees a change, nothing written; the metrics endpoint and the
+    per-tick hooks (the recorder's seat) keep running beside them in the same process."""
+    ticks: list[int] = []
+    async with SimServer(DEMO) as sim, wallboard(sim, metrics="127.0.0.1:0",
+                                                 hooks=[lambda view, store, now: ticks.append(store.revision)]) as serve:
         server = serve.web
+        metrics_url = f"http://127.0.0.1:{serve.metrics._httpd.server_address[1]}/metrics"
         assert server.session.actions.why_read_only == WEB_REASON and not server.session.actions.writable
         assert server.session.actions.api_client is None
         await asyncio.sleep(0.5)  # the source's watches are open after sync
@@ -316,8 +321,39 @@ async def test_ten_viewers_share_one_set_of_watches_and_see_changes():
             assert await eventually(lambda: all(v.saw("HoldAndDrain") for v in viewers), within=60)
             assert watch_requests(sim) == before and sim.api.open_watches() == open_before
             assert writes(sim) == 1  # the test's own patch; none from ten tabs
+            # the exporter and the tick hooks run beside the tabs, and see the same change
+            ticked = len(ticks)
+            assert await eventually(lambda: len(ticks) >= ticked + 2)
+            held = re.compile(r'taudash_cluster_queue_stop_policy\{cluster_queue="tau-ws-train",policy="HoldAndDrain"\} 1')
+            body = ""
+            async with aiohttp.ClientSession() as http:
+                for _ in range(200):
+                    async with http.get(metrics_url) as r:
+                        assert r.status == 200
+                        body = await r.text()
+                    if held.search(body):
+                        break
+                    await asyncio.sleep(0.1)
+            assert held.search(body), body[:3000]
         finally:
             for v in viewers:
                 await v.close()
         assert await eventually(lambda: not server.apps, within=20)
     assert Actions.read_only(WEB_REASON).writable is False
+    # the service's own log still reaches its stderr after ten apps redirected and restored it
+    err = capsys.readouterr().err
+    assert "viewer disconnected (0 open)" in err and "taudash serve: stopped" in err
+
+
+async def test_stopping_serve_with_tabs_open_ends_their_sessions():
+    async with SimServer(DEMO) as sim:
+        async with wallboard(sim) as serve:  # the helper asserts serve exits 0 when stopped
+            server = serve.web
+            viewers = [await Viewer(server.url()).open() for _ in range(2)]
+            assert await eventually(lambda: all(v.saw("READ-ONLY") for v in viewers), within=60)
+            assert len(server.apps) == 2
+        # stopped with both tabs open: their apps ended and their sockets were closed by the server
+        assert not server.apps and not server.tabs
+        assert await eventually(lambda: all(v.ws is not None and v.ws.closed for v in viewers), within=10)
+        for v in viewers:
+            await v.close()

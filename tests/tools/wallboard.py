@@ -33,10 +33,14 @@ def serve_args(sim: SimServer, **over) -> argparse.Namespace:
 
 
 @asynccontextmanager
-async def wallboard(sim: SimServer, within: float = 60.0, **over):
-    """`taudash serve --web` on this loop; yields the Serve (its `.web` is the WallboardServer)."""
+async def wallboard(sim: SimServer, within: float = 60.0, hooks=(), **over):
+    """`taudash serve --web` on this loop; yields the Serve (its `.web` is the WallboardServer).
+    `metrics="127.0.0.1:0"` adds the Prometheus endpoint; `hooks` are per-tick hooks (the recorder's seat)."""
+    from taudash.serve.exporter import parse_address
+
     args = serve_args(sim, **over)
-    serve = Serve(args, None, web_options(args))
+    serve = Serve(args, parse_address(args.metrics) if args.metrics else None, web_options(args))
+    serve.on_tick += list(hooks)
     task = asyncio.create_task(serve.main())
     deadline = time.monotonic() + within
     while serve.web is None or serve.web.session is None or serve.web.session.last_frame is None:
