@@ -357,3 +357,20 @@ async def test_stopping_serve_with_tabs_open_ends_their_sessions():
         assert await eventually(lambda: all(v.ws is not None and v.ws.closed for v in viewers), within=10)
         for v in viewers:
             await v.close()
+
+
+async def test_q_ends_only_that_tabs_session():
+    server, _ = await _server(None)
+    try:
+        one, two = Viewer(server.url()), Viewer(server.url())
+        await one.open()
+        await two.open()
+        assert await eventually(lambda: one.saw("READ-ONLY") and two.saw("READ-ONLY"), within=60)
+        await one.keys("q")
+        assert await eventually(lambda: one.ws.closed and len(server.apps) == 1, within=20)
+        await two.keys("3")
+        assert await eventually(lambda: two.saw("COHORTS AND CLUSTER QUEUES"), within=30)
+        await one.close()
+        await two.close()
+    finally:
+        await server.stop()

@@ -493,6 +493,8 @@ class WallboardServer:
         self.apps.add(app)
         self.say(f"web: viewer connected from {remote} ({len(self.tabs)} open)")
         running = asyncio.create_task(app.run_async(size=(width, height)), name="wallboard tab")
+        # however the app ends (q, an error before its driver existed), the tab's socket closes with it
+        running.add_done_callback(lambda _: tab.out.put_nowait(None))
         sender = asyncio.create_task(self._send(ws, tab), name="wallboard output")
         try:
             async for msg in ws:
