@@ -374,3 +374,16 @@ async def test_q_ends_only_that_tabs_session():
         await two.close()
     finally:
         await server.stop()
+
+
+async def test_kiosk_flags_rotate_every_tab_without_a_key():
+    async with SimServer(DEMO) as sim, wallboard(sim, kiosk="queues,pool", kiosk_interval=0.5) as serve:
+        viewer = await Viewer(serve.web.url()).open()
+        try:
+            assert await eventually(lambda: viewer.saw("COHORTS AND CLUSTER QUEUES"), within=60)
+            mark = len(viewer.received)
+            assert await eventually(lambda: b"INVENTORY" in viewer.received[mark:], within=30)
+            mark = len(viewer.received)
+            assert await eventually(lambda: b"COHORTS AND CLUSTER QUEUES" in viewer.received[mark:], within=30)
+        finally:
+            await viewer.close()
