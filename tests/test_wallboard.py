@@ -55,6 +55,7 @@ def test_loopback_needs_no_token_and_anything_else_does():
     with pytest.raises(OptionsError, match="token is required"):
         WebOptions(ListenAddress("wallboard.example", 8080))
     assert WebOptions(ListenAddress("0.0.0.0", 8080), token=TOKEN).token == TOKEN
+    assert TOKEN not in repr(WebOptions(ListenAddress("0.0.0.0", 8080), token=TOKEN))  # tracebacks print locals
     with pytest.raises(OptionsError, match="at least 16"):
         WebOptions(ListenAddress("0.0.0.0", 8080), token="short")
 

@@ -34,7 +34,7 @@ import os
 import sys
 from codecs import getincrementaldecoder
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ class OptionsError(ValueError):
 @dataclass(frozen=True)
 class WebOptions:
     address: ListenAddress
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # never in a repr: tracebacks may print locals
     kiosk: tuple[str, ...] = ()  # screens to rotate through (names of app.SCREENS); () = no rotation
     kiosk_interval: float = 30.0
     tick: float = DEFAULT_TICK
