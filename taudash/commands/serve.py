@@ -36,6 +36,17 @@ def register(sub, add_source_args) -> None:
     add_source_args(s)
     s.add_argument("--metrics", metavar="ADDR",
                    help="serve Prometheus metrics on ADDR: PORT or :PORT (127.0.0.1), or HOST:PORT (default: off)")
+    w = s.add_argument_group("wallboard (docs/wallboard.md)")
+    w.add_argument("--web", metavar="ADDR",
+                   help="show the dashboard to browsers on ADDR: PORT or :PORT (127.0.0.1), or HOST:PORT "
+                        "(off loopback only with a token); read-only by construction (default: off)")
+    w.add_argument("--web-token", metavar="TOKEN",
+                   help="access token the browsers must present (default: $TAUDASH_WEB_TOKEN; prefer the "
+                        "variable: a command line is visible to every user of the machine)")
+    w.add_argument("--kiosk", metavar="SCREENS",
+                   help="rotate every browser through these screens, comma-separated (e.g. overview,queues,pool)")
+    w.add_argument("--kiosk-interval", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds on each kiosk screen (default 30)")
     s.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
                    help=f"seconds between derivations (default {DEFAULT_INTERVAL:g})")
     s.add_argument("--speed", type=float, default=10.0, help="with --demo: simulated seconds per wall second")
@@ -57,13 +68,34 @@ def run_serve(args) -> int:
             address = parse_address(args.metrics)
         except AddressError as exc:
             raise UsageError(str(exc)) from None
-    return asyncio.run(Serve(args, address).main())
+    return asyncio.run(Serve(args, address, web_options(args)).main())
+
+
+def web_options(args):
+    """The wallboard's options from the command line, or None without --web (UsageError when unusable)."""
+    from ..serve.exporter import AddressError, parse_address
+    from ..serve.web import OptionsError, WebOptions, parse_kiosk, token_from
+
+    if args.web is None:
+        if args.web_token or args.kiosk:
+            raise UsageError("--web-token and --kiosk apply to the wallboard: add --web ADDR")
+        return None
+    try:
+        address = parse_address(args.web)
+    except AddressError as exc:
+        raise UsageError(str(exc).replace("--metrics", "--web")) from None
+    try:
+        return WebOptions(address, token_from(args.web_token), parse_kiosk(args.kiosk), args.kiosk_interval)
+    except OptionsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 class Serve:
-    def __init__(self, args, address) -> None:
+    def __init__(self, args, address, web=None) -> None:
         self.args = args
         self.address = address
+        self.web_options = web
+        self.web = None  # the wallboard's server, once bound
         self.config = RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
         # --- per-tick hooks -----------------------------------------------------------------
         # Called after every derive, in the derive's worker thread, under the session lock (the
@@ -83,12 +115,15 @@ class Serve:
         # Bound before connecting: a port in use fails at once, not after a 30 s sync.
         self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot else "kube")
         try:
+            await self._start_web()
             if self.args.demo:
                 return await self._demo()
             if self.args.snapshot:
                 return await self._snapshot()
             return await self._live(self.args.context, self.args.kubeconfig, "kube", demo=False)
         finally:
+            if self.web is not None:
+                await self.web.stop()
             if self.metrics is not None:
                 self.metrics.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -171,7 +206,27 @@ class Serve:
             pass
         return False
 
+    async def _start_web(self) -> None:
+        if self.web_options is None:
+            return
+        from ..serve.web import WallboardServer
+
+        server = WallboardServer(None, self.web_options, _say)
+        try:
+            await server.start()
+        except OSError as exc:
+            raise UsageError(f"--web {self.args.web}: cannot listen: {exc.strerror or exc}") from None
+        self.web = server
+        opts = self.web_options
+        if not opts.address.loopback:
+            _say(f"warning: the wallboard listens on {opts.address.host}, reachable beyond this machine; "
+                 "browsers need the access token")
+        kiosk = f"; kiosk: {', '.join(opts.kiosk)} every {opts.kiosk_interval:g} s" if opts.kiosk else ""
+        _say(f"wallboard on {server.url()} (read-only){kiosk}")
+
     async def _run(self, session: Session) -> int:
+        if self.web is not None:
+            self.web.attach(session)  # read-only by construction: the header says so, with the reason
         if self.collector is not None:
             self.collector.context = session.source.context
         _say(f"serving {session.source.context or session.source.path or session.source.type}"
@@ -213,7 +268,8 @@ class Serve:
         now = datetime.now(UTC)
         try:
             with session.lock:
-                view = session.view(now)
+                # A whole frame (view, freshness, history): the wallboard's tabs render this one.
+                view = session.frame(now).view
                 self.latest.publish(sample_of(view, session.store, now.timestamp()))
                 for hook in self.on_tick:
                     try:
