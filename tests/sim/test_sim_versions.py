@@ -1,7 +1,8 @@
 """Kueue releases as a simulator setting (taudash/sim/kueue_versions.py): what each serves and
 stores, conversion on the way in and out (GET, LIST, WATCH, writes), the CRDs that judge writes, the
 condition reasons the controllers write, and that everything served after a seeded run with a
-HoldAndDrain and a release validates against that release's CRDs at every served version."""
+HoldAndDrain, a release, a preemption and a MultiKueue dispatch validates against that release's CRDs at
+every served version."""
 
 from __future__ import annotations
 
@@ -205,7 +206,7 @@ async def test_a_schema_invalid_write_is_a_422_at_every_served_version(version):
 # --- a seeded run: everything served validates, reasons are the release's -----------------------
 
 @pytest.mark.parametrize("version", ALL)
-async def test_after_a_seeded_run_with_hold_and_release_everything_served_validates(version):
+async def test_after_a_seeded_run_with_hold_release_preemption_and_dispatch_everything_served_validates(version):
     kv = kueue_version(version)
     crds = schemas_of(version)
     async with SimServer(DEMO, kueue_version=version, seed=3) as sim:
@@ -264,12 +265,19 @@ async def test_after_a_seeded_run_with_hold_and_release_everything_served_valida
                 if conds.get("Admitted", {}).get("status") == "False":
                     assert "Evicted" in conds, w["metadata"]["name"]
         # which Admitted=False writes happened: without the gate, only when an admission was lost
-        written = []
+        written, preempted, dispatched = [], set(), set()
         while (ev := events.get_nowait()) is not None:
+            name = ev.object["metadata"]["name"]
+            if (_cond(ev.object, "Preempted") or {}).get("status") == "True":
+                preempted.add(name)  # classical preemption within a ClusterQueue (LowerPriority)
+            if (ev.object.get("status") or {}).get("clusterName"):
+                dispatched.add(name)  # MultiKueue: the manager's Workload names the worker that admitted it
             new, old = _cond(ev.object, "Admitted"), _cond(ev.old, "Admitted") if ev.old else None
             if new and new["status"] == "False" and (old or {}).get("status") != "False":
                 written.append(((old or {}).get("status"), new["reason"]))
         events.close()
+        assert preempted, "the run had no preemption"
+        assert dispatched, "the run had no MultiKueue dispatch"
         assert written, "no workload lost or was refused an admission in the run"
         if not kv.granular:
             assert {was for was, _ in written} == {"True"}, written
