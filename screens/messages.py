@@ -64,6 +64,7 @@ class StartWorkflow(Message):
 
     kind: str
     params: dict[str, Any]
+    rehearsal: str | None = None  # the rehearsal this real run follows (its journal keeps the id)
 
 
 @dataclass

@@ -176,14 +176,14 @@ class WorkflowHost:
             return True
         return False
 
-    def start(self, kind: str, params: dict[str, Any]) -> None:
-        """Journal a new workflow and run it (StartWorkflow)."""
+    def start(self, kind: str, params: dict[str, Any], rehearsal: str | None = None) -> None:
+        """Journal a new workflow and run it (StartWorkflow); `rehearsal`: the rehearsal it follows."""
         if self._refused(f"starting a {kind} workflow") or self._busy():
             return
         try:
             build(kind, params)
             journal = Journal.create(new_id(), kind, params, self._context_name(), self.directory(),
-                                     cluster=self.session.cluster)
+                                     cluster=self.session.cluster, rehearsal=rehearsal)
         except (JournalError, KeyError, TypeError, ValueError) as exc:
             self._notify(f"could not start the workflow: {exc}", "error")
             return

@@ -201,7 +201,7 @@ class TaudashApp(App):
     def show_rehearsal(self, kind: str, params: dict, report: dict) -> None:
         def chosen(real: bool | None) -> None:
             if real:  # the ordinary start: journaled, every step asks before it writes
-                self.post_message(StartWorkflow(kind, params))
+                self.post_message(StartWorkflow(kind, params, rehearsal=(report.get("metadata") or {}).get("id")))
 
         self.push_screen(RehearsalScreen(report, can_run=self.workflows.writable), chosen)
 
@@ -220,7 +220,7 @@ class TaudashApp(App):
         self.workflows.new(message)
 
     def on_start_workflow(self, message: StartWorkflow) -> None:
-        self.workflows.start(message.kind, message.params)
+        self.workflows.start(message.kind, message.params, rehearsal=message.rehearsal)
 
     def on_open_workflow(self, message: OpenWorkflow) -> None:
         self.workflows.open(message.workflow_id)

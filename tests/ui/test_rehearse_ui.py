@@ -118,7 +118,8 @@ async def test_report_screen_keys():
 
 async def test_rehearse_first_runs_on_a_fork_and_shows_the_report(monkeypatch):
     started = []
-    monkeypatch.setattr(TaudashApp, "on_start_workflow", lambda self, m: started.append((m.kind, m.params)))
+    monkeypatch.setattr(TaudashApp, "on_start_workflow",
+                        lambda self, m: started.append((m.kind, m.params, m.rehearsal)))
     app = dashboard_app(DEMO, now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         app.post_message(NewWorkflow("hold", cqs=["tau-ws-train"]))
@@ -142,4 +143,5 @@ async def test_rehearse_first_runs_on_a_fork_and_shows_the_report(monkeypatch):
         assert "nothing was written to the cluster" in body
         await pilot.press("r")  # run it for real: the ordinary start (each step still asks first)
         await pilot.pause()
-        assert started == [("hold", report["spec"]["params"])]
+        # the real run names the rehearsal it follows: its journal keeps prediction beside reality
+        assert started == [("hold", report["spec"]["params"], report["metadata"]["id"])]

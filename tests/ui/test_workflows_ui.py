@@ -461,3 +461,15 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
         ("patch", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/tau-ws-eval")]
     [row] = summaries()
     assert row["state"] == "Aborted"
+
+
+async def test_a_real_run_started_after_a_rehearsal_journals_the_rehearsal_id(rig):
+    """Run it for real from a rehearsal's report: the journal records which rehearsal it follows, so `workflow
+    status` can show prediction beside reality."""
+    app = rig.app
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                                       rehearsal="r0a1b2"))
+        await wait_for(pilot, lambda: bool(summaries()), what="the journal of the started run")
+        journal = Journal.open(summaries()[0]["id"])
+        assert journal.header.get("rehearsal") == "r0a1b2"
