@@ -190,7 +190,8 @@ class Actions:
         return any(r.get("name") == k.plural for r in doc.get("resources", []))
 
     async def _object_call(self, method: str, kind: str, name: str | None, namespace: str | None,
-                           subresource: str | None = None, body: Any = None, query=None,
+                           subresource: str | None = None, body: Any = None,
+                           query: list[tuple[str, Any]] | None = None,
                            content_type: str = "application/json") -> Obj:
         """A request on the kind's path. A 404 is checked against discovery: when the version went
         unserved (a Kueue downgrade, a stale guess) the kind is rediscovered and the request sent
@@ -217,7 +218,8 @@ class Actions:
         base += f"/{k.plural}"
         return f"{base}/{name}" if name else base
 
-    async def _call(self, method: str, path: str, body: Any = None, query=None, content_type: str = "application/json") -> Obj:
+    async def _call(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
+                    content_type: str = "application/json") -> Obj:
         resp = await self.api_client.call_api(
             path,
             method,

@@ -15,16 +15,17 @@ sequences.
 
 from __future__ import annotations
 
+import builtins
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from .model import BY_KIND
 from .parts import WaitingList
 from .registry import RULES
 from .rules.base import Changed, Finding, Key, Rule, RuleConfig, RuleContext, RulePart
-from .store import Change, Store
+from .store import Access, Change, Store
 from .view import ClusterView, SourceInfo
 
 
@@ -53,7 +54,7 @@ class GuardedStore:
             self._refuse(kind)
         return self._store.get(kind, name, namespace)
 
-    def list(self, kind: str, namespace: str | None = None) -> list[Any]:
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Any]:
         if kind not in self._reads:
             self._refuse(kind)
         return self._store.list(kind, namespace)
@@ -68,23 +69,24 @@ class GuardedStore:
             self._refuse(kind)
         return self._store.count(kind)
 
-    def by_label(self, kind: str, key: str, value: str | None = None, namespace: str | None = None) -> list[Any]:
+    def by_label(self, kind: str, key: str, value: str | None = None,
+                 namespace: str | None = None) -> builtins.list[Any]:
         if kind not in self._reads:
             self._refuse(kind)
         return self._store.by_label(kind, key, value, namespace)
 
-    def by_owner(self, uid: str, kind: str | None = None) -> list[Any]:
+    def by_owner(self, uid: str, kind: str | None = None) -> builtins.list[Any]:
         if kind is None or kind not in self._reads:
             self._refuse(kind)
         return self._store.by_owner(uid, kind)
 
-    def access(self, kind: str):
+    def access(self, kind: str) -> Access:
         return self._store.access(kind)
 
     def readable(self, kind: str) -> bool:
         return self._store.readable(kind)
 
-    def access_states(self):
+    def access_states(self) -> dict[str, Access]:
         return self._store.access_states()
 
 
@@ -132,14 +134,16 @@ class _Whole(RulePart):
         self.value: Any = None
         self._findings: list[Finding] = []
 
-    def update(self, ctx, changed, needs, moved) -> bool:
+    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
+               moved: Mapping[str, Any]) -> bool:
+        assert self.rule.derive is not None  # a Rule has derive= exactly when it has no part=
         self.value, self._findings = self.rule.derive(ctx, *(needs[n] for n in self.rule.needs))
         return True
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         return (self.value,)
 
-    def findings(self):
+    def findings(self) -> list[Finding]:
         return self._findings
 
     @property
@@ -166,7 +170,7 @@ class IncrementalDeriver:
         self._parts: dict[str, RulePart] = {}
         self._prints: dict[tuple[str, str], dict[Key, Hashable]] = {}
         self._rev: int | None = None
-        self._access_key: tuple | None = None
+        self._access_key: tuple[Any, ...] | None = None
         self.full_builds = 0
         self.updates = 0
         self.recomputed: dict[str, int] = defaultdict(int)  # rule name → times computed (tests, bench)
@@ -187,14 +191,14 @@ class IncrementalDeriver:
         changes = self._pending()
         return changes is not None and len(changes) < 5_000 and not any(c.type == "RESET" for c in changes)
 
-    def waiting_changes(self, old: list, new: list) -> set[Key] | None:
+    def waiting_changes(self, old: list[Any], new: list[Any]) -> set[Key] | None:
         """Keys (namespace, name) of the waiting rows that differ between two waiting lists this deriver
         produced, or None when it cannot tell (another build, or older than its log)."""
         part = self._parts.get("workloads")
         return part.waiting_changes(old, new) if part is not None and hasattr(part, "waiting_changes") else None
 
     # state ------------------------------------------------------------------------------------
-    def _access(self) -> tuple:
+    def _access(self) -> tuple[Any, ...]:
         return tuple((k, a.state.value, a.since, a.message) for k, a in sorted(self.store.access_states().items()))
 
     def _pending(self) -> list[Change] | None:
@@ -203,7 +207,8 @@ class IncrementalDeriver:
         return self.store.changes_since(self._rev)
 
     def _ctx(self, rule: Rule, now: datetime) -> RuleContext:
-        return RuleContext(store=self._guards[rule.name], now=now, config=self.config)  # type: ignore[arg-type]
+        # The guard offers the store's reads (and refuses the kinds the rule does not declare).
+        return RuleContext(store=cast(Store, self._guards[rule.name]), now=now, config=self.config)
 
     def _run(self, rule: Rule, now: datetime, changed: Changed | None, moved: dict[str, Any]) -> Any:
         part = self._parts[rule.name]
@@ -243,10 +248,10 @@ class IncrementalDeriver:
                 continue
             moved[rule.name] = self._run(rule, now, changed, moved)
 
-    def _moved_prints(self, rule: str, kind: str, fp, keys: set[Key]) -> set[Key]:
+    def _moved_prints(self, rule: str, kind: str, fp: Callable[[Any], Hashable], keys: set[Key]) -> set[Key]:
         """The objects among `keys` whose fingerprint for `rule` moved (or that came or went)."""
         prints = self._prints[(rule, kind)]
-        out = set()
+        out: set[Key] = set()
         for key in keys:
             obj = self.store.get(kind, key[1], key[0])
             new = fp(obj) if obj is not None else None

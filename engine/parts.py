@@ -38,11 +38,11 @@ from .rules.workspaces import derive_workspace
 _EPOCHS = itertools.count(1)
 
 
-class WaitingList(list):
+class WaitingList(list[Any]):
     """A view's waiting rows (sorted by namespace and name), stamped with the epoch and version of the
     WorkloadsPart that made it so `waiting_changes` can say what moved between two of them."""
 
-    def __init__(self, rows, epoch: int, version: int) -> None:
+    def __init__(self, rows: Iterable[Any], epoch: int, version: int) -> None:
         super().__init__(rows)
         self.epoch = epoch
         self.version = version
@@ -57,7 +57,7 @@ class WorkloadsPart(RulePart):
         self._buckets: dict[Key, Bucket] = {}
         self._counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self._wkeys: list[Key] = []
-        self._wvals: list = []
+        self._wvals: list[Any] = []
         self._waiting_out: WaitingList | None = None
         # Which waiting rows changed, version by version, so a screen can patch its 50k rows instead
         # of walking them (see `waiting_changes`). Every build starts a new epoch.
@@ -86,7 +86,7 @@ class WorkloadsPart(RulePart):
             self._set_waiting(key, w)
         return touched
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         # Views are immutable: successive views share the list until a waiting row changes, so a
         # screen can tell "nothing waits differently" by identity instead of walking 50k rows.
         if self._waiting_out is None:
@@ -121,7 +121,7 @@ class WorkloadsPart(RulePart):
             touched.add(bucket[0])
         return touched
 
-    def _set_waiting(self, key: Key, w) -> None:
+    def _set_waiting(self, key: Key, w: Any) -> None:
         if w is not None and (not self._wkeys or key > self._wkeys[-1]):  # a build appends in key order
             self._wkeys.append(key)
             self._wvals.append(w)
@@ -145,7 +145,7 @@ class WorkloadsPart(RulePart):
         self._wver += 1
         self._wlog.append((self._wver, key))
 
-    def waiting_changes(self, old: list, new: list) -> set[Key] | None:
+    def waiting_changes(self, old: list[Any], new: list[Any]) -> set[Key] | None:
         """Keys (namespace, name) of the waiting rows that differ between two waiting lists this part
         produced, or None when it cannot tell (another epoch, or older than its log)."""
         if not (isinstance(old, WaitingList) and isinstance(new, WaitingList)) or not (
@@ -169,11 +169,11 @@ class QueuesPart(RulePart):
 
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
-        self._parts: dict[str, tuple] = {}  # name → (ClusterQueueView, findings)
+        self._parts: dict[str, tuple[Any, ...]] = {}  # name → (ClusterQueueView, findings)
         # A queue's flavor rows depend on its object alone; Workload events only move its counts.
-        self._flavors: dict[str, tuple] = {}
-        self._queues: list = []
-        self._cohorts: list | None = None
+        self._flavors: dict[str, tuple[Any, ...]] = {}
+        self._queues: list[Any] = []
+        self._cohorts: list[Any] | None = None
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:
@@ -207,7 +207,7 @@ class QueuesPart(RulePart):
             self._cohorts = derive_cohorts(ctx, self._queues)
         return bool(redo or cohorts_moved)
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         return (self._cohorts, self._queues)
 
     def findings(self) -> Iterable[Finding]:
@@ -220,7 +220,7 @@ class WorkspacesPart(RulePart):
 
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
-        self._parts: dict[str, tuple] = {}  # name → (WorkspaceView, findings)
+        self._parts: dict[str, tuple[Any, ...]] = {}  # name → (WorkspaceView, findings)
         # Kinds any workspace may read (identity, storage, the cluster): a change moves every one.
         # The drain-relevant kinds are read only in a draining workspace's old namespace.
         self._everywhere = rule.reads - DRAIN_KINDS - {"TauWorkspace", "ClusterQueue"}
@@ -250,7 +250,7 @@ class WorkspacesPart(RulePart):
                 self._parts[name] = derive_workspace(ctx, ws)
         return bool(names)
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         return ([self._parts[n][0] for n in sorted(self._parts)],)
 
     def findings(self) -> Iterable[Finding]:

@@ -18,6 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from . import paths
+from .model.base import Condition
 from .model.tau import ResolvedWorkloadProfile
 from .rules.base import RuleContext
 from .rules.profilehash import (
@@ -48,7 +49,7 @@ class VerifiedSnapshot:
 # --- building ---------------------------------------------------------------------------
 
 
-def _condition_doc(c) -> dict[str, Any]:
+def _condition_doc(c: Condition) -> dict[str, Any]:
     doc: dict[str, Any] = {"type": c.type, "status": c.status}
     if c.observed_generation:
         doc["observedGeneration"] = c.observed_generation

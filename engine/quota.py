@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .model import ZERO, Quantity
+from .model.kueue import ResourceGroup
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 
@@ -187,7 +189,7 @@ class QuotaTree:
         )
 
 
-def quotas_of(resource_groups) -> dict[FlavorResource, Limits]:
+def quotas_of(resource_groups: Iterable[ResourceGroup]) -> dict[FlavorResource, Limits]:
     out: dict[FlavorResource, Limits] = {}
     for rg in resource_groups:
         for fl in rg.flavors:
@@ -196,7 +198,7 @@ def quotas_of(resource_groups) -> dict[FlavorResource, Limits]:
     return out
 
 
-def build_tree(cluster_queues: Iterable, cohorts: Iterable,
+def build_tree(cluster_queues: Iterable[Any], cohorts: Iterable[Any],
                usage: Mapping[str, Mapping[FlavorResource, Quantity]]) -> QuotaTree:
     """The tree from ClusterQueue and Cohort models and each ClusterQueue's reserved usage.
 

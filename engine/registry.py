@@ -12,6 +12,7 @@ and add one `Rule(...)` line below. See ARCHITECTURE.md, "Recipes".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .model import ClusterQueue
@@ -39,18 +40,18 @@ _WORKSPACE_READS = frozenset({
 }) | DRAIN_KINDS  # read in a draining workspace's old namespace
 
 
-def pool_print(cq: ClusterQueue) -> tuple:
+def pool_print(cq: ClusterQueue) -> tuple[Any, ...]:
     """What the pool rules read of a ClusterQueue (not its counts, which Kueue rewrites constantly)."""
     return (cq.labels, cq.spec.cohort_name, cq.spec.resource_groups, cq.status.flavors_reservation,
             cq.status.flavors_usage, cq.metadata.deletion_timestamp)
 
 
-def drain_print(cq: ClusterQueue) -> tuple:
+def drain_print(cq: ClusterQueue) -> tuple[Any, ...]:
     """What a workspace drain reads of a ClusterQueue."""
     return (cq.uid, cq.spec.namespace_selector)
 
 
-def _no_findings(fn):
+def _no_findings(fn: Callable[..., Any]) -> Callable[..., tuple[Any, list[Finding]]]:
     def derive(ctx: RuleContext, *needed: Any) -> tuple[Any, list[Finding]]:
         return fn(ctx, *needed), []
     derive.__name__ = fn.__name__

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +32,7 @@ DeriveFn = Callable[[Store, datetime, RuleConfig, SourceInfo], ClusterView]
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.nvidia.com")
 
 
-def gpu_resource(keys) -> str | None:
+def gpu_resource(keys: Iterable[str]) -> str | None:
     """The GPU resource name among a flavor's resources, if any (NVIDIA first)."""
     keys = set(keys)
     for k in GPU_RESOURCES:
@@ -145,7 +145,7 @@ class Session:
         # Without a custom derive, views are kept current from the store's change feed: a burst of
         # events re-derives only what it touched (engine.incremental), never every rule.
         self._incremental = IncrementalDeriver(store, self.config, source) if derive_fn is None else None
-        self._cache_key: tuple | None = None
+        self._cache_key: tuple[Any, ...] | None = None
         self._cache: ClusterView | None = None
         self._history_lock = threading.Lock()
         self._samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=4096)
@@ -171,7 +171,7 @@ class Session:
             yield self.store
 
     # derived state -----------------------------------------------------------------------
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         acc = tuple((k, a.state.value, a.since) for k, a in sorted(self.store.access_states().items()))
         return (self.store.revision, acc)
 
@@ -198,7 +198,7 @@ class Session:
                 self._sample(now.timestamp(), self._cache)
             return self._cache
 
-    def waiting_changes(self, old: list, new: list) -> set[tuple[str, str]] | None:
+    def waiting_changes(self, old: list[Any], new: list[Any]) -> set[tuple[str, str]] | None:
         """(namespace, name) of the waiting rows that differ between two views' waiting lists, or None
         when the session cannot tell (the caller then compares them whole)."""
         with self.lock:
@@ -348,7 +348,7 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
     if obj is None:
         return []
     out: list[Related] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
 
     def add(relation: str, kind: str, name: str | None, ns: str | None = None) -> None:
         if not name or kind not in BY_KIND:

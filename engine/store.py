@@ -5,17 +5,52 @@ Every source (snapshot file, live informers, the simulator) fills a Store; the r
 
 from __future__ import annotations
 
+import builtins
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
-from typing import Any
+from typing import Any, Literal, overload
 
-from .model import BY_KIND, KINDS, KubeObject
+from .model import (
+    BY_KIND,
+    KINDS,
+    AdmissionCheck,
+    ClusterQueue,
+    Cohort,
+    CSIDriver,
+    CSINode,
+    Deployment,
+    FastObject,
+    Job,
+    KubeObject,
+    LocalQueue,
+    MultiKueueCluster,
+    MultiKueueConfig,
+    Namespace,
+    Node,
+    PersistentVolumeClaim,
+    PriorityClass,
+    RayJob,
+    RayService,
+    ResourceFlavor,
+    ResourceKind,
+    RoleBinding,
+    ServiceAccount,
+    StorageClass,
+    TauCluster,
+    TauTeam,
+    TauWorkspace,
+    Topology,
+    Workload,
+    WorkloadPriorityClass,
+)
 from .model.kinds import HIGH_VOLUME
 
 Key = tuple[str, str]  # (namespace or "", name)
+# What the store holds: the pydantic models, and the msgspec structs of the kinds decoded fast.
+StoredObject = KubeObject | FastObject
 
 
 class AccessState(StrEnum):
@@ -55,7 +90,7 @@ class Store:
     FEED_LIMIT = 50_000
 
     def __init__(self) -> None:
-        self._objects: dict[str, dict[Key, KubeObject]] = {k.kind: {} for k in KINDS}
+        self._objects: dict[str, dict[Key, StoredObject]] = {k.kind: {} for k in KINDS}
         self._raw: dict[str, dict[Key, dict[str, Any]]] = {k.kind: {} for k in KINDS}
         self._by_ns: dict[str, dict[str, set[Key]]] = {k.kind: {} for k in KINDS}
         self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {k.kind: {} for k in KINDS}
@@ -72,7 +107,7 @@ class Store:
         self.last_event_at: float | None = None
 
     # writes ------------------------------------------------------------------------------
-    def upsert(self, obj: KubeObject, raw: dict[str, Any] | None = None, at: float | None = None) -> None:
+    def upsert(self, obj: StoredObject, raw: dict[str, Any] | None = None, at: float | None = None) -> None:
         kind = _kind_of(obj)
         key = (obj.metadata.namespace or "", obj.metadata.name)
         existed = key in self._objects[kind]
@@ -99,7 +134,7 @@ class Store:
         self._emit(kind, key, "DELETED", at)
         return True
 
-    def replace(self, kind: str, objects: Iterable[tuple[KubeObject, dict[str, Any] | None]], at: float | None = None) -> None:
+    def replace(self, kind: str, objects: Iterable[tuple[StoredObject, dict[str, Any] | None]], at: float | None = None) -> None:
         """Swap a kind's whole content (a re-list), emitting one RESET change."""
         for key in list(self._objects[kind]):
             self._unindex(kind, key)
@@ -124,26 +159,191 @@ class Store:
         self._listeners.append(fn)
 
     # reads -------------------------------------------------------------------------------
-    def get(self, kind: str, name: str, namespace: str | None = None) -> Any:
+    # Typed reads: each kind's name gives its model class (generated from model.KINDS; tests/test_store_types.py
+    # checks they agree). A kind only known at run time reads as StoredObject.
+    @overload
+    def get(self, kind: Literal["Node"], name: str, namespace: str | None = None) -> Node | None: ...
+    @overload
+    def get(self, kind: Literal["Namespace"], name: str, namespace: str | None = None) -> Namespace | None: ...
+    @overload
+    def get(self, kind: Literal["ServiceAccount"], name: str, namespace: str | None = None) -> ServiceAccount | None: ...
+    @overload
+    def get(self, kind: Literal["PersistentVolumeClaim"], name: str, namespace: str | None = None) -> PersistentVolumeClaim | None: ...
+    @overload
+    def get(self, kind: Literal["RoleBinding"], name: str, namespace: str | None = None) -> RoleBinding | None: ...
+    @overload
+    def get(self, kind: Literal["StorageClass"], name: str, namespace: str | None = None) -> StorageClass | None: ...
+    @overload
+    def get(self, kind: Literal["CSIDriver"], name: str, namespace: str | None = None) -> CSIDriver | None: ...
+    @overload
+    def get(self, kind: Literal["CSINode"], name: str, namespace: str | None = None) -> CSINode | None: ...
+    @overload
+    def get(self, kind: Literal["PriorityClass"], name: str, namespace: str | None = None) -> PriorityClass | None: ...
+    @overload
+    def get(self, kind: Literal["Job"], name: str, namespace: str | None = None) -> Job | None: ...
+    @overload
+    def get(self, kind: Literal["Deployment"], name: str, namespace: str | None = None) -> Deployment | None: ...
+    @overload
+    def get(self, kind: Literal["RayJob"], name: str, namespace: str | None = None) -> RayJob | None: ...
+    @overload
+    def get(self, kind: Literal["RayService"], name: str, namespace: str | None = None) -> RayService | None: ...
+    @overload
+    def get(self, kind: Literal["ClusterQueue"], name: str, namespace: str | None = None) -> ClusterQueue | None: ...
+    @overload
+    def get(self, kind: Literal["LocalQueue"], name: str, namespace: str | None = None) -> LocalQueue | None: ...
+    @overload
+    def get(self, kind: Literal["Cohort"], name: str, namespace: str | None = None) -> Cohort | None: ...
+    @overload
+    def get(self, kind: Literal["ResourceFlavor"], name: str, namespace: str | None = None) -> ResourceFlavor | None: ...
+    @overload
+    def get(self, kind: Literal["Workload"], name: str, namespace: str | None = None) -> Workload | None: ...
+    @overload
+    def get(self, kind: Literal["AdmissionCheck"], name: str, namespace: str | None = None) -> AdmissionCheck | None: ...
+    @overload
+    def get(self, kind: Literal["WorkloadPriorityClass"], name: str, namespace: str | None = None) -> WorkloadPriorityClass | None: ...
+    @overload
+    def get(self, kind: Literal["Topology"], name: str, namespace: str | None = None) -> Topology | None: ...
+    @overload
+    def get(self, kind: Literal["MultiKueueConfig"], name: str, namespace: str | None = None) -> MultiKueueConfig | None: ...
+    @overload
+    def get(self, kind: Literal["MultiKueueCluster"], name: str, namespace: str | None = None) -> MultiKueueCluster | None: ...
+    @overload
+    def get(self, kind: Literal["TauCluster"], name: str, namespace: str | None = None) -> TauCluster | None: ...
+    @overload
+    def get(self, kind: Literal["TauTeam"], name: str, namespace: str | None = None) -> TauTeam | None: ...
+    @overload
+    def get(self, kind: Literal["TauWorkspace"], name: str, namespace: str | None = None) -> TauWorkspace | None: ...
+    @overload
+    def get(self, kind: str, name: str, namespace: str | None = None) -> StoredObject | None: ...
+    def get(self, kind: str, name: str, namespace: str | None = None) -> StoredObject | None:
         return self._objects[kind].get((namespace or "", name))
 
     def raw(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         return self._raw[kind].get((namespace or "", name))
 
-    def list(self, kind: str, namespace: str | None = None) -> list[Any]:
+    @overload
+    def list(self, kind: Literal["Node"], namespace: str | None = None) -> builtins.list[Node]: ...
+    @overload
+    def list(self, kind: Literal["Namespace"], namespace: str | None = None) -> builtins.list[Namespace]: ...
+    @overload
+    def list(self, kind: Literal["ServiceAccount"], namespace: str | None = None) -> builtins.list[ServiceAccount]: ...
+    @overload
+    def list(self, kind: Literal["PersistentVolumeClaim"], namespace: str | None = None) -> builtins.list[PersistentVolumeClaim]: ...
+    @overload
+    def list(self, kind: Literal["RoleBinding"], namespace: str | None = None) -> builtins.list[RoleBinding]: ...
+    @overload
+    def list(self, kind: Literal["StorageClass"], namespace: str | None = None) -> builtins.list[StorageClass]: ...
+    @overload
+    def list(self, kind: Literal["CSIDriver"], namespace: str | None = None) -> builtins.list[CSIDriver]: ...
+    @overload
+    def list(self, kind: Literal["CSINode"], namespace: str | None = None) -> builtins.list[CSINode]: ...
+    @overload
+    def list(self, kind: Literal["PriorityClass"], namespace: str | None = None) -> builtins.list[PriorityClass]: ...
+    @overload
+    def list(self, kind: Literal["Job"], namespace: str | None = None) -> builtins.list[Job]: ...
+    @overload
+    def list(self, kind: Literal["Deployment"], namespace: str | None = None) -> builtins.list[Deployment]: ...
+    @overload
+    def list(self, kind: Literal["RayJob"], namespace: str | None = None) -> builtins.list[RayJob]: ...
+    @overload
+    def list(self, kind: Literal["RayService"], namespace: str | None = None) -> builtins.list[RayService]: ...
+    @overload
+    def list(self, kind: Literal["ClusterQueue"], namespace: str | None = None) -> builtins.list[ClusterQueue]: ...
+    @overload
+    def list(self, kind: Literal["LocalQueue"], namespace: str | None = None) -> builtins.list[LocalQueue]: ...
+    @overload
+    def list(self, kind: Literal["Cohort"], namespace: str | None = None) -> builtins.list[Cohort]: ...
+    @overload
+    def list(self, kind: Literal["ResourceFlavor"], namespace: str | None = None) -> builtins.list[ResourceFlavor]: ...
+    @overload
+    def list(self, kind: Literal["Workload"], namespace: str | None = None) -> builtins.list[Workload]: ...
+    @overload
+    def list(self, kind: Literal["AdmissionCheck"], namespace: str | None = None) -> builtins.list[AdmissionCheck]: ...
+    @overload
+    def list(self, kind: Literal["WorkloadPriorityClass"], namespace: str | None = None) -> builtins.list[WorkloadPriorityClass]: ...
+    @overload
+    def list(self, kind: Literal["Topology"], namespace: str | None = None) -> builtins.list[Topology]: ...
+    @overload
+    def list(self, kind: Literal["MultiKueueConfig"], namespace: str | None = None) -> builtins.list[MultiKueueConfig]: ...
+    @overload
+    def list(self, kind: Literal["MultiKueueCluster"], namespace: str | None = None) -> builtins.list[MultiKueueCluster]: ...
+    @overload
+    def list(self, kind: Literal["TauCluster"], namespace: str | None = None) -> builtins.list[TauCluster]: ...
+    @overload
+    def list(self, kind: Literal["TauTeam"], namespace: str | None = None) -> builtins.list[TauTeam]: ...
+    @overload
+    def list(self, kind: Literal["TauWorkspace"], namespace: str | None = None) -> builtins.list[TauWorkspace]: ...
+    @overload
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[StoredObject]: ...
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Any]:
         objs = self._objects[kind]
         if namespace is None:
-            keys = self._sorted[kind]
-            if keys is None:
-                keys = self._sorted[kind] = sorted(objs)
-            return [objs[k] for k in keys]
+            ordered = self._sorted[kind]
+            if ordered is None:
+                ordered = self._sorted[kind] = sorted(objs)
+            return [objs[k] for k in ordered]
         keys = self._by_ns[kind].get(namespace, set())
         return [objs[k] for k in sorted(keys)]
 
     def count(self, kind: str) -> int:
         return len(self._objects[kind])
 
-    def by_label(self, kind: str, key: str, value: str | None = None, namespace: str | None = None) -> list[Any]:
+    @overload
+    def by_label(self, kind: Literal["Node"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Node]: ...
+    @overload
+    def by_label(self, kind: Literal["Namespace"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Namespace]: ...
+    @overload
+    def by_label(self, kind: Literal["ServiceAccount"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[ServiceAccount]: ...
+    @overload
+    def by_label(self, kind: Literal["PersistentVolumeClaim"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[PersistentVolumeClaim]: ...
+    @overload
+    def by_label(self, kind: Literal["RoleBinding"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[RoleBinding]: ...
+    @overload
+    def by_label(self, kind: Literal["StorageClass"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[StorageClass]: ...
+    @overload
+    def by_label(self, kind: Literal["CSIDriver"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[CSIDriver]: ...
+    @overload
+    def by_label(self, kind: Literal["CSINode"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[CSINode]: ...
+    @overload
+    def by_label(self, kind: Literal["PriorityClass"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[PriorityClass]: ...
+    @overload
+    def by_label(self, kind: Literal["Job"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Job]: ...
+    @overload
+    def by_label(self, kind: Literal["Deployment"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Deployment]: ...
+    @overload
+    def by_label(self, kind: Literal["RayJob"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[RayJob]: ...
+    @overload
+    def by_label(self, kind: Literal["RayService"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[RayService]: ...
+    @overload
+    def by_label(self, kind: Literal["ClusterQueue"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[ClusterQueue]: ...
+    @overload
+    def by_label(self, kind: Literal["LocalQueue"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[LocalQueue]: ...
+    @overload
+    def by_label(self, kind: Literal["Cohort"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Cohort]: ...
+    @overload
+    def by_label(self, kind: Literal["ResourceFlavor"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[ResourceFlavor]: ...
+    @overload
+    def by_label(self, kind: Literal["Workload"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Workload]: ...
+    @overload
+    def by_label(self, kind: Literal["AdmissionCheck"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[AdmissionCheck]: ...
+    @overload
+    def by_label(self, kind: Literal["WorkloadPriorityClass"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[WorkloadPriorityClass]: ...
+    @overload
+    def by_label(self, kind: Literal["Topology"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[Topology]: ...
+    @overload
+    def by_label(self, kind: Literal["MultiKueueConfig"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[MultiKueueConfig]: ...
+    @overload
+    def by_label(self, kind: Literal["MultiKueueCluster"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[MultiKueueCluster]: ...
+    @overload
+    def by_label(self, kind: Literal["TauCluster"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[TauCluster]: ...
+    @overload
+    def by_label(self, kind: Literal["TauTeam"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[TauTeam]: ...
+    @overload
+    def by_label(self, kind: Literal["TauWorkspace"], key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[TauWorkspace]: ...
+    @overload
+    def by_label(self, kind: str, key: str, value: str | None = None, namespace: str | None = None) -> builtins.list[StoredObject]: ...
+    def by_label(self, kind: str, key: str, value: str | None = None,
+                 namespace: str | None = None) -> builtins.list[Any]:
         objs = self._objects[kind]
         # High-volume kinds (engine/model/kinds.py) have no label index: their labels are looked up
         # rarely (a Job's Workloads, from the object view) and an index entry per label per object was
@@ -160,13 +360,12 @@ class Store:
             keys = {k for k in keys if k[0] == namespace}
         return [objs[k] for k in sorted(keys)]
 
-    def by_owner(self, uid: str, kind: str | None = None) -> list[Any]:
+    def by_owner(self, uid: str, kind: str | None = None) -> builtins.list[StoredObject]:
         refs = self._by_owner.get(uid)
         if refs is None:
             return []
-        if type(refs) is tuple:
-            refs = (refs,)
-        return [self._objects[k][key] for k, key in sorted(refs) if kind is None or k == kind]
+        owned: Iterable[tuple[str, Key]] = (refs,) if isinstance(refs, tuple) else refs
+        return [self._objects[k][key] for k, key in sorted(owned) if kind is None or k == kind]
 
     def access(self, kind: str) -> Access:
         return self._access[kind]
@@ -177,7 +376,7 @@ class Store:
     def access_states(self) -> dict[str, Access]:
         return dict(self._access)
 
-    def changes_since(self, revision: int) -> list[Change] | None:
+    def changes_since(self, revision: int) -> builtins.list[Change] | None:
         """Changes after `revision`, or None when the feed no longer reaches back that far."""
         if revision >= self.revision:
             return []
@@ -189,11 +388,11 @@ class Store:
         out.reverse()
         return out
 
-    def kinds(self) -> list[str]:
+    def kinds(self) -> builtins.list[str]:
         return list(self._objects)
 
     # internals ---------------------------------------------------------------------------
-    def _index(self, kind: str, key: Key, obj: KubeObject) -> None:
+    def _index(self, kind: str, key: Key, obj: StoredObject) -> None:
         self._by_ns[kind].setdefault(key[0], set()).add(key)
         if kind not in HIGH_VOLUME:
             for lk, lv in obj.metadata.labels.items():
@@ -203,7 +402,7 @@ class Store:
                 entry, have = (kind, key), self._by_owner.get(ref.uid)
                 if have is None:
                     self._by_owner[ref.uid] = entry
-                elif type(have) is tuple:
+                elif isinstance(have, tuple):
                     if have != entry:
                         self._by_owner[ref.uid] = {have, entry}
                 else:
@@ -226,7 +425,7 @@ class Store:
             have = self._by_owner.get(ref.uid)
             if have is None:
                 continue
-            if type(have) is tuple:
+            if isinstance(have, tuple):
                 if have == (kind, key):
                     del self._by_owner[ref.uid]
             else:
@@ -244,12 +443,17 @@ class Store:
             fn(change)
 
 
-def _kind_of(obj: KubeObject) -> str:
+# Kinds of tens of thousands of objects whose labels are looked up rarely (a Job's Workloads, from
+# the object view): an index entry per label per object was ~70 MiB at fleet scale; they are scanned.
+UNINDEXED_LABELS = frozenset({"Workload", "Job", "RayJob", "RayService", "Deployment"})
+
+
+def _kind_of(obj: StoredObject) -> str:
     for k in KINDS:
         if type(obj) is k.model:
             return k.kind
     raise TypeError(f"not a registered kind: {type(obj).__name__}")
 
 
-def kind_info(kind: str):
+def kind_info(kind: str) -> ResourceKind:
     return BY_KIND[kind]

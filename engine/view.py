@@ -7,7 +7,7 @@ header (apiVersion, kind, source) and the sorted findings: the `status -o json` 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
 
@@ -39,10 +39,34 @@ class ClusterViewBase(ViewModel):
         return any(f.severity.value == "critical" for f in self.findings)  # type: ignore[attr-defined]
 
 
-_FIELDS: dict[str, Any] = {f.name: (f.type, f.default) for r in RULES for f in r.fields}
-ClusterView = create_model(  # type: ignore[call-overload]
-    "ClusterView", __base__=ClusterViewBase, __module__=__name__, **_FIELDS, findings=(list[Finding], []))
-ClusterView.__doc__ = "The derived cluster state: one field per registered rule output (engine/registry.py)."
+if TYPE_CHECKING:
+    from .rules.cluster import ClusterSummary, TeamSummary
+    from .rules.multikueue import MultiKueueView
+    from .rules.pool import PoolView
+    from .rules.profiles import ProfilesView
+    from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
+    from .rules.workspaces import WorkspaceView
+
+    class ClusterView(ClusterViewBase):
+        """The class built below from the registry, as a type checker reads it: the same fields, in
+        the registry's order (tests/unit/test_static_types.py keeps the two in step)."""
+
+        access: list[AccessEntry]
+        cluster: ClusterSummary | None
+        teams: list[TeamSummary]
+        pool: PoolView
+        cohorts: list[CohortView]
+        cluster_queues: list[ClusterQueueView]
+        workspaces: list[WorkspaceView]
+        profiles: ProfilesView
+        multikueue: MultiKueueView
+        waiting: list[WaitingWorkload]
+        findings: list[Finding]
+else:
+    _FIELDS: dict[str, Any] = {f.name: (f.type, f.default) for r in RULES for f in r.fields}
+    ClusterView = create_model(
+        "ClusterView", __base__=ClusterViewBase, __module__=__name__, **_FIELDS, findings=(list[Finding], []))
+    ClusterView.__doc__ = "The derived cluster state: one field per registered rule output (engine/registry.py)."
 
 
 def derive(store: Store, now: datetime, config: RuleConfig | None = None, source: SourceInfo | None = None) -> ClusterView:

@@ -68,6 +68,8 @@ enter   open the finding's object (conditions, related objects, YAML)"""
         self._detail(event.row_key.value)
 
     def _by_key(self) -> dict:
+        if self.frame is None:
+            return {}
         view = self.frame.view
         cached = self.__dict__.get("_findings_by_key")
         if cached is None or cached[0] is not view:  # once per view, not a scan per highlight

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.style import Style
 from rich.table import Table
@@ -59,7 +59,7 @@ def ref_text(ref: ObjRef) -> Text:
     return t
 
 
-def kv_grid(rows: list[tuple[str, Text | str]], label_style: Style | str = "dim") -> Table:
+def kv_grid(rows: Sequence[tuple[str, Text | str]], label_style: Style | str = "dim") -> Table:
     """Label/value lines whose values wrap under themselves (not under the label)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style=label_style)

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.widgets import Static
 
+from taudash.engine.history.query import EvictionRecord
 from taudash.engine.history.reader import HistoryWindow
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame
@@ -110,7 +111,7 @@ A gap in a plot is a time nothing was recorded, never a zero."""
         self._loaded_key: tuple | None = None
         self._loading_key: tuple | None = None
         self.error: str | None = None
-        self._records: dict[str, object] = {}
+        self._records: dict[str, EvictionRecord] = {}
 
     # composition -------------------------------------------------------------------------
     def compose_body(self) -> ComposeResult:
@@ -177,7 +178,8 @@ A gap in a plot is a time nothing was recorded, never a zero."""
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         # the data moves with time: a new bucket (of this range) is a new picture
-        return (*super().frame_signature(frame), self._bucket(frame))
+        sig = super().frame_signature(frame)
+        return None if sig is None else (*sig, self._bucket(frame))
 
     @property
     def loaded(self) -> bool:
@@ -225,8 +227,8 @@ A gap in a plot is a time nothing was recorded, never a zero."""
                         style=tones.accent if i == self.range_index else tones.muted)
             head.append(" ")
         head.append("  [ ] change range", style=tones.muted)
-        if data is not None and data.recorded_from is not None:
-            span_ = (data.recorded_to or 0) - data.recorded_from
+        if data is not None and data.recorded_from is not None and data.recorded_to is not None:
+            span_ = data.recorded_to - data.recorded_from
             head.append(f" · recorded {time_label(data.recorded_from, max(span_, 86401))}"
                         f" – {time_label(data.recorded_to, max(span_, 86401))} UTC", style=tones.muted)
         self.query_one("#hist-range", Static).update(head)

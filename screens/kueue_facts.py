@@ -3,6 +3,8 @@ as plain (label, value) lines: shared by the object detail and the Queues screen
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def _q(v) -> str:
     return "none" if v is None else v.human()
@@ -12,8 +14,8 @@ def kueue_facts(obj) -> list[tuple[str, str]]:
     """What an operator reads first on a Kueue object, as (label, value) lines; [] for other kinds.
     Kueue's defaults are named as such when a field is absent."""
     kind = getattr(obj, "kind", "")
-    spec = getattr(obj, "spec", None)
-    status = getattr(obj, "status", None)
+    spec: Any = getattr(obj, "spec", None)  # one of several kinds: read by `kind` below
+    status: Any = getattr(obj, "status", None)
     out: list[tuple[str, str]] = []
     if kind == "ClusterQueue":
         p = spec.preemption

@@ -189,7 +189,8 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         sig = super().frame_signature(frame)
-        return sig + (frame.history,)  # the sparklines move with time, not only with the view
+        # the sparklines move with time, not only with the view (None: always rendered)
+        return None if sig is None else sig + (frame.history,)
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
@@ -220,8 +221,9 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
     def on_click(self, event: Click) -> None:
         target = {"ov-pool-title": "pool", "ov-pool": "pool", "ov-borrow": "queues", "ov-status": None}
         wid = event.widget.id if event.widget is not None else None
-        if wid in target and target[wid]:
-            self.post_message(Navigate(target[wid]))
+        screen = target.get(wid) if wid is not None else None
+        if screen:
+            self.post_message(Navigate(screen))
         elif wid == "ov-status":
             line = event.y
             self.post_message(Navigate(["workspaces", "workspaces", "profiles"][min(line, 2)]

@@ -86,7 +86,8 @@ enter          open the object of the highlighted row"""
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         sig = super().frame_signature(frame)
-        return sig + (frame.history,)  # the sparklines move with time, not only with the view
+        # the sparklines move with time, not only with the view (None: always rendered)
+        return None if sig is None else sig + (frame.history,)
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):

@@ -99,8 +99,8 @@ enter       open the TauCluster"""
             t.append("– none declared", style=tones.muted)
         else:
             t.append(tones.mark("ok", "usable") if p.usable else tones.mark("bad", "not usable"))
-            ready = sum(1 for r in p.profiles if r.ready)
-            t.append(f" · {ready}/{len(p.profiles)} ready · TauCluster generation "
+            n_ready = sum(1 for r in p.profiles if r.ready)
+            t.append(f" · {n_ready}/{len(p.profiles)} ready · TauCluster generation "
                      f"{p.generation if p.generation is not None else '?'}")
             t.append("\n")
             t.append(hash_text(p.profile_set_hash, p.computed_hash, tones))

@@ -4,6 +4,7 @@ drain open — and why each one waits (QuotaReserved/Admitted reason and message
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import cast
 
 from rich.console import Group
 from rich.text import Text
@@ -144,6 +145,9 @@ Kinds that cannot be read are listed above the table as unknown: their objects a
 this list, not absent from the cluster.
 enter   open the object (owner, Workload, queue and node links, YAML)"""
 
+    _last_rows: list[_Item]
+    _overlaid: dict[str, _Item]
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Static(id="src-unknown", classes="note")
@@ -164,10 +168,10 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             note.update(t)
         table = self.query_one("#sources", KeyedTable)
         rows = self._rows(frame.view, tones)
-        table.sync(rows)
+        table.sync(cast("list[Row]", rows))  # an _Item has Row's shape (one small object per row at fleet scale)
         self._detail(table.selected_key())
 
-    def _rows(self, view, tones: Tones) -> list[Row]:
+    def _rows(self, view, tones: Tones) -> list[_Item]:
         blockers: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
         first: dict[tuple[str, str, str], object] = {}  # the first blocker entry per object
         for w in view.workspaces:
@@ -197,10 +201,11 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
     def _overlay(self, rows: list[_Item], blockers, first, tones: Tones) -> list[_Item]:
         """`rows` with the sources that hold a drain open marked, and the ones that only block a drain
         (nothing waits on them) placed where their Workload would sort ("job-<name>")."""
+        assert self._plain is not None  # rows from _walk/_patch, which keep it
         by_tkey = self._plain[1]
         rows = list(rows)
         extra = []
-        self._overlaid: dict[str, _Item] = {}
+        self._overlaid = {}
         for (kind, ns, name), blocks in blockers.items():
             it = by_tkey.get(f"{kind}|{ns}|{name}")
             if it is None and kind == "Workload":

@@ -80,7 +80,7 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
         name = key.split("_", 2)[2]
         given[name] += getattr(args, key)
         delattr(args, key)
-    uses = getattr(args, "_uses", frozenset())
+    uses: frozenset[str] = getattr(args, "_uses", frozenset())
     command = getattr(args, "_command", "this command")
     for name, values in given.items():
         if values and name not in uses:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -32,7 +32,7 @@ def _gpu_resource(keys) -> str:
 
 
 def render_table(view: ClusterView) -> Group:
-    parts = []
+    parts: list[RenderableType] = []
     src = view.source
     head = Text()
     head.append("taudash ", style="bold")
@@ -159,22 +159,22 @@ def render_table(view: ClusterView) -> Group:
         pl.append(f" · {active}/{len(mk.workers)} workers active")
     parts.append(pl)
 
-    c = view.counts()
+    n = view.counts()
     fl = Text("FINDINGS ", style="bold")
-    fl.append(f"{c['critical']} critical · {c['warning']} warning · {c['info']} info")
+    fl.append(f"{n['critical']} critical · {n['warning']} warning · {n['info']} info")
     parts.append(fl)
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=1)
     grid.add_column(no_wrap=True)
     grid.add_column(ratio=1)
-    for f in view.findings:
-        mark, style = SEV_MARK[f.severity.value]
-        obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
+    for fd in view.findings:
+        mark, style = SEV_MARK[fd.severity.value]
+        obj = f"{fd.object.kind} {fd.object.namespace + '/' if fd.object.namespace else ''}{fd.object.name}"
         body = Text(f"{clean(obj)}: ", style="bold")
-        body.append(clean(f.message))  # Text.append never interprets markup; clean() defuses escapes
-        if f.hint:
-            body.append(f"\n→ {clean(f.hint)}", style="dim")
-        grid.add_row(Text(mark, style=style), Text(f.rule, style=style), body)
+        body.append(clean(fd.message))  # Text.append never interprets markup; clean() defuses escapes
+        if fd.hint:
+            body.append(f"\n→ {clean(fd.hint)}", style="dim")
+        grid.add_row(Text(mark, style=style), Text(fd.rule, style=style), body)
     parts.append(grid)
     return Group(*parts)
 

@@ -156,7 +156,7 @@ LATEST = len(MIGRATIONS)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
@@ -227,4 +227,4 @@ def file_bytes(conn: sqlite3.Connection) -> int:
     page_count = conn.execute("PRAGMA page_count").fetchone()[0]
     free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     size = conn.execute("PRAGMA page_size").fetchone()[0]
-    return (page_count - free) * size
+    return int((page_count - free) * size)

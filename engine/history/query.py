@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .db import LATEST, file_bytes, schema_version
 
@@ -42,7 +43,8 @@ class _Acc:
     last: float | None = None
     last_ts: float = -math.inf
 
-    def add(self, ts: float, lo: float | None, hi: float | None, mean: float | None, n: int, last: float | None):
+    def add(self, ts: float, lo: float | None, hi: float | None, mean: float | None, n: int,
+            last: float | None) -> None:
         if lo is not None:
             self.lo = lo if self.lo is None else min(self.lo, lo)
         if hi is not None:
@@ -117,17 +119,17 @@ def series(
 
 
 def flavor_usage(conn: sqlite3.Connection, flavor: str, resource: str, start: float, end: float, step: float,
-                 metrics: Iterable[str] = ("budget", "reserved", "used", "headroom")) -> dict[str, list]:
+                 metrics: Iterable[str] = ("budget", "reserved", "used", "headroom")) -> dict[str, list[Any]]:
     """A pool flavor's reserved vs budget (and used, headroom) for one resource."""
     return {m: series(conn, "flavor", flavor, m, start, end, step, flavor=flavor, resource=resource) for m in metrics}
 
 
 def queue_counts(conn: sqlite3.Connection, cluster_queue: str, start: float, end: float, step: float,
-                 metrics: Iterable[str] = ("pending", "reserving", "admitted", "inactive")) -> dict[str, list]:
+                 metrics: Iterable[str] = ("pending", "reserving", "admitted", "inactive")) -> dict[str, list[Any]]:
     return {m: series(conn, "queue", cluster_queue, m, start, end, step) for m in metrics}
 
 
-def series_names(conn: sqlite3.Connection, kind: str | None = None) -> list[dict]:
+def series_names(conn: sqlite3.Connection, kind: str | None = None) -> list[dict[str, Any]]:
     sql = "SELECT kind, name, flavor, resource, metric FROM series"
     rows = conn.execute(sql + (" WHERE kind=?" if kind else "") + " ORDER BY 1,2,3,4,5", (kind,) if kind else ())
     return [dict(zip(("kind", "name", "flavor", "resource", "metric"), r, strict=True)) for r in rows]
@@ -148,7 +150,7 @@ def percentile(values: list[float], p: float) -> float | None:
 
 
 def wait_percentiles(conn: sqlite3.Connection, start: float, end: float, by: str = "cluster_queue",
-                     percentiles: Iterable[float] = (50, 95)) -> dict[str, dict]:
+                     percentiles: Iterable[float] = (50, 95)) -> dict[str, dict[str, Any]]:
     """Creation -> Admitted seconds of the Workloads admitted in [start, end), grouped by ClusterQueue,
     team, namespace, queue or flavor: {group: {"count": n, "p50": s, "p95": s}} ("" = unknown group)."""
     if by not in ("cluster_queue", "team", "namespace", "queue", "flavor"):
@@ -162,7 +164,7 @@ def wait_percentiles(conn: sqlite3.Connection, start: float, end: float, by: str
         groups[group or ""].append(max(0.0, wait))
     out = {}
     for group, waits in sorted(groups.items()):
-        entry: dict = {"count": len(waits)}
+        entry: dict[str, Any] = {"count": len(waits)}
         for p in percentiles:
             entry[f"p{p:g}"] = percentile(waits, p)
         out[group] = entry
@@ -178,7 +180,7 @@ def eviction_counts(conn: sqlite3.Connection, start: float, end: float, step: fl
     starts = buckets(start, end, step)
     pre, ev = [0] * len(starts), [0] * len(starts)
     sql = "SELECT at, reason FROM evictions WHERE at >= ? AND at < ?"
-    args: list = [start, end]
+    args: list[Any] = [start, end]
     if cluster_queue is not None:
         sql += " AND cluster_queue = ?"
         args.append(cluster_queue)
@@ -221,7 +223,7 @@ class EvictionRecord:
     preemptor_cluster_queue: str | None
     message: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -236,7 +238,7 @@ def preemption_log(conn: sqlite3.Connection, since: float, until: float | None =
     """Who was preempted (or, with all_evictions, evicted for any reason), by whom, where, why and
     when, newest first."""
     sql = f"SELECT {', '.join(_EVICTION_COLUMNS)} FROM evictions WHERE at >= ?"
-    args: list = [since]
+    args: list[Any] = [since]
     if until is not None:
         sql += " AND at < ?"
         args.append(until)
@@ -257,10 +259,10 @@ def preemption_log(conn: sqlite3.Connection, since: float, until: float | None =
 
 
 def findings_history(conn: sqlite3.Connection, since: float, until: float | None = None,
-                     severity: str | None = None) -> list[dict]:
+                     severity: str | None = None) -> list[dict[str, Any]]:
     """Findings opened and closed, oldest first."""
     sql = "SELECT at, event, rule, kind, namespace, name, severity, message FROM finding_events WHERE at >= ?"
-    args: list = [since]
+    args: list[Any] = [since]
     if until is not None:
         sql += " AND at < ?"
         args.append(until)
@@ -271,13 +273,13 @@ def findings_history(conn: sqlite3.Connection, since: float, until: float | None
     return [dict(zip(keys, row, strict=True)) for row in conn.execute(sql + " ORDER BY at, id", args)]
 
 
-def open_findings(conn: sqlite3.Connection) -> list[dict]:
+def open_findings(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     keys = ("rule", "kind", "namespace", "name", "severity", "message", "since")
     rows = conn.execute(f"SELECT {', '.join(keys)} FROM open_findings ORDER BY since, rule, kind, namespace, name")
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
-def drain_history(conn: sqlite3.Connection, since: float) -> list[dict]:
+def drain_history(conn: sqlite3.Connection, since: float) -> list[dict[str, Any]]:
     keys = ("at", "event", "workspace", "state", "previous", "mode", "old_namespace", "new_namespace")
     rows = conn.execute(f"SELECT {', '.join(keys)} FROM drain_events WHERE at >= ? ORDER BY at, id", (since,))
     return [dict(zip(keys, row, strict=True)) for row in rows]
@@ -286,8 +288,8 @@ def drain_history(conn: sqlite3.Connection, since: float) -> list[dict]:
 # --- the file ------------------------------------------------------------------------------------------
 
 
-def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict:
-    def one(sql: str):
+def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict[str, Any]:
+    def one(sql: str) -> Any:
         return conn.execute(sql).fetchone()
 
     raw_n, raw_lo, raw_hi = one("SELECT count(*), min(ts), max(ts) FROM samples")

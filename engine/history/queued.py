@@ -44,6 +44,8 @@ class QueuedRecorder:
         if self.stopped or not self._ready.is_set() or self._busy.is_set():
             return
         t0 = time.perf_counter()
+        if self.recorder is None:  # set before _ready
+            return
         obs = self.recorder.collect(view, store, now)
         self._busy.set()
         self._queue.put_nowait((obs, time.perf_counter() - t0))

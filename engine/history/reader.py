@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import db as hdb
 from . import query
@@ -58,8 +59,8 @@ class HistoryWindow:
     recorded_to: float | None
     flavors: list[FlavorSeries] = field(default_factory=list)
     queues: list[QueueSeries] = field(default_factory=list)
-    waits_by_queue: dict[str, dict] = field(default_factory=dict)
-    waits_by_team: dict[str, dict] = field(default_factory=dict)
+    waits_by_queue: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waits_by_team: dict[str, dict[str, Any]] = field(default_factory=dict)
     evictions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     preemptions: list[query.EvictionRecord] = field(default_factory=list)
 

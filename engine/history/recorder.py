@@ -22,10 +22,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import db as hdb
 from .retention import Retention, maintain
+
+if TYPE_CHECKING:
+    from ..model import Workload
+    from ..store import Store
+    from ..view import ClusterView
 
 SeriesKey = tuple[str, str, str, str, str]  # kind, name, flavor, resource, metric
 FindingKey = tuple[str, str, str, str]  # rule, object kind, namespace, name
@@ -153,9 +158,9 @@ def view_drains(view: Any) -> dict[str, DrainState]:
     }
 
 
-def _gpu_flavor(wl: Any) -> str | None:
+def _gpu_flavor(wl: Workload) -> str | None:
     """The flavor the Workload's GPU request was admitted to (else its first assigned flavor)."""
-    first = None
+    first: str | None = None
     admission = wl.status.admission
     for psa in admission.pod_set_assignments if admission else ():
         for resource, flavor in psa.flavors.items():
@@ -168,14 +173,14 @@ def _gpu_flavor(wl: Any) -> str | None:
 class _Context:
     """Lookups the Workload extraction needs, built once per collect and only when asked."""
 
-    def __init__(self, view: Any, store: Any, uids: dict[str, tuple[str | None, str]] | None = None) -> None:
+    def __init__(self, view: ClusterView, store: Store, uids: dict[str, tuple[str | None, str]] | None = None) -> None:
         self.store = store
         self.team_of_ns = {ws.namespace: ws.team for ws in view.workspaces if ws.namespace}
         self.cohort_of_cq = {cq.name: cq.cohort for cq in view.cluster_queues}
         self._uids = uids  # uid -> (namespace, name), kept by the recorder from the change feed
         self._by_uid: dict[str, Any] | None = None
 
-    def cluster_queue(self, wl: Any) -> str | None:
+    def cluster_queue(self, wl: Workload) -> str | None:
         if wl.status.admission and wl.status.admission.cluster_queue:
             return wl.status.admission.cluster_queue
         # An evicted Workload has lost its admission: its LocalQueue says where it queues.
@@ -306,7 +311,7 @@ class Recorder:
                 obs.evictions.append(eviction)
         return obs
 
-    def _changed_workloads(self, store: Any) -> tuple[list[Any], bool]:
+    def _changed_workloads(self, store: Store) -> tuple[list[Workload], bool]:
         """The Workloads changed since the last committed write, and whether that is a full scan."""
         # From the revision the last committed write read up to: a failed write is re-read next time.
         changes = store.changes_since(self._revision) if self._revision is not None else None

@@ -11,6 +11,7 @@ moment), Workload counts (pending, reserving, admitted, inactive) as the maximum
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .db import DEFAULT_MAX_BYTES, file_bytes
@@ -45,7 +46,7 @@ def maintain(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
     return more
 
 
-def _transaction(conn: sqlite3.Connection, step) -> bool:
+def _transaction(conn: sqlite3.Connection, step: Callable[[], bool]) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = step()
@@ -78,7 +79,7 @@ def _roll_up(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
         (step, start, end),
     )
     conn.execute("DELETE FROM samples WHERE ts >= ? AND ts < ?", (start, end))
-    return end < cutoff
+    return bool(end < cutoff)
 
 
 def _expire(conn: sqlite3.Connection, now: float, r: Retention) -> bool:

@@ -6,7 +6,8 @@ names are the API's camelCase spelling (snake_case in Python).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
@@ -72,6 +73,10 @@ class ConditionAccessors:
     """What rules ask of a condition; shared by the pydantic model and the struct (engine/model/fast.py)."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
+
+        @property
+        def status(self) -> str: ...
 
     @property
     def is_true(self) -> bool:
@@ -101,11 +106,68 @@ def find_condition(conditions: list[Condition], ctype: str) -> Condition | None:
     return None
 
 
+class _Meta(Protocol):
+    """The metadata fields the accessors read (pydantic ObjectMeta and the struct's alike)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str | None: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+    @property
+    def deletion_timestamp(self) -> str | None: ...
+
+
+class ConditionLike(Protocol):
+    """A condition as rules read it (the pydantic model's and the struct's)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+class HasConditions(Protocol):
+    """A status with conditions (the pydantic models' and the structs')."""
+
+    @property
+    def conditions(self) -> Sequence[ConditionLike]: ...
+
+
+class OwnerRefLike(Protocol):
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def controller(self) -> bool | None: ...
+
+
+class MetaWithOwners(_Meta, Protocol):
+    @property
+    def owner_references(self) -> Sequence[OwnerRefLike]: ...
+
+
 class ObjectAccessors:
     """What rules ask of any object (its `metadata`, and `status.conditions` when it has a status);
     shared by the pydantic models and the structs (engine/model/fast.py)."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
+
+        @property
+        def metadata(self) -> _Meta: ...
 
     @property
     def name(self) -> str:
@@ -135,6 +197,7 @@ class ObjectAccessors:
     def condition(self, ctype: str) -> Condition | None:
         # Straight from the status (no list copy): rules ask this several times per Workload.
         status = getattr(self, "status", None)
+        c: Condition
         for c in getattr(status, "conditions", None) or ():
             if c.type == ctype:
                 return c

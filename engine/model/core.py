@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from .base import (
     Conditions,
+    HasConditions,
     KModel,
     KubeObject,
     LabelSelector,
@@ -142,6 +143,10 @@ class JobStatus(KModel):
 
 class JobAccessors:
     __slots__ = ()
+    if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
+
+        @property
+        def status(self) -> HasConditions: ...
 
     @property
     def finished(self) -> bool:

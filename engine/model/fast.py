@@ -13,17 +13,21 @@ or raises the same ValidationError as before.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from types import GenericAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 import msgspec
 from msgspec import Struct
 from msgspec.structs import replace
+from pydantic import BaseModel
 
 from . import base, core, kueue
 from .base import ConditionAccessors, ObjectAccessors
 from .quantity import Quantity
 
-_CFG = dict(frozen=True, kw_only=True, rename="camel", gc=False)
+# Every struct: frozen=True, kw_only=True, rename="camel", gc=False (spelled out per class: type
+# checkers read class keywords, not a dict splat; `struct_of` passes them as `_CFG`).
+_CFG: dict[str, Any] = dict(frozen=True, kw_only=True, rename="camel", gc=False)
 
 
 def _dec(t: type, v: Any) -> Any:
@@ -46,16 +50,16 @@ def _drop_none(v: Any) -> Any:
     return v
 
 
-def struct_of(model: type, nested: dict[type, type], bases: tuple[type, ...] = ()) -> type[Struct]:
+def struct_of(model: type[BaseModel], nested: dict[type, type], bases: tuple[type, ...] = ()) -> type[Struct]:
     """The msgspec struct of a flat pydantic model (engine/model/base.py): one declaration of the
     fields, names and defaults, read from the model. The model's None-tolerance validators have no
     struct counterpart: input the struct refuses takes the tolerant path (`model_validate`)."""
-    fields: list[tuple] = []
+    fields: list[tuple[Any, ...]] = []
     for name, f in model.model_fields.items():
         typ: Any = f.annotation
         args = getattr(typ, "__args__", ())
         if getattr(typ, "__origin__", None) is list and args and args[0] in nested:
-            typ = list[nested[args[0]]]  # a list of nested models: of their structs
+            typ = GenericAlias(list, (nested[args[0]],))  # a list of nested models: of their structs
         min_len = next((m.min_length for m in f.metadata if hasattr(m, "min_length")), None)
         if min_len is not None:
             typ = Annotated[typ, msgspec.Meta(min_length=min_len)]
@@ -63,25 +67,33 @@ def struct_of(model: type, nested: dict[type, type], bases: tuple[type, ...] = (
     struct = msgspec.defstruct(f"_{model.__name__}Fields" if bases else model.__name__, fields, module=__name__, **_CFG)
     if not bases:
         return struct
-    return type(model.__name__, (struct, *bases), {"__module__": __name__}, **_CFG)
+    made: type[Struct] = type(model.__name__, (struct, *bases), {"__module__": __name__}, **_CFG)
+    return made
 
 
-OwnerReference = struct_of(base.OwnerReference, {})
-ObjectMeta = struct_of(base.ObjectMeta, {base.OwnerReference: OwnerReference})
-Condition = struct_of(base.Condition, {}, bases=(ConditionAccessors,))
+if TYPE_CHECKING:
+    # Built at run time from the models; to the type checker a struct of a model reads as the model
+    # (the same field names and types; only attributes are read from them).
+    OwnerReference = base.OwnerReference
+    ObjectMeta = base.ObjectMeta
+    Condition = base.Condition
+else:
+    OwnerReference = struct_of(base.OwnerReference, {})
+    ObjectMeta = struct_of(base.ObjectMeta, {base.OwnerReference: OwnerReference})
+    Condition = struct_of(base.Condition, {}, bases=(ConditionAccessors,))
 
 
-class FastObject(Struct, ObjectAccessors, **_CFG):
+class FastObject(Struct, ObjectAccessors, frozen=True, kw_only=True, rename="camel", gc=False):
     """The envelope of `base.KubeObject`, and its accessors, for structs."""
 
-    pydantic_model: ClassVar[type]  # the pydantic model of the same kind: validation of record
+    pydantic_model: ClassVar[type[BaseModel]]  # the pydantic model of the same kind: validation of record
     api_version: str = ""
     kind: str = ""
     metadata: ObjectMeta
 
     # the pydantic API the rest of the engine uses ------------------------------------------
     @classmethod
-    def model_validate(cls, raw: Any) -> FastObject:
+    def model_validate(cls, raw: Any) -> Self:
         if isinstance(raw, cls):
             return raw
         try:
@@ -91,44 +103,44 @@ class FastObject(Struct, ObjectAccessors, **_CFG):
             model = cls.pydantic_model.model_validate(raw)
             return msgspec.convert(model.model_dump(by_alias=True, mode="json"), cls, strict=False, dec_hook=_dec)
 
-    def model_dump(self, *, by_alias: bool = True, mode: str = "json", exclude_none: bool = False) -> dict:
-        out = msgspec.to_builtins(self, enc_hook=_enc)
+    def model_dump(self, *, by_alias: bool = True, mode: str = "json", exclude_none: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_enc)
         return _drop_none(out) if exclude_none else out
 
-    def model_copy(self, *, update: dict[str, Any] | None = None) -> FastObject:
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Self:
         return replace(self, **(update or {}))
 
 
 # --- Workload ---------------------------------------------------------------------------
 
 
-class PodTemplateMeta(Struct, **_CFG):
+class PodTemplateMeta(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 
 
-class PodTemplate(Struct, **_CFG):
+class PodTemplate(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     metadata: PodTemplateMeta = PodTemplateMeta()
 
 
-class ContainerResources(Struct, **_CFG):
+class ContainerResources(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
 
 
-class ContainerRequests(Struct, **_CFG):
+class ContainerRequests(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str = ""
     resources: ContainerResources = ContainerResources()
 
 
-class Toleration(Struct, **_CFG):
+class Toleration(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
 
 
-class PodSetPodSpec(Struct, **_CFG):
+class PodSetPodSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     containers: list[ContainerRequests] = []
     init_containers: list[ContainerRequests] = []
     overhead: dict[str, Quantity] = {}
@@ -136,14 +148,14 @@ class PodSetPodSpec(Struct, **_CFG):
     tolerations: list[Toleration] = []
 
 
-class PodSetTemplate(Struct, **_CFG):
+class PodSetTemplate(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     # Workload pod sets only (not Jobs): their specs are shared per distinct value, so the
     # requests cost one decode per template, not per Workload.
     metadata: PodTemplateMeta = PodTemplateMeta()
     spec: PodSetPodSpec = PodSetPodSpec()
 
 
-class PodSet(Struct, **_CFG):
+class PodSet(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str = "main"
     count: int = 1
     min_count: int | None = None
@@ -151,13 +163,13 @@ class PodSet(Struct, **_CFG):
     topology_request: dict[str, Any] | None = None
 
 
-class PriorityClassRef(Struct, **_CFG):
+class PriorityClassRef(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     group: str = ""
     kind: str = ""
     name: str = ""
 
 
-class WorkloadSpec(Struct, **_CFG):
+class WorkloadSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     queue_name: str = ""
     active: bool = True
     pod_sets: list[PodSet] = []
@@ -167,7 +179,7 @@ class WorkloadSpec(Struct, **_CFG):
     priority_class_source: str = ""  # v1beta1
 
 
-class PodSetAssignment(Struct, **_CFG):
+class PodSetAssignment(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str = "main"
     flavors: dict[str, str] = {}
     resource_usage: dict[str, Quantity] = {}
@@ -176,24 +188,24 @@ class PodSetAssignment(Struct, **_CFG):
     delayed_topology_request: str | None = None
 
 
-class Admission(Struct, **_CFG):
+class Admission(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     cluster_queue: str = ""
     pod_set_assignments: list[PodSetAssignment] = []
 
 
-class AdmissionCheckState(Struct, **_CFG):
+class AdmissionCheckState(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str
     state: str = "Pending"
     message: str = ""
     last_transition_time: str | None = None
 
 
-class RequeueState(Struct, **_CFG):
+class RequeueState(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     count: int | None = None
     requeue_at: str | None = None
 
 
-class PodSetRequest(Struct, **_CFG):
+class PodSetRequest(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str = "main"
     resources: dict[str, Quantity] = {}
 
@@ -218,7 +230,7 @@ class WorkloadStatus(Struct, **_CFG):
     scheduling_stats: SchedulingStats | None = None
 
 
-class Workload(FastObject, kueue.WorkloadAccessors, **_CFG):
+class Workload(FastObject, kueue.WorkloadAccessors, frozen=True, kw_only=True, rename="camel", gc=False):
     pydantic_model: ClassVar[type] = kueue.Workload
     kind: str = "Workload"
     spec: WorkloadSpec = WorkloadSpec()
@@ -228,14 +240,14 @@ class Workload(FastObject, kueue.WorkloadAccessors, **_CFG):
 # --- Job --------------------------------------------------------------------------------
 
 
-class JobSpec(Struct, **_CFG):
+class JobSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     suspend: bool | None = None
     parallelism: int | None = None
     completions: int | None = None
     template: PodTemplate = PodTemplate()
 
 
-class JobStatus(Struct, **_CFG):
+class JobStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     conditions: list[Condition] = []
     active: int = 0
     succeeded: int = 0
@@ -243,7 +255,7 @@ class JobStatus(Struct, **_CFG):
     ready: int | None = None
 
 
-class Job(FastObject, core.JobAccessors, **_CFG):
+class Job(FastObject, core.JobAccessors, frozen=True, kw_only=True, rename="camel", gc=False):
     pydantic_model: ClassVar[type] = core.Job
     kind: str = "Job"
     spec: JobSpec = JobSpec()
@@ -253,45 +265,45 @@ class Job(FastObject, core.JobAccessors, **_CFG):
 # --- Node and CSINode (5k each on a big cluster, 15 labels and 7 quantities a Node) --------
 
 
-class Taint(Struct, **_CFG):
+class Taint(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     key: str = ""
     value: str = ""
     effect: str = ""
 
 
-class NodeSpec(Struct, **_CFG):
+class NodeSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     unschedulable: bool = False
     taints: list[Taint] = []
 
 
-class NodeSystemInfo(Struct, **_CFG):
+class NodeSystemInfo(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     operating_system: str = ""
 
 
-class NodeStatus(Struct, **_CFG):
+class NodeStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     allocatable: dict[str, Quantity] = {}
     capacity: dict[str, Quantity] = {}
     conditions: list[Condition] = []
     node_info: NodeSystemInfo | None = None
 
 
-class Node(FastObject, **_CFG):
+class Node(FastObject, frozen=True, kw_only=True, rename="camel", gc=False):
     pydantic_model: ClassVar[type] = core.Node
     kind: str = "Node"
     spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
 
 
-class CSINodeDriver(Struct, **_CFG):
+class CSINodeDriver(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str
     node_id: str = msgspec.field(default="", name="nodeID")  # "nodeId" goes the tolerant way
 
 
-class CSINodeSpec(Struct, **_CFG):
+class CSINodeSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     drivers: list[CSINodeDriver] = []
 
 
-class CSINode(FastObject, **_CFG):
+class CSINode(FastObject, frozen=True, kw_only=True, rename="camel", gc=False):
     pydantic_model: ClassVar[type] = core.CSINode
     kind: str = "CSINode"
     spec: CSINodeSpec = CSINodeSpec()
@@ -312,7 +324,7 @@ class ListMeta(Struct, frozen=True, rename="camel", gc=False):
 # their end); equal bytes become one shared, immutable struct. Half a Workload's memory at fleet scale.
 
 
-class _WireWorkloadStatus(Struct, **_CFG):
+class _WireWorkloadStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     admission: msgspec.Raw = msgspec.Raw()  # empty: absent
     conditions: list[Condition] = []
     admission_checks: list[AdmissionCheckState] = []
@@ -322,7 +334,7 @@ class _WireWorkloadStatus(Struct, **_CFG):
     scheduling_stats: SchedulingStats | None = None
 
 
-class _WireWorkload(Struct, **_CFG):
+class _WireWorkload(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     api_version: str = ""
     kind: str = "Workload"
     metadata: ObjectMeta
@@ -330,7 +342,7 @@ class _WireWorkload(Struct, **_CFG):
     status: _WireWorkloadStatus = _WireWorkloadStatus()
 
 
-class _WireJob(Struct, **_CFG):
+class _WireJob(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     api_version: str = ""
     kind: str = "Job"
     metadata: ObjectMeta
@@ -342,7 +354,7 @@ class _Shared:
     """Bytes → decoded struct, bounded (a churned cluster's templates just start over)."""
 
     def __init__(self, typ: type, limit: int = 20_000) -> None:
-        self._dec = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
+        self._dec: msgspec.json.Decoder[Any] = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
         self._default = typ()
         self._hits: dict[bytes, Any] = {}
         self._limit = limit
@@ -386,12 +398,13 @@ class FastCodec:
 
     def __init__(self, model: type[FastObject]) -> None:
         wire, self._finish = _WIRE.get(model, (model, None))
-        page = msgspec.defstruct(f"{model.__name__}List", [("items", list[wire], []), ("metadata", ListMeta, ListMeta())],
-                                 gc=False)
+        page = msgspec.defstruct(f"{model.__name__}List",
+                                 [("items", GenericAlias(list, (wire,)), []), ("metadata", ListMeta, ListMeta())], gc=False)
         event = msgspec.defstruct(f"{model.__name__}Event", [("type", str), ("object", wire)], gc=False)
         self.model = model
-        self._page = msgspec.json.Decoder(page, strict=False, dec_hook=_dec)
-        self._event = msgspec.json.Decoder(event, strict=False, dec_hook=_dec)
+        # The structs are made here, at run time: what they decode is typed by the annotations below.
+        self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page, strict=False, dec_hook=_dec)
+        self._event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(event, strict=False, dec_hook=_dec)
 
     def page(self, body: bytes) -> tuple[list[FastObject], str, str | None] | None:
         try:

@@ -9,6 +9,7 @@ its old namespace; the codec that decodes it (a msgspec struct or a pydantic mod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from . import core, fast, kueue, tau
 from .base import KubeObject
@@ -53,8 +54,8 @@ KUEUE = "kueue.x-k8s.io"
 TAU = "tau.azure.com"
 _KQ = ("v1beta2", "v1beta1")
 
-_HV = dict(high_volume=True, drain=True)
-_SRC = dict(_HV, workload_source=True)
+_HV: dict[str, Any] = dict(high_volume=True, drain=True)
+_SRC: dict[str, Any] = dict(_HV, workload_source=True)
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Node", "", ("v1",), "nodes", False, fast.Node, short_names=("no",)),

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from .base import (
     Conditions,
+    HasConditions,
     KModel,
     KubeObject,
     LabelSelector,
+    MetaWithOwners,
+    OwnerRefLike,
     QuantityField,
     StrMap,
     _none_to_empty_list,
 )
 from .core import PodTemplate, ResourceList, Taint
 from .names import MULTIKUEUE_CONTROLLER
+from .quantity import Quantity
 
 
-def _listify(v):
+def _listify(v: Any) -> Any:
     return [] if v is None else v
 
 
@@ -30,9 +34,7 @@ class ResourceQuota(KModel):
     lending_limit: QuantityField | None = None
 
 
-def _zero():
-    from .quantity import Quantity
-
+def _zero() -> Quantity:
     return Quantity(0)
 
 
@@ -228,7 +230,7 @@ class PodSet(KModel):
     count: int = 1
     min_count: int | None = None
     template: PodSetTemplate = PodSetTemplate()
-    topology_request: dict | None = None  # TAS: required/preferred/unconstrained level, slices
+    topology_request: dict[str, Any] | None = None  # TAS: required/preferred/unconstrained level, slices
 
 
 class PriorityClassRef(KModel):
@@ -252,7 +254,7 @@ class PodSetAssignment(KModel):
     flavors: StrMap = {}
     resource_usage: ResourceList = {}
     count: int | None = None
-    topology_assignment: dict | None = None  # TAS: levels and the domains the pods were placed in
+    topology_assignment: dict[str, Any] | None = None  # TAS: levels and the domains the pods were placed in
     delayed_topology_request: str | None = None
 
 
@@ -306,6 +308,12 @@ class WorkloadAccessors:
     """Kueue's reading of a Workload's state; shared by the pydantic model and the struct."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
+
+        @property
+        def status(self) -> HasConditions: ...
+        @property
+        def metadata(self) -> MetaWithOwners: ...
 
     def _is(self, ctype: str) -> bool:
         # Hot at fleet scale (several calls per Workload per derive): one plain loop, first match wins.
@@ -338,7 +346,7 @@ class WorkloadAccessors:
         return "pending"
 
     @property
-    def owner(self):
+    def owner(self) -> OwnerRefLike | None:
         refs = self.metadata.owner_references
         for ref in refs:
             if ref.controller:

@@ -72,6 +72,8 @@ class Quantity:
     """An immutable, exact Kubernetes quantity."""
 
     __slots__ = ("value", "format")
+    value: Decimal
+    format: str
 
     def __init__(self, value: Decimal | int | str = 0, fmt: str = DECIMAL_SI) -> None:
         if isinstance(value, str):
@@ -83,7 +85,7 @@ class Quantity:
     def __setattr__(self, name: str, value: Any) -> None:  # immutable
         raise AttributeError("Quantity is immutable")
 
-    def __reduce__(self) -> tuple:  # pickling goes around the immutability guard
+    def __reduce__(self) -> tuple[Any, tuple[Decimal, str]]:  # pickling goes around the immutability guard
         return (_make, (self.value, self.format))
 
     @classmethod
@@ -219,10 +221,10 @@ class Quantity:
             if mant == mant.to_integral_value():
                 best_exp = exp
                 break
-        mant = int(_CTX.multiply(mag, Decimal(10) ** -best_exp))
+        imant = int(_CTX.multiply(mag, Decimal(10) ** -best_exp))
         if self.format == DECIMAL_EXPONENT:
-            return f"{sign}{mant}" + (f"e{best_exp}" if best_exp else "")
-        return f"{sign}{mant}{_DECIMAL_BY_EXP[best_exp]}"
+            return f"{sign}{imant}" + (f"e{best_exp}" if best_exp else "")
+        return f"{sign}{imant}{_DECIMAL_BY_EXP[best_exp]}"
 
     def human(self) -> str:
         """A short display form: binary units for byte-like quantities, plain numbers otherwise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orjson import dumps as _key_bytes
 from pydantic import BaseModel
 
 _set = object.__setattr__
@@ -44,13 +45,6 @@ _SUBS: dict[tuple[str, bytes], BaseModel] = {}
 _CANON: set[int] = set()  # ids of shared instances (kept alive by _SUBS): already slim
 _SUBS_MAX = 50_000
 
-try:
-    from orjson import dumps as _key_bytes
-except ImportError:  # pragma: no cover
-    import json
-
-    def _key_bytes(v: Any) -> bytes:
-        return json.dumps(v, separators=(",", ":")).encode()
 
 
 def _sub(tag: str, model: type[BaseModel], value: Any) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -39,11 +39,11 @@ class ViewModel(BaseModel):
         arbitrary_types_allowed=True,
     )
 
-    def to_contract(self) -> dict:
+    def to_contract(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")
 
     @classmethod
-    def trusted(cls, **values):
+    def trusted(cls, **values: Any) -> Self:
         """An instance from values a rule has already checked, every field given: no validation.
         Rules build one row per Workload of a fleet; validation was most of that cost. Anything less
         than every field goes through `model_construct` (defaults, aliases)."""
@@ -51,8 +51,8 @@ class ViewModel(BaseModel):
         if names is None:
             names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
         if len(values) != len(names):
-            return cls.model_construct(**values)
-        m = _new(cls)
+            return cast(Self, cls.model_construct(**values))  # the pydantic plugin types it as the base class
+        m: Self = _new(cls)
         _set(m, "__dict__", values)
         _set(m, "__pydantic_fields_set__", names)
         _set(m, "__pydantic_extra__", None)
@@ -91,7 +91,7 @@ class Finding(ViewModel):
     message: str
     hint: str = ""
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[Any, ...]:
         return (self.severity.rank, self.rule, self.object.kind, self.object.namespace or "", self.object.name, self.message)
 
 
@@ -168,7 +168,7 @@ class RulePart:
                moved: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         """The values of the rule's `fields`, in order."""
         raise NotImplementedError
 

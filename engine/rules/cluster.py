@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
-from ..model import BY_KIND
+from ..model import BY_KIND, Condition
 from ..store import AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .workspaces import ConditionRow
@@ -28,7 +29,7 @@ class TeamSummary(ViewModel):
     conditions: list[ConditionRow] = []
 
 
-def _rows(conds) -> list[ConditionRow]:
+def _rows(conds: Iterable[Condition]) -> list[ConditionRow]:
     return [ConditionRow(type=c.type, status=c.status, reason=c.reason, message=c.message) for c in conds]
 
 

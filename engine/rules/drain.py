@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..model import ClusterQueue, KubeObject, TauWorkspace, Workload
+from ..model import ClusterQueue, TauWorkspace, Workload
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..model.names import (
     DEFAULT_LOCAL_QUEUE_LABEL,
@@ -21,6 +21,7 @@ from ..model.names import (
 )
 from ..model.names import KUEUE_MANAGED_LABEL as MANAGED_LABEL
 from ..model.names import QUEUE_NAME_LABEL as QUEUE_LABEL
+from ..store import StoredObject
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .selectors import SelectorError, selector_matches
 
@@ -125,7 +126,7 @@ def _derived_index(workloads: list[Workload]) -> tuple[set[tuple[str, str, str]]
     return owners, uids
 
 
-def _has_workload(src: KubeObject, kind: str, owners: set[tuple[str, str, str]], uids: set[str]) -> bool:
+def _has_workload(src: StoredObject, kind: str, owners: set[tuple[str, str, str]], uids: set[str]) -> bool:
     # Kind, UID *and* name: a re-created source with the same name is a different object.
     return (kind, src.uid, src.name) in owners or (bool(src.uid) and src.uid in uids)
 
@@ -221,7 +222,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     "TauWorkspace",
                     ws.name,
                     ws_ns,
-                    f"ClusterQueue {cqn} routing namespace {old} has UID {cq.uid or '(none)'}, but workspace "
+                    f"ClusterQueue {cqn} routing namespace {old} has UID {(cq.uid if cq is not None else '') or '(none)'}, but workspace "
                     f"{ws.name} recorded {recorded_uid}: the queue was replaced by another owner",
                     "TauGrid leaves a replaced queue untouched; confirm with the queue's owner that the "
                     "replacement is intended",
@@ -319,14 +320,14 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 route = route_of(tmpl.get(QUEUE_LABEL) or dep.labels.get(QUEUE_LABEL))
                 if route is None:
                     continue
-                state = []
+                dep_state = []
                 if (dep.spec.replicas if dep.spec.replicas is not None else 1) == 0:
-                    state.append("scaled to zero")
+                    dep_state.append("scaled to zero")
                 if dep.spec.paused:
-                    state.append("paused")
+                    dep_state.append("paused")
                 if dep.deleting:
-                    state.append("deleting")
-                detail = f" ({', '.join(state)})" if state else ""
+                    dep_state.append("deleting")
+                detail = f" ({', '.join(dep_state)})" if dep_state else ""
                 blockers.append(
                     DrainBlocker(
                         kind="Deployment",

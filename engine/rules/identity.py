@@ -57,7 +57,7 @@ class IdentityView(ViewModel):
     unknown: list[UnknownInput] = []
 
 
-def _owned(obj, ws: TauWorkspace) -> bool:
+def _owned(obj: ServiceAccount | RoleBinding, ws: TauWorkspace) -> bool:
     if obj.labels.get(WS_LABEL) != ws.name:
         return False
     owner = obj.metadata.annotations.get(OWNER_UID)
@@ -82,7 +82,7 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
     holding = drain.state in ("Blocked", "Unknown")  # fail closed: an Unknown drain also retains
     wi = ws.spec.workload_identity
     want_sa = wi.service_account_name if wi and wi.service_account_name else None
-    want_client = (wi.client_id or None) if want_sa else None
+    want_client = (wi.client_id or None) if wi is not None and want_sa else None
     findings: list[Finding] = []
     unknown = [
         UnknownInput(resource=r, reason=why) for r, why in ctx.unreadable("ServiceAccount", "RoleBinding", "Namespace")

@@ -8,6 +8,7 @@ them (fail closed).
 from __future__ import annotations
 
 from ..model.kueue import MULTIKUEUE_CONTROLLER, AdmissionCheck, MultiKueueCluster, MultiKueueConfig
+from ..model.tau import ResolvedWorkloadProfile
 from ..store import AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .profiles import (
@@ -46,7 +47,7 @@ def _unreadable(ctx: RuleContext, *kinds: str) -> str:
     return ", ".join(f"{res} is {why}" for res, why in ctx.unreadable(*kinds))
 
 
-def _active(obj) -> tuple[bool | None, str, str]:
+def _active(obj: MultiKueueCluster | AdmissionCheck) -> tuple[bool | None, str, str]:
     c = obj.condition("Active")
     if c is None:
         return None, "", "no Active condition reported"
@@ -119,8 +120,8 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
         active_workers: list[str] = []
         if config is not None:
             for name in config.spec.clusters:
-                mc: MultiKueueCluster | None = ctx.store.get("MultiKueueCluster", name)
-                if mc is None:
+                listed = ctx.store.get("MultiKueueCluster", name)
+                if listed is None:
                     workers[name] = Worker(
                         name=name,
                         active=None,
@@ -149,7 +150,7 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
     return Check(id="M3", ok=False, message="; ".join(sorted(set(issues)))), workers_out
 
 
-def _queues(p) -> set[tuple[str, str]]:
+def _queues(p: ResolvedWorkloadProfile) -> set[tuple[str, str]]:
     # A profile's LocalQueues: the resolved pairs, else its default queue name in any namespace.
     if p.local_queues:
         return {(q.namespace, q.name) for q in p.local_queues}

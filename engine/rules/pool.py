@@ -18,11 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauTeam, TauWorkspace
+from ..model.base import ObjectAccessors
+from ..model.kueue import FlavorUsage, ResourceGroup
 from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
 from ..model.names import GPU_CLASS_LABEL, TEAM_LABEL
+from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
+from ..model.tau import TauResourceQuota
 from .base import Finding, QtyMap, RuleContext, Severity, ViewModel, finding
 from .profiles import taugrid_absent
-from .queues import MANAGED_BY, TAU_MANAGER
+from .queues import TAU_MANAGER
 from .selectors import labels_match
 
 OS_LABEL = "kubernetes.io/os"
@@ -178,7 +182,7 @@ def _add(m: Nested, fl: str, res: str, q: Quantity) -> None:
     slot[res] = slot.get(res, ZERO) + q
 
 
-def _nominal(groups) -> Nested:
+def _nominal(groups: Iterable[ResourceGroup]) -> Nested:
     out: Nested = {}
     for rg in groups:
         for fl in rg.flavors:
@@ -187,7 +191,7 @@ def _nominal(groups) -> Nested:
     return out
 
 
-def _limits(groups, attr: str) -> Nested:
+def _limits(groups: Iterable[ResourceGroup], attr: str) -> Nested:
     out: Nested = {}
     for rg in groups:
         for fl in rg.flavors:
@@ -198,7 +202,7 @@ def _limits(groups, attr: str) -> Nested:
     return out
 
 
-def _totals(entries) -> Nested:
+def _totals(entries: Iterable[FlavorUsage]) -> Nested:
     out: Nested = {}
     for fl in entries:
         for r in fl.resources:
@@ -212,7 +216,7 @@ def _merge(into: Nested, other: Nested) -> None:
             _add(into, fl, r, q)
 
 
-def _declared(quotas) -> Nested:
+def _declared(quotas: Iterable[TauResourceQuota]) -> Nested:
     out: Nested = {}
     for q in quotas:
         _add(out, q.flavor, q.resource, q.nominal_quota)
@@ -256,7 +260,7 @@ def _borrowed(cq: ClusterQueue, nominal: Nested, reserved: Nested) -> Nested:
     return out
 
 
-def _managed(obj) -> bool:
+def _managed(obj: ObjectAccessors) -> bool:
     return obj.labels.get(MANAGED_BY) == TAU_MANAGER
 
 
@@ -301,7 +305,7 @@ def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
         return PoolView(mode="None" if tc is None else "Explicit", unknown=unknown), [
             _unknown_finding(unknown, Severity.CRITICAL, "the capacity mode")
         ]
-    if team:
+    if team and tc is not None:
         return _Automatic(ctx, tc, team).derive()
     return _derive_explicit(ctx, tc)
 
@@ -612,7 +616,8 @@ class _Automatic:
         view = PoolView(**base, flavors=flavors, queues=queues, covered_resources=self.covered, teams=_teams(self.ctx))
         return view, self.findings
 
-    def _overcommitted(self, fl: str, cls: ClassNodes | None, headroom, budget, reserved) -> None:
+    def _overcommitted(self, fl: str, cls: ClassNodes | None, headroom: dict[str, Quantity],
+                       budget: dict[str, Quantity], reserved: dict[str, Quantity]) -> None:
         over = [r for r, q in headroom.items() if q.negative]
         detail = "; ".join(f"{r}: reserved {reserved.get(r, ZERO).human()} > budget {budget.get(r, ZERO).human()}" for r in over)
         why = ""
@@ -781,7 +786,7 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
     else:
         mode = "None"
     findings += _retained(ctx)
-    if mode == "None":
+    if mode == "None" or tc is None:  # no TauCluster: mode "None"
         return PoolView(mode=mode, unknown=unknown), findings
     if unknown:
         findings.append(_unknown_finding(unknown, Severity.WARNING, "explicit team capacity"))
@@ -813,11 +818,11 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
     reserved: Nested = {}
     used: Nested = {}
     for n in entries:
-        cq = s.get("ClusterQueue", n)
-        if cq is not None:
-            _merge(observed, _nominal(cq.spec.resource_groups))
-            _merge(reserved, _totals(cq.status.flavors_reservation))
-            _merge(used, _totals(cq.status.flavors_usage))
+        member = s.get("ClusterQueue", n)
+        if member is not None:
+            _merge(observed, _nominal(member.spec.resource_groups))
+            _merge(reserved, _totals(member.status.flavors_reservation))
+            _merge(used, _totals(member.status.flavors_usage))
 
     classes = node_inventory(s.list("Node"), tc.spec.nodes.selector)
     flavors = []

@@ -9,7 +9,7 @@ Pure functions only: `snapshots/gen_demo.py` and the snapshot exporter import th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..model.base import Condition
@@ -87,7 +87,7 @@ def _normalize_target(value: str) -> str:
     return trimmed  # unknown (e.g. the beta-era "multiKueueBeta"): kept, validation rejects it
 
 
-def _normalize_list(values: Iterable[str], fn) -> list[str]:
+def _normalize_list(values: Iterable[str], fn: Callable[[str], str]) -> list[str]:
     # Applicability: normalised and sorted; duplicates and empties are kept for validation to reject.
     return sorted(fn(v) for v in values)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
+from ..model import Workload
 from ..model.names import ADMISSION_GATED_BY_ANNOTATION as ADMISSION_GATED_BY
 from ..model.names import PRIORITY_BOOST_ANNOTATION as PRIORITY_BOOST
 from .base import RuleContext
@@ -32,7 +34,7 @@ def parse_time(value: str | None) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def effective_priority(wl) -> int:
+def effective_priority(wl: Workload) -> int:
     base = wl.spec.priority or 0
     boost = wl.metadata.annotations.get(PRIORITY_BOOST, "")
     try:
@@ -41,7 +43,7 @@ def effective_priority(wl) -> int:
         return base  # Kueue ignores an unparsable boost as well
 
 
-def queue_order_time(wl) -> datetime:
+def queue_order_time(wl: Workload) -> datetime:
     evicted = wl.condition("Evicted")
     if evicted is not None and evicted.status == "True" and evicted.reason in REQUEUE_AT_EVICTION:
         t = parse_time(evicted.last_transition_time)
@@ -50,18 +52,18 @@ def queue_order_time(wl) -> datetime:
     return parse_time(wl.metadata.creation_timestamp) or _EPOCH
 
 
-def order_key(wl) -> tuple:
+def order_key(wl: Workload) -> tuple[Any, ...]:
     return (-effective_priority(wl), queue_order_time(wl), wl.uid or "", wl.namespace or "", wl.name)
 
 
-def is_pending(wl) -> bool:
+def is_pending(wl: Workload) -> bool:
     """In Kueue's queues: not finished, holding no quota reservation, active, not admission-gated,
     not being deleted."""
     return (wl.spec.active and not wl.finished and not wl.quota_reserved and not wl.deleting
             and not wl.metadata.annotations.get(ADMISSION_GATED_BY))
 
 
-def in_backoff(wl, now: datetime) -> bool:
+def in_backoff(wl: Workload, now: datetime) -> bool:
     """Requeued with a backoff that has not expired: Kueue keeps it out of the heads until requeueAt."""
     rs = wl.status.requeue_state
     at = parse_time(rs.requeue_at) if rs is not None else None
@@ -70,7 +72,7 @@ def in_backoff(wl, now: datetime) -> bool:
 
 @dataclass(frozen=True)
 class QueueEntry:
-    workload: object  # the Workload model
+    workload: Workload
     local_queue: str
     position_in_cluster_queue: int
     position_in_local_queue: int
@@ -93,7 +95,7 @@ class ClusterQueueOrder:
         return [] if e is None else self.entries[: e.position_in_cluster_queue]
 
 
-def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[object, str]]) -> ClusterQueueOrder:
+def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[Workload, str]]) -> ClusterQueueOrder:
     """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`."""
     ordered = sorted(pending, key=lambda p: order_key(p[0]))
     per_lq: dict[tuple[str, str], int] = {}
@@ -106,7 +108,7 @@ def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[objec
 
 
 def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None = None,
-                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict:
+                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict[str, Any]:
     """The visibility API's PendingWorkloadsSummary (visibility.kueue.x-k8s.io/v1beta2) for a ClusterQueue,
     or for one LocalQueue when namespace and local_queue are given: what the simulator serves and
     what the estimated order shows when the real API is absent."""
@@ -133,7 +135,7 @@ def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | Non
     if ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"):
         return None
     strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list("ClusterQueue")}
-    pending: dict[str, list[tuple[object, str]]] = {}
+    pending: dict[str, list[tuple[Workload, str]]] = {}
     for wl in ctx.store.list("Workload"):
         if not is_pending(wl) or not wl.spec.queue_name:
             continue

@@ -6,11 +6,14 @@ Capacity arithmetic is kept here, apart from I/O, in the spirit of Kueue's resou
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from pydantic import Field
 
 from .. import quota
 from ..model import ZERO, ClusterQueue, Quantity, Workload
+from ..model.base import ConditionLike
+from ..model.kueue import FlavorUsage
 from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
 from ..model.names import TEAM_LABEL, WORKSPACE_LABEL
 from .base import Finding, QuantityField, RuleContext, Severity, ViewModel, finding
@@ -115,7 +118,7 @@ class WaitingWorkload(ViewModel):
 TAU_MANAGER = "tau-core-controller"
 
 
-def _usage(entries) -> dict[tuple[str, str], Quantity]:
+def _usage(entries: Iterable[FlavorUsage]) -> dict[tuple[str, str], Quantity]:
     out: dict[tuple[str, str], Quantity] = {}
     for fl in entries:
         for r in fl.resources:
@@ -407,7 +410,7 @@ def why_waiting(wl: Workload) -> tuple[str, str, str] | None:
     return _why(wl, wl.spec.active, wl.condition("QuotaReserved"), wl.condition("Admitted"))
 
 
-def _why(wl: Workload, active: bool, qr, adm) -> tuple[str, str, str]:
+def _why(wl: Workload, active: bool, qr: ConditionLike | None, adm: ConditionLike | None) -> tuple[str, str, str]:
     if not active:
         return ("Active", "Deactivated", "spec.active is false: the Workload is deactivated and will not be admitted")
     if qr is None:

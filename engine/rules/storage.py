@@ -7,6 +7,8 @@ behind its StorageClass is registered on every eligible node. Writes are proven 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauWorkspace
 from ..model.names import GPU_CLASS_LABEL as GPU_CLASS
 from .base import Finding, RuleContext, Severity, ViewModel, finding
@@ -67,7 +69,7 @@ def _check_claim(ctx: RuleContext, ns: str, name: str) -> tuple[StorageClaim, li
             finding(Severity.WARNING, rule, "PersistentVolumeClaim", name, ns, msg, f"{hint}; then {CANARY_STEP}")
         )
 
-    def unknown_claim(kinds: tuple[str, ...], **kw) -> tuple[StorageClaim, list[Finding]]:
+    def unknown_claim(kinds: tuple[str, ...], **kw: Any) -> tuple[StorageClaim, list[Finding]]:
         bad = [UnknownInput(resource=r, reason=why) for r, why in ctx.unreadable(*kinds)]
         return StorageClaim(
             namespace=ns, name=name, state="Unknown", unknown=bad, message="cannot be verified", **kw

@@ -8,13 +8,18 @@ scheduler will decide; Kueue's own condition is reported alongside. Unreadable i
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
-from ..model import ZERO, Quantity
+from ..model import ZERO, ClusterQueue, Quantity, ResourceFlavor, Workload
+from ..model.fast import ContainerRequests, PodSet, PodSetPodSpec
+from ..model.kueue import ResourceQuota
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..quota import (
     FlavorResource,
+    Limits,
     QuotaNode,
     QuotaTree,
     add_usage,
@@ -194,11 +199,11 @@ class WorkloadWaitReport(ViewModel):
 # --- requests and usage ----------------------------------------------------------------------
 
 
-def _pod_requests(spec) -> dict[str, Quantity]:
+def _pod_requests(spec: PodSetPodSpec) -> dict[str, Quantity]:
     """Per-pod requests as Kueue counts them: containers summed, the largest init container if larger,
     plus the pod overhead; a container's limit stands in for a missing request."""
 
-    def of(c) -> dict[str, Quantity]:
+    def of(c: ContainerRequests) -> dict[str, Quantity]:
         out = dict(c.resources.limits)
         out.update(c.resources.requests)
         return out
@@ -216,7 +221,7 @@ def _pod_requests(spec) -> dict[str, Quantity]:
     return total
 
 
-def pod_set_requests(wl) -> dict[str, dict[str, Quantity]]:
+def pod_set_requests(wl: Workload) -> dict[str, dict[str, Quantity]]:
     """Total requests per pod set: Kueue's `status.resourceRequests` when it wrote them, else count × per pod."""
     written = {r.name: dict(r.resources) for r in wl.status.resource_requests}
     out: dict[str, dict[str, Quantity]] = {}
@@ -228,7 +233,7 @@ def pod_set_requests(wl) -> dict[str, dict[str, Quantity]]:
     return out
 
 
-def workload_requests(wl) -> dict[str, Quantity]:
+def workload_requests(wl: Workload) -> dict[str, Quantity]:
     total: dict[str, Quantity] = {}
     for res in pod_set_requests(wl).values():
         for r, q in res.items():
@@ -236,7 +241,7 @@ def workload_requests(wl) -> dict[str, Quantity]:
     return dict(sorted(total.items()))
 
 
-def reserved_usage(wl) -> dict[FlavorResource, Quantity]:
+def reserved_usage(wl: Workload) -> dict[FlavorResource, Quantity]:
     """What a quota-reserved Workload holds, per (flavor, resource), from its admission."""
     out: dict[FlavorResource, Quantity] = {}
     adm = wl.status.admission
@@ -250,14 +255,14 @@ def reserved_usage(wl) -> dict[FlavorResource, Quantity]:
     return out
 
 
-def holds_quota(wl) -> bool:
+def holds_quota(wl: Workload) -> bool:
     return wl.quota_reserved and not wl.finished and wl.status.admission is not None
 
 
 # --- flavor matching -------------------------------------------------------------------------
 
 
-def _tolerates(tolerations, taint) -> bool:
+def _tolerates(tolerations: Iterable[_Toleration], taint: _Taint) -> bool:
     for t in tolerations:
         if t.effect and t.effect != taint.effect:
             continue
@@ -268,7 +273,7 @@ def _tolerates(tolerations, taint) -> bool:
     return False
 
 
-def flavor_mismatch(flavor, pod_sets) -> str | None:
+def flavor_mismatch(flavor: ResourceFlavor | None, pod_sets: Iterable[PodSet]) -> str | None:
     """Why a ResourceFlavor cannot host the pod sets (nodeSelector on the flavor's own label keys,
     NoSchedule/NoExecute taints tolerated neither by the pod set nor by the flavor), or None when it can.
     Required node affinity is not evaluated (an estimate that errs toward "matches")."""
@@ -289,21 +294,41 @@ def flavor_mismatch(flavor, pod_sets) -> str | None:
 # --- assembling ------------------------------------------------------------------------------
 
 
+class _Toleration(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
+
+
+class _Taint(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
+
+
 @dataclass
 class QuotaInputs:
     """What every report of one store shares: build once with `quota_inputs` when explaining many Workloads."""
 
     tree: QuotaTree | None
-    holders: dict[str, list]  # cluster queue → quota-holding Workloads
+    holders: dict[str, list[Any]]  # cluster queue → quota-holding Workloads
     unknown: list[str]
 
 
-def _owner(wl) -> OwnerRef | None:
+def _owner(wl: Workload) -> OwnerRef | None:
     o = wl.owner
     return OwnerRef(kind=o.kind, name=o.name) if o is not None else None
 
 
-def _ref(wl, cluster_queue: str | None = None, **extra) -> WorkloadRef:
+def _ref(wl: Workload, cluster_queue: str | None = None, **extra: Any) -> WorkloadRef:
     """A Workload named in a report; its ClusterQueue is the admitting one when it has an admission."""
     adm = wl.status.admission
     return WorkloadRef(
@@ -312,7 +337,7 @@ def _ref(wl, cluster_queue: str | None = None, **extra) -> WorkloadRef:
     )
 
 
-def _reason(code: str, severity: str, message: str, **details) -> WaitReason:
+def _reason(code: str, severity: str, message: str, **details: Any) -> WaitReason:
     return WaitReason(code=code, severity=severity, rank=RANK[code], message=message, details=details)
 
 
@@ -326,11 +351,12 @@ def quota_inputs(ctx: RuleContext) -> QuotaInputs:
     cohorts_ok = cohort_acc.readable or cohort_acc.state.value == "Absent"  # no Cohort API: only implicit cohorts
     if not cohorts_ok:
         unknown += _unreadable(ctx, ("Cohort",))
-    holders: dict[str, list] = {}
+    holders: dict[str, list[Any]] = {}
     usage: dict[str, dict[FlavorResource, Quantity]] = {}
     for wl in ctx.store.list("Workload"):
-        if holds_quota(wl):
-            cq = wl.status.admission.cluster_queue
+        adm = wl.status.admission
+        if holds_quota(wl) and adm is not None:
+            cq = adm.cluster_queue
             holders.setdefault(cq, []).append(wl)
             u = usage.setdefault(cq, {})
             for fr, q in reserved_usage(wl).items():
@@ -362,8 +388,8 @@ def _row_mode(req: Quantity, av: Quantity | None, pot: Quantity | None) -> str:
 _PREFERENCE = ("Fit", "Short", "Unknown", "ExceedsMaxQuota")  # the flavor Kueue picks, or aims for
 
 
-def _worst(modes) -> str:
-    modes = set(modes)
+def _worst(given: Iterable[str]) -> str:
+    modes = set(given)
     for m in reversed(_PREFERENCE):
         if m in modes:
             return m
@@ -397,7 +423,7 @@ class _Assignment:
         return {(g, fl) for (g, _), (fl, _) in self.chosen.items()}
 
 
-def _assign(wl, cq, node: QuotaNode | None, flavors: dict, flavors_known: bool) -> _Assignment:
+def _assign(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, flavors: dict[str, Any], flavors_known: bool) -> _Assignment:
     per_ps = pod_set_requests(wl)
     covered_all = {r for rg in cq.spec.resource_groups for r in rg.covered_resources}
     requested = workload_requests(wl)
@@ -441,15 +467,15 @@ def _assign(wl, cq, node: QuotaNode | None, flavors: dict, flavors_known: bool) 
     return a
 
 
-def _flavor_rows(a: _Assignment, cq, node: QuotaNode | None, inputs: QuotaInputs) -> list[FlavorQuota]:
+def _flavor_rows(a: _Assignment, cq: ClusterQueue, node: QuotaNode | None, inputs: QuotaInputs) -> list[FlavorQuota]:
     """One row per flavor × resource the Workload could use: the chosen flavors with what they would
     take, the others with the request of the pod sets that match them (or the whole request, marked
     NotMatching, when none does)."""
-    quotas = {}
+    quotas: dict[FlavorResource, ResourceQuota] = {}
     for rg in cq.spec.resource_groups:
         for fl in rg.flavors:
-            for r in fl.resources:
-                quotas[(fl.name, r.name)] = r
+            for quota in fl.resources:
+                quotas[(fl.name, quota.name)] = quota
     subtree = node.root().subtree_cluster_queues() if node is not None else []
     chosen = a.chosen_flavors()
     rows = []
@@ -471,7 +497,7 @@ def _flavor_rows(a: _Assignment, cq, node: QuotaNode | None, inputs: QuotaInputs
     return rows
 
 
-def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota, node: QuotaNode | None,
+def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota: ResourceQuota | None, node: QuotaNode | None,
                 subtree: list[QuotaNode], inputs: QuotaInputs) -> FlavorQuota:
     av = available(node, fr) if node is not None else None
     pot = potential_available(node, fr) if node is not None else None
@@ -487,7 +513,7 @@ def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota, no
             amount = reserved_usage(h).get(fr, ZERO)
             if not amount.is_zero():
                 holders.append(_ref(h, amount=amount))
-    holders.sort(key=lambda h: (-h.amount.as_float(), h.priority, h.namespace, h.name))
+    holders.sort(key=lambda h: (-(h.amount or ZERO).as_float(), h.priority, h.namespace, h.name))
     nominal = quota.nominal_quota if quota is not None else ZERO
     return FlavorQuota(
         flavor=fr[0], resource=fr[1], requested=req, available=av, potential_available=pot,
@@ -512,7 +538,8 @@ def _short_text(rows: list[FlavorQuota]) -> str:
     return text
 
 
-def _may_preempt_for(node: QuotaNode, fr: FlavorResource, val: Quantity, nominal: dict, borrow_ok: bool) -> bool:
+def _may_preempt_for(node: QuotaNode, fr: FlavorResource, val: Quantity, nominal: Mapping[FlavorResource, Limits],
+                     borrow_ok: bool) -> bool:
     """Whether Kueue's flavor assigner would try preemption for this resource at all (else: wait)."""
     lim = nominal.get(fr)
     if (lim is not None and not lim.nominal < val) or borrow_ok:
@@ -531,7 +558,7 @@ def _may_preempt_for(node: QuotaNode, fr: FlavorResource, val: Quantity, nominal
     return False
 
 
-def _satisfies(policy: str, preemptor, candidate) -> bool:
+def _satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     p, c = effective_priority(preemptor), effective_priority(candidate)
     if policy == "LowerPriority":
         return p > c
@@ -540,7 +567,7 @@ def _satisfies(policy: str, preemptor, candidate) -> bool:
     return policy == "Any"
 
 
-def _preemption(wl, cq, node: QuotaNode | None, a: _Assignment, inputs: QuotaInputs) -> Preemption:
+def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assignment, inputs: QuotaInputs) -> Preemption:
     pol = cq.spec.preemption
     bwc = pol.borrow_within_cohort
     policy = {
@@ -584,7 +611,7 @@ def _preemption(wl, cq, node: QuotaNode | None, a: _Assignment, inputs: QuotaInp
                 if not any(not reserved_usage(h).get(fr, ZERO).is_zero() for fr in short):
                     continue
                 reclaim = _satisfies(pol.reclaim_within_cohort, wl, h)
-                while_borrowing = borrow_ok and _satisfies("LowerPriority", wl, h) and (
+                while_borrowing = borrow_ok and bwc is not None and _satisfies("LowerPriority", wl, h) and (
                     bwc.max_priority_threshold is None or effective_priority(h) <= bwc.max_priority_threshold)
                 if reclaim or while_borrowing:
                     candidates.append((-1, h, other.name))
@@ -593,20 +620,27 @@ def _preemption(wl, cq, node: QuotaNode | None, a: _Assignment, inputs: QuotaInp
                           message="no: no admitted Workload that this queue's preemption policy allows it to preempt holds the quota it lacks")
 
     # Kueue's candidate order: other queues first, lower priority first, most recently reserved first, then UID.
-    def reserved_at(h):
+    def reserved_at(h: Workload) -> datetime | None:
         c = h.condition("QuotaReserved")
         return parse_time(c.last_transition_time if c else None)
 
-    candidates.sort(key=lambda t: (t[0], effective_priority(t[1]),
-                                   -(reserved_at(t[1]).timestamp() if reserved_at(t[1]) else 0), t[1].uid or ""))
+    def reserved_ts(h: Workload) -> float:
+        at = reserved_at(h)
+        return at.timestamp() if at else 0
+
+    candidates.sort(key=lambda t: (t[0], effective_priority(t[1]), -reserved_ts(t[1]), t[1].uid or ""))
     sim = inputs.tree.snapshot()
     me = sim.node(cq.name)
+    if me is None:  # the queue's own node (found above as `node`) is in every snapshot of its tree
+        return Preemption(possible=None, policy=policy, message="unknown: the queue is not in the quota tree")
 
     def fits() -> bool:
         return all(not available(me, fr) < req for fr, req in needs.items())
 
-    def release(h, cq_name, sign=1):
+    def release(h: Workload, cq_name: str, sign: int = 1) -> None:
         n = sim.node(cq_name)
+        if n is None:
+            return
         for fr, q in reserved_usage(h).items():
             if sign > 0:
                 remove_usage(n, fr, q)
@@ -771,7 +805,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             orders = None
         order: ClusterQueueOrder | None = orders.get(cq.name) if orders is not None else None
         entry = order.entry(namespace, name) if order is not None else None
-        if entry is not None:
+        if order is not None and entry is not None:
             pos_cq, pos_lq = entry.position_in_cluster_queue, entry.position_in_local_queue
             for e in order.ahead_of(namespace, name):
                 ahead.append(_ref(e.workload, cq.name, requests=workload_requests(e.workload),
@@ -788,10 +822,11 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                 reasons.append(_reason("QueuedBehind", Severity.INFO,
                                        f"{pos_cq} Workload(s) ahead in ClusterQueue {cq.name} "
                                        f"({order.strategy}: those that fit are admitted first)", count=pos_cq))
-        if in_backoff(wl, ctx.now):
+        requeue = wl.status.requeue_state
+        if requeue is not None and in_backoff(wl, ctx.now):
             reasons.append(_reason("Backoff", Severity.WAITING,
-                                   f"requeued with backoff: Kueue retries it at {wl.status.requeue_state.requeue_at}",
-                                   requeueAt=wl.status.requeue_state.requeue_at))
+                                   f"requeued with backoff: Kueue retries it at {requeue.requeue_at}",
+                                   requeueAt=requeue.requeue_at))
         if node is not None and a.fits and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
                                                       for r in reasons):
             reasons.append(_reason("FitsNow", Severity.INFO,
@@ -827,7 +862,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                               preemption=preemption)
 
 
-def _namespace_reasons(ctx: RuleContext, cq, namespace: str) -> list[WaitReason]:
+def _namespace_reasons(ctx: RuleContext, cq: ClusterQueue, namespace: str) -> list[WaitReason]:
     """Kueue admits only from namespaces the ClusterQueue's namespaceSelector selects."""
     if ctx.unreadable("Namespace"):
         return [_reason("Unknown", Severity.UNKNOWN, "Namespaces are unreadable: the namespaceSelector was not checked",
@@ -847,7 +882,7 @@ def _namespace_reasons(ctx: RuleContext, cq, namespace: str) -> list[WaitReason]
                     namespaceSelector=None if sel is None else sel.model_dump(by_alias=True, exclude_defaults=True))]
 
 
-def _kueue_condition(wl) -> dict[str, str] | None:
+def _kueue_condition(wl: Workload) -> dict[str, str] | None:
     c = wl.condition("QuotaReserved")
     if c is not None and c.status == "True":
         c = wl.condition("Admitted") or c

@@ -31,7 +31,7 @@ Relist = Callable[[ResourceKind], AsyncIterator[list[dict[str, Any]]]]
 
 def kube_relist(source: Any, page_size: int = 500) -> Relist:
     """A re-reader over a started KubeSource: a paged LIST at the version the source reads."""
-    from .kube import _loads
+    from orjson import loads as _loads
 
     async def pages(k: ResourceKind) -> AsyncIterator[list[dict[str, Any]]]:
         version = source.version_of(k.kind) or k.versions[0]
@@ -90,7 +90,7 @@ def partial_object(obj: Any) -> dict[str, Any]:
         dumped = obj.model_dump(by_alias=True, mode="json", exclude_none=True, exclude_unset=True)
     except TypeError:
         dumped = obj.model_dump(by_alias=True, mode="json", exclude_none=True)
-    out = _prune(dumped)
+    out: dict[str, Any] = _prune(dumped)
     meta = out.setdefault("metadata", {})
     meta["annotations"] = {**(meta.get("annotations") or {}), PARTIAL: "true"}
     return out
@@ -187,6 +187,7 @@ def write_envelope(store: Store, out: TextIO, context: str | None, captured_at: 
     spooled, failed = spooled or {}, failed or {}
     body: list[tuple[ResourceKind, list[dict[str, Any]] | None]] = []
     partial: dict[str, int] = {}
+    objs: list[dict[str, Any]] | None
     for k in KINDS:
         if k.kind in spooled:
             body.append((k, None))

@@ -9,33 +9,29 @@ exponential backoff; a 410 (expired resourceVersion) re-lists.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgspec
 from msgspec.structs import force_setattr
+from orjson import loads as _loads  # several times faster than json on list pages (a dependency)
 from pydantic import ValidationError
 
 from .. import heap
 from ..identity import ClusterIdentity
 from ..model import KINDS, ResourceKind
-from ..model.fast import FastCodec, ListMeta
+from ..model.fast import FastCodec, FastObject, ListMeta
 from ..model.slim import share_raw, slim
-from ..store import AccessState, Store
-
-try:  # several times faster than json on list pages; json stays the fallback
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
+from ..store import AccessState, Store, StoredObject
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +41,13 @@ LIST_PAGE = 500
 # JSON as well (that copy would be most of the memory at fleet scale). Their YAML view says the raw
 # copy is not kept; every other kind keeps it (export, workflows, the object view).
 # Kinds whose codec is msgspec: decoded from bytes straight into structs (engine/model/fast.py).
-_CODECS = {k.kind: FastCodec(k.model) for k in KINDS if k.codec == "msgspec"}
+_CODECS = {k.kind: FastCodec(k.model) for k in KINDS if issubclass(k.model, FastObject)}  # k.codec == "msgspec"
 FAST_KINDS = frozenset(_CODECS)
-_PEEK = msgspec.json.Decoder(msgspec.defstruct("ListHead", [("metadata", ListMeta, ListMeta())]))
+class _ListHead(msgspec.Struct, gc=False):
+    metadata: ListMeta = ListMeta()
+
+
+_PEEK = msgspec.json.Decoder(_ListHead)
 
 
 class Gone(Exception):
@@ -106,7 +106,7 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
         raise ConfigError(f"kubeconfig {path}: no such file") from None
     except OSError as exc:
         raise ConfigError(f"kubeconfig {path}: {exc.strerror}") from None
-    return ClusterTarget(context=name or "?", server=cfg.host, api_client=client.ApiClient(configuration=cfg), user=user)
+    return ClusterTarget(context=name or "?", server=str(cfg.host), api_client=client.ApiClient(configuration=cfg), user=user)
 
 
 def _existing_files(path: str) -> list[str]:
@@ -129,6 +129,13 @@ class KindStatus:
     events: int = 0
     synced: asyncio.Event = field(default_factory=asyncio.Event)
 
+    @property
+    def served(self) -> str:
+        """The version listed and watched (chosen by discovery before either starts)."""
+        if self.version is None:
+            raise RuntimeError(f"{self.kind.kind}: no served version chosen yet")
+        return self.version
+
 
 class Backoff:
     def __init__(self, base: float = 0.5, cap: float = 30.0, rng: random.Random | None = None) -> None:
@@ -141,7 +148,7 @@ class Backoff:
     def next(self) -> float:
         self.n += 1
         delay = min(self.cap, self.base * 2 ** (self.n - 1))
-        return delay * (0.5 + self.rng.random() / 2)  # jitter: 50–100 %
+        return float(delay * (0.5 + self.rng.random() / 2))  # jitter: 50–100 %
 
 
 class KubeSource:
@@ -175,7 +182,7 @@ class KubeSource:
         self._pending: deque[Callable[[], None]] = deque()
         self._flush_handle: asyncio.TimerHandle | None = None
         self.status: dict[str, KindStatus] = {k.kind: KindStatus(k) for k in kinds}
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
 
     # public ------------------------------------------------------------------------------
@@ -260,8 +267,10 @@ class KubeSource:
         return ClusterIdentity(server, str(uid))
 
     # HTTP --------------------------------------------------------------------------------
-    async def _request(self, path: str, query: list[tuple[str, Any]] | None = None, deadline=None):
-        return await self.target.api_client.call_api(
+    async def _request(self, path: str, query: list[tuple[str, Any]] | None = None,
+                       deadline: float | aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
+        # kubernetes_asyncio is untyped: with _preload_content=False its call_api answers aiohttp's response.
+        resp: aiohttp.ClientResponse = await self.target.api_client.call_api(
             path,
             "GET",
             query_params=query or [],
@@ -271,19 +280,23 @@ class KubeSource:
             _return_http_data_only=True,
             _request_timeout=deadline or self.request_timeout,
         )
+        return resp
 
-    async def _get_bytes(self, path: str, query=None, deadline=None) -> bytes:
+    async def _get_bytes(self, path: str, query: list[tuple[str, Any]] | None = None,
+                         deadline: float | aiohttp.ClientTimeout | None = None) -> bytes:
         resp = await self._request(path, query, deadline)
         try:
-            body = await resp.read()
+            body: bytes = await resp.read()
             if resp.status >= 400:
                 raise ApiStatusError(resp.status, _status_message(body))
             return body
         finally:
             resp.release()
 
-    async def _get_json(self, path: str, query=None, deadline=None) -> dict:
-        return _loads(await self._get_bytes(path, query, deadline))
+    async def _get_json(self, path: str, query: list[tuple[str, Any]] | None = None,
+                        deadline: float | aiohttp.ClientTimeout | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = _loads(await self._get_bytes(path, query, deadline))
+        return doc
 
     async def _served_version(self, k: ResourceKind) -> str | None:
         """The first of the kind's versions whose discovery document lists the resource."""
@@ -323,7 +336,7 @@ class KubeSource:
                     st.version = await self._served_version(k)
                     if st.version is None:
                         now = self.clock()
-                        self._mutate(lambda k=k, now=now: self.store.replace(k.kind, [], at=now))
+                        self._mutate(partial(self.store.replace, k.kind, [], at=now))
                         self._set_access(k.kind, AccessState.ABSENT, "API not served")
                         st.synced.set()
                         await asyncio.sleep(self.absent_recheck)
@@ -370,8 +383,8 @@ class KubeSource:
     def _set_access(self, kind: str, state: AccessState, message: str = "", since: float | None = None) -> None:
         self._mutate(lambda: self.store.set_access(kind, state, message, since))
 
-    def _decode(self, k: ResourceKind, st: KindStatus, raw: dict) -> Any | None:
-        raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.version))
+    def _decode(self, k: ResourceKind, st: KindStatus, raw: dict[str, Any]) -> Any | None:
+        raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.served))
         raw.setdefault("kind", k.kind)
         try:
             if k.kind in FAST_KINDS:  # already slim; tolerant of what the fast decoder refused
@@ -389,20 +402,21 @@ class KubeSource:
             await self._list_pages(k, st)
 
     async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
-        items: list[tuple[Any, dict]] = []
+        items: list[tuple[StoredObject, dict[str, Any] | None]] = []
         cont = None
         rv = ""
-        path = self._path(k, st.version)
+        path = self._path(k, st.served)
 
-        def fetch(token: str | None) -> asyncio.Future:
+        def fetch(token: str | None) -> asyncio.Future[bytes]:
             query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
             if token:
                 query.append(("continue", token))
             return asyncio.ensure_future(self._get_bytes(path, query))
 
-        pending = fetch(None)
+        pending: asyncio.Future[bytes] | None = fetch(None)
         try:
             while True:
+                assert pending is not None  # the loop ends where the last page names no next one
                 body = await pending
                 # Ask for the next page before decoding this one: the server prepares it meanwhile.
                 peeked = _peek_continue(body)
@@ -410,7 +424,7 @@ class KubeSource:
                 fast = _CODECS[k.kind].page(body) if k.kind in FAST_KINDS else None
                 if fast is not None:  # typed objects straight from the bytes
                     objs, page_rv, cont = fast
-                    _stamp_api_version(objs, _api_version(k, st.version))
+                    _stamp_api_version(objs, _api_version(k, st.served))
                     items.extend((obj, None) for obj in objs)
                     rv = page_rv or rv
                 else:
@@ -449,7 +463,7 @@ class KubeSource:
         ]
         # No total timeout: the server ends the watch; a silent connection is cut by sock_read.
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout + 60)
-        resp = await self._request(self._path(k, st.version), query, client_timeout)
+        resp = await self._request(self._path(k, st.served), query, client_timeout)
         try:
             if resp.status == 410:
                 raise Gone()
@@ -479,10 +493,10 @@ class KubeSource:
         typ, obj = fast
         meta = obj.metadata
         if typ != "DELETED":
-            _stamp_api_version((obj,), _api_version(k, st.version))
+            _stamp_api_version((obj,), _api_version(k, st.served))
         self._record(k, st, typ, meta.name, meta.namespace, obj, None, meta.resource_version)
 
-    def _apply(self, k: ResourceKind, st: KindStatus, event: dict) -> None:
+    def _apply(self, k: ResourceKind, st: KindStatus, event: dict[str, Any]) -> None:
         typ = event.get("type")
         raw = event.get("object") or {}
         if typ == "ERROR":
@@ -501,12 +515,12 @@ class KubeSource:
                      None if k.high_volume else raw, rv)
 
     def _record(self, k: ResourceKind, st: KindStatus, typ: str | None, name: str, namespace: str | None,
-                obj: Any, raw: dict | None, rv: str | None) -> None:
+                obj: Any, raw: dict[str, Any] | None, rv: str | None) -> None:
         """One watch event into the store (queued behind readers), and the version to resume from."""
         st.events += 1
         now = self.clock()
         if typ == "DELETED":
-            self._mutate(lambda: self.store.delete(k.kind, name, namespace, at=now))
+            self._mutate(lambda: None if self.store.delete(k.kind, name, namespace, at=now) else None)
         elif obj is not None:
             self._mutate(lambda: self.store.upsert(obj, raw=raw, at=now))
         if rv:
@@ -524,12 +538,13 @@ def _peek_continue(body: bytes) -> str | None:
     if at <= 0 or body[at - 1:at] != b",":
         return None
     try:
-        return _PEEK.decode(body[:at] + b'"items":[]}').metadata.continue_
+        head: _ListHead = _PEEK.decode(body[:at] + b'"items":[]}')
+        return head.metadata.continue_
     except msgspec.DecodeError:
         return None
 
 
-def _stamp_api_version(objs, api_version: str) -> None:
+def _stamp_api_version(objs: Iterable[FastObject], api_version: str) -> None:
     # List items may omit apiVersion (the list names it once): record the version served.
     for obj in objs:
         if not obj.api_version:

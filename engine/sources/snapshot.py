@@ -21,10 +21,8 @@ from ..model.kinds import NEVER_READ
 from ..store import AccessState, Store
 from ..text import clean
 
-try:  # the C loader is much faster when libyaml is present
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+# The C loader is much faster when libyaml is present.
+_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SnapshotError(Exception):
@@ -47,7 +45,7 @@ class LoadIssue:
 class LoadResult:
     store: Store
     issues: list[LoadIssue] = field(default_factory=list)
-    unknown_kinds: Counter = field(default_factory=Counter)
+    unknown_kinds: Counter[str] = field(default_factory=Counter)
     context: str | None = None
     captured_at: str | None = None
     objects: int = 0
@@ -178,7 +176,7 @@ def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", 
     return result
 
 
-def _as_list(value: Any, what: str, path: str, line: int | None, result: LoadResult) -> list:
+def _as_list(value: Any, what: str, path: str, line: int | None, result: LoadResult) -> list[Any]:
     """A list part of a document; anything else is one issue (a string is not a list of objects)."""
     if value is None:
         return []

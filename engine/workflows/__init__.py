@@ -38,7 +38,7 @@ def cluster_of(journal: Journal) -> dict[str, Any]:
 
 def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
     """Every journal in the directory, oldest start first."""
-    out = []
+    out: list[dict[str, Any]] = []
     for p in sorted((directory or workflows_dir()).glob("*.jsonl")):
         try:
             j = Journal.open(str(p))

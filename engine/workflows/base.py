@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..incremental import IncrementalDeriver
 from ..rules.base import RuleConfig
 from ..store import Store
 from ..view import ClusterView
-from .journal import Journal
+from .journal import Journal, StepRecord
 
 
 class StepFailed(Exception):
@@ -39,8 +40,12 @@ class Check:
     ok: bool
     message: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "message": self.message}
+
+
+def _fixed_patch(cur: Obj, patch: Obj | None) -> Obj | None:
+    return patch
 
 
 @dataclass
@@ -68,14 +73,14 @@ class Operation:
             return f"- delete {self.ref}"
         return f"~ {self.ref}: {self.before} → {self.after}" if self.before or self.after else f"~ {self.ref}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"verb": self.verb, "kind": self.kind, "namespace": self.namespace, "name": self.name,
                 "description": self.description, "patch": self.patch, "destructive": self.destructive,
                 "diff": self.diff_line()}
 
     async def execute(self, actions: Actions, reason: str) -> Result:
         if self.verb == "patch":
-            planner = self.planner or (lambda _cur, p=self.patch: p)
+            planner = self.planner or partial(_fixed_patch, patch=self.patch)
             return await actions.patch(self.kind, self.name, self.namespace, planner, reason)
         if self.verb == "delete":
             return await actions.delete(self.kind, self.name, self.namespace, self.still_wanted or (lambda _o: True), reason)
@@ -105,7 +110,7 @@ class Plan:
     def signature(self) -> list[str]:
         return sorted(f"{op.verb}:{op.ref}" for op in self.operations)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"operations": [op.to_dict() for op in self.operations], "notes": self.notes,
                 "destructive": self.destructive, "signature": self.signature(), "covers": sorted(self.covers)}
 
@@ -155,7 +160,8 @@ class Context:
     def view(self) -> ClusterView:
         now = datetime.fromtimestamp(self.clock(), UTC)
         if self.session is not None:
-            return self.session.view(now)
+            view: ClusterView = self.session.view(now)
+            return view
         with self.lock if self.lock is not None else nullcontext():
             if self._deriver is None or self._deriver.store is not self.store or self._deriver.config != self.config:
                 self._deriver = IncrementalDeriver(self.store, self.config)
@@ -177,14 +183,14 @@ class Step:
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         return []
 
-    async def run_local(self, ctx: Context) -> dict | None:
+    async def run_local(self, ctx: Context) -> dict[str, Any] | None:
         """Work that is not a cluster write (e.g. exporting files); journaled as executed."""
         return None
 
     def progress(self, ctx: Context) -> Progress:
         return Progress(True, "nothing to wait for")
 
-    def verify(self, ctx: Context) -> list[Check]:
+    def verify(self, ctx: Context) -> list[Check] | Awaitable[list[Check]]:  # a step may verify asynchronously
         return []
 
     def describe(self) -> str:
@@ -259,9 +265,8 @@ class Runner:
                         again = step if outcome == "replan" else self._step(outcome)
                         if await self._plan_and_execute(again, None) == "aborted":
                             return "Aborted"
-                checks = step.verify(self.ctx)
-                if asyncio.iscoroutine(checks):
-                    checks = await checks
+                verified = step.verify(self.ctx)
+                checks = verified if isinstance(verified, list) else await verified
                 bad = [c for c in checks if not c.ok]
                 if bad:
                     raise StepFailed("; ".join(c.message for c in bad))
@@ -293,7 +298,7 @@ class Runner:
         if source.state != "RolledBack":  # whatever it was (even Completed or Aborted), it is undone now
             source.append("rolled-back", None, {"by": self.journal.id})
 
-    async def _plan_and_execute(self, step: Step, rec) -> str:
+    async def _plan_and_execute(self, step: Step, rec: StepRecord | None) -> str:
         self.ctx.hook(f"{step.id}:before-plan")
         await self._settle(step)
         plan = await step.plan(self.ctx)

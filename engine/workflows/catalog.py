@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
 from ..actions import ApiFailure, PermissionDenied, WriteRefused
-from ..model.kueue import MULTIKUEUE_CONTROLLER
+from ..model.kueue import MULTIKUEUE_CONTROLLER, ClusterQueue
 from ..model.names import (
     CLUSTER_GENERATION_ANNOTATION,
     PROFILE_LABEL,
@@ -24,7 +26,7 @@ from ..model.names import (
     QUEUE_NAME_LABEL,
     WORKLOAD_PROFILE_ANNOTATION,
 )
-from ..model.tau import ResolvedWorkloadProfile, WorkloadProfile
+from ..model.tau import ResolvedWorkloadProfile, TauCluster, WorkloadProfile
 from ..paths import write_atomic
 from ..profile_snapshot import ProfileSnapshotError, export_snapshot
 from ..rules.base import RuleContext
@@ -44,6 +46,7 @@ from ..rules.profilehash import (
 )
 from ..rules.profiles import targets_multikueue
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
+from .drain import _same_uid
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
 
@@ -126,7 +129,8 @@ def _shape_problems(item: Any, label: str) -> list[str]:
     for key in _REQUIRED:
         if item.get(key) is None or item.get(key) == "":
             out.append(f"{label}: {key} is required")
-    pri = item.get("priorities") if isinstance(item.get("priorities"), dict) else {}
+    given = item.get("priorities")
+    pri: dict[str, Any] = given if isinstance(given, dict) else {}
     if not (pri.get("disableDefaultPriorities") or pri.get("workloadPriorityClassName")
             or pri.get("podPriorityClassName")):
         out.append(f"{label}: priorities: workloadPriorityClassName and podPriorityClassName are required "
@@ -191,9 +195,6 @@ class _Refs:
             self.unreadable.setdefault(kind, self.ctx.store.access(kind).state.value)
         return False
 
-    def get(self, kind: str, name: str, namespace: str | None = None):
-        return self.ctx.store.get(kind, name, namespace)
-
 
 def _namespaces_of(ctx: Context, p: ResolvedWorkloadProfile) -> list[str]:
     """Where the controller looks for the profile's LocalQueue (reference §3.3 step 1)."""
@@ -204,7 +205,7 @@ def _namespaces_of(ctx: Context, p: ResolvedWorkloadProfile) -> list[str]:
     return sorted(normalize_name(q.namespace) for q in shared if normalize_name(q.name) == p.default_local_queue)
 
 
-def _cq_active(cq) -> tuple[bool, str]:
+def _cq_active(cq: ClusterQueue) -> tuple[bool, str]:
     active = cq.condition("Active")
     # Stopped is a hold (maybe our own), not broken wiring: the controller accepts it too.
     if active is not None and (active.is_true or active.reason == "Stopped"):
@@ -225,23 +226,23 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
                    f"{p.default_local_queue!r}: the profile would resolve no LocalQueue")
     cq_names: set[str] = set()
     for ns in namespaces:
-        if refs.readable("Namespace", required=False) and refs.get("Namespace", ns) is None:
+        if refs.readable("Namespace", required=False) and refs.ctx.store.get("Namespace", ns) is None:
             out.append(f"{label}: applicability.namespaces: namespace {ns!r} not found")
             continue
         if not refs.readable("LocalQueue"):
             continue
-        lq = refs.get("LocalQueue", p.default_local_queue, ns)
+        lq = refs.ctx.store.get("LocalQueue", p.default_local_queue, ns)
         if lq is None:
             out.append(f"{label}: defaultLocalQueue: LocalQueue {ns}/{p.default_local_queue} not found")
         elif not lq.spec.cluster_queue:
             out.append(f"{label}: defaultLocalQueue: LocalQueue {ns}/{p.default_local_queue} has no clusterQueue")
         else:
             cq_names.add(normalize_name(lq.spec.cluster_queue))
-    cqs = []
+    cqs: list[ClusterQueue] = []
     for name in sorted(cq_names):
         if not refs.readable("ClusterQueue"):
             break
-        cq = refs.get("ClusterQueue", name)
+        cq = refs.ctx.store.get("ClusterQueue", name)
         if cq is None:
             out.append(f"{label}: defaultLocalQueue: ClusterQueue {name!r} (behind {p.default_local_queue}) not found")
             continue
@@ -254,11 +255,11 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
             for f in rg.flavors:
                 if not refs.readable("ResourceFlavor"):
                     break
-                rf = refs.get("ResourceFlavor", normalize_name(f.name))
+                rf = refs.ctx.store.get("ResourceFlavor", normalize_name(f.name))
                 if rf is None:
                     out.append(f"{label}: ClusterQueue {cq.name!r} uses ResourceFlavor {f.name!r}, which does not exist")
                 elif rf.spec.topology_name and refs.readable("Topology") and \
-                        refs.get("Topology", normalize_name(rf.spec.topology_name)) is None:
+                        refs.ctx.store.get("Topology", normalize_name(rf.spec.topology_name)) is None:
                     out.append(f"{label}: ResourceFlavor {f.name!r} names Topology {rf.spec.topology_name!r}, "
                                "which does not exist")
     out += _execution_problems(ctx, refs, p, label, cqs)
@@ -266,19 +267,20 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
     if not pri.disable_default_priorities:
         for kind, field, name in (("WorkloadPriorityClass", "workloadPriorityClassName", pri.workload_priority_class_name),
                                   ("PriorityClass", "podPriorityClassName", pri.pod_priority_class_name)):
-            if refs.readable(kind) and refs.get(kind, name) is None:
+            if refs.readable(kind) and refs.ctx.store.get(kind, name) is None:
                 out.append(f"{label}: priorities.{field}: {kind} {name!r} not found")
     return out
 
 
-def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, label: str, cqs) -> list[str]:
+def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, label: str,
+                        cqs: list[ClusterQueue]) -> list[str]:
     """Step 3: a singleCluster profile must not route through MultiKueue; a multiKueue one only must."""
     if not refs.readable("AdmissionCheck"):
         return []
     out = []
     for cq in cqs:
         names = cq.spec.admission_check_names
-        mk = [n for n in names if (ac := refs.get("AdmissionCheck", n)) is not None
+        mk = [n for n in names if (ac := refs.ctx.store.get("AdmissionCheck", n)) is not None
               and ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
         if p.execution_target == SINGLE_CLUSTER and mk:
             out.append(f"{label}: executionTarget singleCluster, but ClusterQueue {cq.name!r} uses MultiKueue "
@@ -343,11 +345,11 @@ def catalog_problems(ctx: Context, items: list[Any]) -> list[str]:
 # --- what changes ---------------------------------------------------------------------------
 
 
-def _normalized(item: dict) -> ResolvedWorkloadProfile:
+def _normalized(item: dict[str, Any]) -> ResolvedWorkloadProfile:
     return normalize_profile(ResolvedWorkloadProfile.model_validate(item))
 
 
-def _declared_fields(item: dict) -> dict[str, Any]:
+def _declared_fields(item: dict[str, Any]) -> dict[str, Any]:
     """The profile's declared definition, normalised, flattened to `field.sub: value`."""
     out: dict[str, Any] = {}
     for key, value in hash_input(_normalized(item)).items():
@@ -367,7 +369,7 @@ def _show(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str) and (not value or " " in value) else str(value)
 
 
-def _by_name(items: list[Any]) -> dict[str, dict]:
+def _by_name(items: list[Any]) -> dict[str, dict[str, Any]]:
     return {normalize_name(i["name"]): i for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)}
 
 
@@ -405,7 +407,7 @@ def declared_catalog(ctx: Context) -> list[Any]:
     return ((ctx.store.raw("TauCluster", "cluster") or {}).get("spec") or {}).get("workloadProfiles") or []
 
 
-def _new_queues(ctx: Context, item: dict) -> list[str]:
+def _new_queues(ctx: Context, item: dict[str, Any]) -> list[str]:
     """The ClusterQueues a declared profile will resolve to, read from the live LocalQueues."""
     p = _normalized(item)
     out = set()
@@ -443,7 +445,7 @@ def affected_queues(ctx: Context, new: list[Any], extra: list[str] | tuple[str, 
 # --- steps --------------------------------------------------------------------------------------
 
 
-async def _dry_run_catalog(ctx: Context, catalog: list[dict]) -> Check:
+async def _dry_run_catalog(ctx: Context, catalog: list[dict[str, Any]]) -> Check:
     """A connected server dry-run of the TauCluster update: admitted and validated, stored nowhere."""
     if _same_catalog(declared_catalog(ctx), catalog):
         return Check(True, "the TauCluster already declares this catalog: nothing to dry-run")
@@ -459,7 +461,7 @@ class CatalogHold(SetStopPolicy):
     """Hold the affected queues, after a server dry-run of the catalog update has been accepted:
     a catalog the API server refuses stops here, before any queue is touched."""
 
-    def __init__(self, step_id: str, cqs: list[str], catalog: list[dict], why: dict[str, list[str]] | None = None,
+    def __init__(self, step_id: str, cqs: list[str], catalog: list[dict[str, Any]], why: dict[str, list[str]] | None = None,
                  title: str = "Hold the affected queues (HoldAndDrain)") -> None:
         super().__init__(step_id, cqs, "HoldAndDrain", title, why)
         self.catalog = catalog
@@ -478,12 +480,12 @@ class CatalogHold(SetStopPolicy):
         return [*super().preconditions(ctx, plan), self._dry_run]
 
 
-def _tau_cluster(ctx: Context):
+def _tau_cluster(ctx: Context) -> TauCluster | None:
     return ctx.store.get("TauCluster", "cluster")
 
 
-def _same_catalog(a: list, b: list) -> bool:
-    def canon(x):
+def _same_catalog(a: list[Any], b: list[Any]) -> bool:
+    def canon(x: list[Any]) -> str:
         return json.dumps(sorted(x, key=lambda p: str(p.get("name", ""))), sort_keys=True)
 
     return canon(a or []) == canon(b or [])
@@ -502,10 +504,12 @@ class ExportCurrent(Step):
                       "the current profile set is not usable (stale, unready or hash mismatch): "
                       "fix it before changing the catalog, a rollback needs a ready revision")]
 
-    async def run_local(self, ctx: Context) -> dict:
+    async def run_local(self, ctx: Context) -> dict[str, Any]:
         assert ctx.artifacts_dir is not None and ctx.journal is not None
         ctx.artifacts_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         tc = _tau_cluster(ctx)
+        if tc is None:
+            raise_step("TauCluster cluster is gone: nothing to export")
         raw = ctx.store.raw("TauCluster", "cluster") or tc.model_dump(by_alias=True, mode="json")
         gen = tc.metadata.generation
         tc_path = ctx.artifacts_dir / f"taucluster-gen{gen}.yaml"
@@ -522,13 +526,11 @@ class ExportCurrent(Step):
                 "hash": doc.get("profileSetHash")}
 
 
-def _now(ctx: Context):
-    from datetime import UTC, datetime
-
+def _now(ctx: Context) -> datetime:
     return datetime.fromtimestamp(ctx.clock(), UTC)
 
 
-def raise_step(message: str):
+def raise_step(message: str) -> NoReturn:
     from .base import StepFailed
 
     raise StepFailed(message)
@@ -540,7 +542,7 @@ class ApplyCatalog(Step):
 
     wait_timeout = 900.0
 
-    def __init__(self, step_id: str, catalog: list[dict], title: str, expect_hash: str | None = None) -> None:
+    def __init__(self, step_id: str, catalog: list[dict[str, Any]], title: str, expect_hash: str | None = None) -> None:
         self.id = step_id
         self.catalog = catalog
         self.title = title
@@ -553,7 +555,7 @@ class ApplyCatalog(Step):
             return Plan([], ["the TauCluster already declares this catalog"])
         new = copy.deepcopy(self.catalog)
 
-        def planner(cur: dict) -> dict | None:
+        def planner(cur: dict[str, Any]) -> dict[str, Any] | None:
             have = (cur.get("spec") or {}).get("workloadProfiles") or []
             return None if _same_catalog(have, new) else {"spec": {"workloadProfiles": new}}
 
@@ -588,7 +590,7 @@ class ApplyCatalog(Step):
         if not view.profiles.usable or unready:
             return Progress(False, f"generation {tc.metadata.generation}: waiting for every profile to be Ready"
                             + (f" ({', '.join(unready)} not ready)" if unready else ""), remaining=1 + len(unready))
-        return Progress(True, f"generation {tc.metadata.generation} Ready, hash {view.profiles.profile_set_hash[:12]}…",
+        return Progress(True, f"generation {tc.metadata.generation} Ready, hash {(view.profiles.profile_set_hash or '')[:12]}…",
                         remaining=0)
 
     async def verify(self, ctx: Context) -> list[Check]:
@@ -609,13 +611,14 @@ async def _server_dry_runs(ctx: Context) -> list[Check]:
     tc = _tau_cluster(ctx)
     view = ctx.view()
     checks = []
+    generation = str(tc.metadata.generation) if tc is not None else ""
     for p in tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else []:
         for lq in p.local_queues[:1]:
             job = {
                 "apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": f"taudash-dry-run-{p.name}".replace(".", "-")[:63], "namespace": lq.namespace,
                              "labels": {QUEUE_NAME_LABEL: lq.name, PROFILE_LABEL: p.name},
-                             "annotations": {CLUSTER_GENERATION_ANNOTATION: str(tc.metadata.generation),
+                             "annotations": {CLUSTER_GENERATION_ANNOTATION: generation,
                                              PROFILE_SET_HASH_ANNOTATION: view.profiles.profile_set_hash or "",
                                              WORKLOAD_PROFILE_ANNOTATION: p.name}},
                 "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
@@ -629,7 +632,7 @@ async def _server_dry_runs(ctx: Context) -> list[Check]:
     return checks
 
 
-def catalog_workflow(params: dict) -> Workflow:
+def catalog_workflow(params: dict[str, Any]) -> Workflow:
     cqs = params["cqs"]
     return Workflow("catalog", "Catalog change", [
         CatalogHold("hold", cqs, params["catalog"], params.get("why")),
@@ -649,10 +652,10 @@ class SurveyMultiKueue(Step):
     id = "survey"
     title = "Record MultiKueue routing added by the change"
 
-    def __init__(self, previous: list[dict]) -> None:
+    def __init__(self, previous: list[dict[str, Any]]) -> None:
         self.previous_names = {p.get("name") for p in previous}
 
-    async def run_local(self, ctx: Context) -> dict:
+    async def run_local(self, ctx: Context) -> dict[str, Any]:
         tc = _tau_cluster(ctx)
         added_mk = []
         for p in (tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else []):
@@ -670,7 +673,7 @@ class SurveyMultiKueue(Step):
         return {"multikueueProfiles": added_mk, "workers": workers}
 
 
-def _survey(ctx: Context) -> dict:
+def _survey(ctx: Context) -> dict[str, Any]:
     for r in ctx.journal.records if ctx.journal else []:
         if r["event"] == "executed" and r["step"] == "survey":
             return r["data"].get("local") or {}
@@ -681,24 +684,24 @@ class RemoveRouting(Step):
     id = "routing"
     title = "Remove MultiKueue routing objects the change added"
 
-    def __init__(self, previous: list[dict]) -> None:
+    def __init__(self, previous: list[dict[str, Any]]) -> None:
         self.previous = previous
 
     async def plan(self, ctx: Context) -> Plan:
         survey = _survey(ctx)
-        keep = set()
+        keep: set[tuple[str, str]] = set()
         for item in self.previous:  # LocalQueues the restored catalog still uses stay
             prof = WorkloadProfile.model_validate(item)
             keep.update((ns, prof.default_local_queue) for ns in prof.applicability.namespaces)
         ops = []
         for prof in survey.get("multikueueProfiles", []):
             for ns, name in prof["localQueues"]:
-                if (ns, name) in keep or ctx.store.get("LocalQueue", name, ns) is None:
+                lq = ctx.store.get("LocalQueue", name, ns)
+                if (ns, name) in keep or lq is None:
                     continue
-                uid = ctx.store.get("LocalQueue", name, ns).uid
                 ops.append(Operation("delete", "LocalQueue", ns, name,
                                      f"delete LocalQueue {ns}/{name} (routing of MultiKueue profile {prof['name']})",
-                                     still_wanted=lambda cur, uid=uid: (cur.get("metadata") or {}).get("uid") == uid,
+                                     still_wanted=partial(_same_uid, uid=lq.uid),
                                      destructive=True))
         notes = [f"ClusterQueue(s) {', '.join(p['clusterQueues'])} served profile {p['name']}: delete them through "
                  "their owner once no Workload uses them" for p in survey.get("multikueueProfiles", []) if p["clusterQueues"]]
@@ -709,7 +712,7 @@ class ListCredentials(Step):
     id = "credentials"
     title = "List worker credentials to revoke"
 
-    async def run_local(self, ctx: Context) -> dict:
+    async def run_local(self, ctx: Context) -> dict[str, Any]:
         survey = _survey(ctx)
         if not survey.get("multikueueProfiles"):
             return {"revoke": [], "message": "the change added no MultiKueue profile: no worker credential to revoke"}
@@ -718,7 +721,7 @@ class ListCredentials(Step):
                 "(the platform owner owns worker credentials; taudash never reads Secrets)"}
 
 
-def rollback_workflow(params: dict) -> Workflow:
+def rollback_workflow(params: dict[str, Any]) -> Workflow:
     cqs = params["cqs"]
     previous = params["previous_catalog"]
     steps: list[Step] = [

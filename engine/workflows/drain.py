@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from ..model.kinds import WORKLOAD_SOURCES
+from ..rules.workspaces import WorkspaceView
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 
 # Blockers an operator can remove by deleting an object. An unfinished Workload is running or
@@ -10,8 +14,13 @@ from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 _DELETABLE = WORKLOAD_SOURCES
 
 
-def _workspace_view(ctx: Context, name: str):
+def _workspace_view(ctx: Context, name: str) -> WorkspaceView | None:
     return next((w for w in ctx.view().workspaces if w.name == name), None)
+
+
+def _same_uid(cur: dict[str, Any], uid: str) -> bool:
+    """Delete only the object the plan saw (not one re-created under the same name since)."""
+    return bool((cur.get("metadata") or {}).get("uid") == uid)
 
 
 class RemoveBlockers(Step):
@@ -34,7 +43,7 @@ class RemoveBlockers(Step):
             ops.append(Operation(
                 "delete", b.kind, b.namespace, b.name,
                 b.action or f"delete {b.kind} {b.namespace}/{b.name}",
-                still_wanted=lambda cur, uid=uid: (cur.get("metadata") or {}).get("uid") == uid,
+                still_wanted=partial(_same_uid, uid=uid),
                 destructive=True,
             ))
         return Plan(ops, notes, confirm_each=True)
@@ -81,14 +90,14 @@ def _skipped(ctx: Context) -> set[tuple[str, str | None, str]]:
         op = (r.get("data") or {}).get("op")
         if r["event"] != "executed" or r.get("step") != "blockers" or not isinstance(op, dict):
             continue
-        key = (op.get("kind"), op.get("namespace"), op.get("name"))
+        key: tuple[str, str | None, str] = (op.get("kind", ""), op.get("namespace"), op.get("name", ""))
         if r["data"].get("skipped"):
-            out.add(key)  # type: ignore[arg-type]
+            out.add(key)
         else:
-            out.discard(key)  # type: ignore[arg-type]
+            out.discard(key)
     return out
 
 
-def drain_workflow(params: dict) -> Workflow:
+def drain_workflow(params: dict[str, Any]) -> Workflow:
     ws = params["workspace"]
     return Workflow("drain", f"Supervise the drain of workspace {ws}", [RemoveBlockers(ws), WaitClear(ws)], params)

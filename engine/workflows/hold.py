@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Step, Workflow
+from .journal import Journal
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
 # Workflows whose drain step deactivates pending Workloads (release --reactivate-from accepts them).
 DEACTIVATING_KINDS = ("hold", "catalog", "rollback")
 
 
-def hold_workflow(params: dict) -> Workflow:
+def hold_workflow(params: dict[str, Any]) -> Workflow:
     cqs = params["cqs"]
     mode = params.get("mode", "HoldAndDrain")
-    steps = [SetStopPolicy("hold", cqs, mode, why=params.get("why"))]
+    steps: list[Step] = [SetStopPolicy("hold", cqs, mode, why=params.get("why"))]
     if params.get("cancel_pending", True):
         steps.append(DeactivatePending("drain", cqs))
     return Workflow("hold", f"Hold {', '.join(cqs)} ({mode})", steps, params)
 
 
-def release_workflow(params: dict) -> Workflow:
+def release_workflow(params: dict[str, Any]) -> Workflow:
     cqs = params["cqs"]
     if params.get("restore_to") is not None:  # releasing another workflow's queues: back to what they were
         steps: list[Step] = [RestoreStopPolicy("restore", cqs, targets=params["restore_to"])]
@@ -30,12 +33,12 @@ def release_workflow(params: dict) -> Workflow:
     return Workflow("release", f"Release {', '.join(cqs)}", steps, params)
 
 
-def _is_deactivation(op: dict) -> bool:
+def _is_deactivation(op: dict[str, Any]) -> bool:
     # Journals before the deactivated-by annotation patched only spec.active.
     return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is False
 
 
-def deactivated_by(journal) -> list[tuple[str, str]]:
+def deactivated_by(journal: Journal) -> list[tuple[str, str]]:
     """Workloads a workflow (hold, catalog change or rollback) deactivated, read from its journal:
     those executed with a change, and those whose write was started but whose result was never
     recorded (the process died in between: the server may have applied it; a resume then finds it

@@ -48,12 +48,12 @@ def new_id() -> str:
 
 @dataclass
 class StepRecord:
-    planned: dict | None = None
+    planned: dict[str, Any] | None = None
     confirmed: bool = False
     declined: bool = False
-    executed: list[dict] = field(default_factory=list)
+    executed: list[dict[str, Any]] = field(default_factory=list)
     executed_done: bool = False
-    observed: dict | None = None
+    observed: dict[str, Any] | None = None
     verified: bool = False
     failed: str | None = None
 
@@ -106,7 +106,7 @@ class Journal:
         return j
 
     # writing -----------------------------------------------------------------------------
-    def append(self, event: str, step: str | None, data: dict[str, Any] | None = None) -> dict:
+    def append(self, event: str, step: str | None, data: dict[str, Any] | None = None) -> dict[str, Any]:
         rec = {"seq": len(self.records), "at": time.time(), "event": event, "step": step, "data": data or {}}
         append_private(self.path, json.dumps(rec, separators=(",", ":"), default=str))
         self.records.append(rec)
@@ -115,19 +115,21 @@ class Journal:
     # reading -----------------------------------------------------------------------------
     @property
     def header(self) -> dict[str, Any]:
-        return self.records[0]["data"]
+        data: dict[str, Any] = self.records[0]["data"]
+        return data
 
     @property
     def id(self) -> str:
-        return self.header["id"]
+        return str(self.header["id"])
 
     @property
     def kind(self) -> str:
-        return self.header["kind"]
+        return str(self.header["kind"])
 
     @property
     def params(self) -> dict[str, Any]:
-        return self.header["params"]
+        params: dict[str, Any] = self.header["params"]
+        return params
 
     @property
     def cluster(self) -> ClusterIdentity | None:
@@ -161,7 +163,8 @@ class Journal:
                 s.failed = data.get("error")
         return out
 
-    def last(self, event: str) -> dict | None:
+    def last(self, event: str) -> dict[str, Any] | None:
+        r: dict[str, Any]
         for r in reversed(self.records):
             if r["event"] == event:
                 return r

@@ -3,10 +3,18 @@ pending work and wait for the queues to drain, reactivate what a workflow deacti
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
 from ..model import Workload
-from ..rules.drain import DEACTIVATED_BY  # set on every Workload a workflow deactivates, removed on reactivation
+from ..model.names import (
+    DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY,  # set on every Workload a workflow deactivates, removed on reactivation
+)
+from ..rules.base import RuleContext
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
+from .journal import Journal
 
 # Journal event holding each queue's stopPolicy from before a hold step first changed it.
 PREVIOUS_POLICIES = "stop-policies"
@@ -28,7 +36,7 @@ def _names(refs: list[str]) -> str:
     return ", ".join(refs[:_LIST_NAMES]) + (f" … and {more} more" if more > 0 else "")
 
 
-def previous_stop_policies(journal, step_id: str = "hold") -> dict[str, str]:
+def previous_stop_policies(journal: Journal | None, step_id: str = "hold") -> dict[str, str]:
     """Each queue's stopPolicy from before `step_id` first planned to change it (read from the journal)."""
     out: dict[str, str] = {}
     for r in journal.records if journal is not None else []:
@@ -38,8 +46,12 @@ def previous_stop_policies(journal, step_id: str = "hold") -> dict[str, str]:
     return out
 
 
+def _deactivate_if_active(cur: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] | None:
+    return patch if (cur.get("spec") or {}).get("active", True) else None
+
+
 def _stop_policy_op(name: str, current: str, target: str) -> Operation:
-    def planner(cur: dict, policy=target) -> dict | None:
+    def planner(cur: dict[str, Any], policy: str = target) -> dict[str, Any] | None:
         have = ((cur.get("spec") or {}).get("stopPolicy")) or "None"
         return None if have == policy else {"spec": {"stopPolicy": policy}}
 
@@ -184,10 +196,12 @@ class RestoreStopPolicy(SetStopPolicy):
 
 def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
     out = []
+    rules = RuleContext(store=ctx.store, now=datetime.fromtimestamp(ctx.clock(), UTC), config=ctx.config)
     for wl in ctx.store.list("Workload"):
         if wl.finished or wl.quota_reserved or not wl.spec.active:
             continue
-        if workload_cluster_queue(ctx, wl) in cqs:  # type: ignore[arg-type]
+        cq = workload_cluster_queue(rules, wl)
+        if cq is not None and cq in cqs:
             out.append(wl)
     return out
 
@@ -196,16 +210,17 @@ def evicted_by_hold(ctx: Context, cqs: set[str]) -> list[Workload]:
     """Active Workloads holding quota in those of `cqs` that are on HoldAndDrain: Kueue evicts them and they
     come back pending (still active) unless deactivated."""
     draining = {n for n in cqs if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy == "HoldAndDrain"}
-    out = []
+    out: list[Workload] = []
+    rules = RuleContext(store=ctx.store, now=datetime.fromtimestamp(ctx.clock(), UTC), config=ctx.config)
     for wl in ctx.store.list("Workload"):
         if wl.finished or not wl.quota_reserved or not wl.spec.active:
             continue
-        if workload_cluster_queue(ctx, wl) in draining:  # type: ignore[arg-type]
+        if workload_cluster_queue(rules, wl) in draining:
             out.append(wl)
     return sorted(out, key=lambda w: (w.namespace or "", w.name))
 
 
-def deactivation_patch(workflow_id: str) -> dict:
+def deactivation_patch(workflow_id: str) -> dict[str, Any]:
     return {"spec": {"active": False}, "metadata": {"annotations": {DEACTIVATED_BY: workflow_id}}}
 
 
@@ -232,7 +247,7 @@ class DeactivatePending(Step):
                 f"deactivate pending Workload {wl.namespace}/{wl.name} (reversible: spec.active=false, "
                 f"annotated {DEACTIVATED_BY}={wid})",
                 patch=patch,
-                planner=lambda cur, p=patch: p if (cur.get("spec") or {}).get("active", True) else None,
+                planner=partial(_deactivate_if_active, patch=patch),
                 before="active true", after="active false",
             ))
         notes = [f"deactivate {len(ops)} pending Workload(s); reactivate them later with "
@@ -257,7 +272,8 @@ class DeactivatePending(Step):
 
     def progress(self, ctx: Context) -> Progress:
         view = ctx.view()
-        items, remaining, undone = [], 0, []
+        items: list[tuple[str, float, float]] = []
+        remaining, undone = 0, []
         for q in view.cluster_queues:
             if q.name not in self.cqs:
                 continue
@@ -306,7 +322,7 @@ class Reactivate(Step):
         ops, notes, gone, others = [], [], 0, []
         workloads, allowed = list(self.workloads), {self.source}
         if self.own and ctx.journal is not None:
-            workloads = sorted(set(workloads) | {tuple(w) for w in deactivated_by(ctx.journal)})
+            workloads = sorted(set(workloads) | {(w[0], w[1]) for w in deactivated_by(ctx.journal)})
             allowed.add(ctx.journal.id)
         for ns, name in workloads:
             wl = ctx.store.get("Workload", name, ns)

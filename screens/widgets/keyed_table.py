@@ -45,7 +45,7 @@ class Row:
     key: str
     # The cells, or a function making them: a table of thousands of rows only draws one page, so
     # screens may leave the Text of the other rows unbuilt.
-    cells: tuple[Text, ...] | Callable[[], tuple[Text, ...]]
+    cells: tuple[Text | str, ...] | Callable[[], tuple[Text | str, ...]]
     meta: RowMeta | Callable[[], RowMeta] | None = None  # lazily too: only the filter and the selection read it
 
     def row_meta(self) -> RowMeta | None:

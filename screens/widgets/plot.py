@@ -10,7 +10,7 @@ alone. Rendering is pure text (`plot_lines`), which keeps SVG snapshots exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -81,6 +81,7 @@ def plot_lines(traces: Sequence[Trace], width: int, height: int, tones: Tones, *
         if not vals:
             continue
         prev: int | None = None
+        ys: Iterable[int]
         for x in range(n_x):
             v = vals[min(len(vals) - 1, x * len(vals) // n_x)]
             if v is None:

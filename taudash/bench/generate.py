@@ -149,15 +149,15 @@ class _Gen:
             left -= n
             plan += [(cls, sku, mem)] * n
         plan += [(None, "Standard_D16ds_v5", "58795216Ki")] * system
-        for i, (cls, sku, mem) in enumerate(plan):
-            pool = cls.split("-")[0] if cls else "system"
+        for i, (gclass, sku, mem) in enumerate(plan):
+            pool = gclass.split("-")[0] if gclass else "system"
             name = f"aks-{pool}-27604139-vmss{i:06x}"
             labels = {
                 "agentpool": pool, "kubernetes.azure.com/agentpool": pool, "kubernetes.io/arch": "amd64",
                 "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                 "node.kubernetes.io/instance-type": sku, "topology.kubernetes.io/region": "eastus",
                 "topology.kubernetes.io/zone": str(i % 3 + 1),
-                "kubernetes.azure.com/mode": "user" if cls else "system",
+                "kubernetes.azure.com/mode": "user" if gclass else "system",
             }
             alloc = {"cpu": "95690m", "ephemeral-storage": "973000123051", "memory": mem, "pods": "250"}
             taints = []
@@ -171,9 +171,9 @@ class _Gen:
             roll = self.rng.random()
             ready = ("True", "KubeletReady", "kubelet is posting ready status")
             spec: Obj = {"providerID": f"azure:///subscriptions/x/virtualMachines/{i}"}
-            if cls and roll < 0.005:
+            if gclass and roll < 0.005:
                 ready = ("Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")
-            elif cls and roll < 0.012:
+            elif gclass and roll < 0.012:
                 spec["unschedulable"] = True
                 taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
             if taints:
@@ -202,8 +202,8 @@ class _Gen:
                           "apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}]),
                       "spec": {"drivers": [{"name": d, "nodeID": name} for d in (
                           "disk.csi.azure.com", "file.csi.azure.com", "blob.csi.azure.com")]}})
-            if cls and ready[0] == "True" and not spec.get("unschedulable"):
-                slot = self.inventory[flavor_name(cls)]
+            if gclass and ready[0] == "True" and not spec.get("unschedulable"):
+                slot = self.inventory[flavor_name(gclass)]
                 for res, val in alloc.items():
                     slot[res] = slot.get(res, Quantity(0)) + Quantity.parse(val)
         self.covered = sorted({r for inv in self.inventory.values() for r in inv})

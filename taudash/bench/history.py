@@ -63,7 +63,9 @@ class _Churn:
         self.raws = {(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in raws if r["kind"] == "Workload"}
         self.admitted = [k for k, r in self.raws.items() if (r.get("status") or {}).get("admission")]
         self.pending = [k for k, r in self.raws.items() if not (r.get("status") or {}).get("admission")]
-        self.model = lookup("kueue.x-k8s.io/v1beta2", "Workload").model
+        kind = lookup("kueue.x-k8s.io/v1beta2", "Workload")
+        assert kind is not None
+        self.model = kind.model
         self.events = {"touch": 0, "admit": 0, "evict": 0}
         self.fresh: list[tuple[str, str]] = []
 
@@ -74,7 +76,7 @@ class _Churn:
     def apply(self, n: int, now: datetime) -> None:
         # A Workload admitted in this pass is not preempted in it too (the recorder would see only the
         # eviction); an evicted one is not admitted again (its admission wait is recorded once per UID).
-        self.fresh: list[tuple[str, str]] = []
+        self.fresh = []
         with self.session.lock:
             for _ in range(n):
                 roll = self.rng.random()

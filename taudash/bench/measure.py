@@ -8,7 +8,6 @@ test asserts on them.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import shutil
@@ -23,22 +22,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import orjson
+
 from taudash.engine.model import KINDS
 from taudash.engine.store import AccessState, Change, Store
 
 if TYPE_CHECKING:
     from taudash.engine.sources.kube import KubeSource
 
-try:  # the fastest decoder available is the baseline (DESIGN: orjson is a dependency, json the fallback)
-    import orjson
+# The fastest decoder available is the baseline (orjson is a dependency).
+DECODER = "orjson"
 
-    def fast_loads(b: bytes) -> Any:
-        return orjson.loads(b)
 
-    DECODER = "orjson"
-except ImportError:  # pragma: no cover
-    fast_loads = json.loads
-    DECODER = "json"
+def fast_loads(b: bytes) -> Any:
+    return orjson.loads(b)
 
 Progress = Callable[[str], None]
 

@@ -250,11 +250,11 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         with prof.phase("ui_first_paint"):
             first = {n: await switch(pilot, n) for n in keys if n != "overview"}
             first["overview"] = await switch(pilot, "overview")
-        worst = max(first, key=first.get)
+        worst = max(first, key=first.__getitem__)
         fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
         rounds = [{n: await switch(pilot, n) for n in keys} for _ in range(3)]  # medians per screen
         again = {n: median([r[n] for r in rounds]) or 0.0 for n in keys}
-        worst = max(again, key=again.get)
+        worst = max(again, key=again.__getitem__)
         fig(Figure("switch_max_s", f"screen switch, slowest screen ({worst})", again[worst], "s", 0.150))
         progress("  first paint / switch per screen: " + ", ".join(
             f"{n} {first[n] * 1000:.0f}/{again[n] * 1000:.0f} ms" for n in keys) + f" ({_mem()})")
@@ -276,7 +276,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
             per_screen[n] = median(runs) or 0.0
         progress("  per-tick render per screen: " + ", ".join(f"{n} {v * 1000:.0f} ms" for n, v in per_screen.items())
                  + f" ({_mem()})")
-        worst = max(per_screen, key=per_screen.get)
+        worst = max(per_screen, key=per_screen.__getitem__)
         fig(Figure("tick_render_max_s", f"per-tick render, slowest screen ({worst})", per_screen[worst], "s", 0.030))
 
         progress(f"load: {rate:.0f} events/s for {secs:.0f} s with the dashboard open")

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from taudash.engine.actions import Actions
 from taudash.engine.history import DEMO_CLUSTER_KEY, QueuedRecorder, Recorder, cluster_key
@@ -24,6 +25,9 @@ from taudash.engine.view import ClusterView, SourceInfo
 
 from ..errors import Unreachable, UsageError
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
+
+if TYPE_CHECKING:
+    from ..serve.web import WallboardServer
 
 READ_ONLY_REASON = "taudash serve is read-only by construction"
 DEFAULT_INTERVAL = 2.0
@@ -95,7 +99,7 @@ class Serve:
         self.args = args
         self.address = address
         self.web_options = web
-        self.web = None  # the wallboard's server, once bound
+        self.web: WallboardServer | None = None  # the wallboard's server, once bound
         self.config = RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
         # --- per-tick hooks -----------------------------------------------------------------
         # Called after every derive, in the derive's worker thread, under the session lock (the

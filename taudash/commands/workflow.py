@@ -338,7 +338,7 @@ async def _choose(step: Step, plan: Plan, interactive: bool, ask: Callable[[str]
 
 def _printer(now: Callable[[], datetime] = datetime.now, err=None):
     """Progress lines are timestamped and printed only when the message changes (not on a timer)."""
-    last = {"msg": None}
+    last: dict[str, str | None] = {"msg": None}
 
     def on_event(e: RunnerEvent) -> None:
         stream = err or sys.stderr

@@ -72,7 +72,7 @@ def load(rid: str, directory: Path | None = None) -> dict[str, Any]:
 # --- building ---------------------------------------------------------------------------------
 
 
-def _conds(obj: dict) -> dict[str, dict]:
+def _conds(obj: dict) -> dict[str | None, dict]:  # keyed by type (None: a condition without one)
     return {c.get("type"): c for c in ((obj.get("status") or {}).get("conditions") or ()) if isinstance(c, dict)}
 
 
@@ -170,7 +170,7 @@ def written_paths(journal: Journal) -> dict[tuple[str, str | None, str], set[str
         data = r.get("data") or {}
         op, result = data.get("op"), data.get("result") or {}
         if r["event"] == "executed" and isinstance(op, dict) and result.get("changed") and op.get("patch"):
-            _paths("", op["patch"], out.setdefault((op.get("kind"), op.get("namespace"), op.get("name")), set()))
+            _paths("", op["patch"], out.setdefault((op.get("kind", ""), op.get("namespace"), op.get("name", "")), set()))
     return out
 
 
@@ -185,7 +185,7 @@ def written_objects(journal: Journal) -> list[tuple[str, str, str | None, str]]:
         data = r.get("data") or {}
         op, result = data.get("op"), data.get("result") or {}
         if r["event"] == "executed" and isinstance(op, dict) and result.get("changed"):
-            out[(op.get("verb"), op.get("kind"), op.get("namespace"), op.get("name"))] = None
+            out[(op.get("verb", ""), op.get("kind", ""), op.get("namespace"), op.get("name", ""))] = None
     return list(out)
 
 
@@ -264,6 +264,7 @@ def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal
         else:
             released.append(row)
     deactivated = []
+    ns: str | None  # (a namespace, or None for a cluster-scoped object below)
     for ns, name in deactivated_by(journal):
         wl = before.get("Workload", {}).get((ns, name)) or world.mirror.get("Workload", name, ns) or {}
         queue = _queue_of(wl, lqs) if wl else None
@@ -299,9 +300,10 @@ def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal
         else:
             st = "Stopped"
         deadline = wait_timeout if wait_timeout is not None else s.wait_timeout
-        is_stall = st == "Failed" and "gave up waiting" in (r.failed or "")
+        failed = r.failed if r is not None else None
+        is_stall = st == "Failed" and "gave up waiting" in (failed or "")
         if is_stall and stalled is None:
-            stalled = {"step": s.id, "title": s.title, "deadlineSeconds": deadline, "message": r.failed,
+            stalled = {"step": s.id, "title": s.title, "deadlineSeconds": deadline, "message": failed,
                        "waitingFor": t.get("last", "")}
         steps.append({
             "id": s.id, "title": s.title, "state": st,

@@ -44,7 +44,7 @@ def reconcile(world) -> int:
                 if policy == "HoldAndDrain" and admitted:
                     reason = (f"{kind}Stopped", f"The {kind} is stopped")
                     break
-                if policy != "None" and not admitted:
+                if policy != "None" and not admitted and obj is not None:
                     reason = ("release", f"{kind} {meta(obj)['name']} is stopped")
                     break
         if reason is None:

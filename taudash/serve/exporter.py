@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import threading
 from dataclasses import dataclass
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -73,13 +74,14 @@ class MetricsServer:
         self.address = address
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
-        self._httpd = None
+        self._httpd: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> int:
         """Bind and serve in a daemon thread; returns the bound port. OSError when it cannot bind."""
-        self._httpd, self._thread = start_http_server(self.address.port, self.address.host, self.registry)
-        return self._httpd.server_address[1]
+        httpd, self._thread = start_http_server(self.address.port, self.address.host, self.registry)
+        self._httpd = httpd
+        return int(httpd.server_address[1])
 
     def stop(self) -> None:
         if self._httpd is not None:

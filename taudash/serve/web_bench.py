@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -91,7 +92,7 @@ async def run(seconds: float, n: int, per_tab: int) -> dict:
             out["0 viewers"] = {"rss_mib": rss, "cpu_per_s": cpu, "watch_requests": watches(sim)}
             stop = asyncio.Event()
             counters: list[list[int]] = []
-            tasks = []
+            tasks: list[asyncio.Future[Any]] = []
             for target in (1, n):
                 while len(tasks) < target:
                     counters.append([0])

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from aiohttp import web
+from orjson import dumps as _dumps
 
 from taudash.sim.errors import (
     ApiError,
@@ -425,7 +426,7 @@ class ApiServer:
         db, r = self.db, t.resource
         dry_run = _dry_run(q)
         # Writes are validated against the schema of the version they are addressed to.
-        schema = {"version": t.version, "field_validation": _field_validation(q)}
+        schema: dict[str, Any] = {"version": t.version, "field_validation": _field_validation(q)}
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
@@ -468,7 +469,7 @@ class ApiServer:
             if t.subresource is not None:
                 raise MethodNotAllowed("the server does not allow this method on the requested resource")
             raw = await request.read()
-            opts: Obj = {}
+            opts: Any = {}  # parsed JSON: checked to be an object below
             if raw.strip():
                 try:
                     opts = json.loads(raw)
@@ -497,7 +498,7 @@ class ApiServer:
             list_rv = current
             rv = q.get("resourceVersion", "")
             if rv not in ("", "0"):
-                n = _int(rv, "resourceVersion")
+                n = _int(rv, "resourceVersion") or 0  # (an int: rv is neither "" nor "0")
                 if n > current:
                     raise ApiError(f"Too large resource version: {n}, current: {current}", code=504, reason="Timeout")
                 if q.get("resourceVersionMatch") == "Exact" and n != current:
@@ -572,6 +573,7 @@ class ApiServer:
         resp = await self._stream(request)
         await self._notify_watches()
         try:
+            typ: str | None
             for typ, obj in initial:
                 await _send(resp, {"type": typ, "object": render(obj)})
             if send_initial and bookmarks:
@@ -655,14 +657,6 @@ class ApiServer:
 
 # --- helpers ----------------------------------------------------------------------------------------
 
-try:
-    from orjson import dumps as _dumps
-except ImportError:  # pragma: no cover
-
-    def _dumps(body: Any) -> bytes:
-        return json.dumps(body, separators=(",", ":")).encode()
-
-
 
 def _public(path: str) -> bool:
     """What a real cluster lets anonymous clients read (system:public-info-viewer)."""
@@ -716,7 +710,7 @@ def _field_validation(q: Any) -> str | None:
 
 def _dry_run_options(opts: Any) -> bool:
     """DeleteOptions may carry dryRun in the body (kubectl delete --dry-run=server does)."""
-    values = opts.get("dryRun") if isinstance(opts, dict) and isinstance(opts.get("dryRun"), list) else []
+    values = opts["dryRun"] if isinstance(opts, dict) and isinstance(opts.get("dryRun"), list) else []
     for v in values:
         if v != "All":
             raise BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')

@@ -49,7 +49,7 @@ V2 = "v1beta2"
 WPC_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 PC_SOURCE = "scheduling.k8s.io/priorityclass"
 _REFS = {WPC_SOURCE: (KUEUE_GROUP, "WorkloadPriorityClass"), PC_SOURCE: ("scheduling.k8s.io", "PriorityClass")}
-_SOURCES = {v: k for k, v in _REFS.items()}
+_SOURCES: dict[tuple[Any, ...], str] = {v: k for k, v in _REFS.items()}
 
 
 def version_of(obj: Obj) -> str:

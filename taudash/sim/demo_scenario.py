@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from taudash.engine.model.core import Node
+from taudash.engine.model import Node
 from taudash.engine.model.kinds import KINDS
 from taudash.engine.model.names import (
     ACCELERATOR_DOMAIN_LABEL,
@@ -209,7 +209,8 @@ MK_WORKERS = (  # (name, active, reason, message, kubeconfig secret)
 )
 MK_DISCONNECTED = 25 * MIN
 
-EXTRA_QUEUES = (  # (name, flavor, nominal quotas, namespaceSelector, admission checks, created)
+EXTRA_QUEUES: tuple[tuple[str, str, dict[str, str], dict[str, Any], tuple[str, ...], float], ...] = (
+    # (name, flavor, nominal quotas, namespaceSelector, admission checks, created)
     (PLATFORM_CQ, CPU_FLAVOR, {"cpu": "64", "memory": "256Gi", "pods": "200"}, {}, (), 200 * DAY),
     (MK_CQ, MK_FLAVOR, {"cpu": "1536", "memory": "24Ti", GPU: "128", "pods": "64"},
      {"matchLabels": {TEAM_LABEL: TEAM}}, (MK_CHECK,), 20 * DAY),
@@ -503,7 +504,7 @@ def build_node(pool: NodePool, i: int) -> dict:
             f"Microsoft.Compute/virtualMachineScaleSets/aks-{pool.agentpool}-{pool.vmss}-vmss/virtualMachines/{i}"
         ),
     }
-    heartbeat = 1
+    heartbeat = 1.0
     ready = cond("Ready", "True", "KubeletReady", "kubelet is posting ready status", pool.created - 5)
     if key in CORDONED:
         spec["unschedulable"] = True
@@ -594,7 +595,7 @@ def flavor_name(gpu_class: str) -> str:
 
 
 def build_storage() -> list[dict]:
-    out = []
+    out: list[dict[str, Any]] = []
     for d in CSI_DRIVERS:
         spec: dict[str, Any] = {"attachRequired": d == "disk.csi.azure.com", "fsGroupPolicy": "File",
                                 "podInfoOnMount": d != "disk.csi.azure.com",
@@ -659,7 +660,7 @@ def build_access(ws: WorkspaceSpec) -> list[dict]:
     subject = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                "name": str(uuid.uuid5(_UID_NS, f"entra-group/{ws.group}"))}
     namespaces = [ws.resolved] + ([ws.target] if ws.target != ws.resolved else [])
-    out = []
+    out: list[dict[str, Any]] = []
     for n in namespaces:
         created = ws.created if n == ws.resolved else RETARGET_STARTED - 1
         out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
@@ -692,7 +693,7 @@ def service_account(ns: str, client_id: str, created: float, labels: dict, annot
 
 
 def build_claims() -> list[dict]:
-    out = []
+    out: list[dict[str, Any]] = []
     for ns in CLAIM_NAMESPACES:
         ws = next(w for w in WORKSPACES if w.resolved == ns)
         out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -783,7 +784,7 @@ def build_team() -> dict:
 
 
 def build_flavors() -> list[dict]:
-    out = []
+    out: list[dict[str, Any]] = []
     for p in POOLS:
         if not p.gpu_class:
             continue
@@ -807,7 +808,7 @@ def build_flavors() -> list[dict]:
 
 
 def build_topology_and_priorities() -> list[dict]:
-    out = [{"apiVersion": KQ, "kind": "Topology",
+    out: list[dict[str, Any]] = [{"apiVersion": KQ, "kind": "Topology",
             "metadata": meta("Topology", TOPOLOGY, created=240 * DAY, generation=1, labels=managed(),
                              finalizers=[RESOURCE_IN_USE_FINALIZER]),
             "spec": {"levels": [{"nodeLabel": lbl} for lbl in (
@@ -866,7 +867,7 @@ class Usage:
 
 
 def flavor_usage(spec_flavors: list[dict], totals: dict[tuple[str, str], Quantity], with_borrowed: bool) -> list[dict]:
-    out = []
+    out: list[dict[str, Any]] = []
     for fl in spec_flavors:
         resources = []
         for r in sorted(fl["resources"], key=lambda r: r["name"]):
@@ -894,7 +895,7 @@ def queue_status(spec: dict, usage: Usage, active: dict, cohort: bool) -> dict:
 
 def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
     covered = covered_resources(inventory)
-    out = []
+    out: list[dict[str, Any]] = []
     for ws in WORKSPACES:
         name = f"tau-ws-{ws.name}"
         spec: dict[str, Any] = {
@@ -947,7 +948,7 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
 
 def build_local_queues(cluster_queues: list[dict], usage: dict[tuple[str, str], Usage]) -> list[dict]:
     cqs = {c["metadata"]["name"]: c for c in cluster_queues}
-    out = []
+    out: list[dict[str, Any]] = []
     for ns, name, cq, ws_name, created in LOCAL_QUEUES:
         cq_obj = cqs[cq]
         cq_active = cq_obj["status"]["conditions"][0]
@@ -1348,7 +1349,7 @@ def build_sources_and_workloads(inventory, hashes) -> tuple[list[dict], list[dic
         cq_usage[lq_target(src.ns, src.queue)].add(src, assignments)
         lq_usage[(src.ns, src.queue)].add(src, assignments)
     key = {f"{s.ns}/{s.kind}/{s.name}": i for i, s in enumerate(SOURCES)}
-    return ([sources[k] for k in sorted(sources, key=key.get)], [workloads[k] for k in sorted(workloads, key=key.get)],
+    return ([sources[k] for k in sorted(sources, key=key.__getitem__)], [workloads[k] for k in sorted(workloads, key=key.__getitem__)],
             cq_usage, lq_usage)
 
 

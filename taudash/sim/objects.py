@@ -246,7 +246,7 @@ class ObjectDB:
         return clone(obj) if obj is not None else None
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None, version: str | None = None) -> list[Obj]:
+             field_selector: str | None = None, version: str | None = None) -> builtins.list[Obj]:
         """Deep copies (in `version`; default the internal one), sorted by namespace then name."""
         return [clone(o) for o in self._select(self.resource(resource), namespace, label_selector, field_selector,
                                                version)]
@@ -286,21 +286,21 @@ class ObjectDB:
         return None if stored is None else self._view(r, key, stored, version)
 
     def _select(self, r: Resource, namespace: str | None, label_selector: str | None = None,
-                field_selector: str | None = None, version: str | None = None) -> list[Obj]:
+                field_selector: str | None = None, version: str | None = None) -> builtins.list[Obj]:
         """Objects in `version` (default: internal), shared, sorted. Callers must not mutate them."""
         labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
         store = self._objects[r.key]
         keys = [k for k in self._keys(r) if namespace is None or not r.namespaced or k[0] == namespace]
         return [self._view(r, k, store[k], version) for k in keys if labels(store[k]) and fields(store[k])]
 
-    def _keys(self, r: Resource) -> list[tuple[str, str]]:
+    def _keys(self, r: Resource) -> builtins.list[tuple[str, str]]:
         keys = self._sorted[r.key]
         if keys is None:
             keys = self._sorted[r.key] = sorted(self._objects[r.key])
         return keys
 
     def page(self, r: Resource, namespace: str | None, after: tuple[str, str] | None,
-             limit: int, version: str | None = None) -> tuple[list[Obj], int]:
+             limit: int, version: str | None = None) -> tuple[builtins.list[Obj], int]:
         """An unfiltered list page: up to `limit` stored (shared) objects after key `after`, in key
         order, and how many remain after them. Callers must not mutate the objects."""
         keys = self._keys(r)
@@ -376,7 +376,7 @@ class ObjectDB:
         return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: merge_patch(cur, patch),
                            version, field_validation)
 
-    def patch_json(self, resource: ResourceRef, name: str, operations: list[Obj], namespace: str | None = None, *,
+    def patch_json(self, resource: ResourceRef, name: str, operations: builtins.list[Obj], namespace: str | None = None, *,
                    subresource: str | None = None, dry_run: bool = False, version: str | None = None,
                    field_validation: str | None = None) -> Obj:
         """Apply a JSON patch (RFC 6902)."""
@@ -425,7 +425,7 @@ class ObjectDB:
         self._subscribers.add(sub)
         return sub
 
-    def events_since(self, rv: int, resource: ResourceRef | None = None) -> list[WatchEvent]:
+    def events_since(self, rv: int, resource: ResourceRef | None = None) -> builtins.list[WatchEvent]:
         """Events after `rv` (for a watch resuming there); raises Gone when `rv` is too old."""
         if rv < self._floor:
             raise Gone(f"too old resource version: {rv} ({self._floor})")
@@ -469,7 +469,7 @@ class ObjectDB:
         The returned LoadResult carries the loader's issues and the envelope's access states.
         """
         result = load_snapshot(path)
-        objs: list[Obj] = []
+        objs: builtins.list[Obj] = []
         for r in self.registry.all:
             if not r.engine_kind:
                 continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from taudash.sim.errors import BadRequest
@@ -23,7 +24,9 @@ _EXISTS = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 
 def _split_requirements(text: str) -> list[str]:
     """Split on commas that are not inside `( ... )`."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -42,6 +45,30 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
+def _label_in(o: dict[str, Any], key: str, values: set[str]) -> bool:
+    return _labels(o).get(key) in values
+
+
+def _label_not_in(o: dict[str, Any], key: str, values: set[str]) -> bool:
+    return _labels(o).get(key) not in values
+
+
+def _label_equal(o: dict[str, Any], key: str, value: str) -> bool:
+    return _labels(o).get(key) == value
+
+
+def _label_not_equal(o: dict[str, Any], key: str, value: str) -> bool:
+    return _labels(o).get(key) != value
+
+
+def _label_present(o: dict[str, Any], key: str) -> bool:
+    return key in _labels(o)
+
+
+def _label_absent(o: dict[str, Any], key: str) -> bool:
+    return key not in _labels(o)
+
+
 def parse_label_selector(text: str | None) -> Matcher:
     if not text or not text.strip():
         return lambda obj: True
@@ -53,21 +80,21 @@ def parse_label_selector(text: str | None) -> Matcher:
             if not values:
                 raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values set can't be empty")
             if op == "in":
-                checks.append(lambda o, k=key, vs=values: _labels(o).get(k) in vs)
+                checks.append(partial(_label_in, key=key, values=values))
             else:  # notin matches objects without the key too
-                checks.append(lambda o, k=key, vs=values: _labels(o).get(k) not in vs)
+                checks.append(partial(_label_not_in, key=key, values=values))
         elif m := _CMP.match(req):
             key, op, value = m.group(1), m.group(3), m.group(4)
             if op == "!=":  # matches objects without the key too
-                checks.append(lambda o, k=key, v=value: _labels(o).get(k) != v)
+                checks.append(partial(_label_not_equal, key=key, value=value))
             else:
-                checks.append(lambda o, k=key, v=value: _labels(o).get(k) == v)
+                checks.append(partial(_label_equal, key=key, value=value))
         elif m := _EXISTS.match(req):
             neg, key = m.group(1), m.group(2)
             if neg:
-                checks.append(lambda o, k=key: k not in _labels(o))
+                checks.append(partial(_label_absent, key=key))
             else:
-                checks.append(lambda o, k=key: k in _labels(o))
+                checks.append(partial(_label_present, key=key))
         else:
             raise BadRequest(f"unable to parse requirement: {req.strip()!r}")
     return lambda obj: all(c(obj) for c in checks)

@@ -16,7 +16,7 @@ import asyncio
 import shutil
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ class SimOptions:
     seed: int = 0  # every random choice of the simulation derives from it
 
 
-Controller = Callable[["SimServer"], Awaitable[Any]]
+Controller = Callable[["SimServer"], Coroutine[Any, Any, Any]]
 
 _DEFAULT = object()
 

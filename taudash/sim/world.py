@@ -20,6 +20,7 @@ import logging
 import random
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,7 @@ class World:
 
     # --- reading -------------------------------------------------------------------------------------
     @property
-    def log(self) -> list[LogEntry]:
+    def log(self) -> Sequence[LogEntry]:
         return self.writer.log
 
     def event_log(self) -> list[tuple[float, str, str, str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taudash.engine.model import ZERO as QZERO
 from taudash.engine.model import Quantity
@@ -46,6 +46,11 @@ from taudash.engine.quota import (
 from taudash.engine.rules.queue_order import effective_priority, parse_time, queue_order_time
 from taudash.engine.rules.why import reserved_usage
 from taudash.sim.controllers.base import Obj, condition, is_true, meta, qfmt, qres
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from taudash.engine.model.fast import FastObject
 
 FR = tuple[str, str]  # (flavor, resource)
 ZERO = Decimal(0)
@@ -131,7 +136,7 @@ class Holder:
 _MODELS: dict[tuple[type, int], tuple[Obj, Any]] = {}
 
 
-def _model(cls: type, raw: Obj) -> Any:
+def _model(cls: type[BaseModel] | type[FastObject], raw: Obj) -> Any:
     """The engine model of a raw object. Cached per object: the ObjectDB replaces an object's dict on
     every write and never mutates one, so the dict's identity is its version."""
     key = (cls, id(raw))
@@ -484,7 +489,7 @@ def selector_matches(ps: PodSetRequest, labels: dict[str, str], keys: set[str]) 
     for k, v in ps.node_selector.items():
         if k in keys and labels.get(k) != v:
             return False
-    terms = []
+    terms: list[list[Obj]] = []
     for t in ps.affinity_terms or ():
         exprs = [e for e in t.get("matchExpressions") or () if e.get("key") in keys]
         if not exprs:  # a term with nothing left matches every node: the affinity says nothing

@@ -21,20 +21,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from taudash.engine.model import BY_KIND, KINDS, QuantityError, lookup
-from taudash.engine.model.names import PRIORITY_CLASS_LABEL as PRIORITY_LABEL  # noqa: F401 (the controllers import it from here)
-from taudash.engine.model.quantity import DECIMAL_SI, Quantity
 
-# The label and annotation keys are the rules' own (re-exported for the controllers).
-from taudash.engine.rules.drain import JOB_UID_LABEL as JOB_UID_LABEL
-from taudash.engine.rules.drain import MANAGED_LABEL as MANAGED_LABEL
-from taudash.engine.rules.drain import QUEUE_LABEL as QUEUE_LABEL
-from taudash.engine.rules.identity import OWNER_UID as OWNER_UID
-from taudash.engine.rules.queues import MANAGED_BY as MANAGED_BY
+# The label and annotation keys are the engine's own (engine/model/names.py; re-exported for the controllers).
+from taudash.engine.model.names import JOB_UID_LABEL as JOB_UID_LABEL
+from taudash.engine.model.names import KUEUE_MANAGED_LABEL as MANAGED_LABEL  # noqa: F401 (re-exported)
+from taudash.engine.model.names import MANAGED_BY_LABEL as MANAGED_BY  # noqa: F401 (re-exported)
+from taudash.engine.model.names import OWNER_UID_LABEL as OWNER_UID  # noqa: F401 (re-exported)
+from taudash.engine.model.names import PRIORITY_CLASS_LABEL as PRIORITY_LABEL  # noqa: F401 (the controllers import it from here)
+from taudash.engine.model.names import QUEUE_NAME_LABEL as QUEUE_LABEL  # noqa: F401 (re-exported)
+from taudash.engine.model.quantity import DECIMAL_SI, Quantity
 from taudash.engine.rules.queues import TAU_MANAGER as TAU_MANAGER
 from taudash.engine.store import AccessState, Store
 from taudash.sim.clock import SimClock, rfc3339
 from taudash.sim.errors import ApiError, Conflict, Invalid, NotFound
-from taudash.sim.objects import ObjectDB, WatchEvent
+from taudash.sim.objects import ObjectDB, Subscription, WatchEvent
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -162,7 +162,7 @@ class Mirror:
 
     def __init__(self, db: ObjectDB) -> None:
         self.db = db
-        self._sub = None
+        self._sub: Subscription | None = None
         self._raw: dict[str, dict[Key, Obj]] = {}
         self._store: Store | None = None
         self._pending: set[tuple[str, Key]] = set()
@@ -185,7 +185,9 @@ class Mirror:
     def sync(self) -> list[WatchEvent]:
         """Apply the events queued since the last call; returns them (in order)."""
         events: list[WatchEvent] = []
-        while (ev := self._sub.get_nowait()) is not None:
+        sub = self._sub
+        assert sub is not None  # subscribed by _load() in __init__
+        while (ev := sub.get_nowait()) is not None:
             kind = ev.resource.engine_kind
             if kind not in self._raw:
                 continue
@@ -196,7 +198,7 @@ class Mirror:
                 self._raw[kind][key] = ev.object
             self._pending.add((kind, key))
             events.append(ev)
-        if self._sub.closed:  # fell too far behind (or closed under us): start over
+        if sub.closed:  # fell too far behind (or closed under us): start over
             self._load()
         return events
 

@@ -145,8 +145,9 @@ class KueueController(Controller):
                 elif not mine and not finished(src)[0]:
                     prio, pc = self._priority(src)
                     self.w.create(build_workload(src, prio, pc))
-                    if suspended(src) is False:  # no Workload, no admission: hold the job back
-                        self.w.patch(kind, meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True))
+                    hold_back = suspend_patch(src, True)
+                    if suspended(src) is False and hold_back is not None:  # no Workload, no admission: hold the job back
+                        self.w.patch(kind, meta(src)["name"], meta(src)["namespace"], hold_back)
         for wl in wls:
             if not deleting(wl) and not is_true(wl, "Finished"):
                 self._workload(wl)
@@ -199,7 +200,7 @@ class KueueController(Controller):
                 policy = stop_policy(obj)
                 if policy == "HoldAndDrain" and admitted:
                     return self.evict(wl, f"{kind}Stopped", f"The {kind} is stopped")
-                if policy != "None" and not admitted:  # Hold and HoldAndDrain: reservations are released
+                if policy != "None" and not admitted and obj is not None:  # Hold, HoldAndDrain: reservations released
                     return self._release(wl, f"{kind} {meta(obj)['name']} is stopped")
         if requeued.get("status") == "False" and requeued.get("reason") in STOPPED_BY:
             kind = STOPPED_BY[requeued["reason"]]
@@ -209,9 +210,10 @@ class KueueController(Controller):
         # -- the job reconciler: an evicted Workload's job is stopped; its quota goes once the job is inactive
         if evicted:
             hold = suspended(src)
-            if hold is False:
-                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], suspend_patch(src, True, wl))
-            elif reserved and not active(src):
+            stop = suspend_patch(src, True, wl) if hold is False else None
+            if stop is not None:  # a job (None: not a suspendable kind)
+                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], stop)
+            elif hold is not False and reserved and not active(src):
                 self._release_evicted(wl, condition(wl, "Evicted") or {})
             return
         if reserved and not admitted and cq is not None:
@@ -219,7 +221,8 @@ class KueueController(Controller):
         hold = suspended(src)
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
             patch = suspend_patch(src, not admitted, wl, self._flavors())
-            self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch)
+            if patch is not None:
+                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch)
         if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
             want = (
                 ("True", "Started", "All pods reached readiness and the workload is running")
@@ -274,8 +277,9 @@ class KueueController(Controller):
             update["requeueState"] = None
         self._status(wl, update)
         src = self._owner(wl)
-        if src is not None and suspended(src) is False:  # the job reconciler stops the job right away
-            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], suspend_patch(src, True, wl))
+        stop = suspend_patch(src, True, wl) if src is not None and suspended(src) is False else None
+        if src is not None and stop is not None:  # the job reconciler stops the job right away
+            self.w.patch(src["kind"], meta(src)["name"], meta(src)["namespace"], stop)
 
     def _flavors(self) -> dict[str, Obj]:
         return {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
@@ -382,16 +386,16 @@ class KueueController(Controller):
         for lq in self.m.list("LocalQueue"):
             m = meta(lq)
             cqn = (lq.get("spec") or {}).get("clusterQueue") or ""
-            cq = self.m.get("ClusterQueue", cqn)
-            desired = lq_status(lq, cq, active.get(cqn, False), lq_tally.get((m["namespace"], m["name"]), Tally()), now)
+            target = self.m.get("ClusterQueue", cqn)
+            desired = lq_status(lq, target, active.get(cqn, False), lq_tally.get((m["namespace"], m["name"]), Tally()), now)
             if differs(lq.get("status"), desired):
                 self.w.status("LocalQueue", m["name"], m["namespace"], desired)
         for ac in self.m.list("AdmissionCheck"):
-            state = ac_active(ac, self.m)
-            if state is None:
+            ac_state = ac_active(ac, self.m)
+            if ac_state is None:
                 continue
             conds = with_condition(
-                (ac.get("status") or {}).get("conditions"), "Active", *state, now, meta(ac).get("generation")
+                (ac.get("status") or {}).get("conditions"), "Active", *ac_state, now, meta(ac).get("generation")
             )
             if differs(ac.get("status"), {"conditions": conds}):
                 self.w.status("AdmissionCheck", meta(ac)["name"], None, {"conditions": conds})

@@ -9,7 +9,7 @@ the seed stay so unless the scenario says otherwise.
 
 from __future__ import annotations
 
-from taudash.engine.rules.pool import GPU_CLASS_LABEL as GPU_CLASS
+from taudash.engine.model.names import GPU_CLASS_LABEL as GPU_CLASS
 from taudash.sim.controllers.base import Controller, Obj, condition, labels, meta, with_condition
 from taudash.sim.controllers.scenario import Event
 

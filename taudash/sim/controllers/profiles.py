@@ -71,7 +71,7 @@ class _Resolver:
         else:
             results = self._steps(p, body)
         old = {c["type"]: c for c in (previous.get(p.name) or {}).get("conditions") or ()}
-        conds = []
+        conds: list[Obj] = []
         for ctype, ok, reason, message in results:
             status = "Unknown" if ok is None else ("True" if ok else "False")
             conds = with_condition(
@@ -136,7 +136,7 @@ class _Resolver:
                 # every profile Ready while the queues are held, so a held queue must not fail it.
                 issues.append(f'ClusterQueue "{n}" is not Active' + (f" ({active.reason})" if active else ""))
             cqs.append(cq)
-        ok = out[-1][1] and not issues
+        ok = bool(out[-1][1]) and not issues
         out.append(
             (
                 "ClusterQueuesReady",
@@ -155,7 +155,7 @@ class _Resolver:
         )
         found = {f: self.store.get("ResourceFlavor", f) for f in flavors}
         missing = [f for f, rf in found.items() if rf is None]
-        ok = out[1][1] and not missing
+        ok = bool(out[1][1]) and not missing
         out.append(
             (
                 "ResourceFlavorsReady",

@@ -65,10 +65,8 @@ def cq_active(cq: Obj, mirror) -> tuple[bool, str, str]:
                 "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue",
             )
         )
-    topologies = sorted(
-        {(mirror.get("ResourceFlavor", f).get("spec") or {}).get("topologyName") for f in flavors if f not in missing}
-        - {None, ""}
-    )
+    named = {(mirror.get("ResourceFlavor", f).get("spec") or {}).get("topologyName") for f in flavors if f not in missing}
+    topologies = sorted(t for t in named if t)
     gone = [t for t in topologies if mirror.get("Topology", t) is None]
     if gone:
         problems.append(("TopologyNotFound", f"references missing Topology(s): [{' '.join(gone)}]"))
@@ -186,7 +184,8 @@ def mk_workers(ac: Obj, mirror) -> tuple[Obj | None, list[str], list[str]]:
     )
     if config is None:
         return None, [], []
-    active, inactive = [], []
+    active: list[str] = []
+    inactive: list[str] = []
     for name in (config.get("spec") or {}).get("clusters") or ():
         mc = mirror.get("MultiKueueCluster", name)
         (active if mc is not None and (condition(mc, "Active") or {}).get("status") == "True" else inactive).append(

@@ -62,7 +62,7 @@ class Scheduler:
                 continue
             if is_true(wl, "QuotaReserved"):
                 cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
-                if cqn in cqs:
+                if cqn is not None and cqn in cqs:
                     holders.append((wl, cqn))
                 continue
             if not (wl.get("spec") or {}).get("active", True):

@@ -10,9 +10,9 @@ this controller writes itself, and of Kueue's queue counters, trigger nothing; a
 
 from __future__ import annotations
 
-from taudash.engine.model.names import GPU_CLASS_LABEL, RESOURCE_IN_USE_FINALIZER
+from taudash.engine.model.names import GPU_CLASS_LABEL, RESOURCE_IN_USE_FINALIZER, TEAM_LABEL
 from taudash.engine.rules.base import RuleConfig, RuleContext
-from taudash.engine.rules.pool import FLAVOR_PREFIX, TEAM_LABEL, PoolView, derive_pool, team_cohort_name
+from taudash.engine.rules.pool import FLAVOR_PREFIX, PoolView, derive_pool, team_cohort_name
 from taudash.sim.controllers.base import (
     MANAGED_BY,
     OWNER_UID,
@@ -225,6 +225,9 @@ class TauGridController(Controller):
         self._flavors(view)
         if view.valid is False and not view.established:
             return  # an invalid pool that was never established gets no Cohort
+        team_name, cohort_name = view.team, view.cohort
+        if team_name is None or cohort_name is None:
+            return  # an automatic pool names its team and root Cohort; without them there is nothing to write
         budget = {f.name: f.budget for f in view.flavors if f.budget}
         covered = list(view.covered_resources)
         groups = (
@@ -247,27 +250,27 @@ class TauGridController(Controller):
             if budget
             else []
         )
-        team = self.store.get("TauTeam", view.team, self.system_namespace)
-        cohort = self.m.get("Cohort", view.cohort)
+        team = self.store.get("TauTeam", team_name, self.system_namespace)
+        cohort = self.m.get("Cohort", cohort_name)
         if cohort is None:
             self.w.create(
                 {
                     "apiVersion": KQ,
                     "kind": "Cohort",
                     "metadata": {
-                        "name": view.cohort,
-                        "labels": {MANAGED_BY: TAU_MANAGER, TEAM_LABEL: view.team},
+                        "name": cohort_name,
+                        "labels": {MANAGED_BY: TAU_MANAGER, TEAM_LABEL: team_name},
                         "annotations": {OWNER_UID: team.uid} if team else {},
                     },
                     "spec": {"resourceGroups": groups},
                 }
             )
         elif _groups_key((cohort.get("spec") or {}).get("resourceGroups")) != _groups_key(groups) and view.established:
-            self.w.patch("Cohort", view.cohort, None, {"spec": {"resourceGroups": groups}})
-        cohort = self.m.get("Cohort", view.cohort)
+            self.w.patch("Cohort", cohort_name, None, {"spec": {"resourceGroups": groups}})
+        cohort = self.m.get("Cohort", cohort_name)
         if team is not None and cohort is not None:
             st = (self.m.get("TauTeam", team.name, self.system_namespace) or {}).get("status") or {}
-            want = {"cohort": view.cohort, "cohortUID": meta(cohort).get("uid", "")}
+            want = {"cohort": cohort_name, "cohortUID": meta(cohort).get("uid", "")}
             if any(st.get(k) != v for k, v in want.items()):
                 self.w.status("TauTeam", team.name, self.system_namespace, want)
 

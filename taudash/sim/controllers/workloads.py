@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
+from taudash.engine.model.names import GPU_CLASS_LABEL as GPU_CLASS
 from taudash.engine.model.names import JOB_LABEL, TAU_MANAGED_BY_LABEL, TEAM_LABEL
 from taudash.engine.model.names import TORCHRUN_HOST_SLOT as HOST_SLOT
 from taudash.engine.model.names import WORKLOAD_KIND_LABEL as GENERATED
 from taudash.engine.rules.pool import FLAVOR_PREFIX
-from taudash.engine.rules.pool import GPU_CLASS_LABEL as GPU_CLASS
 from taudash.sim.clock import parse_rfc3339, rfc3339
 from taudash.sim.controllers.base import (
     PRIORITY_LABEL,
@@ -91,7 +91,7 @@ class WorkloadsController(Controller):
     def reconcile(self, events) -> None:
         for ev in events:  # forget the timers of sources that are gone
             if ev.type == "DELETED" and ev.resource.kind in ("Job", "RayJob"):
-                uid = meta(ev.object).get("uid")
+                uid = meta(ev.object).get("uid") or ""
                 for book in (self._until, self._remaining, self._expiry):
                     book.pop(uid, None)
         now = self.world.clock.now()

@@ -13,12 +13,13 @@ from taudash.engine.model import TauWorkspace
 from taudash.engine.model.base import Condition
 from taudash.engine.model.names import DEFAULT_LOCAL_QUEUE_LABEL as DEFAULT_LQ_LABEL
 from taudash.engine.model.names import LOCAL_QUEUE_LABEL as LQ_LABEL
-from taudash.engine.model.names import RESOURCE_IN_USE_FINALIZER
+from taudash.engine.model.names import RESOURCE_IN_USE_FINALIZER, TEAM_LABEL
 from taudash.engine.model.names import RESULT_SCOPE_LABEL as RESULT_SCOPE
 from taudash.engine.model.names import WORKSPACE_CLEANUP_FINALIZER as FINALIZER
+from taudash.engine.model.names import WORKSPACE_LABEL as WS_LABEL
 from taudash.engine.rules.drain import CLEANED_LABELS, derive_drain
-from taudash.engine.rules.identity import CLIENT_ID, RESEARCHER_ROLE, WS_LABEL, derive_identity
-from taudash.engine.rules.pool import TEAM_LABEL, PoolView
+from taudash.engine.rules.identity import CLIENT_ID, RESEARCHER_ROLE, derive_identity
+from taudash.engine.rules.pool import PoolView
 from taudash.engine.rules.workspaces import expected_phase
 from taudash.sim.controllers.base import (
     MANAGED_BY,
