@@ -1,4 +1,4 @@
-"""`TauWorkloadProfileSnapshot` files: export a ready revision, verify a file (DESIGN §5.5.4,
+"""`TauWorkloadProfileSnapshot` files: export a ready revision, verify a file (docs/rules.md#profiles-snapshot,
 reference/taugrid.md §3.7, §9.5).
 
 A snapshot is an immutable review artifact for client-side rendering. It never authorizes a

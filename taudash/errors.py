@@ -1,4 +1,4 @@
-"""Exit codes of the output contract (DESIGN §6)."""
+"""Exit codes of the output contract (docs/rules.md#output-contract)."""
 
 EXIT_OK = 0
 EXIT_CRITICAL = 1

@@ -1,4 +1,4 @@
-"""The registry of kinds the engine reads (DESIGN §4): one description per kind that everything reads.
+"""The registry of kinds the engine reads (ARCHITECTURE.md, "Add a kind"): one description per kind that everything reads.
 
 Group, versions, plural, kind, scope and short names (the live source, the snapshot loader, the
 simulator's discovery); whether the kind is high-volume (tens of thousands of objects: the store
@@ -30,7 +30,7 @@ class ResourceKind:
     # and the live source keeps only the typed model, not the decoded JSON as well (most of the
     # memory); their YAML view says the raw copy is not kept.
     high_volume: bool = False
-    # A draining workspace reads it in its old namespace (DESIGN §5.4): what still runs or routes there.
+    # A draining workspace reads it in its old namespace (docs/rules.md#drain): what still runs or routes there.
     drain: bool = False
     # Work Kueue admits through a Workload it owns (a Job, a RayJob, ...): a drain may delete it.
     workload_source: bool = False

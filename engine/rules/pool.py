@@ -1,4 +1,4 @@
-"""Automatic shared team capacity (DESIGN §5.2, seed 001).
+"""Automatic shared team capacity (docs/rules.md#pool, seed 001).
 
 One team (TauCluster `spec.queues.capacityTeamRef`) owns the allocatable inventory of the eligible
 GPU nodes through its root Cohort; its workspace ClusterQueues hold zero nominal quota and borrow.
@@ -35,7 +35,7 @@ FLAVOR_PREFIX = "taugrid-gpu-"
 # In evaluation order: an excluded candidate reports the first one that fails.
 EXCLUSION_REASONS = ("NotLinux", "SelectorMismatch", "NotReady", "Unschedulable", "Deleting")
 
-# Every kind a pool verdict reads (§5.2). Explicit mode does not need ResourceFlavors.
+# Every kind a pool verdict reads (docs/rules.md#pool). Explicit mode does not need ResourceFlavors.
 AUTOMATIC_KINDS = ("TauCluster", "Node", "ClusterQueue", "Cohort", "ResourceFlavor", "TauTeam", "TauWorkspace")
 EXPLICIT_KINDS = ("TauCluster", "Node", "ClusterQueue", "Cohort", "TauTeam", "TauWorkspace")
 
@@ -328,7 +328,7 @@ def _unknown_finding(unknown: list[PoolUnknown], severity: Severity, what: str) 
 
 
 class _Automatic:
-    """One evaluation of the automatic pool for team `team` (§5.2.1–6)."""
+    """One evaluation of the automatic pool for team `team` (docs/rules.md#pool-nodes)."""
 
     def __init__(self, ctx: RuleContext, tc: TauCluster, team: str) -> None:
         self.ctx = ctx
@@ -395,7 +395,7 @@ class _Automatic:
             covered |= self.referenced[fl]
         self.covered = sorted(covered)
 
-    # validation (§5.2.5) -------------------------------------------------------------------
+    # validation (docs/rules.md#pool-validation) -------------------------------------------------------------------
     def _conflicts(self) -> list[PoolConflict]:
         s, out = self.store, []
         ns, team = self.ns, self.team
@@ -520,7 +520,7 @@ class _Automatic:
             return f"{c.kind} {c.name} is tau-core-controller's allocation for team {owner}: drain and remove that team's workspaces (or give it spec.quota off the pool flavors) so the controller reconciles it away; {never}"
         return f"the owner of {c.kind} {c.name} removes its quota on the pool flavors; {never}"
 
-    # budget, queues, headroom (§5.2.2–4, 6) ------------------------------------------------
+    # budget, queues, headroom (docs/rules.md#pool-inventory) ------------------------------------------------
     def derive(self) -> tuple[PoolView, list[Finding]]:
         self._facts()
         unknown = _unknown(self.ctx, AUTOMATIC_KINDS)
@@ -726,7 +726,7 @@ class _Automatic:
                 )
 
 
-# --- explicit mode and leaving the automatic mode (§5.2.7) ----------------------------------
+# --- explicit mode and leaving the automatic mode (docs/rules.md#pool-leaving) ----------------------------------
 
 
 def _teams(ctx: RuleContext) -> list[PoolTeam]:

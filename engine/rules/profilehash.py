@@ -1,4 +1,4 @@
-"""profileSetHash, reproduced byte for byte (reference/taugrid.md §3.2, §3.4; DESIGN §5.5.2).
+"""profileSetHash, reproduced byte for byte (reference/taugrid.md §3.2, §3.4; docs/rules.md#profiles-hash).
 
 The controller hashes the normalised resolved profiles with Go's `encoding/json`. To compare our
 value with the published one we must produce the very same bytes: Go's field order, Go's

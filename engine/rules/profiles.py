@@ -1,4 +1,4 @@
-"""Workload profile readiness and selection (DESIGN §5.5, seed 000). Owner: issue 5.
+"""Workload profile readiness and selection (docs/rules.md#profiles, seed 000). Owner: issue 5.
 
 Fail closed: the profile set is usable only when the singleton TauCluster `cluster` is readable,
 its profile status is at the current generation, `WorkloadProfilesReady` is True at that
@@ -215,7 +215,7 @@ def _cond_text(c: Condition) -> str:
 
 
 def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
-    """Read the TauCluster and run the usable-set checks of §5.5.1 in order (later ones need earlier)."""
+    """Read the TauCluster and run the usable-set checks of docs/rules.md#profiles-usable in order (later ones need earlier)."""
     store = ctx.store if isinstance(ctx, RuleContext) else ctx
     system_ns = ctx.config.system_namespace if isinstance(ctx, RuleContext) else "tau-system"
     ws_tuples = _workspace_tuples(store, system_ns)
@@ -383,7 +383,7 @@ def select_profile(
     lane: str,
     profile: str | None = None,
 ) -> SelectionResult:
-    """Select a profile for (namespace, team, lane), explicitly or implicitly (§5.5.3)."""
+    """Select a profile for (namespace, team, lane), explicitly or implicitly (docs/rules.md#profiles-selection)."""
     return _select(_as_profile_set(source), namespace, team, lane, profile)[0]
 
 

@@ -1,4 +1,4 @@
-"""Cohorts and ClusterQueues (DESIGN §5.3): quotas, reservations, borrowing, stop state, why work waits.
+"""Cohorts and ClusterQueues (docs/rules.md#cohorts-and-queues): quotas, reservations, borrowing, stop state, why work waits.
 
 Capacity arithmetic is kept here, apart from I/O, in the spirit of Kueue's resource_node.go.
 """

@@ -1,4 +1,4 @@
-"""Storage readiness per workspace namespace (DESIGN §5.7, seed 001). Owner: issue 4.
+"""Storage readiness per workspace namespace (docs/rules.md#storage, seed 001). Owner: issue 4.
 
 Workspace Ready proves RBAC and queue reconciliation only. For each platform-managed claim this
 checks what can be checked without mounting: the claim exists and is Bound, and the CSI driver
@@ -46,7 +46,7 @@ class StorageView(ViewModel):
 
 
 def _eligible_nodes(ctx: RuleContext) -> list[Node]:
-    """The pool nodes (DESIGN §5.2.1), with the pool rule's own eligibility test."""
+    """The pool nodes (docs/rules.md#pool-nodes), with the pool rule's own eligibility test."""
     tc = ctx.store.get("TauCluster", "cluster")
     selector = tc.spec.nodes.selector if tc is not None else {}
     return [n for n in ctx.store.list("Node") if n.labels.get(GPU_CLASS) and exclusion_reason(n, selector) is None]

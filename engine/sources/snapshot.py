@@ -1,4 +1,4 @@
-"""Snapshot source: cluster snapshot files (DESIGN §6) into a Store.
+"""Snapshot source: cluster snapshot files (docs/rules.md#output-contract) into a Store.
 
 Accepted: a YAML or JSON multi-document stream of Kubernetes objects, `kind: List`, or the
 `taudash/v1 ClusterSnapshot` envelope with access states. Unknown kinds are counted and

@@ -1,4 +1,4 @@
-"""The five-step workload-profile catalog change (DESIGN §5.8) and its rollback.
+"""The five-step workload-profile catalog change (docs/rules.md#change-procedure) and its rollback.
 
 Step 0 happens before anything is journaled: `catalog_problems` checks the new catalog completely
 (fields as the TauGrid CRD and controller validate them, and every live object a profile needs to

@@ -1,4 +1,4 @@
-"""The simulated world: a clock, a seeded RNG and the controllers that move the ObjectDB (DESIGN §7).
+"""The simulated world: a clock, a seeded RNG and the controllers that move the ObjectDB (docs/simulator.md).
 
     world = World.from_snapshot("snapshots/demo.yaml", seed=1)
     world.run_for(30 * 60, dt=10)        # thirty simulated minutes, no asyncio, no sleeping

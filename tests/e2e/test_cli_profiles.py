@@ -1,4 +1,4 @@
-"""`taudash profiles select|export|verify`: output contract and exit codes (DESIGN §6)."""
+"""`taudash profiles select|export|verify`: output contract and exit codes (docs/rules.md#output-contract)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 002's summary bullets, one behaviour each, for both Deletion and Retarget (DESIGN §5.4.3)."""
+"""Seed 002's summary bullets, one behaviour each, for both Deletion and Retarget (docs/rules.md#drain-blockers)."""
 
 import pytest
 from factories import (

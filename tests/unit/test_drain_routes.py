@@ -1,4 +1,4 @@
-"""Drain mode, live route discovery, route states, UID continuity and fail-closed inputs (DESIGN §5.4.1-2, 4)."""
+"""Drain mode, live route discovery, route states, UID continuity and fail-closed inputs (docs/rules.md#drain-mode)."""
 
 import pytest
 from factories import (

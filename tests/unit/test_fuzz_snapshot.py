@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the snapshot loader (DESIGN §8 bad input): random bytes, random YAML and
+"""Property-based fuzzing of the snapshot loader (bad input: one line, exit 2; README.md "Exit codes"): random bytes, random YAML and
 JSON documents, hand-made nasties, and real objects from snapshots/demo.yaml with a value anywhere
 replaced by a wrong type, null, huge number or odd unicode. The only outcomes allowed are loaded
 objects plus one-line issues naming the file, or one SnapshotError line naming the file; and what

@@ -1,4 +1,4 @@
-"""MultiKueue readiness (DESIGN §5.6): NotConfigured, Ready, and each of M1-M5 failing."""
+"""MultiKueue readiness (docs/rules.md#multikueue): NotConfigured, Ready, and each of M1-M5 failing."""
 
 from __future__ import annotations
 

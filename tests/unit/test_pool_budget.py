@@ -1,4 +1,4 @@
-"""Root budget, workspace queues, reservations, headroom, shrink, zeroing (DESIGN §5.2.3–4, 6)."""
+"""Root budget, workspace queues, reservations, headroom, shrink, zeroing (docs/rules.md#pool-budget)."""
 
 from factories import (
     GPU,

@@ -1,4 +1,4 @@
-"""Validation conflicts (DESIGN §5.2.5): each code positive and negative."""
+"""Validation conflicts (docs/rules.md#pool-validation): each code positive and negative."""
 
 from factories import (
     GPU,

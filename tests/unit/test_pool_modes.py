@@ -1,4 +1,4 @@
-"""Explicit and None modes, leaving the automatic mode (POOL-RETAINED), failing closed (DESIGN §4, §5.2.7)."""
+"""Explicit and None modes, leaving the automatic mode (POOL-RETAINED), failing closed (ARCHITECTURE.md (kinds: engine/model/kinds.py), docs/rules.md#pool-leaving)."""
 
 import pytest
 from factories import (

@@ -1,4 +1,4 @@
-"""Pool node eligibility and inventory (DESIGN §5.2.1–2)."""
+"""Pool node eligibility and inventory (docs/rules.md#pool-nodes)."""
 
 import pytest
 from factories import A100, GPU, H100, node, pool_flavor, pool_of, pool_tau_cluster, q, team

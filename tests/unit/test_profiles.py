@@ -1,4 +1,4 @@
-"""Workload profile readiness and selection (DESIGN §5.5): usable-set checks, per-profile
+"""Workload profile readiness and selection (docs/rules.md#profiles): usable-set checks, per-profile
 readiness, every selection outcome, and the findings they raise."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Storage readiness: claim present and Bound, CSI driver registered on every eligible node (DESIGN §5.7)."""
+"""Storage readiness: claim present and Bound, CSI driver registered on every eligible node (docs/rules.md#storage)."""
 
 import pytest
 from factories import (
