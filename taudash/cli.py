@@ -63,7 +63,8 @@ def add_global_options(p: argparse.ArgumentParser, uses: frozenset[str], shown: 
     for name, (flag, kw) in GLOBAL_OPTIONS.items():
         text = (helps or {}).get(name, kw["help"]) if shown and name in uses else argparse.SUPPRESS
         g.add_argument(flag, dest=f"_g{_parsers}_{name}", default=argparse.SUPPRESS, **{**kw, "help": text})
-    p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard")
+    p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard",
+                   _repeatable=frozenset())
 
 
 def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, shown: bool = True,
@@ -245,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
     add_global_options(p, DASHBOARD)
+    p.set_defaults(_repeatable=frozenset({"context"}))  # the dashboard over several clusters: a fleet
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     s = sub.add_parser("status", help="print the derived cluster status (the output contract)")

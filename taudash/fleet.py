@@ -123,3 +123,85 @@ def fleet_contract(results: list[ClusterResult]) -> dict:
             for r in results
         ],
     }
+
+
+# --- the fleet dashboard: one live source per cluster, each its own failure domain ----------------
+
+FLEET_READ_ONLY = "fleet view: open one cluster (taudash --context NAME) to act on it"
+
+
+class FleetMember:
+    """One cluster of a fleet dashboard: its own store, session and connection.
+
+    `state`: connecting (never synced yet), live (synced; later outages show as the session's sync
+    problems) or unreachable (`error` says why; retried in the background)."""
+
+    def __init__(self, context: str, config: RuleConfig | None = None, source_type: str = "kube") -> None:
+        from taudash.engine.actions import Actions
+        from taudash.engine.session import Session
+        from taudash.engine.store import Store
+        from taudash.engine.view import SourceInfo
+
+        self.context = context
+        self.session = Session(Store(), SourceInfo(type=source_type, context=context), config, read_only=True)
+        self.session.read_only_why = "fleet view"
+        self.session.actions = Actions.read_only(FLEET_READ_ONLY, context)
+        self.state = "connecting"
+        self.error: str | None = None
+
+    async def run(self, kubeconfig: str | None, retry: float = 5.0, sync_timeout: float = 30.0) -> None:
+        """Connect, sync and keep watching until cancelled; an unreachable cluster is retried every `retry` s."""
+        from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+        from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+
+        while True:
+            try:
+                target = await connect(self.context, kubeconfig)
+            except ConfigError as exc:
+                self.state, self.error = "unreachable", str(exc)
+                return  # a kubeconfig problem does not heal by retrying
+            source = KubeSource(self.session.store, target, lock=self.session.lock)
+            try:
+                try:
+                    await source.start()
+                except SourceUnreachable as exc:
+                    self.state, self.error = "unreachable", str(exc)
+                    await asyncio.sleep(retry)
+                    continue
+                await source.wait_synced(sync_timeout)
+                self.session.cluster = await source.identity()
+                self.state, self.error = "live", None
+                await asyncio.Event().wait()  # watched by the source's own tasks until cancelled
+            finally:
+                await source.stop()
+                await target.close()
+
+
+class Fleet:
+    """The clusters of one dashboard and which of them the other screens show (`subject`)."""
+
+    def __init__(self, members: list[FleetMember]) -> None:
+        if not members:
+            raise ValueError("a fleet has at least one cluster")
+        self.members = members
+        self.subject = members[0].context
+        self._tasks: list[asyncio.Task] = []
+
+    def member(self, context: str) -> FleetMember | None:
+        return next((m for m in self.members if m.context == context), None)
+
+    def start(self, kubeconfig: str | None, retry: float = 5.0) -> None:
+        """One task per cluster, on the running loop: none waits for another."""
+        self._tasks = [asyncio.create_task(m.run(kubeconfig, retry), name=f"fleet-{m.context}") for m in self.members]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # noqa: BLE001 - one member's failure must not block the shutdown of the others
+                pass
+        self._tasks.clear()

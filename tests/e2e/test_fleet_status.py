@@ -121,7 +121,8 @@ def test_repeated_context_is_for_status_and_check_only(capsys):
     assert parse_args(["--context", "a", "check", "--context", "b"]).contexts == ["a", "b"]
     with pytest.raises(UsageError, match="conflicting values for --context"):
         parse_args(["why", "ns/w", "--context", "a", "--context", "b"])
-    assert main(["--context", "a", "--context", "b"]) == 2  # the dashboard: one cluster
+    assert parse_args(["--context", "a", "--context", "b"]).contexts == ["a", "b"]  # the fleet dashboard
+    assert main(["why", "ns/w", "--context", "a", "--context", "b"]) == 2
     assert "conflicting values for --context" in capsys.readouterr().err
     assert main(["status", "--context", "a", "--context", "b", "--demo"]) == 2
     assert main(["status", "--all-contexts", "--context", "a"]) == 2
