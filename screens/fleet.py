@@ -136,12 +136,13 @@ enter       make that cluster the subject of every other screen"""
         t.append(f"{len(members)} clusters · {live} live")
         if len(members) - live:
             t.append(f" · {len(members) - live} not live", style=tones.bad)
-        t.append(f" · showing {subject}", style=tones.muted)
+        t.append(lit(f" · showing {subject}", tones.muted))  # names come from kubeconfigs: made inert
         self.query_one("#fleet-state", Static).update(t)
         err = span("", "")
         for ctx, e in errors:
-            err.append(f"{ctx}: ", style="bold")
-            err.append(f"{e}\n", style=tones.muted)
+            err.append(lit(f"{ctx}: ", "bold"))
+            err.append(lit(e, tones.muted))
+            err.append("\n")
         self.query_one("#fleet-errors", Static).update(err)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

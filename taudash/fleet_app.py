@@ -10,6 +10,7 @@ from textual import work
 from textual.binding import Binding
 
 from taudash.engine.session import Frame
+from taudash.engine.text import clean
 from taudash.screens.fleet import FleetScreen
 from taudash.screens.registry import REGISTRY
 
@@ -58,7 +59,8 @@ class FleetApp(TaudashApp):
         if member is None:
             return False
         if member.state != "live" or member.session.last_frame is None:
-            self.notify(f"{context}: {member.state}{': ' + member.error if member.error else ''}; nothing to show yet",
+            why = f"{member.state}: {member.error}" if member.error else member.state
+            self.notify(clean(f"{context}: {why}; nothing to show yet"),
                         severity="warning", markup=False)
             return False
         self.fleet.subject = context
@@ -72,5 +74,5 @@ class FleetApp(TaudashApp):
             self.remove_mode(entry.name)
             self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
         self.switch_mode(REGISTRY.home.name)
-        self.notify(f"showing {context}", markup=False)
+        self.notify(clean(f"showing {context}"), markup=False)
         return True
