@@ -97,6 +97,10 @@ async def test_a_live_fleet_each_cluster_its_own_failure_domain():
                 assert await eventually(lambda: w2.state == "live")
                 await next_renders(app)
                 assert "live" in row_text(app, "taudash-worker-2")
+                # a worker lost after it synced: its row turns stale, the others stay live
+                await sim.down("taudash-worker-2")
+                assert await eventually(lambda: "stale" in row_text(app, "taudash-worker-2"))
+                assert "live" in row_text(app, "taudash-manager") and "live" in row_text(app, "taudash-worker-1")
                 # Enter on worker-1: the other screens show it, read-only
                 app.screen.query_one("#fleet", KeyedTable).move_cursor(row=1)
                 await pilot.press("enter")
