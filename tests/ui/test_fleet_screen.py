@@ -127,3 +127,5 @@ def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path):
     assert main(["--context", "a", "--kubeconfig", str(kc), "--context", "b"]) == 0
     assert seen == [["a", "b"]]
     assert main(["demo", "--fleet", "0"]) == 2
+    assert main(["demo", "--fleet", "1"]) == 0  # the demo as manager and one simulated worker
+    assert seen[-1] == ["taudash-manager", "taudash-worker-1"]
