@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .base import DashScreen
 from .findings import FindingsScreen
+from .fleet import FleetScreen
 from .history import HistoryScreen
 from .multikueue import MultiKueueScreen
 from .overview import OverviewScreen
@@ -105,4 +106,5 @@ REGISTRY = Registry(
     ScreenEntry("8", "findings", "Findings", "Find", FindingsScreen),
     ScreenEntry("9", "workflows", "Workflows", "Flows", WorkflowsScreen),
     ScreenEntry(None, "history", "History", "Hist", HistoryScreen),
+    ScreenEntry(None, "fleet", "Fleet", "Fleet", FleetScreen),  # key 0 in a fleet dashboard (taudash/fleet_app.py)
 )

@@ -63,7 +63,8 @@ def add_global_options(p: argparse.ArgumentParser, uses: frozenset[str], shown: 
     for name, (flag, kw) in GLOBAL_OPTIONS.items():
         text = (helps or {}).get(name, kw["help"]) if shown and name in uses else argparse.SUPPRESS
         g.add_argument(flag, dest=f"_g{_parsers}_{name}", default=argparse.SUPPRESS, **{**kw, "help": text})
-    p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard")
+    p.set_defaults(_uses=uses, _command=p.prog.removeprefix("taudash").strip() or "the dashboard",
+                   _repeatable=frozenset())
 
 
 def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, shown: bool = True,
@@ -85,11 +86,15 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     for name, values in given.items():
         if values and name not in uses:
             raise UsageError(f"{GLOBAL_OPTIONS[name][0]} does not apply to {command}")
+    repeatable = getattr(args, "_repeatable", frozenset())
     for name in SCALARS:
         distinct = list(dict.fromkeys(given[name]))
-        if len(distinct) > 1:
+        if len(distinct) > 1 and name not in repeatable:
             raise UsageError(f"conflicting values for {GLOBAL_OPTIONS[name][0]}: {', '.join(distinct)}")
-    args.context = next(iter(given["context"]), None)
+    # `--context` is repeatable for status and check (a fleet: one entry per cluster); elsewhere,
+    # two different values were refused above. `args.context` keeps the single-cluster meaning.
+    args.contexts = list(dict.fromkeys(given["context"]))
+    args.context = args.contexts[0] if len(args.contexts) == 1 else None
     args.kubeconfig = next(iter(given["kubeconfig"]), None)
     args.snapshot = next(iter(given["snapshot"]), None)
     args.system_namespace = next(iter(given["system_namespace"]), DEFAULT_SYSTEM_NAMESPACE)
@@ -110,7 +115,86 @@ def rule_config(args) -> RuleConfig:
     return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
 
 
+def _fleet_contexts(args) -> list[str] | None:
+    """The contexts of a fleet command (several --context, or --all-contexts), None for one cluster."""
+    contexts = list(getattr(args, "contexts", None) or ())
+    if getattr(args, "all_contexts", False):
+        if contexts:
+            raise UsageError("--all-contexts and --context: choose one")
+        from .fleet import all_contexts
+
+        contexts = all_contexts(args.kubeconfig)
+    elif len(contexts) < 2:
+        return None
+    if args.snapshot or args.demo:
+        raise UsageError("several clusters are live contexts: --snapshot and --demo read one cluster")
+    return contexts
+
+
+def _load_fleet(args, contexts: list[str]):
+    from .fleet import load_fleet
+
+    results = load_fleet(contexts, args.kubeconfig, rule_config(args), getattr(args, "sync_timeout", 30.0))
+    for r in results:
+        if r.error is not None:
+            print(f"taudash: {r.context}: unreachable: {_one_line(r.error)}", file=sys.stderr)
+    return results
+
+
+def cmd_fleet_status(args, contexts: list[str]) -> int:
+    from .errors import EXIT_UNREACHABLE
+    from .fleet import fleet_contract
+
+    results = _load_fleet(args, contexts)
+    if args.output in ("json", "yaml"):
+        doc = fleet_contract(results)
+        if args.output == "json":
+            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
+    else:
+        from .report import print_table
+
+        for r in results:
+            print(f"== {clean(r.context)} ==")
+            if r.view is not None:
+                print_table(r.view)
+            else:
+                print(f"unreachable: {_one_line(r.error or '')}")
+    return EXIT_UNREACHABLE if not any(r.reachable for r in results) else EXIT_OK
+
+
+def cmd_fleet_check(args, contexts: list[str]) -> int:
+    from .errors import EXIT_UNREACHABLE
+
+    results = _load_fleet(args, contexts)
+    total = {"critical": 0, "warning": 0, "info": 0}
+    for r in results:
+        if r.view is None:
+            print(f"{clean(r.context)}: unreachable")
+            continue
+        c = r.view.counts()
+        for k in total:
+            total[k] += c[k]
+        for f in r.view.findings:
+            if f.severity.value == "critical" or args.verbose:
+                obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
+                print(f"{clean(r.context)}: {f.severity.value:<8} {f.rule:<24} {clean(obj)}: {_one_line(f.message)}")
+        print(f"{clean(r.context)}: {c['critical']} critical, {c['warning']} warning, {c['info']} info")
+    down = sum(not r.reachable for r in results)
+    print(f"fleet: {len(results)} clusters, {down} unreachable; "
+          f"{total['critical']} critical, {total['warning']} warning, {total['info']} info")
+    if any(r.view is not None and r.view.has_critical() for r in results):
+        return EXIT_CRITICAL
+    # No critical seen, but a cluster that could not be read cannot be vouched for: fail closed.
+    return EXIT_UNREACHABLE if down else EXIT_OK
+
+
 def cmd_status(args) -> int:
+    contexts = _fleet_contexts(args)
+    if contexts is not None:
+        return cmd_fleet_status(args, contexts)
     loaded = load_from_args(args)
     view = view_of(loaded, rule_config(args))
     if args.output == "json":
@@ -127,6 +211,9 @@ def cmd_status(args) -> int:
 
 
 def cmd_check(args) -> int:
+    contexts = _fleet_contexts(args)
+    if contexts is not None:
+        return cmd_fleet_check(args, contexts)
     loaded = load_from_args(args)
     view = view_of(loaded, rule_config(args))
     report_issues(loaded.issues)
@@ -145,6 +232,13 @@ def _one_line(s: str) -> str:
     return clean(s)
 
 
+def _fleet_args(p: argparse.ArgumentParser) -> None:
+    """status and check read several clusters: --context repeatable, or --all-contexts (docs/fleet.md)."""
+    p.add_argument("--all-contexts", action="store_true",
+                   help="every context of the kubeconfig, one FleetStatus entry each (also: --context repeated)")
+    p.set_defaults(_repeatable=frozenset({"context"}))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="taudash",
@@ -152,16 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
     add_global_options(p, DASHBOARD)
+    p.set_defaults(_repeatable=frozenset({"context"}))  # the dashboard over several clusters: a fleet
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     s = sub.add_parser("status", help="print the derived cluster status (the output contract)")
     add_source_args(s)
     s.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
+    _fleet_args(s)
     s.set_defaults(func=cmd_status)
 
     c = sub.add_parser("check", help="exit 1 when any critical finding exists (for alerts and scripts)")
     add_source_args(c)
     c.add_argument("-v", "--verbose", action="store_true", help="list warnings and info findings too")
+    _fleet_args(c)
     c.set_defaults(func=cmd_check)
 
     from .commands import register_all

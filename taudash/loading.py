@@ -70,38 +70,41 @@ def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float =
     """Connect, sync every kind once (bounded), disconnect: for one-shot commands."""
     import asyncio
 
+    return asyncio.run(load_live_async(context, kubeconfig, sync_timeout, source_type))
+
+
+async def load_live_async(context: str | None, kubeconfig: str | None, sync_timeout: float = 30.0,
+                          source_type: str = "kube") -> Loaded:
+    """load_live inside a running loop (the fleet loads several clusters concurrently)."""
     from taudash.engine.sources.kube import ConfigError, KubeSource, connect
     from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 
     from .errors import Unreachable
 
-    async def run() -> Loaded:
+    try:
+        target = await connect(context, kubeconfig)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    store = Store()
+    source = KubeSource(store, target)
+    try:
         try:
-            target = await connect(context, kubeconfig)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
-        store = Store()
-        source = KubeSource(store, target)
-        try:
-            try:
-                await source.start()
-            except SourceUnreachable as exc:
-                raise Unreachable(str(exc)) from None
-            await source.wait_synced(sync_timeout)
-        finally:
-            await source.stop()
-            await target.close()
-        return Loaded(
-            store=store,
-            source=SourceInfo(
-                type=source_type,
-                context=target.context,
-                path=target.server,
-                observed_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            ),
-        )
-
-    return asyncio.run(run())
+            await source.start()
+        except SourceUnreachable as exc:
+            raise Unreachable(str(exc)) from None
+        await source.wait_synced(sync_timeout)
+    finally:
+        await source.stop()
+        await target.close()
+    return Loaded(
+        store=store,
+        source=SourceInfo(
+            type=source_type,
+            context=target.context,
+            path=target.server,
+            observed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ),
+    )
 
 
 def report_issues(issues: list[LoadIssue]) -> None:

@@ -34,6 +34,9 @@ def register(sub, add_source_args) -> None:
     d.add_argument("--seed", type=int, default=1, help="random seed of the simulated world")
     d.add_argument("--snapshot-only", action="store_true",
                    help="open the demo snapshot file instead of the running simulator (no live changes)")
+    d.add_argument("--fleet", type=int, nargs="?", const=2, metavar="N",
+                   help="a simulated MultiKueue fleet: the demo as manager and N workers (default 2), "
+                        "opened on the Fleet screen")
     d.set_defaults(func=run_demo)
 
 
@@ -42,6 +45,10 @@ def _config(args) -> RuleConfig:
 
 
 def run_demo(args) -> int:
+    if getattr(args, "fleet", None) is not None:
+        if args.fleet < 1 or args.snapshot_only or args.status:
+            raise UsageError("--fleet N: N ≥ 1, without --snapshot-only or --status")
+        return asyncio.run(_demo_fleet(args))
     if args.snapshot_only:
         args.snapshot, args.demo = str(DEMO_SNAPSHOT), False
         if args.status:
@@ -72,9 +79,33 @@ def _status_once(args, kubeconfig: str) -> int:
     return cmd_status(args)
 
 
+async def _demo_fleet(args) -> int:
+    from taudash.sim.fleet import SimFleet
+
+    async with SimFleet(args.fleet) as fleet:
+        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim")
+
+
+async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
+                          retry: float = 5.0) -> int:
+    """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
+    from ..fleet import Fleet, FleetMember
+    from ..fleet_app import FleetApp
+
+    fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts])
+    fleet.start(kubeconfig, retry)
+    try:
+        await FleetApp(fleet).run_async()
+    finally:
+        await fleet.stop()
+    return 0
+
+
 def run_default(args) -> int:
     if args.snapshot:
         return open_snapshot_dashboard(args, demo=False)
+    if len(getattr(args, "contexts", None) or ()) > 1:
+        return asyncio.run(fleet_dashboard(args, args.contexts, args.kubeconfig))
     return asyncio.run(_live_dashboard(args, context=args.context, kubeconfig=args.kubeconfig, demo=False,
                                        source_type="kube"))
 

@@ -50,6 +50,9 @@ def register(sub, add_source_args) -> None:
     s.add_argument("--kueue-version", choices=KUEUE_VERSIONS, default=DEFAULT_KUEUE_VERSION, metavar="VERSION",
                    help="the Kueue release to play: 0.14 (v1beta1 only), 0.15 (v1beta1 stored, v1beta2 served "
                         f"by conversion) or 0.19 (v1beta2 stored, v1beta1 served); default {DEFAULT_KUEUE_VERSION}")
+    s.add_argument("--fleet", type=int, metavar="N",
+                   help="serve a MultiKueue fleet: a manager (the snapshot) and N worker clusters, each its own "
+                        "API server, in one kubeconfig (contexts taudash-manager, taudash-worker-1, ...)")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -68,7 +71,50 @@ def cmd_serve(args) -> int:
         p = Path(out)
         if p.is_dir():  # missing parent directories are created by the server
             raise UsageError(f"--kubeconfig-out {out}: is a directory; name a file")
+    fleet = getattr(args, "fleet", None)
+    if fleet is not None:
+        if fleet < 1:
+            raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
+        return asyncio.run(_serve_fleet(args))
     return asyncio.run(_serve(args))
+
+
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on the main thread / Windows
+            pass
+    await stop.wait()
+
+
+async def _serve_fleet(args) -> int:
+    """A manager and N workers (taudash.sim.fleet); the manager is served frozen, moved only by
+    the fleet's MultiKueue controller and by clients (docs/simulator.md, "A simulated fleet")."""
+    from taudash.engine.sources.snapshot import SnapshotError
+    from taudash.sim.fleet import SimFleet
+    from taudash.sim.server import default_snapshot
+    from taudash.sim.tls import TlsError
+
+    fleet = SimFleet(args.fleet, snapshot=args.snapshot or default_snapshot(), kubeconfig=args.kubeconfig_out)
+    try:
+        await fleet.start()
+    except (SnapshotError, TlsError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        print(f"taudash sim: serving a fleet of {1 + len(fleet.workers)} clusters", flush=True)
+        print(f"export KUBECONFIG={fleet.kubeconfig}", flush=True)
+        for s in (fleet.manager, *fleet.workers):
+            role = "manager" if s is fleet.manager else f"worker (MultiKueueCluster {fleet.mk_name_of(s)})"
+            print(f"context:    {s.context:<20} {s.url}  {role}", flush=True)
+        print(f"try:        taudash status {' '.join('--context ' + c for c in fleet.contexts)}", flush=True)
+        print("Ctrl-C to stop.", flush=True)
+        await _wait_for_signal()
+    finally:
+        await fleet.stop()
+    return EXIT_OK
 
 
 async def _serve(args) -> int:

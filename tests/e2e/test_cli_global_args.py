@@ -118,7 +118,7 @@ def test_defaults_without_any_global_option():
 
 def test_conflicting_placements_are_refused_and_agreeing_ones_combine():
     with pytest.raises(UsageError, match="conflicting values for --context: a, b"):
-        parse(["--context", "a", "status", "--context", "b"])
+        parse(["--context", "a", "why", "ns/w", "--context", "b"])  # status/check: a fleet (test_fleet_status.py)
     with pytest.raises(UsageError, match="conflicting values for --system-namespace: x, y"):
         parse(["workflow", "--system-namespace", "x", "start", "hold", "--system-namespace", "y"])
     with pytest.raises(UsageError, match="conflicting values for --kubeconfig"):

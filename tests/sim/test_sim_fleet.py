@@ -1,0 +1,112 @@
+"""The simulated fleet (issue 21): a manager and workers, each its own API server, and MultiKueue dispatch."""
+
+from __future__ import annotations
+
+import yaml
+
+from taudash.sim.fleet import ORIGIN_LABEL, SimFleet
+
+PENDING = ("job-remote-pretrain-b-50b9e", "train")  # the demo's Workload waiting for a worker
+RUNNING = ("job-remote-pretrain-a-7c9e3", "train")  # the demo's Workload running on eastus-2
+
+
+def cond(o: dict, type_: str) -> str | None:
+    return next((c["status"] for c in (o.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
+
+
+def filler(gpus: int) -> dict:
+    """An admitted Workload on a worker that takes `gpus` of its quota."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "local-job", "namespace": "train"},
+            "spec": {"queueName": "multikueue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "resources": {
+                    "requests": {"nvidia.com/gpu": str(gpus)}}}]}}}]},
+            "status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                       "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}
+
+
+async def test_fleet_serves_every_cluster_in_one_kubeconfig():
+    async with SimFleet(2, interval=None) as fleet:
+        kc = yaml.safe_load(fleet.kubeconfig.read_text())
+        assert [c["name"] for c in kc["contexts"]] == ["taudash-manager", "taudash-worker-1", "taudash-worker-2"]
+        servers = [c["cluster"]["server"] for c in kc["clusters"]]
+        assert len(set(servers)) == 3  # own API server and port each
+        uids = {s.db.get("namespaces", "kube-system")["metadata"]["uid"] for s in (fleet.manager, *fleet.workers)}
+        assert len(uids) == 3  # own cluster identity each
+        assert oct(fleet.kubeconfig.stat().st_mode & 0o777) == "0o600"
+        # The manager's MultiKueueClusters map onto the workers, which serve the manager's MultiKueue queues.
+        assert {n: w.context for n, w in fleet.mk_names.items()} == {"westus-2": "taudash-worker-1",
+                                                                      "eastus-2": "taudash-worker-2"}
+        w1 = fleet.workers[0].db
+        assert w1.get("clusterqueues", "research-multikueue") is not None
+        assert w1.get("localqueues", "multikueue", "train")["spec"]["clusterQueue"] == "research-multikueue"
+        assert fleet.manager.db.get("workloads", *PENDING) is not None
+        assert w1.get("workloads", *PENDING) is None  # nothing dispatched before the controller runs
+
+
+async def test_first_worker_to_admit_wins_and_other_mirrors_are_removed():
+    async with SimFleet(2, interval=None) as fleet:
+        fleet.dispatch()
+        m = fleet.manager.db.get("workloads", *PENDING)
+        st = m["status"]
+        assert st["clusterName"] == "westus-2"
+        assert "nominatedClusterNames" not in st
+        assert [(c["name"], c["state"]) for c in st["admissionChecks"]] == [("multikueue", "Ready")]
+        assert cond(m, "Admitted") == "True"
+        mirror = fleet.workers[0].db.get("workloads", *PENDING)
+        assert mirror["metadata"]["labels"][ORIGIN_LABEL] == "taudash-manager"
+        assert cond(mirror, "Admitted") == "True"
+        assert mirror["status"]["admission"]["clusterQueue"] == "research-multikueue"
+        assert fleet.workers[1].db.get("workloads", *PENDING) is None  # the loser's mirror is gone
+        # The Workload the demo shows running on eastus-2 has its admitted mirror there.
+        assert cond(fleet.workers[1].db.get("workloads", *RUNNING), "Admitted") == "True"
+        # All MultiKueueClusters reachable → Active (the demo's westus-2 was failing).
+        mcs = {mc["metadata"]["name"]: cond(mc, "Active") for mc in fleet.manager.db.list("multikueueclusters")}
+        assert mcs == {"westus-2": "True", "eastus-2": "True"}
+
+
+async def test_no_room_anywhere_keeps_nominations_until_a_worker_admits():
+    async with SimFleet(2, gpus=8, interval=None) as fleet:
+        w1, w2 = (w.db for w in fleet.workers)
+        w1.create(filler(8), with_status=True)  # worker-1 full; worker-2 is full with the running Workload
+        fleet.dispatch()
+        st = fleet.manager.db.get("workloads", *PENDING)["status"]
+        assert "clusterName" not in st
+        assert st["nominatedClusterNames"] == ["westus-2", "eastus-2"]
+        assert cond(w1.get("workloads", *PENDING), "QuotaReserved") is None
+        assert cond(w2.get("workloads", *PENDING), "QuotaReserved") is None
+        w1.delete("workloads", "local-job", "train")
+        fleet.dispatch()
+        st = fleet.manager.db.get("workloads", *PENDING)["status"]
+        assert st["clusterName"] == "westus-2"
+        assert "nominatedClusterNames" not in st
+        assert w2.get("workloads", *PENDING) is None
+
+
+async def test_a_stopped_worker_is_skipped_and_marked_inactive():
+    async with SimFleet(2, interval=None) as fleet:
+        await fleet.down("taudash-worker-1")
+        fleet.dispatch()
+        assert fleet.manager.db.get("workloads", *PENDING)["status"]["clusterName"] == "eastus-2"
+        assert fleet.workers[0].db.get("workloads", *PENDING) is None
+        mc = fleet.manager.db.get("multikueueclusters", "westus-2")
+        assert cond(mc, "Active") == "False"
+        assert next(c for c in mc["status"]["conditions"] if c["type"] == "Active")["reason"] == "ClientConnectionFailed"
+        await fleet.restore("taudash-worker-1")
+        fleet.dispatch()
+        assert cond(fleet.manager.db.get("multikueueclusters", "westus-2"), "Active") == "True"
+
+
+async def test_workers_beyond_the_managers_clusters_get_their_own_multikueue_cluster():
+    async with SimFleet(3, interval=None) as fleet:
+        assert fleet.mk_names["taudash-worker-3"] is fleet.workers[2]
+        cfg = fleet.manager.db.get("multikueueconfigs", "mk-config")
+        assert cfg["spec"]["clusters"] == ["westus-2", "eastus-2", "taudash-worker-3"]
+        assert fleet.manager.db.get("multikueueclusters", "taudash-worker-3") is not None
+
+
+def test_fleet_of_no_workers_is_bad_input(capsys):
+    from taudash.cli import main
+
+    assert main(["sim", "serve", "--fleet", "0"]) == 2
+    assert "--fleet 0" in capsys.readouterr().err

@@ -1,0 +1,131 @@
+"""The Fleet screen (issue 21): one row per cluster, each its own failure domain; Enter makes a
+cluster the subject of every other screen. An SVG snapshot on snapshots, a Pilot test on a live
+simulated fleet."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from tools.paths import DEMO, FIXTURES
+from tools.waiting import eventually, next_renders
+
+from taudash.engine.session import Session
+from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SourceInfo
+from taudash.fleet import Fleet, FleetMember
+from taudash.fleet_app import FleetApp
+from taudash.screens.fleet import FleetScreen
+from taudash.screens.widgets.header_bar import HeaderBar
+from taudash.screens.widgets.keyed_table import KeyedTable
+from taudash.sim.fleet import SimFleet
+
+NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
+SIZE = (120, 36)
+
+
+def snapshot_member(context: str, path) -> FleetMember:
+    m = FleetMember(context)
+    r = load_snapshot(path)
+    m.session = Session(r.store, SourceInfo(type="snapshot", context=context, path=path.name,
+                                            observed_at=r.captured_at), read_only=True)
+    m.state = "live"
+    return m
+
+
+def snapshot_fleet() -> Fleet:
+    down = FleetMember("westus-2")
+    down.state, down.error = "unreachable", "cannot connect: Connect call failed ('10.0.0.7', 443)"
+    return Fleet([snapshot_member("prod-manager", DEMO), snapshot_member("eastus-2", FIXTURES / "ui-demo.yaml"), down])
+
+
+def header(app) -> str:
+    """The cluster the header names (its left part, as plain text)."""
+    return str(app.screen.query_one(HeaderBar).query_one("#hb-left").content)
+
+
+def row_text(app, key: str) -> str:
+    return " ".join(c.plain for c in app.screen.query_one("#fleet", KeyedTable).get_row(key))
+
+
+def test_fleet_screen_snapshot(snap_compare):
+    assert snap_compare(FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=SIZE)
+
+
+async def test_enter_makes_a_cluster_the_subject_of_every_screen_on_snapshots():
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None)
+        assert "▶ prod-manager" in row_text(app, "prod-manager")
+        assert "unreachable" in row_text(app, "westus-2")
+        # an unreachable cluster cannot become the subject: nothing to show
+        table = app.screen.query_one("#fleet", KeyedTable)
+        table.move_cursor(row=2)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.fleet.subject == "prod-manager" and app.current_mode == "fleet"
+        table.move_cursor(row=1)
+        await pilot.press("enter")
+        assert await eventually(lambda: app.current_mode == "overview")
+        assert app.fleet.subject == "eastus-2"
+        assert app.screen.session is app.fleet.member("eastus-2").session
+        assert await eventually(lambda: "eastus-2" in header(app))
+        await pilot.press("3")  # every other screen reads the subject too
+        assert await eventually(lambda: app.current_mode == "queues")
+        assert app.screen.session is app.fleet.member("eastus-2").session
+        await pilot.press("0")
+        assert await eventually(lambda: app.current_mode == "fleet")
+        assert await eventually(lambda: "▶ eastus-2" in row_text(app, "eastus-2"))
+
+
+async def test_a_live_fleet_each_cluster_its_own_failure_domain():
+    async with SimFleet(2, interval=0.2, bookmark_interval=0.05) as sim:
+        await sim.down("taudash-worker-2")  # down before the dashboard connects
+        fleet = Fleet([FleetMember(c, source_type="sim") for c in sim.contexts])
+        fleet.start(str(sim.kubeconfig), retry=0.2)
+        try:
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            async with app.run_test(size=SIZE) as pilot:
+                mgr, w1, w2 = (fleet.member(c) for c in sim.contexts)
+                assert await eventually(lambda: mgr.state == "live" and w1.state == "live")
+                assert await eventually(lambda: w2.state == "unreachable")
+                await next_renders(app)
+                assert "manager" in row_text(app, "taudash-manager") and "live" in row_text(app, "taudash-manager")
+                assert await eventually(lambda: "worker" in row_text(app, "taudash-worker-1"))
+                assert "unreachable" in row_text(app, "taudash-worker-2")
+                # the worker comes back: its own retry finds it, the others never waited
+                await sim.restore("taudash-worker-2")
+                assert await eventually(lambda: w2.state == "live")
+                await next_renders(app)
+                assert "live" in row_text(app, "taudash-worker-2")
+                # a worker lost after it synced: its row turns stale, the others stay live
+                await sim.down("taudash-worker-2")
+                assert await eventually(lambda: "stale" in row_text(app, "taudash-worker-2"))
+                assert "live" in row_text(app, "taudash-manager") and "live" in row_text(app, "taudash-worker-1")
+                # Enter on worker-1: the other screens show it, read-only
+                app.screen.query_one("#fleet", KeyedTable).move_cursor(row=1)
+                await pilot.press("enter")
+                assert await eventually(lambda: app.current_mode == "overview")
+                assert app.session is w1.session and app.session.read_only
+                assert await eventually(lambda: "taudash-worker-1" in header(app))
+        finally:
+            await fleet.stop()
+
+
+def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path):
+    """`taudash --context a --context b` builds one member per context (the app itself is not run here)."""
+    from taudash.cli import main
+
+    seen: list[list[str]] = []
+
+    async def run_async(self):
+        seen.append([m.context for m in self.fleet.members])
+        assert all(m.session.read_only for m in self.fleet.members)
+
+    monkeypatch.setattr(FleetApp, "run_async", run_async)
+    kc = tmp_path / "kc"
+    kc.write_text("apiVersion: v1\nkind: Config\n")
+    assert main(["--context", "a", "--kubeconfig", str(kc), "--context", "b"]) == 0
+    assert seen == [["a", "b"]]
+    assert main(["demo", "--fleet", "0"]) == 2
+    assert main(["demo", "--fleet", "1"]) == 0  # the demo as manager and one simulated worker
+    assert seen[-1] == ["taudash-manager", "taudash-worker-1"]
