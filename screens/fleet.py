@@ -72,7 +72,7 @@ enter       make that cluster the subject of every other screen"""
             super().__init__()
             self.context = context
 
-    @property  # type: ignore[override]
+    @property
     def session(self) -> Session:
         """The subject's session: the app's, which changes when another cluster is selected."""
         try:

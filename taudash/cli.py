@@ -86,7 +86,7 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     for name, values in given.items():
         if values and name not in uses:
             raise UsageError(f"{GLOBAL_OPTIONS[name][0]} does not apply to {command}")
-    repeatable = getattr(args, "_repeatable", frozenset())
+    repeatable: frozenset[str] = getattr(args, "_repeatable", frozenset())
     for name in SCALARS:
         distinct = list(dict.fromkeys(given[name]))
         if len(distinct) > 1 and name not in repeatable:

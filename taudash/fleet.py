@@ -54,7 +54,7 @@ def all_contexts(kubeconfig: str | None) -> list[str]:
                 doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
             except (OSError, yaml.YAMLError) as exc:
                 raise UsageError(f"kubeconfig {p}: {exc}") from None
-            names = [c.get("name") for c in doc.get("contexts") or () if isinstance(c, dict) and c.get("name")]
+            names = [str(c["name"]) for c in doc.get("contexts") or () if isinstance(c, dict) and c.get("name")]
             if not names:
                 raise UsageError(f"kubeconfig {p}: no contexts")
             return list(dict.fromkeys(names))

@@ -259,7 +259,7 @@ class SimFleet:
             want = ("True", "Active", "Connected") if up else (
                 "False", "ClientConnectionFailed", f"Get \"{w.api.url}/api\": connect: connection refused")
             conds = (mc.get("status") or {}).get("conditions") or []
-            cur = next((c for c in conds if c.get("type") == "Active"), {})
+            cur: dict[str, Any] = next((c for c in conds if c.get("type") == "Active"), {})
             if (cur.get("status"), cur.get("reason")) != want[:2]:
                 m.update_status({**mc, "status": {"conditions": _with(conds, "Active", *want, now)}})
 
