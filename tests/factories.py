@@ -803,3 +803,14 @@ def blocker_names(view) -> list[tuple[str, str]]:
 def pool_flavor(view, name: str):
     """The pool view's flavor `name`."""
     return next(f for f in view.flavors if f.name == name)
+
+
+def workload_holding_gpus(gpus: int, name: str = "local-job", ns: str = "train", queue: str = "multikueue") -> dict:
+    """A Workload that holds `gpus` GPUs of its queue's quota (QuotaReserved=True): fills a simulated worker."""
+    return {"apiVersion": KQ, "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "resources": {
+                    "requests": {"nvidia.com/gpu": str(gpus)}}}]}}}]},
+            "status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                       "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import yaml
+from factories import workload_holding_gpus
 
 from taudash.sim.fleet import ORIGIN_LABEL, SimFleet
 
@@ -12,17 +13,6 @@ RUNNING = ("job-remote-pretrain-a-7c9e3", "train")  # the demo's Workload runnin
 
 def cond(o: dict, type_: str) -> str | None:
     return next((c["status"] for c in (o.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
-
-
-def filler(gpus: int) -> dict:
-    """An admitted Workload on a worker that takes `gpus` of its quota."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": "local-job", "namespace": "train"},
-            "spec": {"queueName": "multikueue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "resources": {
-                    "requests": {"nvidia.com/gpu": str(gpus)}}}]}}}]},
-            "status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
-                                       "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}
 
 
 async def test_fleet_serves_every_cluster_in_one_kubeconfig():
@@ -68,7 +58,7 @@ async def test_first_worker_to_admit_wins_and_other_mirrors_are_removed():
 async def test_no_room_anywhere_keeps_nominations_until_a_worker_admits():
     async with SimFleet(2, gpus=8, interval=None) as fleet:
         w1, w2 = (w.db for w in fleet.workers)
-        w1.create(filler(8), with_status=True)  # worker-1 full; worker-2 is full with the running Workload
+        w1.create(workload_holding_gpus(8), with_status=True)  # worker-1 full; worker-2 is full with the running Workload
         fleet.dispatch()
         st = fleet.manager.db.get("workloads", *PENDING)["status"]
         assert "clusterName" not in st
