@@ -68,8 +68,10 @@ class TaudashApp(App):
     ]
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
-                 workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = ()) -> None:
+                 workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = (),
+                 notices: Iterable[str] = ()) -> None:
         super().__init__()
+        self.notices = tuple(notices)  # said once the dashboard shows (how to reach the demo cluster)
         self.session = session
         self.clock = clock or utc_now
         self.tick = tick
@@ -91,6 +93,8 @@ class TaudashApp(App):
             more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
             self.notify(f"skipped objects the source could not load: {first}{more}", severity="warning",
                         markup=False, timeout=10)
+        for text in self.notices:
+            self.notify(text, markup=False, timeout=20)
         self._schedule()
 
     def _schedule(self) -> None:
