@@ -98,7 +98,8 @@ def access_findings(ctx: RuleContext) -> list[Finding]:
         when = ""
         if since is not None:
             at = datetime.fromtimestamp(since, tz=ctx.now.tzinfo or datetime.now().astimezone().tzinfo)
-            when = f" since {at.strftime('%H:%M:%S')} ({int(max(0.0, ctx.now.timestamp() - since))} s)"
+            zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""
+            when = f" since {at.strftime('%H:%M:%S')}{zone} ({int(max(0.0, ctx.now.timestamp() - since))} s)"
         return [
             finding(
                 Severity.CRITICAL,

@@ -48,7 +48,8 @@ def stale_since(since: float | None, now: datetime) -> str:
     if since is None:
         return "stale"
     at = datetime.fromtimestamp(since, tz=now.tzinfo or datetime.now().astimezone().tzinfo)
-    return f"stale since {at.strftime('%H:%M:%S')} ({_age(max(0.0, now.timestamp() - since))})"
+    zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""
+    return f"stale since {at.strftime('%H:%M:%S')}{zone} ({_age(max(0.0, now.timestamp() - since))})"
 
 
 class HeaderBar(Widget):

@@ -29,7 +29,7 @@ def test_every_kind_failing_is_one_outage_since_the_first_failure():
     found = access_findings(RuleContext(store=s, now=NOW))
     assert [f.rule for f in found] == ["API-UNREACHABLE"]
     assert found[0].severity == "critical"
-    assert "since 11:59:30" in found[0].message and "(30 s)" in found[0].message
+    assert "since 11:59:30Z (30 s)" in found[0].message and "(30 s)" in found[0].message
 
 
 def test_a_readable_or_answering_kind_means_the_api_is_there():
@@ -45,3 +45,14 @@ def test_nothing_failing_is_no_outage():
     assert api_outage(store_with(AccessState.SYNCED).access_states()) is None
     assert api_outage(store_with(AccessState.ABSENT).access_states()) is None
     assert access_findings(RuleContext(store=store_with(AccessState.SYNCED), now=NOW)) == []
+
+
+def test_header_says_since_when_in_the_clock_zone():
+    from datetime import timedelta, timezone
+
+    from taudash.screens.widgets.header_bar import stale_since
+
+    assert stale_since(NOW.timestamp() - 90, NOW) == "stale since 11:58:30Z (90 s)"
+    cet = NOW.astimezone(timezone(timedelta(hours=1)))
+    assert stale_since(NOW.timestamp() - 90, cet) == "stale since 12:58:30 (90 s)"
+    assert stale_since(None, NOW) == "stale"
