@@ -142,8 +142,8 @@ def status_lines(view: ClusterView, tones: Tones, frame: Frame | None = None) ->
         counts[key] = counts.get(key, 0) + 1
         stale += w.stale
     t = span("WORKSPACES ", tones.heading)
-    if why(WORKSPACE_KINDS):
-        _unknown(t, why(WORKSPACE_KINDS), tones)
+    if reason := why(WORKSPACE_KINDS):
+        _unknown(t, reason, tones)
     elif not view.workspaces:
         t.append("none", style=tones.muted)
     else:
@@ -181,8 +181,8 @@ def status_lines(view: ClusterView, tones: Tones, frame: Frame | None = None) ->
             t.append(lit(", ".join(u.resource for u in d.unknown), tones.warn))
     t.append("\nPROFILES ", style=tones.heading)
     p = view.profiles
-    if why(PROFILE_KINDS):
-        _unknown(t, why(PROFILE_KINDS), tones)
+    if reason := why(PROFILE_KINDS):
+        _unknown(t, reason, tones)
     elif not p.applicable:
         t.append("– not applicable (TauGrid not installed)", style=tones.muted)
     elif not p.profiles and not p.checks:
@@ -203,8 +203,8 @@ def status_lines(view: ClusterView, tones: Tones, frame: Frame | None = None) ->
     mk = view.multikueue
     if mk.state == "NotConfigured":
         t.append("– not configured", style=tones.muted)
-    elif why(MK_KINDS):
-        _unknown(t, why(MK_KINDS), tones)
+    elif reason := why(MK_KINDS):
+        _unknown(t, reason, tones)
     else:
         t.append(tones.mark("ok" if mk.state == "Ready" else "bad", mk.state))
         active = sum(1 for w in mk.workers if w.active)

@@ -41,7 +41,7 @@ def sort_key(text: str) -> tuple:
     t = text.strip()
     if not t or t in ("–", "-"):
         return ((2, ""),)
-    out = []
+    out: list[tuple[int, float | str]] = []
     for i, part in enumerate(_NUMBER.split(t)):
         if i % 2:
             out.append((0, float(part)))
