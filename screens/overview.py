@@ -230,6 +230,7 @@ DRAINS       workspaces being deleted or retargeted, and what blocks them.
 FINDINGS     everything the rules found, most severe first.
 
 enter        open the highlighted finding's object
+o / O        sort the findings by the next column / reverse it (a header click too)
 click        a tile opens its screen (pool → 2, workspaces/drains → 4, profiles → 7, MultiKueue → 6)"""
 
     def frame_signature(self, frame: Frame) -> tuple | None:
