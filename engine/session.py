@@ -24,6 +24,7 @@ from .model import BY_KIND, KINDS
 from .model.kinds import TAU, WORKLOAD_SOURCES
 from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
+from .rules.cluster import api_outage
 from .store import AccessState, Store
 from .view import ClusterView, SourceInfo, derive
 
@@ -67,6 +68,11 @@ class Freshness:
     revision: int
     problems: tuple[SyncProblem, ...] = ()
     read_only_why: str = ""  # who asked for read-only mode (flag, env, config file); "" for a snapshot
+    # The whole API lost (every kind failing, none readable): the first moment data went stale (epoch
+    # seconds) and why. Every figure derived from the store is then last-known or unknown.
+    unreachable: bool = False
+    unreachable_since: float | None = None
+    unreachable_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,9 @@ class Session:
         ts = now.timestamp()
         last = self.store.last_event_at
         problems = []
-        for kind, acc in sorted(self.store.access_states().items()):
+        states = self.store.access_states()
+        outage = api_outage(states)
+        for kind, acc in sorted(states.items()):
             info = BY_KIND[kind]
             if acc.state is AccessState.SYNCED or (acc.state is AccessState.ABSENT and info.optional):
                 continue
@@ -243,6 +251,9 @@ class Session:
             revision=self.store.revision,
             problems=tuple(problems),
             read_only_why=self.read_only_why if self.read_only else "",
+            unreachable=outage is not None,
+            unreachable_since=outage[0] if outage else None,
+            unreachable_why=outage[1] if outage else "",
         )
 
     def frame(self, now: datetime) -> Frame:

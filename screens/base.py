@@ -45,6 +45,8 @@ class DashScreen(Screen):
     BINDINGS = [
         Binding("slash", "filter", "filter", show=False),
         Binding("escape", "back", "back", show=False),
+        Binding("o", "sort_next", "sort by the next column", show=False),
+        Binding("O", "sort_reverse", "reverse the sort", show=False),
     ]
 
     def __init__(self, session: Session, nav: str | None = None) -> None:
@@ -162,6 +164,27 @@ class DashScreen(Screen):
         table.set_filter(parse_filter(event.raw), self.labels_of)
         if event.done:
             table.focus()
+
+    def action_sort_next(self) -> None:
+        table = self.filter_table
+        if table is None:
+            self.notify("this screen has no table to sort", severity="warning")
+            return
+        table.cycle_sort()
+        self._sort_notice(table)
+
+    def action_sort_reverse(self) -> None:
+        table = self.filter_table
+        if table is None:
+            self.notify("this screen has no table to sort", severity="warning")
+            return
+        table.reverse_sort()
+        self._sort_notice(table)
+
+    def _sort_notice(self, table: KeyedTable) -> None:
+        col = next((c.label for c in table.spec if c.key == table.sort_column), None)
+        self.notify(f"sorted by {col or 'its column'} {'▼' if table.sort_reverse else '▲'}" if col
+                    else "the screen's own order", timeout=2)
 
     def action_back(self) -> None:
         bar = self.query_one(FilterBar)

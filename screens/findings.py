@@ -29,6 +29,7 @@ the object it is about. The pane below shows the highlighted finding's message a
 
 s       cycle the severity filter: all → critical → warning → info
 /       filter: sev:warn  rule:POOL  kind:ClusterQueue  ns:eval  or any text
+o / O   sort by the next column / reverse it (a header click too); past the last column: by severity
 enter   open the finding's object (conditions, related objects, YAML)"""
 
     BINDINGS = [Binding("s", "cycle_severity", "severity", show=False)]

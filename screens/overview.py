@@ -22,9 +22,36 @@ from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
 
+# The kinds each overview figure is derived from: while one of them cannot be read, the figure is "?"
+# with the reason, never a number, a 0 or a ✖ computed from stale or missing data.
+POOL_KINDS = ("Node", "ClusterQueue", "ResourceFlavor", "Cohort", "TauCluster", "TauTeam")
+BORROW_KINDS = ("ClusterQueue", "Cohort")
+WORKSPACE_KINDS = ("TauWorkspace",)
+PROFILE_KINDS = ("TauCluster", "TauWorkspace")
+MK_KINDS = ("MultiKueueConfig", "MultiKueueCluster", "AdmissionCheck", "TauCluster")
+
+
+def unknown_reason(frame: Frame, kinds: tuple[str, ...]) -> str | None:
+    """Why a figure derived from `kinds` is unknown right now (None: all of them are readable)."""
+    fresh = frame.freshness
+    if fresh.unreachable:
+        return "API unreachable"
+    # an API that is not served is a fact the rules read (plain Kueue, no MultiKueue), not an unknown
+    bad = [p for p in fresh.problems if p.kind in kinds and p.state != "Absent"]
+    if not bad:
+        return None
+    text = ", ".join(f"{p.resource} {p.state.lower()}" for p in bad[:2])
+    return text + (f" +{len(bad) - 2} more" if len(bad) > 2 else "")
+
+
+def _unknown(t: Text, why: str, tones: Tones) -> Text:
+    t.append(f"? unknown — {why}", style=tones.unknown)
+    return t
+
 
 def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False) -> Table:
     view = frame.view
+    unknown = unknown_reason(frame, POOL_KINDS) is not None
     t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
     t.add_column("flavor", no_wrap=True, overflow="ellipsis", max_width=24)
     t.add_column("nodes", justify="right")
@@ -47,6 +74,11 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
         name = lit(short_flavor(f.name) if short else f.name)
         if f.disappeared:
             name.append(" (gone)", style=tones.warn)
+        if unknown:  # the last figures read are not shown as if they held now
+            q = span("?", tones.unknown)
+            t.add_row(name, q, q, bar(None, None, bar_width, tones), q, q, q,
+                      sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v))
+            continue
         t.add_row(
             name,
             f"{f.nodes}/{f.nodes + len(f.excluded)}",
@@ -60,8 +92,10 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
     return t
 
 
-def borrowing_line(view: ClusterView, tones: Tones) -> Text:
+def borrowing_line(view: ClusterView, tones: Tones, unknown: str | None = None) -> Text:
     t = span("BORROWING ", tones.heading)
+    if unknown:
+        return _unknown(t, unknown, tones)
     parts: list[Text] = []
     for c in view.cohorts:
         per_q = []
@@ -97,7 +131,10 @@ def borrowing_line(view: ClusterView, tones: Tones) -> Text:
     return t
 
 
-def status_lines(view: ClusterView, tones: Tones) -> Text:
+def status_lines(view: ClusterView, tones: Tones, frame: Frame | None = None) -> Text:
+    def why(kinds: tuple[str, ...]) -> str | None:
+        return unknown_reason(frame, kinds) if frame is not None else None
+
     counts = {"Ready": 0, "Pending": 0, "Degraded": 0}
     stale = 0
     for w in view.workspaces:
@@ -105,7 +142,9 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
         counts[key] = counts.get(key, 0) + 1
         stale += w.stale
     t = span("WORKSPACES ", tones.heading)
-    if not view.workspaces:
+    if reason := why(WORKSPACE_KINDS):
+        _unknown(t, reason, tones)
+    elif not view.workspaces:
         t.append("none", style=tones.muted)
     else:
         t.append(tones.mark("ok", f"{counts['Ready']} Ready"))
@@ -135,12 +174,16 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
         t.append(f": {d.state}", style=tones.of(tone))
         if d.blockers:
             t.append(f", {plural(len(d.blockers), 'blocker')}")
-        if d.unknown:
+        if d.unknown and frame is not None and frame.freshness.unreachable:
+            t.append(", API unreachable", style=tones.warn)
+        elif d.unknown:
             t.append(", unreadable: ")
             t.append(lit(", ".join(u.resource for u in d.unknown), tones.warn))
     t.append("\nPROFILES ", style=tones.heading)
     p = view.profiles
-    if not p.applicable:
+    if reason := why(PROFILE_KINDS):
+        _unknown(t, reason, tones)
+    elif not p.applicable:
         t.append("– not applicable (TauGrid not installed)", style=tones.muted)
     elif not p.profiles and not p.checks:
         t.append("– none declared", style=tones.muted)
@@ -160,6 +203,8 @@ def status_lines(view: ClusterView, tones: Tones) -> Text:
     mk = view.multikueue
     if mk.state == "NotConfigured":
         t.append("– not configured", style=tones.muted)
+    elif reason := why(MK_KINDS):
+        _unknown(t, reason, tones)
     else:
         t.append(tones.mark("ok" if mk.state == "Ready" else "bad", mk.state))
         active = sum(1 for w in mk.workers if w.active)
@@ -185,6 +230,7 @@ DRAINS       workspaces being deleted or retargeted, and what blocks them.
 FINDINGS     everything the rules found, most severe first.
 
 enter        open the highlighted finding's object
+o / O        sort the findings by the next column / reverse it (a header click too)
 click        a tile opens its screen (pool → 2, workspaces/drains → 4, profiles → 7, MultiKueue → 6)"""
 
     def frame_signature(self, frame: Frame) -> tuple | None:
@@ -204,7 +250,12 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
 
     def render_frame(self, frame: Frame) -> None:
         view, tones = frame.view, self.tones
-        self.query_one("#ov-pool-title", Static).update(pool_summary(view, tones))
+        title = pool_summary(view, tones)
+        pool_why = unknown_reason(frame, POOL_KINDS)
+        if pool_why and view.pool.mode != "None":
+            title.append(" · ")
+            _unknown(title, pool_why, tones)
+        self.query_one("#ov-pool-title", Static).update(title)
         pool = self.query_one("#ov-pool", Static)
         pool.display = bool(view.pool.flavors)
         if view.pool.flavors:
@@ -214,8 +265,8 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
         note.display = bool(view.pool.flavors)
         note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that work runs",
                          style=tones.muted))
-        self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones))
-        self.query_one("#ov-status", Static).update(status_lines(view, tones))
+        self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones, unknown_reason(frame, BORROW_KINDS)))
+        self.query_one("#ov-status", Static).update(status_lines(view, tones, frame))
         self.query_one("#findings", KeyedTable).sync(finding_rows(view, tones, self.row_cache("findings")))
 
     def on_click(self, event: Click) -> None:

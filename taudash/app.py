@@ -21,6 +21,7 @@ from taudash.engine.session import Frame, Session
 from taudash.screens.base import DashScreen
 from taudash.screens.confirm import ConfirmScreen
 from taudash.screens.help import HelpScreen
+from taudash.screens.jump import JumpScreen, resolve
 from taudash.screens.messages import (
     AbortWorkflow,
     Navigate,
@@ -62,11 +63,15 @@ class TaudashApp(App):
         *(Binding(e.key, f"go('{e.name}')", e.title, show=False) for e in REGISTRY.keyed() if e.key),
         Binding("question_mark", "help", "help", show=False),
         Binding("q", "quit", "quit", show=False),
+        Binding("ctrl+c", "quit", "quit", show=False),  # a selection is copied first (the screen's binding)
+        Binding("colon", "jump", "jump", show=False),
     ]
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
-                 workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = ()) -> None:
+                 workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = (),
+                 notices: Iterable[str] = ()) -> None:
         super().__init__()
+        self.notices = tuple(notices)  # said once the dashboard shows (how to reach the demo cluster)
         self.session = session
         self.clock = clock or utc_now
         self.tick = tick
@@ -88,6 +93,8 @@ class TaudashApp(App):
             more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
             self.notify(f"skipped objects the source could not load: {first}{more}", severity="warning",
                         markup=False, timeout=10)
+        for text in self.notices:
+            self.notify(text, markup=False, timeout=20)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -143,6 +150,27 @@ class TaudashApp(App):
                 self.pop_screen()
         else:
             self.switch_mode(name)
+
+    def action_jump(self) -> None:
+        """`:` as in k9s: a screen, an object, or :q."""
+        if isinstance(self.screen, JumpScreen):
+            return
+        self.push_screen(JumpScreen(), self.jump)
+
+    def jump(self, line: str | None) -> None:
+        if line is None:
+            return
+        s = self.session
+        target = resolve(line, system_namespace=s.config.system_namespace,
+                         exists=lambda kind, name, ns: s.get(kind, name, ns) is not None)
+        if target.error:
+            self.notify(target.error, severity="warning", markup=False)
+        elif target.quit:
+            self.call_later(self.action_quit)
+        elif target.screen:
+            self.action_go(target.screen)
+        elif target.ref is not None:
+            self.post_message(OpenObject(target.ref))
 
     def on_navigate(self, message: Navigate) -> None:
         self.action_go(message.screen)

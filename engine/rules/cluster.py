@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from ..model import BY_KIND, Condition
-from ..store import AccessState
+from ..store import Access, AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .workspaces import ConditionRow
 
@@ -78,8 +78,41 @@ def derive_teams(ctx: RuleContext) -> list[TeamSummary]:
     ]
 
 
+def api_outage(states: dict[str, Access]) -> tuple[float | None, str] | None:
+    """(since, why) when the whole API is lost: some kind is in Error and none is Synced, Syncing or
+    Forbidden (a Forbidden answer means the server answered). None otherwise. `since` is the earliest
+    moment a kind went stale (epoch seconds), `why` the first failing kind's message."""
+    errors = [a for _, a in sorted(states.items()) if a.state is AccessState.ERROR]
+    if not errors or any(a.state in (AccessState.SYNCED, AccessState.SYNCING, AccessState.FORBIDDEN)
+                         for a in states.values()):
+        return None
+    stamps = [a.since for a in errors if a.since is not None]
+    return (min(stamps) if stamps else None), next((a.message for a in errors if a.message), "")
+
+
 def access_findings(ctx: RuleContext) -> list[Finding]:
-    """One finding per kind that is forbidden or failing: verdicts that need it are Unknown."""
+    """One finding per kind that is forbidden or failing: verdicts that need it are Unknown. While the
+    whole API is unreachable, one API-UNREACHABLE finding instead of one per kind."""
+    outage = api_outage(ctx.store.access_states())
+    if outage is not None:
+        since, why = outage
+        when = ""
+        if since is not None:
+            at = datetime.fromtimestamp(since, tz=ctx.now.tzinfo or datetime.now().astimezone().tzinfo)
+            zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""
+            when = f" since {at.strftime('%H:%M:%S')}{zone} ({int(max(0.0, ctx.now.timestamp() - since))} s)"
+        return [
+            finding(
+                Severity.CRITICAL,
+                "API-UNREACHABLE",
+                "Resource",
+                "every resource",
+                None,
+                f"the Kubernetes API is unreachable{when}: every kind is stale, every verdict that needs "
+                "fresh data is Unknown" + (f" — {why}" if why else ""),
+                "check the API server, the network path and the kubeconfig; taudash reconnects on its own",
+            )
+        ]
     out = []
     for kind, acc in ctx.store.access_states().items():
         if acc.state not in (AccessState.FORBIDDEN, AccessState.ERROR):

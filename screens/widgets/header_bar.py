@@ -43,6 +43,15 @@ def _captured(observed_at: str | None, now: datetime, wide: bool) -> str:
     return f"{age} ({ts.strftime('%Y-%m-%d %H:%M:%SZ')})" if wide else age
 
 
+def stale_since(since: float | None, now: datetime) -> str:
+    """'stale since 13:58:02 (12 s)' in the clock's own time zone."""
+    if since is None:
+        return "stale"
+    at = datetime.fromtimestamp(since, tz=now.tzinfo or datetime.now().astimezone().tzinfo)
+    zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""
+    return f"stale since {at.strftime('%H:%M:%S')}{zone} ({_age(max(0.0, now.timestamp() - since))})"
+
+
 class HeaderBar(Widget):
     DEFAULT_CSS = """
     HeaderBar {
@@ -88,7 +97,9 @@ class HeaderBar(Widget):
         t.append(f" {fresh.mode} ", style=tones.badge_mode)
         t.append(" ")
         if src.type in ("kube", "sim"):  # a live source: seconds since the last watch event
-            if fresh.age is None:
+            if fresh.unreachable:
+                t.append(f"● {stale_since(fresh.unreachable_since, frame.now)}", style=tones.bad)
+            elif fresh.age is None:
                 t.append("● waiting for the first event", style=tones.warn)
             else:
                 tone = tones.ok if fresh.age < 5 else tones.warn if fresh.age < 60 else tones.bad
@@ -122,6 +133,17 @@ class HeaderBar(Widget):
 
     @staticmethod
     def _problems(frame: Frame, tones: Tones) -> Text | None:
+        fresh = frame.freshness
+        if fresh.unreachable:  # one cluster-level line, not one entry per kind
+            t = Text(end="", no_wrap=True, overflow="ellipsis")
+            t.append(" ✖ API unreachable", style=tones.bad)
+            if fresh.unreachable_since is not None:
+                t.append(f" — {stale_since(fresh.unreachable_since, frame.now)}", style=tones.bad)
+            t.append("  figures are last known or ?; verdicts that need fresh data are Unknown", style=tones.muted)
+            if fresh.unreachable_why:
+                t.append("  ")
+                t.append(lit(fresh.unreachable_why, tones.muted))
+            return t
         probs = frame.freshness.problems
         if not frame.view.profiles.applicable:  # plain Kueue: TauGrid APIs not served is expected, not unknown
             probs = tuple(p for p in probs if not (p.state == "Absent" and p.kind in ("TauCluster", "TauTeam", "TauWorkspace")))

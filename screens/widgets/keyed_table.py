@@ -8,6 +8,8 @@ fixed widths so the layout does not jitter as data changes; one `flex` column ta
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +30,24 @@ MORE_KEY = "\x00more"  # the last row of a page when more rows follow
 # Rows handed to the DataTable at once: past this a table pages (] next, [ previous). Each row added
 # is measured by the DataTable, so a page is what a first paint costs: ~4 screens of rows.
 PAGE_ROWS = 100
+# The sort each table was left with, per app and (screen, table): kept for the session, in memory only.
+_SORTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NUMBER = re.compile(r"((?:(?<![\w.])-)?\d+(?:\.\d+)?)")  # "-8" negative, "ws-10" not
+
+
+def sort_key(text: str) -> tuple:
+    """A natural order: numbers by value ("9" before "10", "-8" before "4"), words case-blind, empty
+    cells ("", "–") last in an ascending sort."""
+    t = text.strip()
+    if not t or t in ("–", "-"):
+        return ((2, ""),)
+    out: list[tuple[int, float | str]] = []
+    for i, part in enumerate(_NUMBER.split(t)):
+        if i % 2:
+            out.append((0, float(part)))
+        elif part.strip():
+            out.append((1, part.strip().casefold()))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,9 @@ class KeyedTable(DataTable):
         self._counted: tuple[int, int, str] | None = None
         self.page = 0  # which PAGE_ROWS-sized page of the filtered rows is on screen
         self._on_screen: dict[str, Row] = {}  # the Row each key was last drawn from
+        self.sort_column: str | None = None  # None: the order the screen gives (its own ranking)
+        self.sort_reverse = False
+        self._sort_cache: dict[int, tuple[Row, tuple]] = {}  # id(row) → (row, its sort key)
 
     # public ------------------------------------------------------------------------------
     @property
@@ -158,6 +181,82 @@ class KeyedTable(DataTable):
         """Keys of the rows on screen, in order (the empty and "more" placeholders excluded)."""
         return [k for k in self._keys_on_screen() if k not in (EMPTY_KEY, MORE_KEY)]
 
+    # sorting -----------------------------------------------------------------------------
+    def set_sort(self, column: str | None, reverse: bool = False) -> None:
+        """Sort the rows by `column` (stable: equal cells keep the screen's order); None: the screen's order."""
+        if column is not None and column not in {c.key for c in self.spec}:
+            raise ValueError(f"no column {column!r}")
+        if (column, reverse and column is not None) == (self.sort_column, self.sort_reverse):
+            return
+        self.sort_column, self.sort_reverse = column, bool(reverse and column is not None)
+        self._sort_cache = {}
+        self._remember()
+        self._built_width = None  # the header shows ▲/▼ on the sorted column
+        self._apply()
+
+    def cycle_sort(self) -> None:
+        """The next column, ascending; after the last one, the screen's own order again."""
+        keys = [c.key for c in self.spec]
+        if self.sort_column is None:
+            self.set_sort(keys[0])
+        else:
+            i = keys.index(self.sort_column) + 1
+            self.set_sort(keys[i] if i < len(keys) else None)
+
+    def reverse_sort(self) -> None:
+        self.set_sort(self.sort_column or self.spec[0].key, not self.sort_reverse)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column header sorts by it; a second click reverses."""
+        if event.data_table is not self:
+            return
+        event.stop()
+        col = event.column_key.value
+        if col == self.sort_column:
+            self.set_sort(col, not self.sort_reverse)
+        else:
+            self.set_sort(col)
+
+    def _memory_key(self) -> tuple | None:
+        try:
+            screen = self.screen
+        except Exception:  # noqa: BLE001 - not mounted yet
+            return None
+        return (type(screen).__name__, self.id or tuple(c.key for c in self.spec))
+
+    def _remember(self) -> None:
+        key = self._memory_key()
+        if key is not None and self.is_attached:
+            _SORTS.setdefault(self.app, {})[key] = (self.sort_column, self.sort_reverse)
+
+    def _recall(self) -> None:
+        key = self._memory_key()
+        if key is None:
+            return
+        col, rev = _SORTS.get(self.app, {}).get(key, (None, False))
+        if col is not None and col in {c.key for c in self.spec}:
+            self.sort_column, self.sort_reverse = col, rev
+
+    def _sorted(self, rows: list[Row]) -> list[Row]:
+        col = self.sort_column
+        if col is None:
+            return rows
+        at = [c.key for c in self.spec].index(col)
+        cache, new = self._sort_cache, {}
+        for r in rows:
+            hit = cache.get(id(r))
+            if hit is None or hit[0] is not r:
+                cells = r.cells() if callable(r.cells) else r.cells
+                v = cells[at] if at < len(cells) else ""
+                hit = (r, sort_key(v.plain if isinstance(v, Text) else str(v)))
+            new[id(r)] = hit
+        self._sort_cache = new
+        if self.sort_reverse:  # empty cells stay last; equal cells keep the screen's order
+            full = [r for r in rows if new[id(r)][1] != ((2, ""),)]
+            empty = [r for r in rows if new[id(r)][1] == ((2, ""),)]
+            return sorted(full, key=lambda r: new[id(r)][1], reverse=True) + empty
+        return sorted(rows, key=lambda r: new[id(r)][1])
+
     def action_page(self, step: int) -> None:
         pages = max(1, -(-self.shown // PAGE_ROWS))
         page = min(max(0, self.page + step), pages - 1)
@@ -181,18 +280,21 @@ class KeyedTable(DataTable):
         widths = self._widths()
         self.clear(columns=True)
         for c in self.spec:
-            self.add_column(Text(c.label, justify="right" if c.right else "left"), key=c.key, width=widths[c.key])
+            label = c.label
+            if c.key == self.sort_column:
+                label += " ▼" if self.sort_reverse else " ▲"
+            self.add_column(Text(label, justify="right" if c.right else "left"), key=c.key, width=widths[c.key])
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
         if not self._filter.active:
-            return self._rows
+            return self._sorted(self._rows)
         out = []
         for r in self._rows:
             m = r.row_meta()
             if m is None or self._filter.matches(m, self._labels_of):
                 out.append(r)
-        return out
+        return self._sorted(out)
 
     def _placeholder(self) -> Row:
         text = f"no rows match “{self._filter.raw}”" if self._rows else self.empty_text
@@ -304,6 +406,7 @@ class KeyedTable(DataTable):
         self.show_cursor = False
 
     def on_mount(self) -> None:
+        self._recall()
         self.show_cursor = self.has_focus and bool(self.visible_keys())
 
     def on_resize(self, event: Resize) -> None:

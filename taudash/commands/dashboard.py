@@ -8,8 +8,10 @@ token) and runs the dashboard against it through the same live source a real clu
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from taudash.engine.actions import Actions, AuditLog
 from taudash.engine.history import DEMO_CLUSTER_KEY, HistoryReader, Recorder, RecorderThread, cluster_key
@@ -61,14 +63,46 @@ def run_demo(args) -> int:
     return asyncio.run(_demo(args))
 
 
+def demo_kubeconfig() -> Path:
+    """Where the demo writes its cluster's kubeconfig: the same private path every run (a 0700
+    directory under the state dir; the file is 0600, it holds the bearer token), so a second terminal
+    can keep `export KUBECONFIG=` pointing at it."""
+    d = state_dir() / "demo"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(d, 0o700)
+    return d / "kubeconfig"
+
+
+def reach_notice(kubeconfig: Path) -> str:
+    from .sim import second_terminal
+
+    return (f"the demo cluster from a second terminal: {second_terminal(kubeconfig)} "
+            "(then kubectl get clusterqueues, or taudash)")
+
+
 async def _demo(args) -> int:
     from taudash.sim.server import SimServer
 
-    async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed, kueue_version="0.19") as sim:
-        if args.status:
-            return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))
-        return await _live_dashboard(args, context=None, kubeconfig=str(sim.kubeconfig), demo=True,
-                                     source_type="sim")
+    path = demo_kubeconfig()
+    async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed, kueue_version="0.19",
+                         kubeconfig=path) as sim:
+        try:
+            if args.status:
+                return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))
+            print(f"taudash: {reach_notice(path)}", file=sys.stderr)
+            return await _live_dashboard(args, context=None, kubeconfig=str(sim.kubeconfig), demo=True,
+                                         source_type="sim", notices=(reach_notice(path),))
+        finally:
+            _remove_if_ours(path, sim.api.token)
+
+
+def _remove_if_ours(path: Path, token: str | None) -> None:
+    """The cluster is gone with the demo: remove its kubeconfig, unless another demo wrote it since."""
+    try:
+        if token and token in path.read_text(encoding="utf-8"):
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _status_once(args, kubeconfig: str) -> int:
@@ -110,7 +144,7 @@ def run_default(args) -> int:
                                        source_type="kube"))
 
 
-async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str) -> int:
+async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str, notices: tuple[str, ...] = ()) -> int:
     from ..cli import read_only_of
 
     try:
@@ -155,7 +189,8 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         attach_history(session, HistoryReader.for_cluster(key), datetime.now(UTC))
         history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
         try:
-            await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None).run_async()
+            await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None,
+                             notices=notices).run_async()
         finally:
             history.stop()
             session.history_reader.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import signal
 import sys
 
@@ -23,6 +24,11 @@ controllers (TauGrid, Kueue, workloads, nodes) on a simulated clock: --speed sim
 per wall second, every random choice from --seed (same seed and snapshot, same story).
 --scenario FILE scripts events and knobs (docs/simulator.md); --no-controllers serves the
 snapshot frozen, changing only when a client writes."""
+
+
+def second_terminal(kubeconfig) -> str:
+    """How another terminal reaches the cluster: its kubeconfig as the environment variable."""
+    return f"export KUBECONFIG={shlex.quote(str(kubeconfig))}"
 
 
 def register(sub, add_source_args) -> None:
@@ -155,6 +161,8 @@ async def _serve(args) -> int:
         print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
         print(f"kubeconfig: {sim.kubeconfig}", flush=True)
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
+        print(f"or:         {second_terminal(sim.kubeconfig)}   (in a second terminal: kubectl and taudash "
+              "then reach this cluster)", flush=True)
         k = sim.kueue
         print(f"kueue:      {k.name} ({k.release}): serves {', '.join(k.served)}, stores {k.storage}", flush=True)
         print(f"validation: {sim.validation}", flush=True)
