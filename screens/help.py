@@ -19,8 +19,10 @@ enter    drill down: workspace detail, object detail (conditions, related object
 esc      back (and: close the filter, clear a filter)
 /        filter the table: words, kind:Job,RayJob  ns:eval*  label:k=v  label:k  sev:warn  rule:POOL
 ?        this help
-ctrl+p   palette: go to any screen or object by name
-q        quit
+ctrl+p   palette: go to any screen or object by name (also the screens without a number key)
+:        jump, k9s style: :cq  :wl NS/NAME  :ws NAME  :KIND [NS/]NAME  :q
+o / O    sort the table by the next column / reverse it (or click a column header)
+q        quit (ctrl+c too; both ask first while a workflow runs)
 mouse    click rows, footer entries and overview tiles; scroll with the wheel
 
 Reading the screen: ✓ ok · ⚠ warning · ✖ failing · ◐ in progress · ? unknown (never shown as 0).
