@@ -20,6 +20,8 @@ from .base import RuleContext
 # (PodsReadyTimeout: with requeuingTimestamp Eviction, the default since 0.19).
 REQUEUE_AT_EVICTION = frozenset({"PodsReadyTimeout", "AdmissionCheck"})
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+DEFAULT_LIMIT = 1000  # Kueue's visibility API: default and maximum of the `limit` query parameter
+MAX_LIMIT = 100_000
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -93,9 +95,12 @@ class ClusterQueueOrder:
         return [] if e is None else self.entries[: e.position_in_cluster_queue]
 
 
-def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[object, str]]) -> ClusterQueueOrder:
-    """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`."""
-    ordered = sorted(pending, key=lambda p: order_key(p[0]))
+def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[object, str]],
+                    key=None) -> ClusterQueueOrder:
+    """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`.
+    `key` replaces order_key (the simulator adds its same-second tie-break)."""
+    k = key or order_key
+    ordered = sorted(pending, key=lambda p: k(p[0]))
     per_lq: dict[tuple[str, str], int] = {}
     entries = []
     for i, (wl, lq) in enumerate(ordered):
@@ -106,10 +111,13 @@ def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[objec
 
 
 def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None = None,
-                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict:
+                              local_queue: str | None = None, limit: int = DEFAULT_LIMIT, offset: int = 0,
+                              api_version: str = "visibility.kueue.x-k8s.io/v1beta2") -> dict:
     """The visibility API's PendingWorkloadsSummary (visibility.kueue.x-k8s.io/v1beta2) for a ClusterQueue,
     or for one LocalQueue when namespace and local_queue are given: what the simulator serves and
-    what the estimated order shows when the real API is absent."""
+    what the estimated order shows when the real API is absent. `limit` is clamped to 0…MAX_LIMIT
+    like Kueue's; the LocalQueue view keeps the ClusterQueue-wide positionInClusterQueue."""
+    limit, offset = clamp_limit(limit), max(0, offset)
     entries = [e for e in order.entries
                if local_queue is None or (e.local_queue == local_queue and e.workload.namespace == namespace)]
     items = []
@@ -117,14 +125,25 @@ def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None
         wl = e.workload
         items.append({
             "metadata": {"name": wl.name, "namespace": wl.namespace, "uid": wl.uid,
-                         "creationTimestamp": wl.metadata.creation_timestamp},
+                         "creationTimestamp": wl.metadata.creation_timestamp,
+                         "ownerReferences": [_owner_ref(r) for r in wl.metadata.owner_references]},
             "priority": effective_priority(wl),
             "localQueueName": e.local_queue,
             "positionInClusterQueue": e.position_in_cluster_queue,
             "positionInLocalQueue": e.position_in_local_queue,
         })
-    return {"apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "kind": "PendingWorkloadsSummary",
-            "metadata": {}, "items": items}
+    return {"apiVersion": api_version, "kind": "PendingWorkloadsSummary", "metadata": {}, "items": items}
+
+
+def clamp_limit(limit: int | None) -> int:
+    return DEFAULT_LIMIT if limit is None else max(0, min(int(limit), MAX_LIMIT))
+
+
+def _owner_ref(r) -> dict:
+    out = {"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid}
+    if r.controller is not None:
+        out["controller"] = r.controller
+    return out
 
 
 def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | None:
@@ -152,6 +171,9 @@ __all__ = [
     "ADMISSION_GATED_BY",
     "ClusterQueueOrder",
     "QueueEntry",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "clamp_limit",
     "cluster_queue_orders",
     "effective_priority",
     "in_backoff",
