@@ -167,7 +167,74 @@ def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | Non
     }
 
 
+# --- positions for one queue: from Kueue's visibility API, else estimated, else unknown ---------------------
+
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")  # preferred first
+FROM_API, ESTIMATED, UNKNOWN = "visibility", "estimated", "unknown"
+
+
+@dataclass(frozen=True)
+class QueuePositions:
+    """The pending list of one ClusterQueue or LocalQueue, with where it came from.
+
+    source: `visibility` (Kueue's answer), `estimated` (queue_order over the objects: the API is not
+    served or failed) or `unknown` (forbidden, or the objects are unreadable): then `items` is None,
+    never an empty list. access: the visibility API's state (Synced, Absent, Forbidden, Error, NotFound)."""
+
+    cluster_queue: str | None
+    local_queue: tuple[str, str] | None
+    source: str
+    access: str
+    items: tuple[dict, ...] | None
+    message: str = ""
+
+    @property
+    def label(self) -> str:
+        if self.source == FROM_API:
+            return "positions from Kueue's visibility API"
+        why = f" ({self.message})" if self.message else ""
+        return f"estimated order{why}" if self.source == ESTIMATED else f"positions unknown{why}"
+
+    def position_of(self, namespace: str, name: str) -> dict | None:
+        for item in self.items or ():
+            m = item.get("metadata") or {}
+            if m.get("name") == name and m.get("namespace") == namespace:
+                return item
+        return None
+
+
+def estimated_positions(ctx: RuleContext, *, cq: str | None = None, lq: tuple[str, str] | None = None,
+                        limit: int = DEFAULT_LIMIT, offset: int = 0, access: str = "Absent",
+                        why: str = "") -> QueuePositions:
+    """queue_order's estimate for one queue in the visibility API's item shape, labelled `estimated`;
+    `unknown` (items None) when the objects it needs are unreadable or the queue is not in the store."""
+    orders = cluster_queue_orders(ctx)
+    if orders is None:
+        bad = ", ".join(f"{r} {reason}" for r, reason in ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"))
+        return QueuePositions(cq, lq, UNKNOWN, access, None, f"{why}; cannot estimate: {bad}" if why else bad)
+    namespace = local = None
+    if lq is not None:
+        namespace, local = lq
+        obj = ctx.store.get("LocalQueue", local, namespace)
+        if obj is None:
+            return QueuePositions(cq, lq, UNKNOWN, access, None, f"LocalQueue {namespace}/{local} not found")
+        cq = obj.spec.cluster_queue
+    order = orders.get(cq or "")
+    if order is None:
+        return QueuePositions(cq, lq, UNKNOWN, access, None, f"ClusterQueue {cq} not found")
+    summary = pending_workloads_summary(order, namespace=namespace, local_queue=local, limit=limit, offset=offset)
+    return QueuePositions(cq, lq, ESTIMATED, access, tuple(summary["items"]), why)
+
+
 __all__ = [
+    "ESTIMATED",
+    "FROM_API",
+    "UNKNOWN",
+    "VISIBILITY_GROUP",
+    "VISIBILITY_VERSIONS",
+    "QueuePositions",
+    "estimated_positions",
     "ADMISSION_GATED_BY",
     "ClusterQueueOrder",
     "QueueEntry",

@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from taudash.engine.rules.queue_order import (
+    VISIBILITY_GROUP,
+    VISIBILITY_VERSIONS,
     is_pending,
     order_key,
     order_workloads,
@@ -31,8 +33,8 @@ from taudash.sim.errors import BadRequest, NotFound
 from taudash.sim.objects import ObjectDB
 from taudash.sim.resources import Resource
 
-GROUP = "visibility.kueue.x-k8s.io"
-VERSIONS = ("v1beta2", "v1beta1")  # preferred first
+GROUP = VISIBILITY_GROUP
+VERSIONS = VISIBILITY_VERSIONS  # preferred first
 _SOURCES = ("Job", "RayJob", "RayService", "Deployment")
 
 CLUSTERQUEUE_PENDING = Resource(kind="PendingWorkloadsSummary", group=GROUP, versions=VERSIONS,
