@@ -121,3 +121,32 @@ def test_queue_detail_snapshot(snap_compare):
         await open_queue(pilot.app, pilot)
 
     assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=SIZE)
+
+
+async def test_live_session_reads_the_simulator_s_visibility_api():
+    from test_app_live import live_app
+
+    from taudash.sim import visibility
+    from taudash.sim.server import SimServer
+
+    async with SimServer() as sim:
+        app, source = await live_app(sim, read_only=True)
+        app.session.queue_positions = source.pending_workloads  # what the live dashboard sets
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                screen = await open_queue(app, pilot)
+                body = visibility.pending_workloads(sim.db, visibility.CLUSTERQUEUE_PENDING, "v1beta2", None, CQ, {})
+                served = [f"wl:{i['metadata']['namespace']}/{i['metadata']['name']}" for i in body["items"]]
+                assert served and screen.query_one("#qd-pending", KeyedTable).visible_keys() == served
+                assert "from Kueue's visibility API" in plain(screen.query_one("#qd-title"))
+                assert any("pendingworkloads" in r.path for r in sim.api.requests)
+                sim.faults.forbid(visibility.CLUSTERQUEUE_PENDING)
+                done = screen.fetches
+                await pilot.press("r")
+                assert await eventually(lambda: screen.fetches > done)
+                await pilot.pause()
+                assert screen.query_one("#qd-pending", KeyedTable).visible_keys() == []
+                assert "positions unknown" in plain(screen.query_one("#qd-title"))
+        finally:
+            await source.stop()
+            await source.target.close()
