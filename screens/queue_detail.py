@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Static
 
 from taudash.engine.model import Quantity
 from taudash.engine.rules.base import ObjRef, RuleContext
+from taudash.engine.rules.eta import admission_times, estimate_wait, human
 from taudash.engine.rules.queue_order import (
     ESTIMATED,
     FROM_API,
@@ -182,7 +183,8 @@ PENDING    #: position in the ClusterQueue (0 = the next head), #lq: position in
 ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and whether the queue is
            borrowing in those flavors.
 
-enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption)
+enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption) and
+       when it is likely admitted: an 80% interval from the queue's recent admissions, or unknown
 o      open the ClusterQueue object (YAML)        r  fetch the positions again
 esc    back"""
 
@@ -325,9 +327,19 @@ esc    back"""
     def show_why(self, namespace: str, name: str) -> None:
         """The wait report, built off the UI thread (it walks the quota tree), then shown in a modal."""
         now = self.frame.now if self.frame is not None else datetime.now().astimezone()
+        item = self.positions.position_of(namespace, name) if self.positions is not None else None
+        cq = self.session.store.get("ClusterQueue", self.cq_name)
         with self.session.lock:
             report = why_waiting_report(RuleContext(self.session.store, now, self.session.config), namespace, name)
+            eta = estimate_wait(item.get("positionInClusterQueue") if item else None,
+                                admission_times(self.session.store).get(self.cq_name, []), now,
+                                stopped=cq is not None and (cq.spec.stop_policy or "None") != "None")
         text = why_text(report, self.tones)
+        text.append("\n\nlikely admitted in ", style=self.tones.heading)
+        text.append(lit(eta.text()))
+        if eta.known:
+            text.append(lit(f"  (from {eta.evidence} admissions in the last {human(eta.window)}; "
+                            "an interval, not a promise)", self.tones.muted))
         self.app.call_from_thread(self.app.push_screen, WhyScreen(text))
 
     def action_open_object(self) -> None:

@@ -11,6 +11,7 @@ from rich.console import Console
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.eta import admission_times, estimate_wait
 from taudash.engine.rules.queue_order import FROM_API, UNKNOWN, QueuePositions, cluster_queue_orders
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.queue_detail import QueueDetailScreen, WhyScreen
@@ -70,6 +71,8 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
         ns_name = expected_order(app)[1][3:]
         text = plain(app.screen.query_one("#why-text"))
         assert f"Why is {ns_name} waiting?" in text and "reasons" in text and "1 in ClusterQueue" in text
+        eta = estimate_wait(1, admission_times(app.session.store).get(CQ, []), NOW)
+        assert f"likely admitted in {eta.text()}" in text
         await pilot.press("escape")
         assert await eventually(lambda: isinstance(app.screen, QueueDetailScreen))
         # r fetches again (a second worker run), o opens the ClusterQueue object, esc goes back
