@@ -121,10 +121,12 @@ def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
     t = span("Why is ", tones.heading)
     t.append(lit(f"{w['namespace']}/{w['name']}", "bold"))
     t.append(" waiting?\n", style=tones.heading)
-    t.append(lit(f"priority {w['priority']} · status {w['status']}" + ("" if w["active"] else " · INACTIVE") + "\n"))
+    t.append(lit(f"priority {w['priority']} · status {w['status']}" + ("" if w["active"] else " · INACTIVE")))
+    t.append("\n")
     pos = "unknown" if q["positionInClusterQueue"] is None else (
         f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue ({q['positionSource']})")
-    t.append(lit(f"queue {q['localQueue'] or '-'} → {q['clusterQueue'] or '-'} · position {pos}\n\n"))
+    t.append(lit(f"queue {q['localQueue'] or '-'} → {q['clusterQueue'] or '-'} · position {pos}"))
+    t.append("\n\n")
     t.append("reasons\n", style=tones.heading)
     for r in d["reasons"]:
         t.append(f" {r['rank']:>2} ", style=tones.muted)
@@ -136,11 +138,13 @@ def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
         t.append("\nquota  requested / available now / max ever\n", style=tones.heading)
         for f in short:
             t.append(lit(f"  {f['flavor']}/{f['resource']}: {f['requested']} / {f['available'] or 'unknown'} / "
-                         f"{f['potentialAvailable'] or 'unknown'}  [{f['mode']}]\n"))
+                         f"{f['potentialAvailable'] or 'unknown'}  [{f['mode']}]"))
+            t.append("\n")
     if d["ahead"]:
         t.append(f"\nahead ({len(d['ahead'])})\n", style=tones.heading)
         for a in d["ahead"][:10]:
-            t.append(lit(f"  {a['position']:>3} {a['namespace']}/{a['name']}  priority {a['priority']}\n"))
+            t.append(lit(f"  {a['position']:>3} {a['namespace']}/{a['name']}  priority {a['priority']}"))
+            t.append("\n")
     t.append("\npreemption ", style=tones.heading)
     t.append(lit(d["preemption"]["message"]))
     return t
@@ -338,7 +342,7 @@ esc    back"""
         text.append("\n\nlikely admitted in ", style=self.tones.heading)
         text.append(lit(eta.text()))
         if eta.known:
-            text.append(lit(f"  (from {eta.evidence} admissions in the last {human(eta.window)}; "
+            text.append(lit(f" (from {eta.evidence} admissions in the last {human(eta.window)}; "
                             "an interval, not a promise)", self.tones.muted))
         self.app.call_from_thread(self.app.push_screen, WhyScreen(text))
 

@@ -153,3 +153,14 @@ async def test_live_session_reads_the_simulator_s_visibility_api():
         finally:
             await source.stop()
             await source.target.close()
+
+
+def test_why_modal_snapshot(snap_compare):
+    async def run_before(pilot):
+        screen = await open_queue(pilot.app, pilot)
+        screen.query_one("#qd-pending", KeyedTable).focus()
+        await pilot.press("enter")
+        assert await eventually(lambda: isinstance(pilot.app.screen, WhyScreen))
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=SIZE)
