@@ -186,3 +186,17 @@ def test_the_head_of_the_list_is_admitted_next(seed):
     final = visibility.pending_workloads(w.db, visibility.CLUSTERQUEUE_PENDING, "v1beta2", None, "cq", {})
     assert final["items"] == []
     assert len(set(order_seen)) == len(jobs) - 1
+
+
+async def test_only_get_is_served(sim):
+    import aiohttp
+
+    url = sim.url + CQ_PATH
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {sim.token}"}) as c:
+        async with c.get(url + "?watch=true", ssl=False) as r:
+            assert r.status == 405
+        async with c.post(url, json={}, ssl=False) as r:
+            assert r.status == 405
+        async with c.get(url, ssl=False) as r:
+            assert r.status == 200 and (await r.json())["kind"] == "PendingWorkloadsSummary"
+    assert sim.api.writes["create"] == 1  # counted like any write attempt, nothing stored
