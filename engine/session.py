@@ -159,6 +159,9 @@ class Session:
         # A read-only handle on this cluster's recorded history (engine/history/reader.py), set by the
         # program that records one; None: the History screen says nothing is recorded.
         self.history_reader: Any = None
+        # Kueue's queue positions for one queue, fetched on demand (the live source's pending_workloads); None
+        # (a snapshot): the Queue screen estimates the order itself.
+        self.queue_positions: Any = None
         self._views = 0
         self._derive_last: float | None = None
         self._derive_total = 0.0

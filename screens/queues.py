@@ -152,7 +152,7 @@ and the Workload counts cross-checked against the Workloads in the store; the po
 flavorFungibility, fairSharing weight and share, admissionScope); and, on the quota tree, what one
 more Workload could reserve now / with nothing else admitted (available). A cohort shows its own
 quota, what its children lend it, its subtree quota (lendingLimits applied) and what is available.
-enter   open the highlighted cohort or ClusterQueue
+enter   on a ClusterQueue: its pending Workloads in Kueue's order and its admitted ones; on a cohort: the object
 w       workflow for the highlighted ClusterQueue (a cohort: its member queues): opens the
         "new workflow" form with them chosen — hold, or release a stopped queue. Nothing is written
         until each step is confirmed. In a read-only session it only says why it is disabled."""
@@ -218,6 +218,16 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a ClusterQueue opens its pending and admitted Workloads (queue_detail.py); on a cohort, the object."""
+        key = event.row_key.value or ""
+        if key.startswith("cq:"):
+            from .queue_detail import QueueDetailScreen
+
+            event.stop()
+            event.prevent_default()  # not the object detail as well (DashScreen's handler)
+            self.app.push_screen(QueueDetailScreen(self.session, key[3:], self.nav))
 
     # guided operations (9 Workflows) -------------------------------------------------------
     def _chosen_queues(self) -> list[str]:

@@ -9,6 +9,7 @@ Positions are 0-based and count inadmissible Workloads too, like the visibility 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,8 @@ from .base import RuleContext
 # (PodsReadyTimeout: with requeuingTimestamp Eviction, the default since 0.19).
 REQUEUE_AT_EVICTION = frozenset({"PodsReadyTimeout", "AdmissionCheck"})
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+DEFAULT_LIMIT = 1000  # Kueue's visibility API: default and maximum of the `limit` query parameter
+MAX_LIMIT = 100_000
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -95,9 +98,12 @@ class ClusterQueueOrder:
         return [] if e is None else self.entries[: e.position_in_cluster_queue]
 
 
-def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[Workload, str]]) -> ClusterQueueOrder:
-    """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`."""
-    ordered = sorted(pending, key=lambda p: order_key(p[0]))
+def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[Workload, str]],
+                    key: Callable[[Workload], Any] | None = None) -> ClusterQueueOrder:
+    """Positions of (Workload, LocalQueue name) pairs already known to be pending in `cluster_queue`.
+    `key` replaces order_key (the simulator adds its same-second tie-break)."""
+    sort_key = key or order_key
+    ordered = sorted(pending, key=lambda p: sort_key(p[0]))
     per_lq: dict[tuple[str, str], int] = {}
     entries = []
     for i, (wl, lq) in enumerate(ordered):
@@ -108,10 +114,13 @@ def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[Workl
 
 
 def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None = None,
-                              local_queue: str | None = None, limit: int = 1000, offset: int = 0) -> dict[str, Any]:
+                              local_queue: str | None = None, limit: int = DEFAULT_LIMIT, offset: int = 0,
+                              api_version: str = "visibility.kueue.x-k8s.io/v1beta2") -> dict[str, Any]:
     """The visibility API's PendingWorkloadsSummary (visibility.kueue.x-k8s.io/v1beta2) for a ClusterQueue,
     or for one LocalQueue when namespace and local_queue are given: what the simulator serves and
-    what the estimated order shows when the real API is absent."""
+    what the estimated order shows when the real API is absent. `limit` is clamped to 0…MAX_LIMIT
+    like Kueue's; the LocalQueue view keeps the ClusterQueue-wide positionInClusterQueue."""
+    limit, offset = clamp_limit(limit), max(0, offset)
     entries = [e for e in order.entries
                if local_queue is None or (e.local_queue == local_queue and e.workload.namespace == namespace)]
     items = []
@@ -119,14 +128,25 @@ def pending_workloads_summary(order: ClusterQueueOrder, *, namespace: str | None
         wl = e.workload
         items.append({
             "metadata": {"name": wl.name, "namespace": wl.namespace, "uid": wl.uid,
-                         "creationTimestamp": wl.metadata.creation_timestamp},
+                         "creationTimestamp": wl.metadata.creation_timestamp,
+                         "ownerReferences": [_owner_ref(r) for r in wl.metadata.owner_references]},
             "priority": effective_priority(wl),
             "localQueueName": e.local_queue,
             "positionInClusterQueue": e.position_in_cluster_queue,
             "positionInLocalQueue": e.position_in_local_queue,
         })
-    return {"apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "kind": "PendingWorkloadsSummary",
-            "metadata": {}, "items": items}
+    return {"apiVersion": api_version, "kind": "PendingWorkloadsSummary", "metadata": {}, "items": items}
+
+
+def clamp_limit(limit: int | None) -> int:
+    return DEFAULT_LIMIT if limit is None else max(0, min(int(limit), MAX_LIMIT))
+
+
+def _owner_ref(r: Any) -> dict[str, Any]:
+    out = {"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid}
+    if r.controller is not None:
+        out["controller"] = r.controller
+    return out
 
 
 def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | None:
@@ -150,10 +170,80 @@ def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | Non
     }
 
 
+# --- positions for one queue: from Kueue's visibility API, else estimated, else unknown ---------------------
+
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")  # preferred first
+FROM_API, ESTIMATED, UNKNOWN = "visibility", "estimated", "unknown"
+
+
+@dataclass(frozen=True)
+class QueuePositions:
+    """The pending list of one ClusterQueue or LocalQueue, with where it came from.
+
+    source: `visibility` (Kueue's answer), `estimated` (queue_order over the objects: the API is not
+    served or failed) or `unknown` (forbidden, or the objects are unreadable): then `items` is None,
+    never an empty list. access: the visibility API's state (Synced, Absent, Forbidden, Error, NotFound)."""
+
+    cluster_queue: str | None
+    local_queue: tuple[str, str] | None
+    source: str
+    access: str
+    items: tuple[dict[str, Any], ...] | None
+    message: str = ""
+
+    @property
+    def label(self) -> str:
+        if self.source == FROM_API:
+            return "positions from Kueue's visibility API"
+        why = f" ({self.message})" if self.message else ""
+        return f"estimated order{why}" if self.source == ESTIMATED else f"positions unknown{why}"
+
+    def position_of(self, namespace: str, name: str) -> dict[str, Any] | None:
+        for item in self.items or ():
+            m = item.get("metadata") or {}
+            if m.get("name") == name and m.get("namespace") == namespace:
+                return item
+        return None
+
+
+def estimated_positions(ctx: RuleContext, *, cq: str | None = None, lq: tuple[str, str] | None = None,
+                        limit: int = DEFAULT_LIMIT, offset: int = 0, access: str = "Absent",
+                        why: str = "") -> QueuePositions:
+    """queue_order's estimate for one queue in the visibility API's item shape, labelled `estimated`;
+    `unknown` (items None) when the objects it needs are unreadable or the queue is not in the store."""
+    orders = cluster_queue_orders(ctx)
+    if orders is None:
+        bad = ", ".join(f"{r} {reason}" for r, reason in ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"))
+        return QueuePositions(cq, lq, UNKNOWN, access, None, f"{why}; cannot estimate: {bad}" if why else bad)
+    namespace = local = None
+    if lq is not None:
+        namespace, local = lq
+        obj = ctx.store.get("LocalQueue", local, namespace)
+        if obj is None:
+            return QueuePositions(cq, lq, UNKNOWN, access, None, f"LocalQueue {namespace}/{local} not found")
+        cq = obj.spec.cluster_queue
+    order = orders.get(cq or "")
+    if order is None:
+        return QueuePositions(cq, lq, UNKNOWN, access, None, f"ClusterQueue {cq} not found")
+    summary = pending_workloads_summary(order, namespace=namespace, local_queue=local, limit=limit, offset=offset)
+    return QueuePositions(cq, lq, ESTIMATED, access, tuple(summary["items"]), why)
+
+
 __all__ = [
+    "ESTIMATED",
+    "FROM_API",
+    "UNKNOWN",
+    "VISIBILITY_GROUP",
+    "VISIBILITY_VERSIONS",
+    "QueuePositions",
+    "estimated_positions",
     "ADMISSION_GATED_BY",
     "ClusterQueueOrder",
     "QueueEntry",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "clamp_limit",
     "cluster_queue_orders",
     "effective_priority",
     "in_backoff",

@@ -167,6 +167,7 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
     )
     session.read_only_why = asked.badge  # the header badge says who asked
     source = KubeSource(store, target, lock=session.lock)
+    session.queue_positions = source.pending_workloads  # the ClusterQueue detail asks Kueue's visibility API on demand
     try:
         try:
             await source.start()

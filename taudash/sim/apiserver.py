@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 from orjson import dumps as _dumps
 
+from taudash.sim import visibility
 from taudash.sim.errors import (
     ApiError,
     BadRequest,
@@ -253,7 +254,7 @@ class ApiServer:
                 fault = self.faults.check(target.resource, verb, target.namespace, target.name)
                 if fault is not None:
                     raise fault
-                if verb == "watch":
+                if verb == "watch" and target.resource.group != visibility.GROUP:  # visibility: 405 below
                     record.status = status = 200
                     return await self._watch(request, target)
                 self.db.pruned = []
@@ -349,6 +350,8 @@ class ApiServer:
             if len(segs) == 1:
                 return self._group_list
             group = segs[1]
+            if group == visibility.GROUP and group not in self.disabled_groups:
+                return self._visibility(segs[2:])
             versions = self._group_versions(group)
             if not versions:
                 raise NotFound.path()
@@ -360,6 +363,13 @@ class ApiServer:
                 return lambda: self._resource_list(group, segs[2])
             return self._resource_target(group, segs[2], segs[3:])
         raise NotFound.path()
+
+    # --- Kueue's aggregated visibility API (sim/visibility.py; hidden with set_group_enabled(GROUP, False)) ----
+    def _visibility(self, rest: list[str]) -> _Target | Callable[[], Any]:
+        version, resource, namespace, name = visibility.parse(rest)
+        if resource is None:
+            return visibility.api_group if not version else (lambda: visibility.resource_list(version))
+        return _Target(resource, version, namespace, name, None)
 
     def _served(self, group: str, version: str) -> list[Resource]:
         if group in self.disabled_groups:
@@ -402,6 +412,8 @@ class ApiServer:
 
     def _group_list(self) -> Obj:
         groups = [self._group(g) for g in self.db.registry.groups() if g and self._group_versions(g)]
+        if visibility.GROUP not in self.disabled_groups:
+            groups.append(visibility.api_group())
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     def _resource_list(self, group: str, version: str) -> Obj:
@@ -427,6 +439,10 @@ class ApiServer:
         dry_run = _dry_run(q)
         # Writes are validated against the schema of the version they are addressed to.
         schema: dict[str, Any] = {"version": t.version, "field_validation": _field_validation(q)}
+        if t.resource.group == visibility.GROUP:
+            if verb != "get":
+                raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
+            return self._json(visibility.pending_workloads(db, r, t.version, t.namespace, t.name or "", q))
         if verb == "list":
             return self._list(request, t)
         if verb == "get":

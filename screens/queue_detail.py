@@ -1,0 +1,351 @@
+"""ClusterQueue detail (3 → Enter on a ClusterQueue): its pending Workloads in Kueue's order and its
+admitted ones. Positions come from Kueue's visibility API when the session can fetch it
+(`session.queue_positions`, an async `(cq=…) → QueuePositions` the live program sets), else from
+queue_order's estimate over the store, labelled `estimated`; the fetch runs in a worker. Enter on a
+pending Workload shows why it waits (engine/rules/why.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from taudash.engine.model import Quantity
+from taudash.engine.rules.base import ObjRef, RuleContext
+from taudash.engine.rules.eta import admission_times, estimate_wait, human
+from taudash.engine.rules.queue_order import (
+    ESTIMATED,
+    FROM_API,
+    QueuePositions,
+    estimated_positions,
+    in_backoff,
+    parse_time,
+)
+from taudash.engine.rules.why import WorkloadWaitReport, why_waiting_report, workload_requests
+from taudash.engine.session import Frame, Session
+
+from .base import DashScreen
+from .filtering import RowMeta
+from .format import short_flavor
+from .messages import OpenObject
+from .text import Tones, lit, span
+from .widgets.keyed_table import Col, KeyedTable, Row
+from .widgets.section import Section
+
+PENDING_COLS = [
+    Col("pos", "#", 4, right=True),
+    Col("lqpos", "#lq", 4, right=True),
+    Col("name", "workload", 30),
+    Col("lq", "queue", 10),
+    Col("prio", "prio", 6, right=True),
+    Col("age", "age", 5, right=True),
+    Col("gpus", "GPUs", 7),
+    Col("state", "state", 10),
+    Col("reason", "reason", flex=True),
+]
+ADMITTED_COLS = [
+    Col("name", "workload", flex=True, max_width=44),
+    Col("lq", "local queue", 12),
+    Col("prio", "prio", 6, right=True),
+    Col("since", "since", 6, right=True),
+    Col("flavors", "flavors · GPUs", 22),
+    Col("borrow", "queue borrowing", 24),
+]
+GPU_SUFFIX = "/gpu"
+
+
+def age_text(then: datetime | None, now: datetime) -> str:
+    if then is None:
+        return "?"
+    s = max(0, int((now - then).total_seconds()))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def gpu_requests(wl) -> str:
+    """Requested GPUs by resource (a pending Workload has no flavor yet): "8 gpu"."""
+    req = workload_requests(wl)
+    parts = [f"{q.human()} {name.rsplit('/', 1)[-1]}" for name, q in sorted(req.items()) if name.endswith(GPU_SUFFIX)]
+    return ", ".join(parts) or "–"
+
+
+def assigned_flavors(wl) -> str:
+    """flavor·GPUs of an admitted Workload's assignment: "h100 ×8"."""
+    adm = wl.status.admission
+    out: dict[str, float] = {}
+    for psa in adm.pod_set_assignments if adm is not None else ():
+        for res, flavor in psa.flavors.items():
+            if not res.endswith(GPU_SUFFIX):
+                continue
+            q = psa.resource_usage.get(res)
+            out[flavor] = out.get(flavor, 0.0) + (q.as_float() if isinstance(q, Quantity) else 0.0)
+        if not any(r.endswith(GPU_SUFFIX) for r in psa.flavors):
+            for flavor in set(psa.flavors.values()):
+                out.setdefault(flavor, 0.0)
+    return ", ".join(f"{short_flavor(f)} ×{n:g}" if n else short_flavor(f) for f, n in sorted(out.items())) or "–"
+
+
+def pending_state(wl, now: datetime, tones: Tones) -> tuple[Text, Text]:
+    """(state, reason) of a pending Workload from its own conditions."""
+    if wl is None:
+        return Text("not in store", style=tones.unknown), Text("")
+    qr = wl.condition("QuotaReserved")
+    reason = lit(f"{qr.reason}: {qr.message}" if qr is not None and qr.message else (qr.reason if qr else ""))
+    if in_backoff(wl, now):
+        return Text("backoff", style=tones.warn), reason
+    if wl.condition("Evicted") is not None and wl.condition("Evicted").status == "True":
+        return Text("requeued", style=tones.warn), reason
+    if qr is not None and qr.reason in ("Inadmissible", "Suspended"):
+        return Text(qr.reason.lower(), style=tones.bad), reason
+    return Text("pending", style=tones.muted), reason
+
+
+def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
+    """The wait report as text (what `taudash why` prints, shortened)."""
+    if report is None:
+        return Text("the Workload is no longer in the store", style=tones.unknown)
+    d = report.to_contract()
+    w, q = d["workload"], d["queue"]
+    t = span("Why is ", tones.heading)
+    t.append(lit(f"{w['namespace']}/{w['name']}", "bold"))
+    t.append(" waiting?\n", style=tones.heading)
+    t.append(lit(f"priority {w['priority']} · status {w['status']}" + ("" if w["active"] else " · INACTIVE")))
+    t.append("\n")
+    pos = "unknown" if q["positionInClusterQueue"] is None else (
+        f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue ({q['positionSource']})")
+    t.append(lit(f"queue {q['localQueue'] or '-'} → {q['clusterQueue'] or '-'} · position {pos}"))
+    t.append("\n\n")
+    t.append("reasons\n", style=tones.heading)
+    for r in d["reasons"]:
+        t.append(f" {r['rank']:>2} ", style=tones.muted)
+        t.append(lit(f"{r['severity']:<8} {r['code']:<22} ", "bold"))
+        t.append(lit(r["message"]))
+        t.append("\n")
+    short = [f for f in d["flavors"] if f["mode"] != "NotMatching"]
+    if short:
+        t.append("\nquota  requested / available now / max ever\n", style=tones.heading)
+        for f in short:
+            t.append(lit(f"  {f['flavor']}/{f['resource']}: {f['requested']} / {f['available'] or 'unknown'} / "
+                         f"{f['potentialAvailable'] or 'unknown'}  [{f['mode']}]"))
+            t.append("\n")
+    if d["ahead"]:
+        t.append(f"\nahead ({len(d['ahead'])})\n", style=tones.heading)
+        for a in d["ahead"][:10]:
+            t.append(lit(f"  {a['position']:>3} {a['namespace']}/{a['name']}  priority {a['priority']}"))
+            t.append("\n")
+    t.append("\npreemption ", style=tones.heading)
+    t.append(lit(d["preemption"]["message"]))
+    return t
+
+
+class WhyScreen(ModalScreen[None]):
+    """The wait report of one Workload in a modal: esc or q closes it."""
+
+    DEFAULT_CSS = """
+    WhyScreen { align: center middle; }
+    WhyScreen > Vertical {
+        width: 110; max-width: 96%; height: auto; max-height: 90%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape", "close", "close"), Binding("q", "close", "close", show=False)]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(), VerticalScroll():
+            yield Static(self.text, id="why-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class QueueDetailScreen(DashScreen):
+    TITLE_TEXT = "ClusterQueue detail"
+    HELP = """\
+ClusterQueue detail: one queue's pending Workloads in Kueue's order, and its admitted ones.
+
+PENDING    #: position in the ClusterQueue (0 = the next head), #lq: position in its LocalQueue,
+           priority (with any priority boost), age, requested GPUs, state and the QuotaReserved
+           reason. Positions come from Kueue's visibility API when this session can ask it;
+           otherwise they are estimated from the objects (priority, then queue-order time) and
+           labelled "estimated"; "unknown" when the API is forbidden — never an empty queue.
+ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and whether the queue is
+           borrowing in those flavors.
+
+enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption) and
+       when it is likely admitted: an 80% interval from the queue's recent admissions, or unknown
+o      open the ClusterQueue object (YAML)        r  fetch the positions again
+esc    back"""
+
+    BINDINGS = [
+        Binding("o", "open_object", "object/YAML", show=False),
+        Binding("r", "refresh_positions", "refresh positions", show=False),
+    ]
+
+    def __init__(self, session: Session, name: str, nav: str | None = None) -> None:
+        super().__init__(session, nav)
+        self.cq_name = name
+        self.positions: QueuePositions | None = None
+        self.fetches = 0  # positions fetched (the worker's completions)
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="body"):
+            yield Static(id="qd-title", classes="tile")
+            yield Section("PENDING (Kueue's order)", KeyedTable(PENDING_COLS, empty="fetching positions…", id="qd-pending"),
+                          classes="primary")
+            yield Section("ADMITTED", KeyedTable(ADMITTED_COLS, empty="nothing admitted", id="qd-admitted"))
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.action_refresh_positions()
+
+    # positions ---------------------------------------------------------------------------
+    def action_refresh_positions(self) -> None:
+        fetch: Callable | None = getattr(self.session, "queue_positions", None)
+        if fetch is not None:
+            self._fetch_live(fetch)
+        else:
+            self._estimate()
+
+    @work(exclusive=True, group="queue-positions")
+    async def _fetch_live(self, fetch: Callable) -> None:
+        self._positions_arrived(await fetch(cq=self.cq_name))
+
+    @work(exclusive=True, group="queue-positions", thread=True)
+    def _estimate(self) -> None:
+        now = self.frame.now if self.frame is not None else datetime.now().astimezone()
+        why = f"{self.session.mode.lower()} session: no visibility API to ask"
+        with self.session.lock:
+            pos = estimated_positions(RuleContext(self.session.store, now, self.session.config), cq=self.cq_name,
+                                      access="Absent", why=why)
+        self.app.call_from_thread(self._positions_arrived, pos)
+
+    def _positions_arrived(self, pos: QueuePositions) -> None:
+        self.positions = pos
+        self.fetches += 1
+        if self.frame is not None:
+            self.render_frame(self.frame)
+
+    # rendering ---------------------------------------------------------------------------
+    def render_frame(self, frame: Frame) -> None:
+        tones, now = self.tones, frame.now
+        q = next((x for x in frame.view.cluster_queues if x.name == self.cq_name), None)
+        title = span("ClusterQueue ", tones.heading)
+        title.append(lit(self.cq_name, "bold"))
+        if q is None:
+            title.append("  not in the store (deleted?)", style=tones.warn)
+        else:
+            title.append(lit(f" · cohort {q.cohort or 'none'} · {q.queueing_strategy} · stopPolicy {q.stop_policy}"))
+            title.append(lit(f" · status pnd·rsv·adm {q.pending}·{q.reserving}·{q.admitted}", tones.muted))
+        title.append("\npositions: ", style=tones.muted)
+        pos = self.positions
+        if pos is None:
+            title.append("fetching…", style=tones.muted)
+        else:
+            style = "" if pos.source == FROM_API else tones.warn if pos.source == ESTIMATED else tones.unknown
+            title.append(lit(pos.label, style))
+        self.query_one("#qd-title", Static).update(title)
+        self.query_one("#qd-pending", KeyedTable).sync(self._pending_rows(pos, now, tones))
+        self.query_one("#qd-admitted", KeyedTable).sync(self._admitted_rows(q, now, tones))
+
+    def _pending_rows(self, pos: QueuePositions | None, now: datetime, tones: Tones) -> list[Row]:
+        if pos is None or pos.items is None:
+            return []
+        store = self.session.store
+        rows = []
+        for item in pos.items:
+            m = item.get("metadata") or {}
+            ns, name = m.get("namespace") or "", m.get("name") or ""
+            wl = store.get("Workload", name, ns)
+            state, reason = pending_state(wl, now, tones)
+            label = Text(f"{ns}/", style=tones.muted)
+            label.append(lit(name))
+            cells = (
+                str(item.get("positionInClusterQueue", "?")),
+                str(item.get("positionInLocalQueue", "?")),
+                label,
+                lit(item.get("localQueueName") or ""),
+                str(item.get("priority", "?")),
+                age_text(parse_time(m.get("creationTimestamp")), now),
+                gpu_requests(wl) if wl is not None else "?",
+                state,
+                reason,
+            )
+            rows.append(Row(f"wl:{ns}/{name}", cells, RowMeta(kind="Workload", name=name, namespace=ns)))
+        return rows
+
+    def _admitted_rows(self, q, now: datetime, tones: Tones) -> list[Row]:
+        borrowing = {fl.name: sum(r.borrowed.as_float() for r in fl.resources if r.name.endswith(GPU_SUFFIX))
+                     for fl in (q.flavors if q is not None else ())}
+        rows = []
+        holders = [w for w in self.session.store.list("Workload")
+                   if w.quota_reserved and not w.finished and w.status.admission is not None
+                   and w.status.admission.cluster_queue == self.cq_name]
+        for wl in sorted(holders, key=lambda w: (w.namespace or "", w.name)):
+            qr = wl.condition("QuotaReserved")
+            since = parse_time(qr.last_transition_time) if qr is not None else None
+            admission = wl.status.admission
+            flavors = {f for psa in (admission.pod_set_assignments if admission else ()) for f in psa.flavors.values()}
+            borrowed = [f"{short_flavor(f)} +{borrowing[f]:g}" for f in sorted(flavors) if borrowing.get(f)]
+            # Kueue marks no Workload as borrowing: the queue borrows in the flavors this one holds
+            label = Text(f"{wl.namespace}/", style=tones.muted)
+            label.append(lit(wl.name))
+            cells = (
+                label,
+                lit(wl.spec.queue_name or ""),
+                str(wl.spec.priority or 0),
+                age_text(since, now),
+                lit(assigned_flavors(wl)),
+                Text(", ".join(borrowed), style=tones.accent) if borrowed
+                else Text("no", style=tones.muted),
+            )
+            rows.append(Row(f"adm:{wl.namespace}/{wl.name}", cells,
+                            RowMeta(kind="Workload", name=wl.name, namespace=wl.namespace)))
+        return rows
+
+    # keys --------------------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        table = event.data_table
+        key = event.row_key.value or ""
+        if isinstance(table, KeyedTable) and table.id == "qd-pending" and key.startswith("wl:"):
+            event.stop()
+            event.prevent_default()  # not the object detail as well: admitted rows get it (DashScreen's handler)
+            ns, _, name = key[3:].partition("/")
+            self.show_why(ns, name)
+
+    @work(exclusive=True, group="why", thread=True)
+    def show_why(self, namespace: str, name: str) -> None:
+        """The wait report, built off the UI thread (it walks the quota tree), then shown in a modal."""
+        now = self.frame.now if self.frame is not None else datetime.now().astimezone()
+        item = self.positions.position_of(namespace, name) if self.positions is not None else None
+        cq = self.session.store.get("ClusterQueue", self.cq_name)
+        with self.session.lock:
+            report = why_waiting_report(RuleContext(self.session.store, now, self.session.config), namespace, name)
+            eta = estimate_wait(item.get("positionInClusterQueue") if item else None,
+                                admission_times(self.session.store).get(self.cq_name, []), now,
+                                stopped=cq is not None and (cq.spec.stop_policy or "None") != "None")
+        text = why_text(report, self.tones)
+        text.append("\n\nlikely admitted in ", style=self.tones.heading)
+        text.append(lit(eta.text()))
+        if eta.known:
+            text.append(lit(f" (from {eta.evidence} admissions in the last {human(eta.window)}; "
+                            "an interval, not a promise)", self.tones.muted))
+        self.app.call_from_thread(self.app.push_screen, WhyScreen(text))
+
+    def action_open_object(self) -> None:
+        self.post_message(OpenObject(ObjRef(kind="ClusterQueue", name=self.cq_name)))
