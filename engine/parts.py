@@ -174,6 +174,9 @@ class QueuesPart(RulePart):
         self._flavors: dict[str, tuple[Any, ...]] = {}
         self._queues: list[Any] = []
         self._cohorts: list[Any] | None = None
+        # Flavor rows with the quota tree's borrowed/available figures, per queue: the tree reads ClusterQueue
+        # and Cohort objects only, so Workload events (which only move counts) reuse them.
+        self._tree_flavors: dict[str, Any] = {}
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:
@@ -201,8 +204,16 @@ class QueuesPart(RulePart):
             if old is None or old[0].cohort != part[0].cohort or (
                     old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
                 cohorts_moved = True
-        if redo or cohorts_moved:  # available/borrowed read the whole quota tree
-            self._queues = apply_quota_tree(ctx, [self._parts[n][0] for n in sorted(self._parts)])
+        tree_moved = changed is None or "ClusterQueue" in changed or "Cohort" in changed
+        views = [self._parts[n][0] for n in sorted(self._parts)]
+        if tree_moved:  # available/borrowed read the whole quota tree: rebuilt when a quota or a usage changed
+            self._queues = apply_quota_tree(ctx, views)
+            self._tree_flavors = {v.name: v.flavors for v in self._queues}
+        elif redo or cohorts_moved:  # counts moved: the tree's figures stand (untouched queues keep their view)
+            shown = {v.name: v for v in self._queues}
+            self._queues = [
+                (v.model_copy(update={"flavors": self._tree_flavors[v.name]}) if v.name in self._tree_flavors else v)
+                if v.name in redo or v.name not in shown else shown[v.name] for v in views]
         if cohorts_moved:
             self._cohorts = derive_cohorts(ctx, self._queues)
         return bool(redo or cohorts_moved)
