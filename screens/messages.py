@@ -34,6 +34,13 @@ class OpenObject(Message):
 
 
 @dataclass
+class OpenQueue(Message):
+    """Open a ClusterQueue's own screen: its ordered pending Workloads (Kueue's positions) and what it admitted."""
+
+    cluster_queue: str
+
+
+@dataclass
 class RequestOperation(Message):
     """A guided operation (issue 9) asks to write. Nothing posts it yet; the app refuses it in read-only
     mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""

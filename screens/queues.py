@@ -22,7 +22,7 @@ from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor, tri
 from .kueue_facts import kueue_facts
-from .messages import NewWorkflow
+from .messages import NewWorkflow, OpenQueue
 from .presenters import refuse_read_only
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -223,11 +223,9 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         """Enter on a ClusterQueue opens its pending and admitted Workloads (queue_detail.py); on a cohort, the object."""
         key = event.row_key.value or ""
         if key.startswith("cq:"):
-            from .queue_detail import QueueDetailScreen
-
             event.stop()
             event.prevent_default()  # not the object detail as well (DashScreen's handler)
-            self.app.push_screen(QueueDetailScreen(self.session, key[3:], self.nav))
+            self.post_message(OpenQueue(key[3:]))
 
     # guided operations (9 Workflows) -------------------------------------------------------
     def _chosen_queues(self) -> list[str]:
