@@ -161,8 +161,8 @@ class _Gen:
             }
             alloc = {"cpu": "95690m", "ephemeral-storage": "973000123051", "memory": mem, "pods": "250"}
             taints = []
-            if cls:
-                labels |= {GPU_CLASS_LABEL: cls, "nvidia.com/gpu.count": "8",
+            if gclass:
+                labels |= {GPU_CLASS_LABEL: gclass, "nvidia.com/gpu.count": "8",
                            NETWORK_DOMAIN_LABEL: f"azure-ib-eastus-{pool}-{i // 64}"}
                 alloc[GPU] = "8"
                 taints.append({"key": "sku", "value": "gpu", "effect": "NoSchedule"})
