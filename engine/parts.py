@@ -177,6 +177,7 @@ class QueuesPart(RulePart):
         # Flavor rows with the quota tree's borrowed/available figures, per queue: the tree reads ClusterQueue
         # and Cohort objects only, so Workload events (which only move counts) reuse them.
         self._tree_flavors: dict[str, Any] = {}
+        self._tree_inputs: dict[str, tuple[Any, ...]] = {}  # per queue: what the tree reads of it (see _tree_input)
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:
@@ -204,11 +205,17 @@ class QueuesPart(RulePart):
             if old is None or old[0].cohort != part[0].cohort or (
                     old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
                 cohorts_moved = True
-        tree_moved = changed is None or "ClusterQueue" in changed or "Cohort" in changed
+        tree_moved = changed is None or "Cohort" in changed
+        for key in (changed or {}).get("ClusterQueue", ()):  # status counts alone leave the tree as it is
+            cq = s.get("ClusterQueue", key[1])
+            now = _tree_input(cq) if cq is not None else None
+            if self._tree_inputs.get(key[1]) != now:
+                tree_moved = True
         views = [self._parts[n][0] for n in sorted(self._parts)]
         if tree_moved:  # available/borrowed read the whole quota tree: rebuilt when a quota or a usage changed
             self._queues = apply_quota_tree(ctx, views)
             self._tree_flavors = {v.name: v.flavors for v in self._queues}
+            self._tree_inputs = {cq.name: _tree_input(cq) for cq in s.list("ClusterQueue")}
         elif redo or cohorts_moved:  # counts moved: the tree's figures stand (untouched queues keep their view)
             shown = {v.name: v for v in self._queues}
             self._queues = [
@@ -270,3 +277,9 @@ class WorkspacesPart(RulePart):
 
 
 __all__ = ["QueuesPart", "WaitingList", "WorkloadsPart", "WorkspacesPart"]
+
+
+def _tree_input(cq: Any) -> tuple[Any, ...]:
+    """What Kueue's quota tree reads of a ClusterQueue: its cohort, its quotas and limits, and its reservations
+    (not its pending/admitted counts, which Kueue updates far more often)."""
+    return (cq.spec.cohort_name, repr(cq.spec.resource_groups), repr(cq.status.flavors_reservation))
