@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 
 def state_dir() -> Path:
@@ -28,15 +31,17 @@ def append_private(path: Path, line: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | Path, text: str, mode: int = 0o600) -> None:
-    """Temp file in the same directory, fsync, chmod, rename, fsync the directory: readers never
-    see a partial file, and a crash leaves either the old file or the new one."""
+@contextmanager
+def atomic_file(path: str | Path, mode: int = 0o600) -> Iterator[TextIO]:
+    """A text file written in full or not at all: a temp file in the same directory (0600 from the first
+    byte), fsync, chmod, rename, fsync the directory. Readers never see a partial file, and a crash leaves
+    either the old file or the new one."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -57,3 +62,9 @@ def write_atomic(path: str | Path, text: str, mode: int = 0o600) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def write_atomic(path: str | Path, text: str, mode: int = 0o600) -> None:
+    """`text` as the whole new content of `path` (see atomic_file)."""
+    with atomic_file(path, mode) as fh:
+        fh.write(text)

@@ -11,7 +11,6 @@ envelope's `notes` — never passed off as the served object.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -21,6 +20,7 @@ from typing import IO, Any, TextIO
 import yaml
 
 from ..model import BY_KIND, KINDS, ResourceKind
+from ..paths import atomic_file
 from ..store import AccessState, Store
 
 PARTIAL = "taudash.io/partial"
@@ -224,22 +224,8 @@ async def export_to(store: Store, path: str | Path, context: str | None, capture
 
 def _write_file(store: Store, path: str | Path, context: str | None, captured_at: str,
                 spooled: dict[str, tuple[IO[str], int]], failed: dict[str, str]) -> int:
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            n = write_envelope(store, fh, context, captured_at, spooled, failed)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(path, 0o600) as fh:
+        n = write_envelope(store, fh, context, captured_at, spooled, failed)
     return n
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 from pathlib import Path
 
 import yaml
+
+from taudash.engine.paths import write_atomic
 
 DEFAULT_CONTEXT = "taudash-sim"
 
@@ -39,18 +39,5 @@ def write_kubeconfig(path: str | Path, server: str, token: str, context: str = D
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(kubeconfig_dict(server, token, context, namespace, ca_pem), sort_keys=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)  # mkstemp creates it 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(target, text, mode=0o600)
     return target
