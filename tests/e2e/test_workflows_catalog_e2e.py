@@ -10,7 +10,8 @@ import copy
 
 import pytest
 import yaml
-from test_workflows_e2e import CQ, QUIET, Harness
+from test_workflows_e2e import CQ
+from tools.workflows import harness
 
 from taudash.cli import main
 from taudash.engine.workflows import Journal, status
@@ -18,9 +19,6 @@ from taudash.engine.workflows.base import Context, Crash
 from taudash.engine.workflows.hold import deactivated_by
 from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY, previous_stop_policies
-from taudash.live import LiveCluster
-from taudash.sim.server import SimServer
-from taudash.sim.world import World
 
 TC = "clusters.tau.azure.com"
 WL = "workloads.kueue.x-k8s.io"
@@ -32,13 +30,8 @@ pytestmark = pytest.mark.usefixtures("state_dir")
 
 @pytest.fixture
 async def h():
-    async with SimServer() as sim:
-        world = World.for_server(sim, QUIET)
-        world.step(1)
-        async with LiveCluster(None, str(sim.kubeconfig)) as live:
-            harness = Harness(sim, world, live)
-            await harness.settle()
-            yield harness
+    async with harness() as it:
+        yield it
 
 
 def ctx_of(h) -> Context:

@@ -9,28 +9,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tools.workflows import CQ, QUIET, Harness
+from tools.workflows import CQ, harness
 
 from taudash.engine.workflows import Journal, new_id
 from taudash.engine.workflows.base import Context, Crash
 from taudash.engine.workflows.catalog import affected_queues
 from taudash.engine.workflows.hold import deactivated_by
-from taudash.live import LiveCluster
-from taudash.sim.server import SimServer
-from taudash.sim.world import World
 
 pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 @pytest.fixture
 async def h():
-    async with SimServer() as sim:
-        world = World.for_server(sim, QUIET)
-        world.step(1)
-        async with LiveCluster(None, str(sim.kubeconfig)) as live:
-            harness = Harness(sim, world, live)
-            await harness.settle()
-            yield harness
+    async with harness() as it:
+        yield it
 
 
 def cq_status(h, name):

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import pytest
 import test_workflows_catalog_e2e as catalog_e2e  # the same stories, on every release
-from tools.workflows import CQ, QUIET, Harness
-
-from taudash.live import LiveCluster
-from taudash.sim.server import SimServer
-from taudash.sim.world import World
+from tools.workflows import CQ, harness
 
 
 @pytest.fixture(autouse=True)
@@ -22,13 +18,8 @@ def state_dir(tmp_path, monkeypatch):
 
 @pytest.fixture(params=["0.14", "0.15", "0.19"])
 async def h(request):
-    async with SimServer(kueue_version=request.param) as sim:
-        world = World.for_server(sim, QUIET)
-        world.step(1)
-        async with LiveCluster(None, str(sim.kubeconfig)) as live:
-            harness = Harness(sim, world, live)
-            await harness.settle()
-            yield harness
+    async with harness(request.param) as it:
+        yield it
 
 
 async def test_catalog_change_holds_restores_and_reactivates_on_each_release(h, tmp_path):

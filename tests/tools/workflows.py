@@ -4,10 +4,15 @@ runner's sleep (30 simulated seconds per poll), so waits progress deterministica
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
 from taudash.engine.workflows.base import Context
+from taudash.live import LiveCluster
 from taudash.sim.controllers.scenario import Knobs, Scenario
+from taudash.sim.server import SimServer
+from taudash.sim.world import World
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
@@ -44,3 +49,15 @@ class Harness:
     def real_writes(self):
         """(verb, path) of every non-dry-run write the server received."""
         return [(r.verb, r.path) for r in self.sim.api.requests if r.verb in ("patch", "delete", "create") and not r.dry_run]
+
+
+@asynccontextmanager
+async def harness(kueue_version: str | None = None) -> AsyncIterator[Harness]:
+    """A quiet simulated demo cluster (no arrivals, no node events), a live connection to it, a runner harness."""
+    async with SimServer(**({"kueue_version": kueue_version} if kueue_version else {})) as sim:
+        world = World.for_server(sim, QUIET)
+        world.step(1)
+        async with LiveCluster(None, str(sim.kubeconfig)) as live:
+            h = Harness(sim, world, live)
+            await h.settle()
+            yield h
