@@ -58,26 +58,11 @@ def _write(output: str, to_stream, to_file) -> tuple[int, str]:
 
 def _run_live(args) -> int:
     """Connect, sync every kind once, re-read the slim kinds as served, write, disconnect."""
-    from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-    from taudash.engine.sources.kube import Unreachable as SourceUnreachable
-    from taudash.engine.store import Store
-
-    from ..errors import Unreachable
+    from ..loading import synced_cluster
 
     async def go() -> tuple[int, str]:
-        try:
-            target = await connect(getattr(args, "context", None), getattr(args, "kubeconfig", None))
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
-        store = Store()
-        source = KubeSource(store, target)
-        try:
-            try:
-                await source.start()
-            except SourceUnreachable as exc:
-                raise Unreachable(str(exc)) from None
-            await source.wait_synced(getattr(args, "sync_timeout", 30.0))
-            await source.stop()  # the store stays as synced; the re-reads use the same client
+        async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
+                                  getattr(args, "sync_timeout", 30.0)) as (store, source, target):
             captured = _now()
             if args.output == "-":
                 spooled, failed = await relist_kinds(store, kube_relist(source))
@@ -90,9 +75,6 @@ def _run_live(args) -> int:
                 return await export_to(store, args.output, target.context, captured, kube_relist(source)), args.output
             except OSError as exc:
                 raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
-        finally:
-            await source.stop()
-            await target.close()
 
     n, where = asyncio.run(go())
     print(f"wrote {n} objects to {where}", file=sys.stderr)
