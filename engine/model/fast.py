@@ -227,6 +227,7 @@ class WorkloadStatus(Struct, **_CFG):
     requeue_state: RequeueState | None = None
     resource_requests: list[PodSetRequest] = []
     cluster_name: str | None = None
+    nominated_cluster_names: list[str] = []
     scheduling_stats: SchedulingStats | None = None
 
 
@@ -331,6 +332,7 @@ class _WireWorkloadStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=
     requeue_state: RequeueState | None = None
     resource_requests: list[PodSetRequest] = []
     cluster_name: str | None = None
+    nominated_cluster_names: list[str] = []
     scheduling_stats: SchedulingStats | None = None
 
 
@@ -382,7 +384,8 @@ def _workload(w: _WireWorkload) -> Workload:
     return Workload(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_WL_SPEC(w.spec),
                     status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks,
                                          requeue_state=st.requeue_state, resource_requests=st.resource_requests,
-                                         cluster_name=st.cluster_name, scheduling_stats=st.scheduling_stats))
+                                         cluster_name=st.cluster_name,
+                                         nominated_cluster_names=st.nominated_cluster_names, scheduling_stats=st.scheduling_stats))
 
 
 def _job(w: _WireJob) -> Job:

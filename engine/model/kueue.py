@@ -301,6 +301,7 @@ class WorkloadStatus(KModel):
     requeue_state: RequeueState | None = None
     resource_requests: Annotated[list[PodSetRequest], BeforeValidator(_listify)] = []
     cluster_name: str | None = None  # MultiKueue: the worker cluster the Workload runs on
+    nominated_cluster_names: Annotated[list[str], BeforeValidator(_listify)] = []  # MultiKueue: workers tried
     scheduling_stats: SchedulingStats | None = None
 
 

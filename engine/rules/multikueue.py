@@ -241,8 +241,9 @@ def derive_multikueue(ctx: RuleContext, profiles: ProfilesView) -> tuple[MultiKu
     else:
         m2, (m4, m5) = _m2(ctx), _m4_m5(ps)
     checks = [_m1(ctx), m2, m3, m4, m5]
+    disconnected = _disconnected(workers)
     if all(c.ok for c in checks):
-        return MultiKueueView(state=READY, checks=checks, workers=workers), []
+        return MultiKueueView(state=READY, checks=checks, workers=workers), disconnected
 
     failed = "; ".join(f"{c.id} {c.message}" for c in checks if not c.ok)
     if uses_profiles or uses_checks:
@@ -258,7 +259,28 @@ def derive_multikueue(ctx: RuleContext, profiles: ProfilesView) -> tuple[MultiKu
         msg,
         "fix the first failing check; MultiKueue profiles cannot dispatch until all of M1-M5 hold",
     )
-    return MultiKueueView(state=NOT_READY, checks=checks, workers=workers), [f]
+    return MultiKueueView(state=NOT_READY, checks=checks, workers=workers), [f, *disconnected]
+
+
+def _disconnected(workers: list[Worker]) -> list[Finding]:
+    """A worker the manager cannot reach is a finding, not a green check: MultiKueue cannot dispatch to
+    it and does not see its mirror Workloads. A listed cluster that does not exist is M3's business."""
+    out = []
+    for w in workers:
+        if w.active is True or w.reason == "NotFound":
+            continue
+        why = f"Active={'False' if w.active is False else 'unknown'}" + (f" {w.reason}" if w.reason else "")
+        out.append(finding(
+            Severity.WARNING,
+            "MK-WORKER-DISCONNECTED",
+            "MultiKueueCluster",
+            w.name,
+            None,
+            f"MultiKueue worker {w.name} is not connected ({why})" + (f": {w.message}" if w.message else ""),
+            "check the worker's API server and the kubeconfig Secret the MultiKueueCluster names; "
+            "nothing is dispatched to it until it is Active",
+        ))
+    return out
 
 
 def _declares_multikueue(ctx: RuleContext) -> bool:

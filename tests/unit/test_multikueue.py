@@ -72,7 +72,8 @@ def test_ready_when_all_checks_hold():
     view, findings = run(ready_objects())
     assert view.state == "Ready", view.checks
     assert oks(view) == {"M1": True, "M2": True, "M3": True, "M4": True, "M5": True}
-    assert findings == []
+    # Ready (one Active worker is enough) — but the disconnected worker-2 is a finding, not a green check.
+    assert [(f.rule, f.object.name) for f in findings] == [("MK-WORKER-DISCONNECTED", "worker-2")]
     assert [(w.name, w.active, w.reason) for w in view.workers] == [
         ("worker-1", True, "Active"),
         ("worker-2", False, "ClientConnectionFailed"),
@@ -108,7 +109,9 @@ def test_m2_multikueue_ready_condition_alone(status, gen):
     objs = replace(ready_objects(), "TauCluster", tau_cluster([SINGLE, REMOTE], mk_ready=status, mk_gen=gen))
     view, findings = run(objs)
     assert _only_failing(view, "M2") == {"M2"}
-    assert len(findings) == 1 and "M2" in findings[0].message
+    mk = [f for f in findings if f.rule == "MK-NOT-READY"]
+    assert len(mk) == 1 and "M2" in mk[0].message
+    assert {f.rule for f in findings} == {"MK-NOT-READY", "MK-WORKER-DISCONNECTED"}
 
 
 @pytest.mark.parametrize(
@@ -189,3 +192,25 @@ def test_unreadable_tau_cluster_cannot_tell_and_fails_closed():
     assert view.state == "NotReady"
     assert findings[0].rule == "MK-NOT-READY" and findings[0].severity is Severity.WARNING
     assert "cannot tell whether MultiKueue is configured" in findings[0].message
+
+
+def test_a_disconnected_worker_is_a_finding_with_its_reason():
+    _, findings = run(ready_objects())
+    (f,) = findings
+    assert f.severity is Severity.WARNING and f.object.kind == "MultiKueueCluster"
+    assert "Active=False ClientConnectionFailed" in f.message and "dial tcp: refused" in f.message
+
+
+def test_no_disconnected_finding_when_every_worker_is_active():
+    objs = [o for o in ready_objects() if o["kind"] != "MultiKueueCluster"] + [mk_cluster("worker-1"), mk_cluster("worker-2")]
+    view, findings = run(objs)
+    assert view.state == "Ready" and findings == []
+
+
+def test_a_worker_without_an_active_condition_is_not_taken_for_connected():
+    bare = mk_cluster("worker-2")
+    bare["status"] = {}
+    objs = [o for o in ready_objects() if o["kind"] != "MultiKueueCluster"] + [mk_cluster("worker-1"), bare]
+    _, findings = run(objs)
+    assert [(f.rule, f.object.name) for f in findings] == [("MK-WORKER-DISCONNECTED", "worker-2")]
+    assert "Active=unknown" in findings[0].message
