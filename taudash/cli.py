@@ -143,11 +143,12 @@ def _load_fleet(args, contexts: list[str]):
 
 def cmd_fleet_status(args, contexts: list[str]) -> int:
     from .errors import EXIT_UNREACHABLE
-    from .fleet import fleet_contract
+    from .fleet import fleet_contract, joins_of, multikueue_mapping
 
     results = _load_fleet(args, contexts)
+    joins = joins_of(results, multikueue_mapping())
     if args.output in ("json", "yaml"):
-        doc = fleet_contract(results)
+        doc = fleet_contract(results, joins)
         if args.output == "json":
             json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")
@@ -162,13 +163,32 @@ def cmd_fleet_status(args, contexts: list[str]) -> int:
                 print_table(r.view)
             else:
                 print(f"unreachable: {_one_line(r.error or '')}")
+        _print_join(joins, verbose=True)
     return EXIT_UNREACHABLE if not any(r.reachable for r in results) else EXIT_OK
+
+
+def _print_join(joins, verbose: bool) -> int:
+    """The MultiKueue join across the fleet (docs/fleet.md); returns its critical findings."""
+    from .fleet import fleet_findings
+
+    for ctx, j in joins.items():
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(j.remote_counts().items())) or "none"
+        print(f"{clean(ctx)}: MultiKueue: {len(j.dispatched)} dispatched (remote: {counts}), {len(j.orphans)} orphaned")
+    crit = 0
+    for ctx, f in fleet_findings(joins):
+        crit += f.severity.value == "critical"
+        if f.severity.value == "critical" or verbose:
+            obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
+            print(f"{clean(ctx)}: {f.severity.value:<8} {f.rule:<24} {clean(obj)}: {_one_line(f.message)}")
+    return crit
 
 
 def cmd_fleet_check(args, contexts: list[str]) -> int:
     from .errors import EXIT_UNREACHABLE
+    from .fleet import joins_of, multikueue_mapping
 
     results = _load_fleet(args, contexts)
+    joins = joins_of(results, multikueue_mapping())
     total = {"critical": 0, "warning": 0, "info": 0}
     for r in results:
         if r.view is None:
@@ -182,10 +202,12 @@ def cmd_fleet_check(args, contexts: list[str]) -> int:
                 obj = f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
                 print(f"{clean(r.context)}: {f.severity.value:<8} {f.rule:<24} {clean(obj)}: {_one_line(f.message)}")
         print(f"{clean(r.context)}: {c['critical']} critical, {c['warning']} warning, {c['info']} info")
+    join_crit = _print_join(joins, args.verbose)
     down = sum(not r.reachable for r in results)
     print(f"fleet: {len(results)} clusters, {down} unreachable; "
-          f"{total['critical']} critical, {total['warning']} warning, {total['info']} info")
-    if any(r.view is not None and r.view.has_critical() for r in results):
+          f"{total['critical']} critical, {total['warning']} warning, {total['info']} info; "
+          f"MultiKueue across the fleet: {join_crit} critical")
+    if join_crit or any(r.view is not None and r.view.has_critical() for r in results):
         return EXIT_CRITICAL
     # No critical seen, but a cluster that could not be read cannot be vouched for: fail closed.
     return EXIT_UNREACHABLE if down else EXIT_OK

@@ -8,28 +8,105 @@
     - context: a
       reachable: true
       error: null
-      multikueue: {role: manager, dispatched: [{namespace, name, clusterName}]}
+      multikueue: {role: manager, dispatched: [...], workers: [...], orphans: [...], findings: [...]}
       status: <the ClusterStatus of `taudash status --context a -o json`>
+    findings: [{context, ...Finding}]   # the MultiKueue join's, across clusters
+
+The MultiKueue join (engine/multikueue_join.py) maps each MultiKueueCluster of a manager to a kube
+context: `fleet.multiKueueClusters` of the config file, else the context of the same name; never the
+kubeconfig Secrets the manager holds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 
-from taudash.engine.model.names import MULTIKUEUE_CONTROLLER
-from taudash.engine.rules.base import RuleConfig
+from taudash.engine.multikueue_join import (
+    ORIGIN_LABEL,
+    MultiKueueJoin,
+    WorkerSide,
+    context_of,
+    is_manager,
+    join_multikueue,
+)
+from taudash.engine.rules.base import Finding, RuleConfig
 from taudash.engine.sources.kube import kubeconfig_path
+from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
 from .errors import Unreachable, UsageError
 from .loading import Loaded, load_live_async, view_of
 
-ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"  # what Kueue puts on a worker's mirror Workloads
+
+def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """MultiKueueCluster name → kube context, from the config file (docs/fleet.md):
+
+        fleet:
+          multiKueueClusters:
+            westus-2: prod-westus-2
+    """
+    from .config import config_path
+
+    path, _ = config_path(os.environ if environ is None else environ)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"config file {path}: cannot read: {exc}"[:200]) from None
+    fleet = (doc or {}).get("fleet") if isinstance(doc, dict) else None
+    if fleet is None:
+        return {}
+    mapping = fleet.get("multiKueueClusters") if isinstance(fleet, dict) else None
+    if mapping is None and isinstance(fleet, dict):
+        return {}
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        raise UsageError(f"config file {path}: fleet.multiKueueClusters must map MultiKueueCluster names to contexts")
+    return dict(mapping)
+
+
+def worker_names(manager: Store) -> list[str]:
+    """The manager's MultiKueueClusters and the names its MultiKueueConfigs list."""
+    names = [mc.name for mc in manager.list("MultiKueueCluster")]
+    for cfg in manager.list("MultiKueueConfig"):
+        names += cfg.spec.clusters
+    return sorted(set(names))
+
+
+def join_fleet(clusters: Mapping[str, tuple[Store | None, bool, str]], mapping: Mapping[str, str],
+               now: datetime) -> dict[str, MultiKueueJoin]:
+    """The MultiKueue join of every manager among `clusters` (context → (store, reachable, why not)),
+    its workers looked up by context (`context_of`)."""
+    contexts = frozenset(clusters)
+    out: dict[str, MultiKueueJoin] = {}
+    for ctx, (store, reachable, _) in clusters.items():
+        if store is None or not reachable or not is_manager(store):
+            continue
+        sides: dict[str, WorkerSide] = {}
+        for name in worker_names(store):
+            wctx = context_of(name, mapping, contexts)
+            if wctx is None:
+                sides[name] = WorkerSide(None, None, False, "no context maps to it")
+            elif wctx not in clusters:
+                sides[name] = WorkerSide(wctx, None, False, "its context is not read here")
+            else:
+                wstore, wreach, why = clusters[wctx]
+                sides[name] = WorkerSide(wctx, wstore, wreach, why)
+        out[ctx] = join_multikueue(store, sides, now, manager_context=ctx)
+    return out
+
+
+def _result_sides(results: list[ClusterResult]) -> dict[str, tuple[Store | None, bool, str]]:
+    return {r.context: (r.loaded.store if r.loaded else None, r.loaded is not None,
+                        "" if r.loaded else f"unreachable: {r.error or ''}") for r in results}
 
 
 @dataclass
@@ -93,22 +170,40 @@ def load_fleet(contexts: list[str], kubeconfig: str | None, config: RuleConfig,
     return results
 
 
-def multikueue_of(r: ClusterResult) -> dict:
-    """The cluster's MultiKueue role: manager (a MultiKueue AdmissionCheck; its dispatched Workloads with
-    their worker, status.clusterName), worker (holds mirror Workloads) or none."""
+def multikueue_of(r: ClusterResult, joins: Mapping[str, MultiKueueJoin] | None = None) -> dict:
+    """The cluster's MultiKueue role and, for a manager, the join (docs/fleet.md): manager (a MultiKueue
+    AdmissionCheck), worker (a manager here maps a MultiKueueCluster to it, or it holds mirror Workloads),
+    none; unknown when not reachable."""
+    joins = joins or {}
     if r.loaded is None:
         return {"role": "unknown", "dispatched": []}
     store = r.loaded.store
-    if any(ac.spec.controller_name == MULTIKUEUE_CONTROLLER for ac in store.list("AdmissionCheck")):
-        dispatched = [{"namespace": w.namespace, "name": w.name, "clusterName": w.status.cluster_name}
-                      for w in store.list("Workload") if w.status.cluster_name]
-        return {"role": "manager", "dispatched": sorted(dispatched, key=lambda d: (d["namespace"], d["name"]))}
-    if any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list("Workload")):
-        return {"role": "worker", "dispatched": []}
+    j = joins.get(r.context)
+    if j is not None:
+        doc = j.to_contract()
+        doc.pop("manager", None)
+        return {"role": "manager", **doc}
+    managers = [{"context": m, "multiKueueCluster": w.name} for m, mj in joins.items() for w in mj.workers
+                if w.context == r.context]
+    if is_manager(store):
+        return {"role": "manager", "dispatched": []}
+    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list("Workload")):
+        return {"role": "worker", "dispatched": [], "managers": managers}
     return {"role": "none", "dispatched": []}
 
 
-def fleet_contract(results: list[ClusterResult]) -> dict:
+def fleet_findings(joins: Mapping[str, MultiKueueJoin]) -> list[tuple[str, Finding]]:
+    """The join's findings across the fleet, each with the manager's context."""
+    return [(ctx, f) for ctx, j in joins.items() for f in j.findings]
+
+
+def joins_of(results: list[ClusterResult], mapping: Mapping[str, str] | None = None,
+             now: datetime | None = None) -> dict[str, MultiKueueJoin]:
+    return join_fleet(_result_sides(results), mapping or {}, now or datetime.now(UTC))
+
+
+def fleet_contract(results: list[ClusterResult], joins: Mapping[str, MultiKueueJoin] | None = None) -> dict:
+    joins = joins_of(results) if joins is None else joins
     return {
         "apiVersion": "taudash/v1",
         "kind": "FleetStatus",
@@ -117,11 +212,12 @@ def fleet_contract(results: list[ClusterResult]) -> dict:
                 "context": r.context,
                 "reachable": r.reachable,
                 "error": r.error,
-                "multikueue": multikueue_of(r),
+                "multikueue": multikueue_of(r, joins),
                 "status": r.view.to_contract() if r.view is not None else None,
             }
             for r in results
         ],
+        "findings": [{"context": ctx, **f.to_contract()} for ctx, f in fleet_findings(joins)],
     }
 
 
@@ -148,12 +244,16 @@ class FleetMember:
         self.session.actions = Actions.read_only(FLEET_READ_ONLY, context)
         self.state = "connecting"
         self.error: str | None = None
+        self.synced_after: float | None = None  # seconds from start to the first complete sync (the bench)
 
     async def run(self, kubeconfig: str | None, retry: float = 5.0, sync_timeout: float = 30.0) -> None:
         """Connect, sync and keep watching until cancelled; an unreachable cluster is retried every `retry` s."""
+        import time
+
         from taudash.engine.sources.kube import ConfigError, KubeSource, connect
         from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 
+        started = time.perf_counter()
         while True:
             try:
                 target = await connect(self.context, kubeconfig)
@@ -171,21 +271,58 @@ class FleetMember:
                 await source.wait_synced(sync_timeout)
                 self.session.cluster = await source.identity()
                 self.state, self.error = "live", None
+                if self.synced_after is None:
+                    self.synced_after = time.perf_counter() - started
                 await asyncio.Event().wait()  # watched by the source's own tasks until cancelled
             finally:
                 await source.stop()
                 await target.close()
 
 
-class Fleet:
-    """The clusters of one dashboard and which of them the other screens show (`subject`)."""
+    def side(self) -> tuple[Store | None, bool, str]:
+        """What the MultiKueue join may read of this cluster: its store, whether its data is current
+        (synced, connected: a stale or lost connection reads as unknown, never as empty), why not."""
+        if self.state != "live":
+            return (self.session.store if self.state != "connecting" else None, False,
+                    f"{self.state}" + (f": {self.error}" if self.error else ""))
+        f = self.session.last_frame
+        if f is not None and (f.freshness.unreachable or any(p.kind == "Workload" for p in f.freshness.problems)):
+            return self.session.store, False, "stale"
+        return self.session.store, True, ""
 
-    def __init__(self, members: list[FleetMember]) -> None:
+
+class Fleet:
+    """The clusters of one dashboard and which of them the other screens show (`subject`).
+
+    `mapping`: MultiKueueCluster name → context (the config file's, or the simulated fleet's); a name
+    without one maps to the context of the same name."""
+
+    JOIN_EVERY = 5.0  # seconds: the join is recomputed at least this often (its grace is time-based)
+
+    def __init__(self, members: list[FleetMember], mapping: Mapping[str, str] | None = None) -> None:
         if not members:
             raise ValueError("a fleet has at least one cluster")
         self.members = members
         self.subject = members[0].context
+        self.mapping = dict(mapping or {})
+        self.joins: dict[str, MultiKueueJoin] = {}
+        self._join_key: tuple | None = None
         self._tasks: list[asyncio.Task] = []
+
+    def join(self, now: datetime) -> dict[str, MultiKueueJoin]:
+        """The MultiKueue join of every manager, recomputed when a cluster changed (or every JOIN_EVERY s).
+        Reads every member's store under its session lock (taken in member order: no lock cycle)."""
+        sides = {m.context: m.side() for m in self.members}
+        key = (tuple((c, s[1], s[2], s[0].revision if s[0] is not None else -1) for c, s in sides.items()),
+               int(now.timestamp() // self.JOIN_EVERY))
+        if key == self._join_key:
+            return self.joins
+        with contextlib.ExitStack() as stack:
+            for m in self.members:
+                stack.enter_context(m.session.lock)
+            self.joins = join_fleet(sides, self.mapping, now)
+        self._join_key = key
+        return self.joins
 
     def member(self, context: str) -> FleetMember | None:
         return next((m for m in self.members if m.context == context), None)

@@ -117,16 +117,18 @@ async def _demo_fleet(args) -> int:
     from taudash.sim.fleet import SimFleet
 
     async with SimFleet(args.fleet) as fleet:
-        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim")
+        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim",
+                                     mapping=fleet.mapping)
 
 
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
-                          retry: float = 5.0) -> int:
+                          retry: float = 5.0, mapping: dict[str, str] | None = None) -> int:
     """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
-    from ..fleet import Fleet, FleetMember
+    from ..fleet import Fleet, FleetMember, multikueue_mapping
     from ..fleet_app import FleetApp
 
-    fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts])
+    fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts],
+                  mapping=multikueue_mapping() if mapping is None else mapping)
     fleet.start(kubeconfig, retry)
     try:
         await FleetApp(fleet).run_async()

@@ -85,6 +85,7 @@ class SimFleet:
         self.interval = interval
         self._kubeconfig_arg = Path(kubeconfig) if kubeconfig else None
         self.kubeconfig: Path | None = None
+        self.config: Path | None = None  # a taudash config file mapping the MultiKueueClusters to contexts
         self.mk_names: dict[str, SimServer] = {}  # MultiKueueCluster name → worker
         self.up: dict[str, bool] = {}
         self.errors: list[BaseException] = []
@@ -110,6 +111,7 @@ class SimFleet:
                 await w.start()
                 self.up[w.context] = True
             self.kubeconfig = self._write_kubeconfig()
+            self.config = self._write_config()
         except BaseException:
             await self.stop()
             raise
@@ -129,6 +131,8 @@ class SimFleet:
             await s.stop()
         if self.kubeconfig is not None and self._kubeconfig_arg is None:
             self.kubeconfig.unlink(missing_ok=True)
+        if self.config is not None:
+            self.config.unlink(missing_ok=True)
 
     async def __aenter__(self) -> SimFleet:
         return await self.start()
@@ -218,6 +222,19 @@ class SimFleet:
         tmp.touch(mode=0o600)
         tmp.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
         tmp.replace(target)
+        return target
+
+    @property
+    def mapping(self) -> dict[str, str]:
+        """MultiKueueCluster name → the worker's context (what `fleet.multiKueueClusters` says)."""
+        return {n: w.context for n, w in self.mk_names.items()}
+
+    def _write_config(self) -> Path:
+        """A taudash config file (TAUDASH_CONFIG) with the fleet's MultiKueueCluster → context mapping."""
+        assert self.kubeconfig is not None
+        target = self.kubeconfig.with_name(f"{self.kubeconfig.name}.taudash.yaml")
+        target.write_text(yaml.safe_dump({"fleet": {"multiKueueClusters": self.mapping}}, sort_keys=False),
+                          encoding="utf-8")
         return target
 
     # --- the MultiKueue controller ---------------------------------------------------------------

@@ -132,3 +132,60 @@ async def test_an_unknown_context_is_bad_input_for_the_whole_fleet(fleet, capsys
     code, out, err = await run(fleet, capsys, "status", "--context", MANAGER, "--context", "nope", "-o", "json")
     assert code == 2 and out == ""
     assert "context 'nope' is not in" in err
+
+
+RUNNING = ("train", "job-remote-pretrain-a-7c9e3")  # the demo's Workload running on eastus-2 (worker-2)
+DISPATCHED = ("train", "job-remote-pretrain-b-50b9e")  # dispatched by the fleet to westus-2 (worker-1)
+
+
+async def test_the_fleet_status_joins_the_manager_and_its_workers(fleet, capsys, cli_env, monkeypatch):
+    monkeypatch.setenv("TAUDASH_CONFIG", str(fleet.config))  # the simulated fleet's MultiKueueCluster → context map
+    code, out, _ = await run(fleet, capsys, "status", *ALL, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    mk = doc["clusters"][0]["multikueue"]
+    by = {(d["namespace"], d["name"]): d for d in mk["dispatched"]}
+    assert (by[DISPATCHED]["clusterName"], by[DISPATCHED]["remoteState"]) == ("westus-2", "admitted")
+    assert (by[RUNNING]["clusterName"], by[RUNNING]["remoteState"]) == ("eastus-2", "admitted")
+    assert {w["name"]: (w["context"], w["reach"], w["active"], w["mirrors"]) for w in mk["workers"]} == {
+        "westus-2": (W1, "live", True, 1), "eastus-2": (W2, "live", True, 1)}
+    assert doc["findings"] == [] and mk["orphans"] == []
+    worker = doc["clusters"][1]["multikueue"]
+    assert worker["role"] == "worker" and worker["managers"] == [{"context": MANAGER, "multiKueueCluster": "westus-2"}]
+    # the table says it in one line per manager
+    code, out, _ = await run(fleet, capsys, "status", *ALL)
+    assert f"{MANAGER}: MultiKueue: 2 dispatched (remote: 2 admitted), 0 orphaned" in out
+
+
+async def test_without_a_mapping_the_workers_are_unknown_not_gone(fleet, capsys, cli_env):
+    code, out, _ = await run(fleet, capsys, "status", *ALL, "-o", "json")
+    doc = json.loads(out)
+    mk = doc["clusters"][0]["multikueue"]
+    assert {d["remoteState"] for d in mk["dispatched"]} == {"unknown"}
+    assert {w["reach"] for w in mk["workers"]} == {"no context maps to it"}
+    assert sorted(f["rule"] for f in doc["findings"]) == ["MK-WORKER-UNREACHABLE"] * 2
+
+
+async def test_a_mirror_gone_fails_check_and_a_dead_worker_is_unknown_then_disconnected(fleet, capsys, cli_env,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("TAUDASH_CONFIG", str(fleet.config))
+    fleet.workers[1].db.delete("workloads", RUNNING[1], RUNNING[0])  # the copy on eastus-2 disappears
+    code, out, _ = await run(fleet, capsys, "check", "--context", MANAGER, "--context", W1, "--context", W2)
+    assert code == 1
+    assert f"{MANAGER}: critical MK-REMOTE-GONE" in " ".join(out.split()) and RUNNING[1] in out
+    code, out, _ = await run(fleet, capsys, "check", "--context", W1, "--context", W2)
+    assert "MK-REMOTE-GONE" not in out  # no manager read: nothing joined
+    # worker-2 stops answering: its copies are unknown (never "gone"), and it is Active on the manager
+    await fleet.down(W2)
+    code, out, _ = await run(fleet, capsys, "status", *ALL, "-o", "json")
+    doc = json.loads(out)
+    by = {(d["namespace"], d["name"]): d["remoteState"] for d in doc["clusters"][0]["multikueue"]["dispatched"]}
+    assert by[RUNNING] == "unknown" and by[DISPATCHED] == "admitted"
+    assert [(f["rule"], f["object"]["name"]) for f in doc["findings"]] == [("MK-WORKER-UNREACHABLE", "eastus-2")]
+    # the manager's MultiKueue controller notices too: the disconnected worker is a finding of the manager itself
+    fleet.dispatch()
+    code, out, _ = await run(fleet, capsys, "status", *ALL, "-o", "json")
+    doc = json.loads(out)
+    manager_findings = [(f["rule"], f["object"]["name"]) for f in doc["clusters"][0]["status"]["findings"]]
+    assert ("MK-WORKER-DISCONNECTED", "eastus-2") in manager_findings
+    assert doc["findings"] == []  # not Active on the manager: not "unreachable from here" as well
