@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from taudash.engine.multikueue_join import MultiKueueJoin
 from taudash.engine.session import Frame, Session
 
 from .base import DashScreen
@@ -28,7 +30,15 @@ ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 COLS = [Col("ctx", "cluster", 18), Col("reach", "reach", 14), Col("age", "fresh", 5, right=True),
         Col("pool", "GPU budget/reserved/headroom", flex=True),
         Col("pend", "pend", 5, right=True), Col("adm", "adm", 5, right=True),
-        Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MK role", 8)]
+        Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MultiKueue", 14)]
+DISPATCHED_COLS = [Col("wl", "dispatched Workload", flex=True), Col("mgr", "manager", 14), Col("state", "state", 13),
+                   Col("nom", "nominated", 12), Col("worker", "worker → context", 24), Col("remote", "remote", 12)]
+WORKER_COLS = [Col("mgr", "manager", 16), Col("name", "MultiKueueCluster", 18), Col("wctx", "context", 18),
+               Col("active", "Active on manager", 24), Col("reach", "from here", flex=True),
+               Col("mirrors", "mirrors", 7, right=True)]
+REMOTE_TONE = {"admitted": "ok", "finished": "ok", "quotaReserved": "partial", "pending": "partial",
+               "gone": "bad", "unknown": "unknown"}
+SEVERITY_TONE = {"critical": "bad", "warning": "warn", "info": "info"}
 
 
 def multikueue_role(session: Session, frame: Frame | None) -> str:
@@ -62,8 +72,20 @@ GPU         per pool flavor: budget / reserved / headroom of nvidia.com/gpu
 pend, adm   Workloads pending in its ClusterQueues; admitted Workloads
 crit        critical findings (8 Findings lists them for the subject)
 drain       ClusterQueues with a stopPolicy that are not drained yet (drains in progress)
-MK role     manager (dispatches to workers) · worker (holds mirror Workloads) · none
-enter       make that cluster the subject of every other screen"""
+MultiKueue  manager ⇢N (N Workloads dispatched; ! a mismatch) · worker (a manager here maps to it, or
+            it holds mirror Workloads) · none
+
+MULTIKUEUE  every Workload a manager dispatched: nominated workers, the worker that admitted it, its
+            context, and the state of the mirror Workload there (unknown when that worker cannot be
+            read from here: never taken for gone); then each worker as the manager and this session
+            see it, and the mismatches (orphaned mirrors, copies gone, workers unreachable from here).
+            Workers map to contexts by name or by fleet.multiKueueClusters in the config file.
+enter       make that cluster the subject of every other screen (on a dispatched Workload or a
+            worker: that worker's cluster)"""
+
+    DEFAULT_CSS = """
+    FleetScreen #mk-findings, FleetScreen #fleet-errors { padding: 0 1; }
+    """
 
     class SelectCluster(Message):
         """Make `context` the subject of every other screen (the app decides how)."""
@@ -90,6 +112,11 @@ enter       make that cluster the subject of every other screen"""
             yield Static(id="fleet-state", classes="tile")
             yield Section("CLUSTERS", KeyedTable(COLS, empty="no clusters", id="fleet"))
             yield Static(id="fleet-errors")
+            yield Section("MULTIKUEUE", KeyedTable(DISPATCHED_COLS, empty="no Workload dispatched by a manager here",
+                                                   id="mk-dispatched"))
+            yield Section("MULTIKUEUE WORKERS", KeyedTable(WORKER_COLS, empty="no MultiKueue manager among these "
+                                                                "clusters", id="mk-workers"))
+            yield Static(id="mk-findings")
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         return None  # the rows come from every member, not only the subject's frame: always redraw
@@ -101,9 +128,15 @@ enter       make that cluster the subject of every other screen"""
             return [solo], solo.context
         return list(fleet.members), fleet.subject
 
+    def _joins(self) -> dict[str, MultiKueueJoin]:
+        fleet = getattr(self.app, "fleet", None)
+        return dict(getattr(fleet, "joins", None) or {})
+
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
         members, subject = self._fleet()
+        joins = self._joins()
+        worker_of = {w.context: m for m, j in joins.items() for w in j.workers if w.context}
         rows, errors = [], []
         live = 0
         for m in members:
@@ -125,11 +158,12 @@ enter       make that cluster the subject of every other screen"""
                                  for fl in v.pool.flavors) or "no pool"
                 pending = sum(q.pending for q in v.cluster_queues)
                 admitted = sum(q.admitted for q in v.cluster_queues)
-                crit = v.counts()["critical"]
+                crit = v.counts()["critical"] + sum(f.severity.value == "critical"
+                                                    for f in (joins[m.context].findings if m.context in joins else ()))
                 draining = sum(1 for q in v.cluster_queues if q.stop_policy != "None" and q.drained is not True)
                 cells = (name, reach, lit("–" if age is None else f"{age:.0f}s"), lit(pool), lit(str(pending)),
                          lit(str(admitted)), lit(str(crit), tones.bad if crit else ""), lit(str(draining)),
-                         lit(multikueue_role(m.session, f)))
+                         self._mk_cell(m, f, joins.get(m.context), m.context in worker_of))
             rows.append(Row(m.context, cells, RowMeta(name=m.context, text=f"{m.context} {m.state} {m.error or ''}")))
         self.query_one("#fleet", KeyedTable).sync(rows)
         t = span("FLEET ", tones.heading)
@@ -144,8 +178,80 @@ enter       make that cluster the subject of every other screen"""
             err.append(lit(e, tones.muted))
             err.append("\n")
         self.query_one("#fleet-errors", Static).update(err)
+        self._render_join(joins, len(members) > 1)
+
+    def _mk_cell(self, m: Any, f: Frame | None, join: MultiKueueJoin | None, mapped: bool) -> Text:
+        tones = self.tones
+        if join is not None:
+            t = lit(f"manager ⇢{len(join.dispatched)}")
+            if join.findings:
+                t.append(" !", style=tones.bad)
+            return t
+        role = multikueue_role(m.session, f)
+        return lit("worker" if mapped and role == "none" else role)
+
+    def _render_join(self, joins: dict[str, MultiKueueJoin], several: bool) -> None:
+        tones = self.tones
+        self._targets = {}
+        drows: list[Row] = []
+        wrows: list[Row] = []
+        for mgr, j in joins.items():
+            ctx_of = {w.name: w.context for w in j.workers}
+            for d in j.dispatched:
+                key = f"{mgr}/{d.namespace}/{d.name}"
+                target = ctx_of.get(d.cluster_name or "")
+                if target:
+                    self._targets[key] = target
+                remote = (tones.mark(REMOTE_TONE.get(d.remote_state, "unknown"), d.remote_state) if d.remote_state
+                          else lit("not yet", tones.muted))
+                if not d.cluster_name:
+                    worker = lit("–", tones.muted)
+                elif target is None:
+                    worker = lit(f"{d.cluster_name} (no context)", tones.muted)
+                else:
+                    worker = lit(d.cluster_name if target == d.cluster_name else f"{d.cluster_name} → {target}")
+                drows.append(Row(key, (lit(f"{d.namespace}/{d.name}"), lit(mgr), lit(d.state),
+                                       lit(", ".join(d.nominated) or "–", "" if d.nominated else tones.muted),
+                                       worker, remote),
+                                 RowMeta(name=d.name, namespace=d.namespace,
+                                         text=f"{d.namespace}/{d.name} {mgr} {d.cluster_name or ''} {d.remote_state}")))
+            for w in j.workers:
+                key = f"{mgr}/{w.name}"
+                if w.context:
+                    self._targets[key] = w.context
+                active = (tones.mark("ok", "Active") if w.active else
+                          tones.mark("bad", f"not Active {w.reason}".strip()) if w.active is False
+                          else tones.mark("unknown", "no Active condition"))
+                reach = tones.mark("ok", "live") if w.reach == "live" else tones.mark("unknown", w.reach)
+                wrows.append(Row(key, (lit(mgr), lit(w.name), lit(w.context or "–", "" if w.context else tones.muted),
+                                       active, reach, lit("?" if w.mirrors is None else str(w.mirrors))),
+                                 RowMeta(name=w.name, text=f"{mgr} {w.name} {w.context or ''} {w.reach}")))
+        self.query_one("#mk-dispatched", KeyedTable).sync(drows)
+        self.query_one("#mk-workers", KeyedTable).sync(wrows)
+        out = span("", "")
+        findings = [(mgr, f) for mgr, j in joins.items() for f in j.findings]
+        for m in self._fleet()[0]:  # the managers' own: a disconnected worker is a finding, not a green check
+            frame = m.session.last_frame if m.context in joins and m.state == "live" else None
+            findings += [(m.context, f) for f in (frame.view.findings if frame else ()) if f.rule.startswith("MK-")]
+        if not joins:
+            out.append(lit("open several contexts (a manager and its workers) to join MultiKueue across them"
+                           if not several else "no cluster here is a MultiKueue manager", tones.muted))
+        elif not findings:
+            out.append(tones.mark("ok", "no MultiKueue findings: every worker connected and readable from here, "
+                                        "no orphaned mirror, no copy gone"))
+        for mgr, f in findings:
+            out.append(tones.mark(SEVERITY_TONE.get(f.severity.value, "unknown"), f.rule))
+            out.append("  ")
+            out.append(lit(f"{mgr}: {f.message}"))
+            out.append("\n")
+        self.query_one("#mk-findings", Static).update(out)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.post_message(self.SelectCluster(str(event.row_key.value)))
+        key = event.row_key.value
+        if key is None:
+            return
+        if event.data_table.id == "fleet":
+            self.post_message(self.SelectCluster(str(key)))
+        elif str(key) in getattr(self, "_targets", {}):  # a dispatched Workload or a worker: its cluster
+            self.post_message(self.SelectCluster(self._targets[str(key)]))

@@ -306,6 +306,7 @@ class Fleet:
         self.subject = members[0].context
         self.mapping = dict(mapping or {})
         self.joins: dict[str, MultiKueueJoin] = {}
+        self.join_error: str | None = None
         self._join_key: tuple | None = None
         self._tasks: list[asyncio.Task] = []
 
@@ -321,7 +322,7 @@ class Fleet:
             for m in self.members:
                 stack.enter_context(m.session.lock)
             self.joins = join_fleet(sides, self.mapping, now)
-        self._join_key = key
+        self._join_key, self.join_error = key, None
         return self.joins
 
     def member(self, context: str) -> FleetMember | None:

@@ -32,7 +32,9 @@ class FleetApp(TaudashApp):
     def on_mount(self) -> None:
         # Textual also runs TaudashApp.on_mount (handlers run for every class): it adds the modes and
         # opens the home screen; the Fleet screen replaces it once that is done.
-        self._derive_others(self.clock())
+        now = self.clock()
+        self._derive_others(now)
+        self._join(now)
         self.call_after_refresh(self.switch_mode, FLEET_MODE)
 
     def _derive_others(self, now: datetime) -> None:
@@ -44,11 +46,20 @@ class FleetApp(TaudashApp):
             except Exception as exc:  # noqa: BLE001 - one cluster's rule failure never stalls the others
                 m.error = f"could not derive the view: {exc}"
 
+    def _join(self, now: datetime) -> None:
+        try:
+            self.fleet.join(now)
+        except Exception as exc:  # noqa: BLE001 - the join never stalls the rows; it says it failed
+            self.fleet.joins = {}
+            self.fleet.join_error = f"could not join MultiKueue: {exc}"
+
     @work(thread=True, exclusive=True, group="derive", exit_on_error=False, description="derive every cluster")
     def _derive(self) -> Frame:
         now = self.clock()
         self._derive_others(now)
-        return self.session.frame(now)
+        frame = self.session.frame(now)
+        self._join(now)  # after every member's frame: it reads their freshness
+        return frame
 
     def on_fleet_screen_select_cluster(self, message: FleetScreen.SelectCluster) -> None:
         self.set_subject(message.context)

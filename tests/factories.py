@@ -222,6 +222,34 @@ def multikueue_cluster(name: str, active: str = "True") -> dict:
                                            "Connected" if ok else "dial tcp: refused")]}}
 
 
+MULTIKUEUE_ORIGIN = "kueue.x-k8s.io/multikueue-origin"
+
+
+def dispatched_workload(name: str, ns: str = "train", *, on: str | None = None, nominated: list[str] | None = None,
+                        state: str = "admitted", at: str | None = None) -> dict:
+    """A manager's Workload MultiKueue dispatched: admitted on worker `on` (status.clusterName) or nominated to
+    `nominated`; `at`: the lastTransitionTime of its conditions."""
+    w = workload(name, ns, queue="mk", admitted_to="mk-cq", state=state)
+    for c in w["status"]["conditions"]:
+        if at:
+            c["lastTransitionTime"] = at
+    if on:
+        w["status"]["clusterName"] = on
+    if nominated:
+        w["status"]["nominatedClusterNames"] = nominated
+    return w
+
+
+def multikueue_mirror(name: str, ns: str = "train", *, state: str = "admitted", created: str | None = None,
+                      origin: str = "multikueue") -> dict:
+    """The mirror of a manager's Workload on a worker (labelled with its MultiKueue origin)."""
+    w = workload(name, ns, queue="mk", admitted_to="mk-cq", state=state)
+    w["metadata"]["labels"] = {MULTIKUEUE_ORIGIN: origin}
+    if created:
+        w["metadata"]["creationTimestamp"] = created
+    return w
+
+
 # --- TauGrid ----------------------------------------------------------------------------------------------------
 
 
@@ -525,6 +553,17 @@ def validated_store(raws: Iterable[dict]) -> Store:
     for k in KINDS:
         store.replace(k.kind, by.get(k.kind, []))
         store.set_access(k.kind, AccessState.SYNCED)
+    return store
+
+
+def upsert_raw(store: Store, *raws: dict) -> Store:
+    """Add raw objects to a store (validated with the kind's model, as a source would)."""
+    from taudash.engine.model import lookup
+
+    for o in raws:
+        k = lookup(o["apiVersion"], o["kind"])
+        assert k is not None, o["kind"]
+        store.upsert(k.model.model_validate(o), o)
     return store
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tools.paths import DEMO, FIXTURES
+from factories import multikueue_mirror, upsert_raw
+from tools.paths import DEMO, SIM_CLUSTER
 from tools.waiting import eventually, next_renders
 
 from taudash.engine.session import Session
@@ -23,9 +24,10 @@ NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)
 
 
-def snapshot_member(context: str, path) -> FleetMember:
+def snapshot_member(context: str, path, *extra: dict) -> FleetMember:
     m = FleetMember(context)
     r = load_snapshot(path)
+    upsert_raw(r.store, *extra)
     m.session = Session(r.store, SourceInfo(type="snapshot", context=context, path=path.name,
                                             observed_at=r.captured_at), read_only=True)
     m.state = "live"
@@ -33,9 +35,16 @@ def snapshot_member(context: str, path) -> FleetMember:
 
 
 def snapshot_fleet() -> Fleet:
+    """The demo as MultiKueue manager; eastus-2 (same name as its MultiKueueCluster) holds the mirror of the
+    Workload the manager runs there, the mirror of one it nominated, and one the manager no longer has."""
     down = FleetMember("westus-2")
     down.state, down.error = "unreachable", "cannot connect: Connect call failed ('10.0.0.7', 443)"
-    return Fleet([snapshot_member("prod-manager", DEMO), snapshot_member("eastus-2", FIXTURES / "ui-demo.yaml"), down])
+    east = snapshot_member("eastus-2", SIM_CLUSTER,
+                           multikueue_mirror("job-remote-pretrain-a-7c9e3", created="2026-11-30T05:00:31Z"),
+                           multikueue_mirror("job-remote-pretrain-b-50b9e", state="pending",
+                                             created="2026-11-30T07:50:31Z"),
+                           multikueue_mirror("job-remote-sweep-0f3c1", created="2026-11-29T22:10:00Z"))
+    return Fleet([snapshot_member("prod-manager", DEMO), east, down])
 
 
 def header(app) -> str:
@@ -129,3 +138,79 @@ def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path):
     assert main(["demo", "--fleet", "0"]) == 2
     assert main(["demo", "--fleet", "1"]) == 0  # the demo as manager and one simulated worker
     assert seen[-1] == ["taudash-manager", "taudash-worker-1"]
+
+
+def table_text(app, selector: str, key: str) -> str:
+    return " ".join(c.plain for c in app.screen.query_one(selector, KeyedTable).get_row(key))
+
+
+def has_row(app, selector: str, key: str) -> bool:
+    return key in app.screen.query_one(selector, KeyedTable).visible_keys()
+
+
+def mk_findings(app) -> str:
+    return str(app.screen.query_one("#mk-findings").render())
+
+
+async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_worker():
+    """Issue 21, must show: a manager and two workers, simulated in-process. The Workload the manager dispatched is
+    shown with its worker and the mirror's state there; killing that worker's API server turns its row stale,
+    raises the disconnected-worker finding, leaves the other rows live, and its mirrors read unknown (never gone)."""
+    manager, w1, w2 = "taudash-manager", "taudash-worker-1", "taudash-worker-2"
+    wl = f"{manager}/train/job-remote-pretrain-b-50b9e"  # the demo's pending MultiKueue Workload
+    async with SimFleet(2, interval=0.2, bookmark_interval=0.05) as sim:
+        fleet = Fleet([FleetMember(c, source_type="sim") for c in sim.contexts], mapping=sim.mapping)
+        fleet.start(str(sim.kubeconfig), retry=0.2)
+        try:
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            async with app.run_test(size=SIZE) as pilot:
+                assert await eventually(lambda: all(m.state == "live" for m in fleet.members))
+                assert await eventually(lambda: has_row(app, "#mk-dispatched", wl)
+                                        and "admitted" in table_text(app, "#mk-dispatched", wl).split()[-1:])
+                assert f"westus-2 → {w1}" in table_text(app, "#mk-dispatched", wl)
+                assert "manager ⇢2" in row_text(app, manager)
+                # every worker connected and readable: no join finding, no disconnected worker (the demo's own
+                # MK-NOT-READY, an ambiguous profile, stays listed)
+                assert await eventually(lambda: "MK-NOT-READY" in mk_findings(app))
+                assert not any(r in mk_findings(app) for r in ("MK-WORKER", "MK-REMOTE"))
+                # worker-1's API server dies
+                await sim.down(w1)
+                assert await eventually(lambda: "stale" in row_text(app, w1))
+                assert "live" in row_text(app, manager) and "live" in row_text(app, w2)
+                assert await eventually(lambda: "MK-WORKER-DISCONNECTED" in mk_findings(app))
+                assert "westus-2" in mk_findings(app) and "✓" not in mk_findings(app)
+                assert await eventually(lambda: "not Active" in table_text(app, "#mk-workers", f"{manager}/westus-2"))
+                remote = table_text(app, "#mk-dispatched", wl)
+                assert "unknown" in remote and "gone" not in remote
+                assert "MK-REMOTE-GONE" not in mk_findings(app)
+                # Enter on a dispatched Workload: its worker's cluster becomes the subject
+                other = f"{manager}/train/job-remote-pretrain-a-7c9e3"  # running on eastus-2 (worker-2)
+                t = app.screen.query_one("#mk-dispatched", KeyedTable)
+                t.focus()
+                t.move_cursor(row=t.get_row_index(other))
+                await pilot.press("enter")
+                assert await eventually(lambda: app.fleet.subject == w2 and app.current_mode == "overview")
+        finally:
+            await fleet.stop()
+
+
+async def test_the_disconnected_worker_is_a_finding_in_its_detail():
+    """The demo's westus-2 is ClientConnectionFailed: its MultiKueueCluster detail lists the finding, not "✓ no
+    findings about this object"."""
+    from factories import dashboard_app
+
+    from taudash.engine.rules.base import ObjRef
+    from taudash.screens.messages import OpenObject
+    from taudash.screens.object_detail import ObjectDetailScreen
+
+    app = dashboard_app(DEMO, now=NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.post_message(OpenObject(ObjRef(kind="MultiKueueCluster", name="westus-2")))
+        assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen))
+        await pilot.pause()
+        mine = app.screen.query_one("#od-findings", KeyedTable)
+        assert [k.split("|")[1] for k in mine.visible_keys()] == ["MK-WORKER-DISCONNECTED"]
+        app.screen.post_message(OpenObject(ObjRef(kind="MultiKueueCluster", name="eastus-2")))
+        assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen) and app.screen.ref.name == "eastus-2")
+        await pilot.pause()
+        assert list(app.screen.query_one("#od-findings", KeyedTable).visible_keys()) == []  # Active: nothing to say

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from factories import admission_check, multikueue_cluster, multikueue_config, store_of, workload
+from factories import (
+    admission_check,
+    dispatched_workload,
+    multikueue_cluster,
+    multikueue_config,
+    multikueue_mirror,
+    store_of,
+    workload,
+)
 
-from taudash.engine.multikueue_join import ORIGIN_LABEL, WorkerSide, context_of, is_manager, join_multikueue
+from taudash.engine.multikueue_join import WorkerSide, context_of, is_manager, join_multikueue
 from taudash.engine.store import AccessState
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -18,21 +26,11 @@ JUST = (NOW - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 def dispatched(name: str, *, on: str | None = None, nominated: list[str] | None = None, state: str = "admitted",
                at: str = OLD) -> dict:
-    w = workload(name, "train", queue="mk", admitted_to="mk-cq", state=state)
-    for c in w["status"]["conditions"]:
-        c["lastTransitionTime"] = at
-    if on:
-        w["status"]["clusterName"] = on
-    if nominated:
-        w["status"]["nominatedClusterNames"] = nominated
-    return w
+    return dispatched_workload(name, on=on, nominated=nominated, state=state, at=at)
 
 
 def mirror(name: str, *, state: str = "admitted", created: str = OLD) -> dict:
-    w = workload(name, "train", queue="mk", admitted_to="mk-cq", state=state)
-    w["metadata"]["labels"] = {ORIGIN_LABEL: "multikueue"}
-    w["metadata"]["creationTimestamp"] = created
-    return w
+    return multikueue_mirror(name, state=state, created=created)
 
 
 def manager(*wls: dict, w2_active: str = "True", access: dict | None = None):
