@@ -148,7 +148,7 @@ def has_row(app, selector: str, key: str) -> bool:
     return key in app.screen.query_one(selector, KeyedTable).visible_keys()
 
 
-def mk_findings(app) -> str:
+def join_findings_text(app) -> str:
     return str(app.screen.query_one("#mk-findings").render())
 
 
@@ -171,18 +171,18 @@ async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_work
                 assert "manager ⇢2" in row_text(app, manager)
                 # every worker connected and readable: no join finding, no disconnected worker (the demo's own
                 # MK-NOT-READY, an ambiguous profile, stays listed)
-                assert await eventually(lambda: "MK-NOT-READY" in mk_findings(app))
-                assert not any(r in mk_findings(app) for r in ("MK-WORKER", "MK-REMOTE"))
+                assert await eventually(lambda: "MK-NOT-READY" in join_findings_text(app))
+                assert not any(r in join_findings_text(app) for r in ("MK-WORKER", "MK-REMOTE"))
                 # worker-1's API server dies
                 await sim.down(w1)
                 assert await eventually(lambda: "stale" in row_text(app, w1))
                 assert "live" in row_text(app, manager) and "live" in row_text(app, w2)
-                assert await eventually(lambda: "MK-WORKER-DISCONNECTED" in mk_findings(app))
-                assert "westus-2" in mk_findings(app) and "✓" not in mk_findings(app)
+                assert await eventually(lambda: "MK-WORKER-DISCONNECTED" in join_findings_text(app))
+                assert "westus-2" in join_findings_text(app) and "✓" not in join_findings_text(app)
                 assert await eventually(lambda: "not Active" in table_text(app, "#mk-workers", f"{manager}/westus-2"))
                 remote = table_text(app, "#mk-dispatched", wl)
                 assert "unknown" in remote and "gone" not in remote
-                assert "MK-REMOTE-GONE" not in mk_findings(app)
+                assert "MK-REMOTE-GONE" not in join_findings_text(app)
                 # Enter on a dispatched Workload: its worker's cluster becomes the subject
                 other = f"{manager}/train/job-remote-pretrain-a-7c9e3"  # running on eastus-2 (worker-2)
                 t = app.screen.query_one("#mk-dispatched", KeyedTable)
