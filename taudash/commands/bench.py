@@ -64,6 +64,8 @@ def register(sub, add_source_args) -> None:
     b.add_argument("--no-kubectl", action="store_true", help="skip the kubectl peer measurement")
     b.add_argument("--profile", metavar="DIR", help="write a pyinstrument profile of each phase to DIR "
                    "(pip install pyinstrument first; measuring only, never a dependency)")
+    b.add_argument("--fleet", type=int, metavar="N", help="N simulated clusters of --size in one fleet dashboard "
+                   "session (sync per cluster and total, memory, key → Fleet screen; taudash/bench/fleet.py)")
     b.set_defaults(func=run_bench)
 
 
@@ -72,6 +74,10 @@ def _progress(msg: str) -> None:
 
 
 def run_bench(args) -> int:
+    if args.fleet is not None:
+        from taudash.bench.fleet import run_fleet_bench
+
+        return run_fleet_bench(args)
     results = asyncio.run(bench(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl,
                                 profile_dir=args.profile))
     if args.output == "json":
