@@ -73,6 +73,7 @@ class Orphan(ViewModel):
 
 class MultiKueueJoin(ViewModel):
     manager: str = ""  # the manager's context
+    unknown: str = ""  # why nothing can be joined (the manager itself is not readable now); "" when joined
     workers: list[JoinedWorker] = []
     dispatched: list[Dispatched] = []
     orphans: list[Orphan] = []
@@ -87,8 +88,9 @@ class MultiKueueJoin(ViewModel):
         return out
 
 
-def is_manager(store: Store) -> bool:
-    return store.readable("AdmissionCheck") and any(
+def is_manager(store: Store, last_known: bool = False) -> bool:
+    """A MultiKueue AdmissionCheck in the store (`last_known`: also when that data is not current)."""
+    return (last_known or store.readable("AdmissionCheck")) and any(
         ac.spec.controller_name == MULTIKUEUE_CONTROLLER for ac in store.list("AdmissionCheck"))
 
 

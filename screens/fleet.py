@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from taudash.engine.multikueue_join import MultiKueueJoin
+from taudash.engine.multikueue_join import MultiKueueJoin, is_manager
 from taudash.engine.session import Frame, Session
 
 from .base import DashScreen
@@ -31,8 +31,8 @@ COLS = [Col("ctx", "cluster", 18), Col("reach", "reach", 14), Col("age", "fresh"
         Col("pool", "GPU budget/reserved/headroom", flex=True),
         Col("pend", "pend", 5, right=True), Col("adm", "adm", 5, right=True),
         Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MultiKueue", 14)]
-DISPATCHED_COLS = [Col("wl", "dispatched Workload", flex=True), Col("mgr", "manager", 14), Col("state", "state", 13),
-                   Col("nom", "nominated", 12), Col("worker", "worker → context", 24), Col("remote", "remote", 12)]
+DISPATCHED_COLS = [Col("wl", "dispatched Workload", flex=True), Col("mgr", "manager", 12), Col("state", "state", 13),
+                   Col("nom", "nominated", 10), Col("worker", "worker → context", 28), Col("remote", "remote", 11)]
 WORKER_COLS = [Col("mgr", "manager", 16), Col("name", "MultiKueueCluster", 18), Col("wctx", "context", 18),
                Col("active", "Active on manager", 24), Col("reach", "from here", flex=True),
                Col("mirrors", "mirrors", 7, right=True)]
@@ -43,7 +43,7 @@ SEVERITY_TONE = {"critical": "bad", "warning": "warn", "info": "info"}
 
 def multikueue_role(session: Session, frame: Frame | None) -> str:
     """manager (it dispatches: MultiKueue workers listed), worker (holds mirror Workloads) or none."""
-    if frame is not None and frame.view.multikueue.workers:
+    if frame is not None and frame.view.multikueue.workers or is_manager(session.store, last_known=True):
         return "manager"
     if any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in session.store.list("Workload")):
         return "worker"
@@ -112,10 +112,9 @@ enter       make that cluster the subject of every other screen (on a dispatched
             yield Static(id="fleet-state", classes="tile")
             yield Section("CLUSTERS", KeyedTable(COLS, empty="no clusters", id="fleet"))
             yield Static(id="fleet-errors")
-            yield Section("MULTIKUEUE", KeyedTable(DISPATCHED_COLS, empty="no Workload dispatched by a manager here",
+            yield Section("MULTIKUEUE", KeyedTable(DISPATCHED_COLS, empty="none dispatched",
                                                    id="mk-dispatched"))
-            yield Section("MULTIKUEUE WORKERS", KeyedTable(WORKER_COLS, empty="no MultiKueue manager among these "
-                                                                "clusters", id="mk-workers"))
+            yield Section("MULTIKUEUE WORKERS", KeyedTable(WORKER_COLS, empty="no manager", id="mk-workers"))
             yield Static(id="mk-findings")
 
     def frame_signature(self, frame: Frame) -> tuple | None:
@@ -138,10 +137,11 @@ enter       make that cluster the subject of every other screen (on a dispatched
         joins = self._joins()
         worker_of = {w.context: m for m, j in joins.items() for w in j.workers if w.context}
         rows, errors = [], []
-        live = 0
+        live = stale = 0
         for m in members:
             f = m.session.last_frame if m.state == "live" else None
-            live += m.state == "live"
+            live += m.state == "live" and not (f is not None and f.freshness.problems)
+            stale += f is not None and bool(f.freshness.problems)
             mark = "▶ " if m.context == subject else "  "
             name = lit(f"{mark}{m.context}", "bold" if m.context == subject else "")
             reach = tones.mark({"live": "ok", "connecting": "partial"}.get(m.state, "bad"), m.state)
@@ -168,8 +168,10 @@ enter       make that cluster the subject of every other screen (on a dispatched
         self.query_one("#fleet", KeyedTable).sync(rows)
         t = span("FLEET ", tones.heading)
         t.append(f"{len(members)} clusters · {live} live")
-        if len(members) - live:
-            t.append(f" · {len(members) - live} not live", style=tones.bad)
+        if stale:
+            t.append(f" · {stale} stale", style=tones.warn)
+        if len(members) - live - stale:
+            t.append(f" · {len(members) - live - stale} not live", style=tones.bad)
         t.append(lit(f" · showing {subject}", tones.muted))  # names come from kubeconfigs: made inert
         self.query_one("#fleet-state", Static).update(t)
         err = span("", "")
@@ -182,6 +184,8 @@ enter       make that cluster the subject of every other screen (on a dispatched
 
     def _mk_cell(self, m: Any, f: Frame | None, join: MultiKueueJoin | None, mapped: bool) -> Text:
         tones = self.tones
+        if join is not None and join.unknown:
+            return lit("manager ⇢?", tones.muted)
         if join is not None:
             t = lit(f"manager ⇢{len(join.dispatched)}")
             if join.findings:
@@ -233,10 +237,15 @@ enter       make that cluster the subject of every other screen (on a dispatched
         for m in self._fleet()[0]:  # the managers' own: a disconnected worker is a finding, not a green check
             frame = m.session.last_frame if m.context in joins and m.state == "live" else None
             findings += [(m.context, f) for f in (frame.view.findings if frame else ()) if f.rule.startswith("MK-")]
+        for mgr, j in joins.items():
+            if j.unknown:
+                out.append(tones.mark("unknown", f"{mgr}: the manager cannot be read now ({j.unknown}): "
+                                                 "its dispatched Workloads and their workers are unknown"))
+                out.append("\n")
         if not joins:
             out.append(lit("open several contexts (a manager and its workers) to join MultiKueue across them"
                            if not several else "no cluster here is a MultiKueue manager", tones.muted))
-        elif not findings:
+        elif not findings and not any(j.unknown for j in joins.values()):
             out.append(tones.mark("ok", "no MultiKueue findings: every worker connected and readable from here, "
                                         "no orphaned mirror, no copy gone"))
         for mgr, f in findings:

@@ -87,8 +87,11 @@ def join_fleet(clusters: Mapping[str, tuple[Store | None, bool, str]], mapping: 
     its workers looked up by context (`context_of`)."""
     contexts = frozenset(clusters)
     out: dict[str, MultiKueueJoin] = {}
-    for ctx, (store, reachable, _) in clusters.items():
-        if store is None or not reachable or not is_manager(store):
+    for ctx, (store, reachable, why) in clusters.items():
+        if store is None or not is_manager(store, last_known=True):
+            continue
+        if not reachable or not is_manager(store):  # a manager not readable now: nothing joined, said so
+            out[ctx] = MultiKueueJoin(manager=ctx, unknown=why or "not readable")
             continue
         sides: dict[str, WorkerSide] = {}
         for name in worker_names(store):

@@ -119,3 +119,18 @@ def test_context_of_prefers_the_explicit_mapping_then_the_same_name():
     assert context_of("w2", {"w2": "prod-w2"}, contexts) == "prod-w2"
     assert context_of("w1", {}, contexts) == "w1"
     assert context_of("w3", {}, contexts) is None
+
+
+def test_the_fleet_join_maps_workers_to_contexts_and_a_stale_manager_is_unknown():
+    from taudash.fleet import join_fleet
+
+    m = manager(dispatched("a", on="w1"), dispatched("b", on="w2"))
+    clusters = {"mgr": (m, True, ""), "w1": (store_of(mirror("a")), True, ""), "east": (store_of(), True, "")}
+    joins = join_fleet(clusters, {"w2": "east"}, NOW)  # w1 by its name; w2 by the config file's mapping
+    assert list(joins) == ["mgr"]  # the workers are not managers
+    j = joins["mgr"]
+    assert {w.name: w.context for w in j.workers} == {"w1": "w1", "w2": "east"}
+    assert {d.name: d.remote_state for d in j.dispatched} == {"a": "admitted", "b": "gone"}
+    # the manager's data is not current: nothing is joined, and it says why instead of "not a manager"
+    stale = join_fleet({**clusters, "mgr": (m, False, "stale")}, {"w2": "east"}, NOW)
+    assert stale["mgr"].unknown == "stale" and stale["mgr"].dispatched == [] and stale["mgr"].findings == []
