@@ -264,6 +264,9 @@ class SimFleet:
                 self._keep_mirror(wl, st["clusterName"], now)
                 continue
             self._dispatch_one(wl, mine[0]["name"], checks[mine[0]["name"]], now)
+        for w in self.workers:
+            if self.up.get(w.context):
+                self._publish_queues(w, now)
 
     def _publish_clusters(self, now: str) -> None:
         """MultiKueueCluster Active mirrors whether the manager can reach each worker."""
@@ -315,6 +318,36 @@ class SimFleet:
         status = {**st, "admissionChecks": checks, "conditions": conds, "clusterName": winner}
         status.pop("nominatedClusterNames", None)
         m.update_status({**wl, "status": status})
+
+    def _publish_queues(self, w: SimServer, now: str) -> None:
+        """A worker's ClusterQueue counts and reservations, as its Kueue would publish them (the worker
+        runs no other controller): pending, reserving and admitted mirrors, their quota by flavor."""
+        from decimal import Decimal
+
+        from taudash.sim.controllers.base import qparse
+        from taudash.sim.controllers.queues import Tally, cq_status
+
+        tallies: dict[str, Tally] = {}
+        for wl in w.db.list("workloads"):
+            if _is_true(wl, "Finished"):
+                continue
+            st = wl.get("status") or {}
+            cq = (st.get("admission") or {}).get("clusterQueue")
+            if cq is None:
+                lq = w.db.get("localqueues", (wl.get("spec") or {}).get("queueName") or "", _meta(wl)["namespace"])
+                name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+                if name:
+                    tallies.setdefault(name, Tally()).pending += 1
+                continue
+            usage: dict[tuple[str, str], Decimal] = {}
+            for k, v in _requests(wl).items():
+                usage[(WORKER_FLAVOR, k)] = qparse(str(v))[0]
+            tallies.setdefault(cq, Tally()).add(usage, _is_true(wl, "Admitted"))
+        for cq in w.db.list("clusterqueues"):
+            status = cq_status(cq, tallies.get(_meta(cq)["name"], Tally()), (True, "Ready", "Can admit new workloads"),
+                               now)
+            if status != cq.get("status"):
+                w.db.update_status({**cq, "status": status})
 
     def _keep_mirror(self, wl: Obj, cluster: str, now: str) -> None:
         """A Workload already running on a worker (e.g. seeded so) has its admitted mirror there."""

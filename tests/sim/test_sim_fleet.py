@@ -48,6 +48,13 @@ async def test_first_worker_to_admit_wins_and_other_mirrors_are_removed():
         assert cond(mirror, "Admitted") == "True"
         assert mirror["status"]["admission"]["clusterQueue"] == "research-multikueue"
         assert fleet.workers[1].db.get("workloads", *PENDING) is None  # the loser's mirror is gone
+        # the worker's ClusterQueue publishes what it admitted, as its Kueue would
+        cq = fleet.workers[0].db.get("clusterqueues", "research-multikueue")["status"]
+        assert (cq["pendingWorkloads"], cq["reservingWorkloads"], cq["admittedWorkloads"]) == (0, 1, 1)
+        gpus = {r["name"]: r["total"] for r in cq["flavorsReservation"][0]["resources"]}["nvidia.com/gpu"]
+        assert gpus != "0" and gpus == {r["name"]: r["total"] for r in cq["flavorsUsage"][0]["resources"]}["nvidia.com/gpu"]
+        east = fleet.workers[1].db.get("clusterqueues", "research-multikueue")["status"]
+        assert east["admittedWorkloads"] == 1  # eastus-2 runs the demo's other remote Workload
         # The Workload the demo shows running on eastus-2 has its admitted mirror there.
         assert cond(fleet.workers[1].db.get("workloads", *RUNNING), "Admitted") == "True"
         # All MultiKueueClusters reachable → Active (the demo's westus-2 was failing).
