@@ -21,16 +21,16 @@ from taudash.engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import qty, short_flavor
-from .text import lit, span
+from .text import MARK, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 GPU = "nvidia.com/gpu"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 COLS = [Col("ctx", "cluster", 18), Col("reach", "reach", 14), Col("age", "fresh", 5, right=True),
-        Col("pool", "GPU budget/reserved/headroom", flex=True),
+        Col("pool", "GPU budget/resv/headroom", flex=True),
         Col("pend", "pend", 5, right=True), Col("adm", "adm", 5, right=True),
-        Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MultiKueue", 14)]
+        Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MultiKueue", 20)]
 DISPATCHED_COLS = [Col("wl", "dispatched Workload", flex=True), Col("mgr", "manager", 12), Col("state", "state", 13),
                    Col("nom", "nominated", 10), Col("worker", "worker → context", 28), Col("remote", "remote", 11)]
 WORKER_COLS = [Col("mgr", "manager", 16), Col("name", "MultiKueueCluster", 18), Col("wctx", "context", 18),
@@ -72,8 +72,9 @@ GPU         per pool flavor: budget / reserved / headroom of nvidia.com/gpu
 pend, adm   Workloads pending in its ClusterQueues; admitted Workloads
 crit        critical findings (8 Findings lists them for the subject)
 drain       ClusterQueues with a stopPolicy that are not drained yet (drains in progress)
-MultiKueue  manager ⇢N (N Workloads dispatched; ! a mismatch) · worker (a manager here maps to it, or
-            it holds mirror Workloads) · none
+MultiKueue  manager ⇢N (N Workloads dispatched; then how many run on their worker ✓, are gone there ✖,
+            or cannot be checked from here ?; ! a mismatch) · worker (a manager here maps to it, or it
+            holds mirror Workloads) · none
 
 MULTIKUEUE  every Workload a manager dispatched: nominated workers, the worker that admitted it, its
             context, and the state of the mirror Workload there (unknown when that worker cannot be
@@ -188,6 +189,11 @@ enter       make that cluster the subject of every other screen (on a dispatched
             return lit("manager ⇢?", tones.muted)
         if join is not None:
             t = lit(f"manager ⇢{len(join.dispatched)}")
+            counts = join.remote_counts()
+            for states, tone in ((("admitted", "finished"), "ok"), (("gone",), "bad"), (("unknown",), "unknown")):
+                n = sum(counts.get(x, 0) for x in states)
+                if n:
+                    t.append(f" {MARK[tone]}{n}", style=tones.of(tone))
             if join.findings:
                 t.append(" !", style=tones.bad)
             return t

@@ -168,7 +168,7 @@ async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_work
                 assert await eventually(lambda: has_row(app, "#mk-dispatched", wl)
                                         and "admitted" in table_text(app, "#mk-dispatched", wl).split()[-1:])
                 assert f"westus-2 → {w1}" in table_text(app, "#mk-dispatched", wl)
-                assert "manager ⇢2" in row_text(app, manager)
+                assert await eventually(lambda: "manager ⇢2 ✓2" in row_text(app, manager))  # both run on their worker
                 # every worker connected and readable: no join finding, no disconnected worker (the demo's own
                 # MK-NOT-READY, an ambiguous profile, stays listed)
                 assert await eventually(lambda: "MK-NOT-READY" in join_findings_text(app))
@@ -183,6 +183,7 @@ async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_work
                 remote = table_text(app, "#mk-dispatched", wl)
                 assert "unknown" in remote and "gone" not in remote
                 assert "MK-REMOTE-GONE" not in join_findings_text(app)
+                assert await eventually(lambda: "manager ⇢2 ✓1 ?1" in row_text(app, manager))
                 # Enter on a dispatched Workload: its worker's cluster becomes the subject
                 other = f"{manager}/train/job-remote-pretrain-a-7c9e3"  # running on eastus-2 (worker-2)
                 t = app.screen.query_one("#mk-dispatched", KeyedTable)
