@@ -120,14 +120,16 @@ async def test_a_live_fleet_each_cluster_its_own_failure_domain():
             await fleet.stop()
 
 
-def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path):
+def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path, cli_env):
     """`taudash --context a --context b` builds one member per context (the app itself is not run here)."""
     from taudash.cli import main
 
     seen: list[list[str]] = []
+    mappings: list[dict] = []
 
     async def run_async(self):
         seen.append([m.context for m in self.fleet.members])
+        mappings.append(self.fleet.mapping)
         assert all(m.session.read_only for m in self.fleet.members)
 
     monkeypatch.setattr(FleetApp, "run_async", run_async)
@@ -138,6 +140,8 @@ def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path):
     assert main(["demo", "--fleet", "0"]) == 2
     assert main(["demo", "--fleet", "1"]) == 0  # the demo as manager and one simulated worker
     assert seen[-1] == ["taudash-manager", "taudash-worker-1"]
+    assert mappings[0] == {}  # no config file: MultiKueueClusters map to contexts of the same name
+    assert mappings[-1] == {"westus-2": "taudash-worker-1"}  # the simulated fleet maps its one worker itself
 
 
 def table_text(app, selector: str, key: str) -> str:
