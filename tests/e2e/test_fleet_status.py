@@ -189,3 +189,22 @@ async def test_a_mirror_gone_fails_check_and_a_dead_worker_is_unknown_then_disco
     manager_findings = [(f["rule"], f["object"]["name"]) for f in doc["clusters"][0]["status"]["findings"]]
     assert ("MK-WORKER-DISCONNECTED", "eastus-2") in manager_findings
     assert doc["findings"] == []  # not Active on the manager: not "unreachable from here" as well
+
+
+def test_the_config_file_maps_multikueue_clusters_to_contexts(tmp_path, cli_env, monkeypatch):
+    from taudash.fleet import multikueue_mapping
+
+    cfg = tmp_path / "config.yaml"
+    monkeypatch.setenv("TAUDASH_CONFIG", str(cfg))
+    cfg.write_text("readOnly: true\nfleet:\n  multiKueueClusters:\n    westus-2: prod-w2\n")
+    assert multikueue_mapping() == {"westus-2": "prod-w2"}
+    cfg.write_text("readOnly: true\n")
+    assert multikueue_mapping() == {}  # no fleet section: by name only
+    cfg.write_text("fleet:\n  multiKueueClusters: [westus-2]\n")
+    with pytest.raises(UsageError, match="fleet.multiKueueClusters must map"):
+        multikueue_mapping()
+    cfg.write_text("fleet:\n  multiKueueClusters:\n    westus-2: 3\n")
+    with pytest.raises(UsageError, match="fleet.multiKueueClusters must map"):
+        multikueue_mapping()
+    monkeypatch.delenv("TAUDASH_CONFIG")
+    assert multikueue_mapping() == {}  # no config file at all
