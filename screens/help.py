@@ -13,6 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from .widgets.header_bar import HEADER_LEGEND
+
 GLOBAL_KEYS_TEMPLATE = """\
 {numbers}
 enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
@@ -38,7 +40,8 @@ def global_keys() -> str:
     keyed = REGISTRY.keyed()
     numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
     titles = " · ".join(e.title for e in keyed)
-    return GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
+    keys = GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
+    return f"{keys}\n\n{HEADER_LEGEND}"
 
 
 _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")

@@ -393,8 +393,20 @@ def profile_changes(current: list[Any], new: list[Any]) -> dict[str, tuple[str, 
     return out
 
 
+def _field_change(old: Any, new: Any) -> str:
+    """`old → new`; a list that gained or lost items says only those, `+item -item`."""
+    if isinstance(old, list) and isinstance(new, list):
+        gone = [v for v in old if v not in new]
+        added = [v for v in new if v not in old]
+        if gone or added:
+            return " ".join([*(f"+{_show(v)}" for v in added), *(f"-{_show(v)}" for v in gone)])
+        return f"reordered {_show(old)} → {_show(new)}"
+    return f"{_show(old)} → {_show(new)}"
+
+
 def catalog_diff(current: list[Any], new: list[Any]) -> list[str]:
-    """`+ name`, `- name`, `~ name: field old → new` for a validated new catalog against the current one."""
+    """`+ name`, `- name`, `~ name: field old → new` (a list field: `+item -item`) for a validated new catalog
+    against the current one."""
     lines = []
     for name, (what, fields) in profile_changes(current, new).items():
         if what == "added":
@@ -402,7 +414,7 @@ def catalog_diff(current: list[Any], new: list[Any]) -> list[str]:
         elif what == "removed":
             lines.append(f"- {name}")
         else:
-            lines += [f"~ {name}: {f} {_show(old)} → {_show(new_)}" for f, old, new_ in fields]
+            lines += [f"~ {name}: {f} {_field_change(old, new_)}" for f, old, new_ in fields]
     return lines
 
 
@@ -527,6 +539,10 @@ class ExportCurrent(Step):
                                                  "hash": doc.get("profileSetHash")})
         return {"taucluster": str(tc_path), "profiles": str(snap_path), "generation": gen,
                 "hash": doc.get("profileSetHash")}
+
+    def local_summary(self, result: dict[str, Any]) -> str:
+        return (f"exported TauCluster cluster (generation {result.get('generation')}) to {result.get('taucluster')} "
+                f"and the profile snapshot to {result.get('profiles')}")
 
 
 def _now(ctx: Context) -> datetime:
