@@ -377,6 +377,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     }
     NewWorkflowScreen RadioSet { layout: horizontal; width: 100%; height: auto; border: none; }
     NewWorkflowScreen RadioSet RadioButton { width: auto; margin-right: 1; }
+    NewWorkflowScreen RadioSet.-many { layout: grid; grid-size: 3; grid-rows: 1; grid-gutter: 0 1; }
     NewWorkflowScreen ContentSwitcher { height: auto; max-height: 16; }
     NewWorkflowScreen ContentSwitcher > Vertical { height: auto; }
     NewWorkflowScreen SelectionList { height: auto; max-height: 9; }
@@ -409,7 +410,8 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("New workflow", style="bold"), id="nw-title")
-            with ChoiceSet(id="nw-kind"):
+            # Five kinds fit on one line; with more (a registered workflow), they wrap in rows of three.
+            with ChoiceSet(id="nw-kind", classes="-many" if len(registry.kinds()) > 5 else ""):
                 for kind, label in kind_labels().items():
                     yield MarkedRadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
             with ContentSwitcher(initial=f"nw-{self.kind}"):
