@@ -394,7 +394,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                  reactivate_from: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.kind = kind if registry.find(kind or "") is not None else "hold"
+        self.kind: str = kind if kind is not None and registry.find(kind) is not None else "hold"
         self.cqs = list(cqs or [])
         self.workspace = workspace
         self.directory = directory
