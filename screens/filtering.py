@@ -1,6 +1,7 @@
 """The `/` filter grammar shared by every table.
 
-Terms are separated by spaces and must all match. `kind:job,rayjob` (exact, case-insensitive, comma = or),
+Terms are separated by spaces and must all match. `kind:job,rayjob` (exact, case-insensitive, comma = or;
+a row also matches the kinds it stands for, e.g. a Sources row of a Job is its pending Workload too),
 `ns:eval*` (glob), `label:key`, `label:key=value`, `label:key!=value`, `sev:warn`, `rule:POOL`;
 anything else is plain text matched case-insensitively against the row's text.
 """
@@ -23,6 +24,7 @@ class RowMeta:
     text: str = ""
     severity: str = ""
     rule: str = ""
+    also: tuple[str, ...] = ()  # other kinds the row stands for (`kind:` matches them too)
 
 
 LabelsOf = Callable[[RowMeta], Mapping[str, str]]
@@ -47,8 +49,10 @@ class Filter:
         haystack = " ".join((meta.kind, meta.namespace or "", meta.name, meta.text)).lower()
         if any(t not in haystack for t in self.text):
             return False
-        if any(meta.kind.lower() not in alts for alts in self.kinds):
-            return False
+        if self.kinds:
+            kinds = {meta.kind.lower(), *(k.lower() for k in meta.also)}
+            if any(kinds.isdisjoint(alts) for alts in self.kinds):
+                return False
         if any(not fnmatch.fnmatchcase((meta.namespace or "").lower(), pat) for pat in self.namespaces):
             return False
         if any(not meta.severity.startswith(s) for s in self.severities):

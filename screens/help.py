@@ -13,6 +13,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from taudash.engine.workflows import registry
+
+from .widgets.header_bar import HEADER_LEGEND
+
 GLOBAL_KEYS_TEMPLATE = """\
 {numbers}
 enter    drill down: workspace detail, object detail (conditions, related objects, YAML)
@@ -26,7 +30,7 @@ q        quit (ctrl+c too; both ask first while a workflow runs)
 mouse    click rows, footer entries and overview tiles; scroll with the wheel
 
 Reading the screen: ✓ ok · ⚠ warning · ✖ failing · ◐ in progress · ? unknown (never shown as 0).
-No single key ever writes. Guided operations (9: hold, release, catalog change, rollback, drain)
+No single key ever writes. Guided operations (9: {workflows})
 start from a form, and every step asks for confirmation naming its exact targets; a destructive step
 asks for the context name. A read-only session cannot start, resume or confirm one."""
 
@@ -38,7 +42,10 @@ def global_keys() -> str:
     keyed = REGISTRY.keyed()
     numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
     titles = " · ".join(e.title for e in keyed)
-    return GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)")
+    workflows = ", ".join(w.label.lower() for w in registry.kinds())  # every registered workflow kind
+    keys = GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)",
+                                       workflows=workflows)
+    return f"{keys}\n\n{HEADER_LEGEND}"
 
 
 _ENTRY = re.compile(r"^(\s{0,4})(\S+(?: \S+)*)\s{2,}(\S.*)$")

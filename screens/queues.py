@@ -134,14 +134,14 @@ def active_cell(q: ClusterQueueView, tones: Tones) -> Text:
 
 class QueuesScreen(DashScreen):
     HELP = """\
-Cohorts & queues: every cohort (explicit or only named by a ClusterQueue's cohortName) and its
+Queues: every cohort (explicit or only named by a ClusterQueue's cohortName) and its
 member ClusterQueues.
 
 GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue reservations,
                                  usage, and borrowed = reservation above nominal.
 stopPolicy                       None admits; Hold and HoldAndDrain stop new admissions.
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
-pend·resv·adm                    pending, reserving and admitted Workloads from the queue status.
+pnd·rsv·adm                      pending, reserving and admitted Workloads from the queue status.
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
                                  never admitted until reactivated (? when Workloads are unreadable).
 

@@ -76,6 +76,7 @@ class _Item:
 
     def meta(self) -> RowMeta:
         return RowMeta(kind=self.kind, namespace=self.namespace, name=self.name,
+                       also=("Workload",) if self.wl is not None else (),  # a waiting Workload, shown by its owner
                        text=f"{self.queue} {self.why().plain} {' '.join(ws for ws, _ in self.blocks)}")
 
     def detail(self) -> list[tuple[str, str]]:
@@ -151,8 +152,9 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Static(id="src-unknown", classes="note")
-            yield Section("WAITING AND BLOCKING", KeyedTable(COLS, empty="✓ nothing waits for admission or blocks a drain",
-                                                             id="sources"), classes="primary")
+            yield Section("SOURCES — WAITING AND BLOCKING",
+                          KeyedTable(COLS, empty="✓ nothing waits for admission or blocks a drain", id="sources"),
+                          classes="primary")
             with VerticalScroll(classes="detail-scroll"):
                 yield Static(id="src-detail", classes="detail")
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from taudash.engine.workflows import Journal, JournalError, build, status
-from taudash.engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
+from taudash.engine.workflows import Journal, JournalError, build, registry, status
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.engine.workflows.params import describe
 
 # step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
@@ -120,7 +120,7 @@ class RunModel:
         return model
 
     def _read_deactivated(self, journal: Journal | None = None) -> None:
-        if self.kind not in DEACTIVATING_KINDS:
+        if self.kind not in registry.deactivating():
             return
         try:
             self.deactivated = deactivated_by(journal or Journal.open(self.journal_path))

@@ -35,19 +35,11 @@ from textual.widgets.selection_list import Selection
 
 from taudash.engine.identity import ClusterIdentity, resume_refusal
 from taudash.engine.session import Frame, Session
-from taudash.engine.workflows import Journal, JournalError, build, status
+from taudash.engine.workflows import Journal, JournalError, Param, WorkflowKind, build, registry, status
 from taudash.engine.workflows.base import Context
-from taudash.engine.workflows.hold import DEACTIVATING_KINDS, deactivated_by
+from taudash.engine.workflows.hold import deactivated_by
 from taudash.engine.workflows.journal import workflows_dir
-from taudash.engine.workflows.params import (
-    ParamError,
-    catalog_params,
-    describe,
-    drain_params,
-    hold_params,
-    release_params,
-    rollback_params,
-)
+from taudash.engine.workflows.params import ParamError, describe
 
 from .base import DashScreen
 from .filtering import RowMeta
@@ -67,24 +59,20 @@ from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
 
-KIND_LABELS = {
-    "hold": "Hold queues",
-    "release": "Release queues",
-    "catalog": "Catalog change",
-    "rollback": "Rollback",
-    "drain": "Drain supervision",
-}
-KIND_STEPS = {
-    "hold": "1 stop admission (stopPolicy) · 2 deactivate pending Workloads, wait until pending, reserving and "
-            "admitted reach 0",
-    "release": "1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or "
-               "rollback deactivated (optional)",
-    "catalog": "1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
-               "catalog (server dry-run), wait until Ready · 5 restore admission",
-    "rollback": "survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
-                "list worker credentials to revoke · restore admission",
-    "drain": "1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
-}
+
+def kind_labels() -> dict[str, str]:
+    """Every registered workflow kind and its label, in registry order (engine/workflows/registry.py)."""
+    return {w.name: w.label for w in registry.kinds()}
+
+
+def label_of(kind: str) -> str:
+    wk = registry.find(kind)
+    return wk.label if wk is not None else kind
+
+
+# Kinds whose form section is drawn by hand below (pickers over queues, journals, workspaces); every other
+# registered kind gets a section generated from its parameters (`GeneratedSection`).
+CUSTOM_FORMS = ("hold", "release", "catalog", "rollback", "drain")
 
 
 COLS = [
@@ -389,6 +377,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     }
     NewWorkflowScreen RadioSet { layout: horizontal; width: 100%; height: auto; border: none; }
     NewWorkflowScreen RadioSet RadioButton { width: auto; margin-right: 1; }
+    NewWorkflowScreen RadioSet.-many { layout: grid; grid-size: 3; grid-rows: 1; grid-gutter: 0 1; }
     NewWorkflowScreen ContentSwitcher { height: auto; max-height: 16; }
     NewWorkflowScreen ContentSwitcher > Vertical { height: auto; }
     NewWorkflowScreen SelectionList { height: auto; max-height: 9; }
@@ -405,7 +394,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                  reactivate_from: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.kind = kind if kind in KIND_LABELS else "hold"
+        self.kind: str = kind if kind is not None and registry.find(kind) is not None else "hold"
         self.cqs = list(cqs or [])
         self.workspace = workspace
         self.directory = directory
@@ -421,8 +410,9 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("New workflow", style="bold"), id="nw-title")
-            with ChoiceSet(id="nw-kind"):
-                for kind, label in KIND_LABELS.items():
+            # Five kinds fit on one line; with more (a registered workflow), they wrap in rows of three.
+            with ChoiceSet(id="nw-kind", classes="-many" if len(registry.kinds()) > 5 else ""):
+                for kind, label in kind_labels().items():
                     yield MarkedRadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
             with ContentSwitcher(initial=f"nw-{self.kind}"):
                 with Vertical(id="nw-hold"):
@@ -458,6 +448,9 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                     yield Select(self._workspace_options(), prompt="choose a draining workspace", id="nw-drain-ws",
                                  value=self.workspace if self.workspace in {w.name for w in self.workspaces}
                                  else Select.NULL)
+                for wk in registry.kinds():
+                    if wk.name not in CUSTOM_FORMS:
+                        yield from self._generated(wk)
             yield Static(self._steps_text(), id="nw-steps")
             yield MarkedCheckbox("Rehearse first on a simulated fork: show the predicted outcome, write nothing",
                                  value=False, id="nw-rehearse")
@@ -482,7 +475,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         how many each deactivated (read from its journal)."""
         out: dict[str, tuple[Entry, int]] = {}
         for e in self.journals:
-            if e.kind not in DEACTIVATING_KINDS:
+            if e.kind not in registry.deactivating():
                 continue
             try:
                 out[e.id] = (e, len(deactivated_by(Journal.open(e.path))))
@@ -491,7 +484,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         return out
 
     def _reactivation_options(self) -> list[tuple[Text, str]]:
-        return [(lit(f"{e.id} · {KIND_LABELS[e.kind].lower()} · {n} Workload{'' if n == 1 else 's'} deactivated · "
+        return [(lit(f"{e.id} · {label_of(e.kind).lower()} · {n} Workload{'' if n == 1 else 's'} deactivated · "
                      f"{e.state} · {e.about}"), e.id)
                 for e, n in self.reactivation_sources.values()]
 
@@ -504,7 +497,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                 for w in self.workspaces]
 
     def _steps_text(self) -> Text:
-        t = Text(f"Steps: {KIND_STEPS[self.kind]}.\n", end="")
+        t = Text(f"Steps: {registry.get(self.kind).steps}.\n", end="")
         t.append("Start journals the workflow and opens its wizard; each step shows its plan and asks before it "
                  "writes (destructive steps: type the context name).")
         return t
@@ -526,28 +519,74 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         """Choose the workflow kind (what clicking its radio button does)."""
         self.query_one(f"#nw-kind-{kind}", RadioButton).value = True
 
-    def params(self) -> dict[str, Any]:
-        """The chosen parameters, through the same helper as `taudash workflow start` (ParamError on bad input)."""
-        s = self.session
-        ctx = Context(store=s.store, actions=s.actions, config=s.config, lock=s.lock)
+    def values(self) -> dict[str, Any]:
+        """What the form's fields say, by parameter (the same names as `taudash workflow start`'s flags)."""
         kind = self.kind
+        if kind not in CUSTOM_FORMS:
+            return self._generated_values(registry.get(kind))
         if kind == "hold":
             mode_btn = self.query_one("#nw-hold-mode", RadioSet).pressed_button
             mode = (mode_btn.id or "").removeprefix("nw-mode-") if mode_btn is not None else "HoldAndDrain"
-            return hold_params(ctx, self.query_one("#nw-hold-cqs", SelectionList).selected, (), mode,
-                               cancel_pending=self.query_one("#nw-hold-cancel", MarkedCheckbox).value)
+            return {"cq": self.query_one("#nw-hold-cqs", SelectionList).selected, "mode": mode,
+                    "keep_pending": not self.query_one("#nw-hold-cancel", MarkedCheckbox).value}
         if kind == "release":
             src = self.query_one("#nw-release-from", Select).value
-            return release_params(self.query_one("#nw-release-cqs", SelectionList).selected,
-                                  src if isinstance(src, str) else None, self.directory, ctx=ctx)
+            return {"cq": self.query_one("#nw-release-cqs", SelectionList).selected,
+                    "reactivate_from": src if isinstance(src, str) else None}
         if kind == "catalog":
-            return catalog_params(ctx, self.query_one("#nw-catalog-file", Input).value.strip(),
-                                  self.query_one("#nw-catalog-cqs", SelectionList).selected)
+            return {"catalog": self.query_one("#nw-catalog-file", Input).value.strip(),
+                    "cq": self.query_one("#nw-catalog-cqs", SelectionList).selected}
         if kind == "rollback":
             src = self.query_one("#nw-rollback-from", Select).value
-            return rollback_params(ctx, src if isinstance(src, str) else "", self.directory)
+            return {"from_id": src if isinstance(src, str) else ""}
         ws = self.query_one("#nw-drain-ws", Select).value
-        return drain_params(ctx, ws if isinstance(ws, str) else "")
+        return {"workspace": ws if isinstance(ws, str) else ""}
+
+    def params(self) -> dict[str, Any]:
+        """The chosen parameters, through the same description as `taudash workflow start` (ParamError on bad
+        input)."""
+        s = self.session
+        ctx = Context(store=s.store, actions=s.actions, config=s.config, lock=s.lock)
+        return registry.get(self.kind).make(ctx, self.values(), self.directory)
+
+    # a form section generated from a kind's parameters -------------------------------------------
+    def _generated(self, wk: WorkflowKind) -> ComposeResult:
+        with Vertical(id=f"nw-{wk.name}"):
+            for p in wk.params:
+                wid = f"nw-{wk.name}-{p.dest}"
+                if p.type == "flag":
+                    yield MarkedCheckbox(p.field_label, value=False, id=wid)
+                    continue
+                yield Static(p.field_label + (" (required)" if p.required else ""), classes="nw-label")
+                if p.type == "choice":
+                    with ChoiceSet(id=wid):
+                        for c in p.choices:
+                            yield MarkedRadioButton(c, value=c == p.default, id=f"{wid}-{c}")
+                elif p.type == "list" and p.pick == "queues":
+                    yield MarkedSelectionList[str](*self._queue_options([]), id=wid)
+                else:
+                    hint = p.metavar or p.dest
+                    yield Input(placeholder=f"{hint}, {hint}, …" if p.type == "list" else hint, id=wid)
+
+    def _generated_values(self, wk: WorkflowKind) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for p in wk.params:
+            out[p.dest] = self._generated_value(wk, p)
+        return out
+
+    def _generated_value(self, wk: WorkflowKind, p: Param) -> Any:
+        wid = f"#nw-{wk.name}-{p.dest}"
+        if p.type == "flag":
+            return self.query_one(wid, MarkedCheckbox).value
+        if p.type == "choice":
+            pressed = self.query_one(wid, RadioSet).pressed_button
+            return (pressed.id or "").removeprefix(wid[1:] + "-") if pressed is not None else p.default
+        if p.type == "list" and p.pick == "queues":
+            return list(self.query_one(wid, SelectionList).selected)
+        text = self.query_one(wid, Input).value.strip()
+        if p.type == "list":
+            return [x for x in (part.strip() for part in text.replace(",", " ").split()) if x]
+        return text or None
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -589,7 +628,7 @@ class WorkflowProvider(Provider):
     def _commands(self) -> list[tuple[str, str]]:
         if not getattr(self, "enabled", False):
             return []
-        return [(f"Start workflow: {label} …", kind) for kind, label in KIND_LABELS.items()]
+        return [(f"Start workflow: {label} …", kind) for kind, label in kind_labels().items()]
 
     async def discover(self) -> Hits:
         for label, kind in self._commands():

@@ -5,24 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import registry
 from .base import Context, Runner, Workflow
-from .catalog import catalog_workflow, rollback_workflow
-from .drain import drain_workflow
-from .hold import DEACTIVATING_KINDS, deactivated_by, hold_workflow, release_workflow
+from .hold import deactivated_by
 from .journal import TERMINAL, Journal, JournalError, new_id, workflows_dir
+from .kind import Param, ParamError, WorkflowKind
 from .params import describe
-
-BUILDERS = {
-    "hold": hold_workflow,
-    "release": release_workflow,
-    "catalog": catalog_workflow,
-    "rollback": rollback_workflow,
-    "drain": drain_workflow,
-}
 
 
 def build(kind: str, params: dict[str, Any]) -> Workflow:
-    return BUILDERS[kind](params)
+    """The step machine of a kind (KeyError for a kind no module registers: engine/workflows/registry.py)."""
+    return registry.get(kind).build(params)
 
 
 def artifacts_dir(journal: Journal) -> Path:
@@ -53,7 +46,7 @@ def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
             target = ""
         out.append({"id": j.id, "kind": j.kind, "context": j.header.get("context"), "state": j.state,
                     "startedAt": j.records[0]["at"], "stepsDone": done,
-                    "steps": len(build(j.kind, j.params).steps) if j.kind in BUILDERS else None,
+                    "steps": len(build(j.kind, j.params).steps) if registry.find(j.kind) else None,
                     "target": target, "cluster": cluster_of(j), "terminal": j.state in TERMINAL})
     out.sort(key=lambda r: (r.get("startedAt") or 0.0, r["id"]))
     return out
@@ -87,7 +80,7 @@ def status(journal: Journal) -> dict[str, Any]:
             "context": journal.header.get("context"), "cluster": cluster_of(journal), "state": journal.state, "params": _public_params(journal.params),
             "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path),
             "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal)]
-            if journal.kind in DEACTIVATING_KINDS else []}
+            if journal.kind in registry.deactivating() else []}
 
 
 def _public_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -98,5 +91,5 @@ def _public_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BUILDERS", "TERMINAL", "Context", "Journal", "JournalError", "Runner", "Workflow", "artifacts_dir", "build",
-           "cluster_of", "new_id", "status", "summaries"]
+__all__ = ["TERMINAL", "Context", "Journal", "JournalError", "Param", "ParamError", "Runner", "Workflow",
+           "WorkflowKind", "artifacts_dir", "build", "cluster_of", "new_id", "registry", "status", "summaries"]

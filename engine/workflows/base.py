@@ -187,6 +187,10 @@ class Step:
         """Work that is not a cluster write (e.g. exporting files); journaled as executed."""
         return None
 
+    def local_summary(self, result: dict[str, Any]) -> str:
+        """What `run_local` did, in one line for the operator ("" says nothing)."""
+        return ""
+
     def progress(self, ctx: Context) -> Progress:
         return Progress(True, "nothing to wait for")
 
@@ -345,6 +349,9 @@ class Runner:
         local = await step.run_local(self.ctx)
         if local is not None:
             self.journal.append("executed", step.id, {"local": local})
+            said = step.local_summary(local)
+            if said:  # e.g. where an export saved its files
+                self._emit("executed", step.id, said, local=local)
         self.journal.append("executed-all", step.id, {})
         self.ctx.hook(f"{step.id}:executed")
         return "ok"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -47,6 +48,8 @@ from ..rules.profilehash import (
 from ..rules.profiles import targets_multikueue
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 from .drain import _same_uid
+from .hold import deactivated_by
+from .kind import Param, ParamError, WorkflowKind, open_journal
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
 
@@ -390,8 +393,20 @@ def profile_changes(current: list[Any], new: list[Any]) -> dict[str, tuple[str, 
     return out
 
 
+def _field_change(old: Any, new: Any) -> str:
+    """`old → new`; a list that gained or lost items says only those, `+item -item`."""
+    if isinstance(old, list) and isinstance(new, list):
+        gone = [v for v in old if v not in new]
+        added = [v for v in new if v not in old]
+        if gone or added:
+            return " ".join([*(f"+{_show(v)}" for v in added), *(f"-{_show(v)}" for v in gone)])
+        return f"reordered {_show(old)} → {_show(new)}"
+    return f"{_show(old)} → {_show(new)}"
+
+
 def catalog_diff(current: list[Any], new: list[Any]) -> list[str]:
-    """`+ name`, `- name`, `~ name: field old → new` for a validated new catalog against the current one."""
+    """`+ name`, `- name`, `~ name: field old → new` (a list field: `+item -item`) for a validated new catalog
+    against the current one."""
     lines = []
     for name, (what, fields) in profile_changes(current, new).items():
         if what == "added":
@@ -399,7 +414,7 @@ def catalog_diff(current: list[Any], new: list[Any]) -> list[str]:
         elif what == "removed":
             lines.append(f"- {name}")
         else:
-            lines += [f"~ {name}: {f} {_show(old)} → {_show(new_)}" for f, old, new_ in fields]
+            lines += [f"~ {name}: {f} {_field_change(old, new_)}" for f, old, new_ in fields]
     return lines
 
 
@@ -524,6 +539,10 @@ class ExportCurrent(Step):
                                                  "hash": doc.get("profileSetHash")})
         return {"taucluster": str(tc_path), "profiles": str(snap_path), "generation": gen,
                 "hash": doc.get("profileSetHash")}
+
+    def local_summary(self, result: dict[str, Any]) -> str:
+        return (f"exported TauCluster cluster (generation {result.get('generation')}) to {result.get('taucluster')} "
+                f"and the profile snapshot to {result.get('profiles')}")
 
 
 def _now(ctx: Context) -> datetime:
@@ -740,3 +759,102 @@ def rollback_workflow(params: dict[str, Any]) -> Workflow:
                             own=True, title=f"Reactivate the Workloads catalog change {params['from']} "
                                             "and this rollback deactivated"))
     return Workflow("rollback", f"Rollback of catalog change {params['from']}", steps, params)
+
+
+# --- parameters -------------------------------------------------------------------------------------
+
+
+def catalog_params(ctx: Context, catalog_file: str, extra_cqs: Iterable[str] = ()) -> dict[str, Any]:
+    """Step 0 of the change procedure: the whole catalog is checked before anything is journaled
+    (every problem is reported, each naming its profile and field); the +/− diff and, per queue,
+    why it is held come with the parameters so the confirmations can show them."""
+    if not str(catalog_file).strip():
+        raise ParamError("name the new catalog file")
+    try:
+        catalog = load_catalog(catalog_file)
+    except CatalogError as exc:
+        raise ParamError(str(exc)) from None
+    problems = catalog_problems(ctx, catalog)
+    extra = sorted(set(extra_cqs))
+    missing = [n for n in extra if ctx.store.get("ClusterQueue", n) is None]
+    problems += [f"--cq {n}: ClusterQueue not found" for n in missing]
+    if problems:
+        raise ParamError(f"{catalog_file}: the catalog cannot be applied ({len(problems)} problem(s))", problems)
+    current = declared_catalog(ctx)
+    diff = catalog_diff(current, catalog)
+    if not diff and not extra:
+        raise ParamError(f"{catalog_file}: declares the same profiles as TauCluster cluster: nothing to change")
+    why = affected_queues(ctx, catalog, extra)
+    return {"catalog": catalog, "catalog_file": str(catalog_file), "cqs": list(why), "why": why, "diff": diff}
+
+
+def rollback_params(ctx: Context, from_id: str, directory: Path | None = None) -> dict[str, Any]:
+    if not from_id:
+        raise ParamError("choose the catalog change to roll back")
+    src = open_journal(from_id, directory)
+    if src.kind != "catalog":
+        raise ParamError(f"workflow {from_id} is a {src.kind}, not a catalog change")
+    art = src.artifacts()
+    if "taucluster" not in art:
+        raise ParamError(f"workflow {from_id} never exported the previous catalog: nothing to roll back to")
+    try:
+        with open(art["taucluster"], encoding="utf-8") as fh:
+            prev = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ParamError(f"{art['taucluster']}: cannot read the exported TauCluster ({exc.__class__.__name__})") from None
+    previous = (prev.get("spec") or {}).get("workloadProfiles") or []
+    if not isinstance(previous, list) or not previous:
+        raise ParamError(f"{art['taucluster']}: the exported TauCluster declares no workload profiles")
+    problems = catalog_problems(ctx, previous)
+    if problems:
+        raise ParamError(f"the catalog exported by {src.id} cannot be restored now ({len(problems)} problem(s))",
+                         problems)
+    prev_hash = next((r["data"].get("hash") for r in src.records
+                      if r["event"] == "artifact" and r["data"].get("name") == "profiles"), None)
+    why = affected_queues(ctx, previous)
+    for q in src.params.get("cqs", []):  # what the change held, unless it no longer exists
+        if ctx.store.get("ClusterQueue", q) is not None:
+            why.setdefault(q, []).append(f"held by catalog change {src.id}")
+    why = {q: why[q] for q in sorted(why)}
+    return {"from": src.id, "previous_catalog": previous, "previous_hash": prev_hash, "cqs": list(why), "why": why,
+            "diff": catalog_diff(declared_catalog(ctx), previous),
+            "reactivate": [list(x) for x in deactivated_by(src)]}
+
+
+def _catalog_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    return catalog_params(ctx, v["catalog"] or "", v["cq"])
+
+
+def _rollback_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    return rollback_params(ctx, v["from_id"] or "", directory)
+
+
+def _describe_catalog(params: dict[str, Any]) -> str:
+    return f"{params.get('catalog_file') or 'new catalog'} · hold {', '.join(params.get('cqs') or []) or 'no queue'}"
+
+
+def _describe_rollback(params: dict[str, Any]) -> str:
+    return f"undo {params.get('from', '?')} · hold {', '.join(params.get('cqs') or []) or 'no queue'}"
+
+
+CATALOG = WorkflowKind(
+    name="catalog", label="Catalog change",
+    help="the five-step workload profile catalog change",
+    steps="1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
+          "catalog (server dry-run), wait until Ready · 5 restore admission",
+    params=(
+        Param("--catalog", "new catalog: profile list, {workloadProfiles}, or a TauCluster", metavar="FILE",
+              required=True),
+        Param("--cq", "also hold this ClusterQueue", type="list", metavar="NAME", pick="queues"),
+    ),
+    make_params=_catalog_values, build=catalog_workflow, describe=_describe_catalog, deactivates=True,
+)
+
+ROLLBACK = WorkflowKind(
+    name="rollback", label="Rollback",
+    help="roll a catalog change back from its journal",
+    steps="survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
+          "list worker credentials to revoke · restore admission",
+    params=(Param("--from", "the catalog workflow to undo", dest="from_id", metavar="ID", required=True),),
+    make_params=_rollback_values, build=rollback_workflow, describe=_describe_rollback, deactivates=True,
+)

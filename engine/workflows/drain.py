@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ..model.kinds import WORKLOAD_SOURCES
 from ..rules.workspaces import WorkspaceView
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
+from .kind import Param, ParamError, WorkflowKind
 
 # Blockers an operator can remove by deleting an object. An unfinished Workload is running or
 # reserved work: it is waited for (or its owner cancelled by hand), never deleted here.
@@ -101,3 +103,33 @@ def _skipped(ctx: Context) -> set[tuple[str, str | None, str]]:
 def drain_workflow(params: dict[str, Any]) -> Workflow:
     ws = params["workspace"]
     return Workflow("drain", f"Supervise the drain of workspace {ws}", [RemoveBlockers(ws), WaitClear(ws)], params)
+
+
+def drain_params(ctx: Context, workspace: str) -> dict[str, Any]:
+    """Supervise a drain that is happening: the workspace must exist and be draining."""
+    if not workspace:
+        raise ParamError("choose the workspace whose drain to supervise")
+    ws = next((w for w in ctx.view().workspaces if w.name == workspace), None)
+    if ws is None:
+        raise ParamError(f"workspace {workspace!r} not found in {ctx.config.system_namespace}")
+    if ws.drain.state == "NotDraining":
+        raise ParamError(f"workspace {workspace!r} is not draining (NotDraining): it is neither being deleted "
+                         "nor retargeted, so there is nothing to supervise")
+    return {"workspace": workspace}
+
+
+def _drain_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    return drain_params(ctx, v["workspace"] or "")
+
+
+def _describe_drain(params: dict[str, Any]) -> str:
+    return f"workspace {params.get('workspace', '?')}"
+
+
+DRAIN = WorkflowKind(
+    name="drain", label="Drain supervision",
+    help="supervise a workspace deletion/retarget drain: remove blockers one by one",
+    steps="1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
+    params=(Param("--workspace", required=True),),
+    make_params=_drain_values, build=drain_workflow, describe=_describe_drain,
+)

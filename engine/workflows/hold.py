@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from .base import Step, Workflow
+from .base import Context, Step, Workflow
 from .journal import Journal
-from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
+from .kind import Param, ParamError, WorkflowKind, open_journal, profile_queues, unknown_queues
+from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy, previous_stop_policies
 
-# Workflows whose drain step deactivates pending Workloads (release --reactivate-from accepts them).
-DEACTIVATING_KINDS = ("hold", "catalog", "rollback")
+HOLD_MODES = ("HoldAndDrain", "Hold")
 
 
 def hold_workflow(params: dict[str, Any]) -> Workflow:
@@ -61,3 +63,97 @@ def deactivated_by(journal: Journal) -> list[tuple[str, str]]:
             if ((r.get("data") or {}).get("result") or {}).get("changed"):
                 out[key] = None
     return list({**out, **open_})
+
+
+# --- parameters -------------------------------------------------------------------------------------
+
+
+def hold_params(ctx: Context, cqs: Iterable[str] = (), profiles: Iterable[str] = (), mode: str = "HoldAndDrain",
+                cancel_pending: bool = True) -> dict[str, Any]:
+    if mode not in HOLD_MODES:
+        raise ParamError(f"hold mode must be one of {', '.join(HOLD_MODES)}, not {mode!r}")
+    why: dict[str, list[str]] = {}
+    for q in cqs:
+        why.setdefault(q, ["chosen explicitly (--cq or the form)"])
+    for p in profiles:
+        for q in profile_queues(ctx, p):
+            why.setdefault(q, []).append(f"profile {p} routes to it (--profile {p})")
+    if not why:
+        raise ParamError("choose at least one ClusterQueue (or a profile)")
+    unknown_queues(ctx, why)
+    return {"cqs": sorted(why), "mode": mode, "cancel_pending": cancel_pending,
+            "why": {q: why[q] for q in sorted(why)}}
+
+
+def release_params(cqs: Iterable[str] = (), reactivate_from: str | None = None,
+                   directory: Path | None = None, ctx: Context | None = None) -> dict[str, Any]:
+    """Restore admission (stopPolicy None on the named queues); with `reactivate_from`, also
+    reactivate what that hold, catalog change or rollback deactivated. Named no queue, it releases
+    that workflow's queues back to the stopPolicy each had before it (a queue that was on Hold
+    stays on Hold; after a completed catalog change nothing is left to write). With `ctx`, the
+    queues must exist."""
+    from .registry import deactivating  # the registry lists this module's kinds: read at call time
+
+    params: dict[str, Any] = {"cqs": sorted(set(cqs))}
+    if reactivate_from:
+        src = open_journal(reactivate_from, directory)
+        kinds = deactivating()
+        if src.kind not in kinds:
+            raise ParamError(f"workflow {src.id} is a {src.kind}: only a {', '.join(kinds)} "
+                             "deactivates Workloads")
+        params["reactivate"] = [list(x) for x in deactivated_by(src)]
+        params["reactivate_from"] = src.id
+        if not params["cqs"]:
+            params["cqs"] = sorted(src.params.get("cqs", []))
+            before = previous_stop_policies(src, "hold")
+            params["restore_to"] = {q: before.get(q, "None") for q in params["cqs"]}
+    if not params["cqs"]:
+        raise ParamError("choose at least one ClusterQueue (or a hold to reactivate the Workloads of)")
+    if ctx is not None:
+        unknown_queues(ctx, params["cqs"])
+    return params
+
+
+def _hold_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    return hold_params(ctx, v["cq"], v["profile"], v["mode"], cancel_pending=not v["keep_pending"])
+
+
+def _release_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    return release_params(v["cq"], v["reactivate_from"], directory, ctx=ctx)
+
+
+def _describe_hold(params: dict[str, Any]) -> str:
+    extra = "" if params.get("cancel_pending", True) else ", pending kept"
+    return f"{', '.join(params.get('cqs') or [])} ({params.get('mode', 'HoldAndDrain')}{extra})"
+
+
+def _describe_release(params: dict[str, Any]) -> str:
+    n = len(params.get("reactivate") or [])
+    return ", ".join(params.get("cqs") or []) + (f", reactivate {n} Workload(s)" if n else "")
+
+
+HOLD = WorkflowKind(
+    name="hold", label="Hold queues",
+    help="HoldAndDrain (or Hold) chosen ClusterQueues and wait until drained",
+    steps="1 stop admission (stopPolicy) · 2 deactivate pending Workloads, wait until pending, reserving and "
+          "admitted reach 0",
+    params=(
+        Param("--cq", "ClusterQueue (repeatable)", type="list", metavar="NAME", pick="queues"),
+        Param("--profile", "every queue this profile resolves to", type="list", metavar="P"),
+        Param("--mode", type="choice", choices=HOLD_MODES, default="HoldAndDrain"),
+        Param("--keep-pending", "do not deactivate pending Workloads", type="flag"),
+    ),
+    make_params=_hold_values, build=hold_workflow, describe=_describe_hold, deactivates=True,
+)
+
+RELEASE = WorkflowKind(
+    name="release", label="Release queues",
+    help="restore admission (stopPolicy None), optionally reactivating Workloads",
+    steps="1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or "
+          "rollback deactivated (optional)",
+    params=(
+        Param("--cq", type="list", metavar="NAME", label="ClusterQueues to release", pick="queues"),
+        Param("--reactivate-from", "reactivate the Workloads that workflow deactivated", metavar="ID"),
+    ),
+    make_params=_release_values, build=release_workflow, describe=_describe_release,
+)

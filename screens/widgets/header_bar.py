@@ -18,6 +18,17 @@ from taudash.engine.session import Frame
 
 from ..text import Tones, app_tones, lit
 
+# What the header's words and symbols mean: the `?` help's "Reading the header" and the bar's tooltip.
+HEADER_LEGEND = """\
+Reading the header: the context (or snapshot file) · LIVE, SNAPSHOT or DEMO · freshness ·
+TauCluster gen N · READ-ONLY (and why) or read/write.
+● 25 s      a live cluster: time since the last watch event (green under 5 s, yellow under a
+            minute, red older); "● stale since 13:58:02" when the API stopped answering
+captured    a snapshot: when it was taken (its age; the timestamp too on a wide terminal)
+gen N       the TauCluster's generation; "(observed M ⚠)": its controller has not acted on the
+            latest spec yet
+⚠ unknown   a second line naming what cannot be read; verdicts that need it say Unknown, never 0"""
+
 
 def _age(seconds: float) -> str:
     if seconds < 10:
@@ -69,7 +80,9 @@ class HeaderBar(Widget):
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield Static(Text(" taudash  loading…", style="bold"), id="hb-left")
+            left = Static(Text(" taudash  loading…", style="bold"), id="hb-left")
+            left.tooltip = HEADER_LEGEND
+            yield left
             yield Static("", id="hb-right")
         yield Static("", id="hb-problems")
 

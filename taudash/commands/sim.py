@@ -111,8 +111,9 @@ async def _serve_fleet(args) -> int:
         raise UsageError(str(exc)) from None
     try:
         print(f"taudash sim: serving a fleet of {1 + len(fleet.workers)} clusters", flush=True)
-        print(f"export KUBECONFIG={fleet.kubeconfig}", flush=True)
-        print(f"export TAUDASH_CONFIG={fleet.config}   # maps the MultiKueueClusters to these contexts", flush=True)
+        print(f"{second_terminal(fleet.kubeconfig)}   (in a second terminal: kubectl and taudash reach every "
+              "context below)", flush=True)
+        print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these contexts", flush=True)
         for s in (fleet.manager, *fleet.workers):
             role = "manager" if s is fleet.manager else f"worker (MultiKueueCluster {fleet.mk_name_of(s)})"
             print(f"context:    {s.context:<20} {s.url}  {role}", flush=True)

@@ -11,16 +11,20 @@ from datetime import datetime
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
-from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id, status, summaries
-from taudash.engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
-from taudash.engine.workflows.params import (
+from taudash.engine.workflows import (
+    Journal,
+    JournalError,
+    Param,
     ParamError,
-    catalog_params,
-    drain_params,
-    hold_params,
-    release_params,
-    rollback_params,
+    Runner,
+    artifacts_dir,
+    build,
+    new_id,
+    registry,
+    status,
+    summaries,
 )
+from taudash.engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
 
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
 from ..live import LiveCluster
@@ -54,26 +58,11 @@ def register(sub, add_source_args) -> None:
     s = wsub.add_parser("start", help="start a workflow")
     add_source_args(s, frozenset(), shown=False)
     ssub = s.add_subparsers(dest="wf_kind", metavar="WORKFLOW", required=True)
-    h = ssub.add_parser("hold", help="HoldAndDrain (or Hold) chosen ClusterQueues and wait until drained")
-    h.add_argument("--cq", action="append", default=[], metavar="NAME", help="ClusterQueue (repeatable)")
-    h.add_argument("--profile", action="append", default=[], metavar="P", help="every queue this profile resolves to")
-    h.add_argument("--mode", choices=("HoldAndDrain", "Hold"), default="HoldAndDrain")
-    h.add_argument("--keep-pending", action="store_true", help="do not deactivate pending Workloads")
-    start_conn(h)
-    r = ssub.add_parser("release", help="restore admission (stopPolicy None), optionally reactivating Workloads")
-    r.add_argument("--cq", action="append", default=[], metavar="NAME")
-    r.add_argument("--reactivate-from", metavar="ID", help="reactivate the Workloads that workflow deactivated")
-    start_conn(r)
-    c = ssub.add_parser("catalog", help="the five-step workload profile catalog change")
-    c.add_argument("--catalog", required=True, metavar="FILE", help="new catalog: profile list, {workloadProfiles}, or a TauCluster")
-    c.add_argument("--cq", action="append", default=[], metavar="NAME", help="also hold this ClusterQueue")
-    start_conn(c)
-    rb = ssub.add_parser("rollback", help="roll a catalog change back from its journal")
-    rb.add_argument("--from", dest="from_id", required=True, metavar="ID", help="the catalog workflow to undo")
-    start_conn(rb)
-    d = ssub.add_parser("drain", help="supervise a workspace deletion/retarget drain: remove blockers one by one")
-    d.add_argument("--workspace", required=True)
-    start_conn(d)
+    for kind in registry.kinds():  # one sub-command per registered workflow, its flags from its parameters
+        k = ssub.add_parser(kind.name, help=kind.help)
+        for param in kind.params:
+            add_param(k, param)
+        start_conn(k)
 
     # list/status/abort read or append to the local journal only: --read-only is honoured trivially
     # (abort writes nothing to the cluster, so it stays allowed in read-only mode).
@@ -91,6 +80,22 @@ def register(sub, add_source_args) -> None:
     add_source_args(ab, LOCAL)
     ab.add_argument("id")
     w.set_defaults(func=run)
+
+
+def add_param(p, param: Param) -> None:
+    """A workflow parameter as a flag (engine/workflows/kind.py Param)."""
+    kw: dict = {"dest": param.dest, "help": param.help}
+    if param.type == "list":
+        kw.update(action="append", default=[], metavar=param.metavar)
+    elif param.type == "flag":
+        kw.update(action="store_true")
+    elif param.type == "choice":
+        kw.update(choices=param.choices, default=param.default)
+    else:
+        kw.update(metavar=param.metavar, default=param.default)
+        if param.required:
+            kw["required"] = True
+    p.add_argument(param.flag, **kw)
 
 
 def argparse_hidden():
@@ -257,23 +262,15 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
 
 def _params(args, ctx: Context) -> dict:
     """CLI flags → workflow parameters (the same helper builds them for the dashboard's form)."""
-    kind = args.wf_kind
+    kind = registry.find(args.wf_kind)
+    if kind is None:
+        raise UsageError(f"unknown workflow {args.wf_kind}")
     try:
-        if kind == "hold":
-            return hold_params(ctx, args.cq, args.profile, args.mode, cancel_pending=not args.keep_pending)
-        if kind == "release":
-            return release_params(args.cq, args.reactivate_from, ctx=ctx)
-        if kind == "catalog":
-            return catalog_params(ctx, args.catalog, args.cq)
-        if kind == "rollback":
-            return rollback_params(ctx, args.from_id)
-        if kind == "drain":
-            return drain_params(ctx, args.workspace)
+        return kind.make(ctx, {p.dest: getattr(args, p.dest) for p in kind.params})
     except ParamError as exc:
         for problem in exc.problems:  # every problem on its own line; the headline exits 2
             print(f"  ✖ {clean(problem)}", file=sys.stderr)
         raise UsageError(exc.headline if exc.problems else str(exc)) from None
-    raise UsageError(f"unknown workflow {kind}")
 
 
 def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = input):

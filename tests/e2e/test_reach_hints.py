@@ -97,3 +97,39 @@ async def test_the_dashboard_shows_its_start_notices():
     async with plain.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert not [n for n in plain._notifications if "KUBECONFIG" in n.message]
+
+
+async def test_sim_serve_fleet_prints_the_quoted_export_line(tmp_path):
+    kubeconfig = tmp_path / "a dir" / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--fleet", "1", "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        lines: list[str] = []
+        while not any(line.startswith("Ctrl-C") for line in lines):
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            assert line, (await proc.stderr.read()).decode()
+            lines.append(line.decode().strip())
+        export = [ln for ln in lines if ln.startswith("export KUBECONFIG=")]
+        assert len(export) == 1 and "second terminal" in export[0]
+        assert shlex.split(export[0].split("   ")[0]) == ["export", f"KUBECONFIG={kubeconfig}"]  # a space survives
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.wait(), 20)  # (the fleet exits 130 on Ctrl-C, one cluster 0: not checked here)
+
+
+def test_demo_fleet_says_how_to_reach_its_clusters(tmp_path, monkeypatch, capsys):
+    import taudash.fleet_app
+
+    monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+    seen: list = []
+
+    async def run_async(self, *a, **kw):  # while the fleet dashboard would run: its kubeconfig is there
+        seen.append(True)
+
+    monkeypatch.setattr(taudash.fleet_app.FleetApp, "run_async", run_async)
+    assert main(["demo", "--fleet", "1"]) == 0
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "export KUBECONFIG=" in ln)
+    assert seen and "second terminal" in line and "taudash-manager" in line

@@ -245,3 +245,25 @@ async def test_a_queue_already_on_the_target_is_recorded_not_written(h):
     assert state == "Completed"
     assert policy(h, "tau-ws-train") == "None" and policy(h, "tau-ws-vision") == "HoldAndDrain"
     assert len(writes_to(h, "tau-ws-vision")) == before
+
+
+async def test_the_export_step_says_where_it_saved(h, tmp_path):
+    import io
+    from datetime import datetime
+    from pathlib import Path
+
+    from taudash.commands.workflow import _printer
+    from taudash.engine.workflows import Runner, build, new_id
+
+    new = catalog(h)
+    next(p for p in new if p["name"] == EVAL)["placement"] = "same-host"
+    params = catalog_params(ctx_of(h), _file(tmp_path, new))
+    journal = Journal.create(new_id(), "catalog", params, h.live.target.context)
+    err = io.StringIO()
+    runner = Runner(build("catalog", params), h.ctx(journal), journal, h.confirm,
+                    _printer(now=lambda: datetime(2026, 1, 2, 9, 5, 7), err=err), poll=0.0, sleep=h.sleep)
+    assert await runner.run() == "Completed"
+    art = journal.artifacts()
+    said = [ln for ln in err.getvalue().splitlines() if "exported TauCluster" in ln]
+    assert len(said) == 1 and art["taucluster"] in said[0] and art["profiles"] in said[0]
+    assert Path(art["taucluster"]).is_file() and Path(art["profiles"]).is_file()

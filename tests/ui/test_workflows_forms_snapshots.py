@@ -51,6 +51,21 @@ async def show(pilot, screen) -> None:
     await pilot.pause()
 
 
+def test_new_workflow_form_generated_for_a_registered_kind(snap_compare, monkeypatch):
+    """A kind with no hand-drawn section (the toy of tests/tools/toy_workflow.py): its fields come from its
+    parameters, and a sixth kind wraps the kind choice into rows of three."""
+    from tools.toy_workflow import registered_toy
+
+    registered_toy(monkeypatch)
+
+    async def run_before(pilot):
+        pilot.app.post_message(NewWorkflow("queue-check"))
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(now=NOW, writable=True), press=["9"], run_before=run_before, terminal_size=SIZE)
+
+
 def test_new_workflow_form_hold(snap_compare):
     async def run_before(pilot):
         pilot.app.post_message(NewWorkflow("hold", cqs=["tau-ws-train"]))

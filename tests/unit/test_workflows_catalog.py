@@ -134,10 +134,12 @@ def test_diff_names_profiles_and_fields(current):
     new.append(added)
     assert catalog_diff(current, new) == [
         "+ azure.research.eval.big",
-        f"~ {EVAL}: applicability.namespaces [eval, eval-v2] → [eval]",
+        f"~ {EVAL}: applicability.namespaces -eval-v2",  # a list says what it gained and lost, not both lists
         f"~ {EVAL}: placement unconstrained → same-host",
         f"- {BURST}",
     ]
+    profile(new, EVAL)["applicability"]["namespaces"] = ["eval", "eval-v3", "eval-v4"]
+    assert f"~ {EVAL}: applicability.namespaces +eval-v3 +eval-v4 -eval-v2" in catalog_diff(current, new)
     # spelling the controller normalises away is no change
     same = copy.deepcopy(current)
     profile(same, EVAL)["mode"] = "Elastic"

@@ -1,0 +1,109 @@
+"""Adding a workflow is one module plus one registry line (ARCHITECTURE.md, "Add a workflow"): a toy
+kind (tests/tools/toy_workflow.py) appended to engine/workflows/registry.py's list shows up in the CLI's
+help with its flags, is validated, runs from the CLI against the simulator, is listed by `workflow list`,
+and is offered — with a form generated from its parameters — by the dashboard's new-workflow form."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from factories import dashboard_app
+from textual.widgets import Input
+from tools.toy_workflow import QUEUE_CHECK, registered_toy
+
+from taudash.cli import main
+from taudash.engine.workflows import registry
+from taudash.engine.workflows.params import ParamError
+from taudash.screens.help import global_keys
+from taudash.screens.messages import NewWorkflow
+from taudash.screens.widgets.choices import MarkedCheckbox
+from taudash.screens.workflows import NewWorkflowScreen, kind_labels
+
+QUEUE = "tau-ws-train"  # a ClusterQueue of the demo
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    registered_toy(monkeypatch)
+    return QUEUE_CHECK
+
+
+def test_unregistered_the_toy_is_nowhere(capsys):
+    assert "queue-check" not in registry.names()
+    with pytest.raises(SystemExit) as exc:
+        main(["workflow", "start", "queue-check", "--cq", QUEUE, "--yes"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'queue-check'" in capsys.readouterr().err
+
+
+def test_registered_toy_is_in_the_cli_help_with_its_flags(toy, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["workflow", "start", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "queue-check" in out and toy.help in out
+    assert "hold" in out and "drain" in out  # the five built-in kinds stay
+    with pytest.raises(SystemExit):
+        main(["workflow", "start", "queue-check", "--help"])
+    out = capsys.readouterr().out
+    assert "--cq NAME" in out and "the ClusterQueue to look for" in out and "--loud" in out
+    assert "--yes" in out and "--rehearse" in out  # the connection flags every workflow takes
+
+
+def test_registered_toy_is_validated(toy, cli_env, demo_sim, capsys):
+    kc = ["--kubeconfig", str(demo_sim.kubeconfig)]
+    with pytest.raises(SystemExit) as exc:  # a required flag missing: argparse, exit 2
+        main(["workflow", "start", "queue-check", "--yes", *kc])
+    assert exc.value.code == 2
+    assert "the following arguments are required: --cq" in capsys.readouterr().err
+    assert main(["workflow", "start", "queue-check", "--cq", "nosuch", "--yes", *kc]) == 2  # its own check
+    err = capsys.readouterr().err
+    assert "ClusterQueue(s) not found: nosuch" in err
+    assert main(["workflow", "list", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # refused before anything was journaled
+    with pytest.raises(ParamError, match="--cq: required"):  # and the shared entry refuses what argparse would
+        toy.make(None, {})
+    with pytest.raises(ParamError, match="unknown parameter"):
+        toy.make(None, {"cq": QUEUE, "colour": "red"})
+
+
+def test_registered_toy_runs_from_the_cli_against_the_simulator(toy, cli_env, demo_sim, capsys):
+    kc = ["--kubeconfig", str(demo_sim.kubeconfig)]
+    assert main(["workflow", "start", "queue-check", "--cq", QUEUE, "--yes", *kc]) == 0
+    err = capsys.readouterr().err
+    assert ": Completed" in err and f"ClusterQueue {QUEUE} found" in err
+    assert main(["workflow", "list", "-o", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["kind"], r["state"], r["target"], r["stepsDone"], r["steps"]) for r in rows] == \
+        [("queue-check", "Completed", f"queue {QUEUE}", 1, 1)]
+    assert main(["workflow", "status", rows[0]["id"], "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"] == {"cq": QUEUE, "loud": False}
+    assert [s["state"] for s in doc["steps"]] == ["Done"]
+    assert not demo_sim.api.writes  # the toy writes nothing
+
+
+async def test_registered_toy_has_a_generated_form_in_the_dashboard(toy):
+    assert kind_labels()["queue-check"] == "Queue check"
+    assert "queue check" in global_keys()  # `?` lists the guided operations from the registry
+    app = dashboard_app(now=datetime(2026, 11, 30, 9, 5, tzinfo=UTC), writable=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.post_message(NewWorkflow("queue-check"))
+        for _ in range(40):
+            await pilot.pause()
+            if isinstance(app.screen, NewWorkflowScreen):
+                break
+        form = app.screen
+        assert isinstance(form, NewWorkflowScreen) and form.kind == "queue-check"
+        assert form.query_one("#nw-kind-queue-check") is not None
+        assert "wait until the ClusterQueue is there" in str(form.query_one("#nw-steps").render())
+        with pytest.raises(ParamError, match="--cq: required"):  # the empty field is refused, nothing started
+            form.params()
+        form.query_one("#nw-queue-check-cq", Input).value = "nosuch"
+        with pytest.raises(ParamError, match="not found: nosuch"):
+            form.params()
+        form.query_one("#nw-queue-check-cq", Input).value = QUEUE
+        form.query_one("#nw-queue-check-loud", MarkedCheckbox).value = True
+        assert form.params() == {"cq": QUEUE, "loud": True}
