@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .model import MULTIKUEUE_CONTROLLER
+from .model import MULTIKUEUE_CONTROLLER, Workload
 from .rules.base import Finding, Severity, ViewModel, finding
 from .rules.queue_order import parse_time
 from .store import Store
@@ -106,7 +106,7 @@ def _older(stamp: str | None, now: datetime, grace: timedelta) -> bool:
     return t is None or now - t >= grace  # no timestamp: no reason to think it is in flight
 
 
-def _since(wl, ctype: str) -> str | None:
+def _since(wl: Workload, ctype: str) -> str | None:
     for c in wl.status.conditions:
         if c.type == ctype:
             return c.last_transition_time
@@ -148,11 +148,11 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
         ns, name = wl.metadata.namespace or "", wl.metadata.name
         remote = ""
         if st.cluster_name:
-            side = workers.get(st.cluster_name)
-            if side is None or not side.readable or side.store is None:
+            target = workers.get(st.cluster_name)
+            if target is None or not target.readable or target.store is None:
                 remote = UNKNOWN
             else:
-                mirror = side.store.get("Workload", name, ns)
+                mirror = target.store.get("Workload", name, ns)
                 remote = GONE if mirror is None else mirror.derived_status
                 if mirror is None and not wl.finished and _older(_since(wl, "Admitted"), now, grace):
                     findings.append(finding(
@@ -166,17 +166,17 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
     orphans: list[Orphan] = []
     if manager_readable:  # otherwise nothing can be said about what the manager tracks
         for n in names:
-            side = workers.get(n)
-            if side is None or not side.readable or side.store is None:
+            worker = workers.get(n)
+            if worker is None or not worker.readable or worker.store is None:
                 continue
-            for mirror in side.store.by_label("Workload", ORIGIN_LABEL):
+            for mirror in worker.store.by_label("Workload", ORIGIN_LABEL):
                 ns, name = mirror.metadata.namespace or "", mirror.metadata.name
-                wl = manager.get("Workload", name, ns)
-                if wl is None:
+                tracked = manager.get("Workload", name, ns)
+                if tracked is None:
                     why = "the manager has no such Workload"
-                elif wl.status.cluster_name and wl.status.cluster_name != n:
-                    why = f"the manager runs it on {wl.status.cluster_name}"
-                elif wl.finished:
+                elif tracked.status.cluster_name and tracked.status.cluster_name != n:
+                    why = f"the manager runs it on {tracked.status.cluster_name}"
+                elif tracked.finished:
                     why = "it finished on the manager"
                 else:
                     continue

@@ -234,6 +234,7 @@ async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, ro
 
 async def _ui(fleet, fig, progress, rounds: int) -> None:
     from textual import events
+    from textual.widgets import DataTable
 
     from taudash.fleet_app import FLEET_MODE, FleetApp
     from taudash.screens.fleet import FleetScreen
@@ -245,7 +246,8 @@ async def _ui(fleet, fig, progress, rounds: int) -> None:
         t = time.perf_counter()
         app.post_message(events.Key(key, key))
         for _ in range(60000):
-            if isinstance(app.screen, screen) and app.screen.frame is not None:
+            current = app.screen
+            if isinstance(current, screen) and getattr(current, "frame", None) is not None:
                 break
             await asyncio.sleep(0.001)
         for _ in range(2):
@@ -269,7 +271,7 @@ async def _ui(fleet, fig, progress, rounds: int) -> None:
         fig(Figure("fleet_key_max_s", "key → Fleet screen, slowest", max(to_fleet), "s"))
         fig(Figure("fleet_key_overview_p50_s", "key → overview of the subject, median", median(to_overview), "s",
                    KEY_TARGET_S))
-        rows = len(app.screen.query_one("#fleet").rows) if isinstance(app.screen, FleetScreen) else 0
+        rows = app.screen.query_one("#fleet", DataTable).row_count if isinstance(app.screen, FleetScreen) else 0
         progress(f"  Fleet screen rows: {rows}; to the Fleet screen "
                  + ", ".join(f"{x * 1000:.0f}" for x in to_fleet) + " ms; to the overview "
                  + ", ".join(f"{x * 1000:.0f}" for x in to_overview) + f" ms ({_mem()})")

@@ -117,16 +117,12 @@ async def _demo_fleet(args) -> int:
     from taudash.sim.fleet import SimFleet
 
     async with SimFleet(args.fleet) as fleet:
-<<<<<<< HEAD
-        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim",
-                                     mapping=fleet.mapping)
-=======
         from .sim import second_terminal
 
         print(f"taudash: the demo fleet from a second terminal: {second_terminal(fleet.kubeconfig)} "
               f"(contexts {', '.join(fleet.contexts)})", file=sys.stderr)
-        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim")
->>>>>>> w16
+        return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim",
+                                     mapping=fleet.mapping)
 
 
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
