@@ -4,7 +4,7 @@ as the source delivered it, or whole (a GET on `y`) for the kinds kept slim."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import yaml
 from rich.syntax import Syntax
@@ -245,7 +245,7 @@ esc        back"""
         doc = raw
         if full is not None and full.access == SYNCED and full.document is not None:
             doc, whole = full.document, True
-            stamp = datetime.fromtimestamp(full.fetched_at or 0).astimezone().strftime("%H:%M:%S")
+            stamp = datetime.fromtimestamp(full.fetched_at or 0, UTC).strftime("%H:%M:%S UTC")
             heading.append(f"  read-only, the whole object (GET at {stamp}; y fetches it again)",
                            style=tones.muted)
             self._yaml_whole = False  # y fetches a fresh copy
