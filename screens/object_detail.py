@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 from textual.worker import Worker
 
@@ -45,8 +45,9 @@ def age(then: datetime | None, now: datetime) -> str:
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
 
 
-class YamlView(Static, can_focus=True):
-    """The YAML: focusable, so PageDown/End and the arrows scroll it (the screen body) while it has focus."""
+class YamlView(Vertical, can_focus=True):
+    """The YAML under its heading: focusable, so PageDown/End and the arrows scroll it (the screen body) while it
+    has focus; focusing it brings its heading to the top of the view."""
 
     BINDINGS = [
         Binding("pagedown", "page(1)", "page down", show=False),
@@ -56,8 +57,13 @@ class YamlView(Static, can_focus=True):
         Binding("end", "end", "end of the YAML", show=False),
     ]
     DEFAULT_CSS = """
-    YamlView:focus { background: $boost; }
+    YamlView { height: auto; }
+    YamlView:focus > .yaml { background: $boost; }
     """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="od-yaml-title", classes="section-heading")
+        yield Static(id="od-yaml-text", classes="yaml")
 
     @property
     def body(self) -> VerticalScroll:
@@ -70,7 +76,7 @@ class YamlView(Static, can_focus=True):
         (self.body.scroll_page_down if step > 0 else self.body.scroll_page_up)(animate=False)
 
     def action_home(self) -> None:
-        self.screen.query_one("#od-yaml-title", Static).scroll_visible(top=True, animate=False, immediate=True)
+        self.body.scroll_to(y=self.virtual_region.y, animate=False, immediate=True)
 
     def action_end(self) -> None:
         self.body.scroll_end(animate=False, immediate=True)
@@ -79,8 +85,7 @@ class YamlView(Static, can_focus=True):
         """Up with the YAML's heading at the top of the view leaves for the table above (FocusHops)."""
         if step > 0:
             return False  # down scrolls until the end; the YAML is the last pane
-        title = self.screen.query_one("#od-yaml-title", Static)
-        return self.body.scroll_y <= title.virtual_region.y
+        return self.body.scroll_y <= self.virtual_region.y
 
     def scroll_step(self, step: int) -> None:
         self.body.scroll_relative(y=step, animate=False, immediate=True)
@@ -132,8 +137,7 @@ esc        back"""
             yield Section("RELATED", KeyedTable(REL_COLS, empty="no related objects in the store", id="od-related"))
             yield Section("EVENTS", KeyedTable(EVENT_COLS, empty="events: not asked yet", id="od-events"),
                           id="od-events-section")
-            yield Static(id="od-yaml-title", classes="section-heading")
-            yield YamlView(id="od-yaml", classes="yaml")
+            yield YamlView(id="od-yaml")
 
     # events: watched while the screen shows --------------------------------------------------
     def on_mount(self) -> None:
@@ -262,7 +266,7 @@ esc        back"""
                 heading.append(lit(f"  · the whole object: {full.access.lower()} ({full.message})", tones.bad))
         if not (full is not None and full.access == SYNCED):
             self._yaml_whole = whole
-        view = self.query_one("#od-yaml", YamlView)
+        view = self.query_one("#od-yaml-text", Static)
         if doc is None:
             self._yaml_text = ""
             view.update("")
