@@ -63,7 +63,7 @@ class YamlView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(id="od-yaml-title", classes="section-heading")
-        yield Static(id="od-yaml-text", classes="yaml")
+        yield Static(id="od-yaml", classes="yaml")
 
     @property
     def body(self) -> VerticalScroll:
@@ -94,7 +94,7 @@ class YamlView(Vertical, can_focus=True):
 class ObjectDetailScreen(FocusHops, DashScreen):
     TITLE_TEXT = "Object detail"
     AUTO_FOCUS = "#od-related"  # enter follows a link from here
-    HOPS = ("od-findings", "od-conditions", "od-related", "od-events", "od-yaml")
+    HOPS = ("od-findings", "od-conditions", "od-related", "od-events", "od-yaml-view")
     BINDINGS = [
         Binding("y", "yaml", "YAML (whole)", show=False),
         Binding("c", "copy_name", "copy the name", show=False),
@@ -137,7 +137,7 @@ esc        back"""
             yield Section("RELATED", KeyedTable(REL_COLS, empty="no related objects in the store", id="od-related"))
             yield Section("EVENTS", KeyedTable(EVENT_COLS, empty="events: not asked yet", id="od-events"),
                           id="od-events-section")
-            yield YamlView(id="od-yaml")
+            yield YamlView(id="od-yaml-view")
 
     # events: watched while the screen shows --------------------------------------------------
     def on_mount(self) -> None:
@@ -208,7 +208,7 @@ esc        back"""
 
     # YAML: whole on demand ---------------------------------------------------------------------
     def action_yaml(self) -> None:
-        self.query_one("#od-yaml", YamlView).focus()
+        self.query_one("#od-yaml-view", YamlView).focus()
         if self._yaml_whole or self.fetching or self.ref.kind not in BY_KIND:
             return
         od = self.session.on_demand
@@ -266,7 +266,7 @@ esc        back"""
                 heading.append(lit(f"  · the whole object: {full.access.lower()} ({full.message})", tones.bad))
         if not (full is not None and full.access == SYNCED):
             self._yaml_whole = whole
-        view = self.query_one("#od-yaml-text", Static)
+        view = self.query_one("#od-yaml", Static)
         if doc is None:
             self._yaml_text = ""
             view.update("")

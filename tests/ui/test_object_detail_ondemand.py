@@ -137,7 +137,7 @@ async def test_a_snapshot_has_no_cluster_to_ask_and_says_so():
         assert "events: not available" in shown and "no cluster to ask" in shown and "no events" not in shown
         await pilot.press("y")  # whole already (a snapshot keeps every document): nothing to fetch, no warning
         await pilot.pause()
-        assert screen.focused.id == "od-yaml" and "read-only, as observed" in plain(screen.query_one("#od-yaml-title"))
+        assert screen.focused.id == "od-yaml-view" and "read-only, as observed" in plain(screen.query_one("#od-yaml-title"))
 
 
 async def test_events_are_watched_only_while_the_detail_shows():
@@ -174,7 +174,7 @@ async def test_y_fetches_the_whole_object_of_a_slim_kind():
         await pilot.press("y")  # the session is read-only (a snapshot): a GET is a read, still allowed
         assert await eventually(lambda: screen.full is not None and not screen.fetching)
         await pilot.pause()
-        assert od.gets == [WL] and screen.focused.id == "od-yaml"
+        assert od.gets == [WL] and screen.focused.id == "od-yaml-view"
         assert PARTIAL not in plain(title) and "the whole object (GET at 09:05:00 UTC" in plain(title)
         assert yaml.safe_load(screen._yaml_text) == whole and "image:" in screen._yaml_text
 
@@ -226,7 +226,7 @@ async def test_pagedown_and_end_move_the_yaml_when_it_has_focus():
         assert related.cursor_row > row0
         await pilot.press("y")
         await pilot.pause()
-        title, yv = screen.query_one("#od-yaml-title"), screen.query_one("#od-yaml")
+        title, yv = screen.query_one("#od-yaml-title"), screen.query_one("#od-yaml-view")
         assert screen.focused is yv and body.scroll_y == yv.virtual_region.y  # the YAML from its top
         assert title.region.y == body.region.y  # its heading is the first line of the view
         y1 = body.scroll_y
@@ -255,11 +255,11 @@ async def test_down_past_the_last_row_and_tab_move_between_tables_and_the_yaml()
         await pilot.press("tab")
         assert screen.focused is events
         await pilot.press("tab")
-        assert screen.focused.id == "od-yaml"
+        assert screen.focused.id == "od-yaml-view"
         await pilot.press("shift+tab")
         assert screen.focused is events
         await pilot.press("down", "down", "down")  # three events: the third Down leaves for the YAML
-        assert screen.focused.id == "od-yaml"
+        assert screen.focused.id == "od-yaml-view"
 
 
 # --- live: the simulator's Events and GET ---------------------------------------------------------------------------
