@@ -42,7 +42,7 @@ class FocusHops:
         else:
             edge = getattr(focused, "at_edge", None)
             if edge is not None and not edge(step):
-                focused.scroll_step(step)  # type: ignore[attr-defined]
+                focused.scroll_step(step)
                 return
         i = targets.index(focused) + step
         if not 0 <= i < len(targets):
