@@ -58,6 +58,7 @@ class YamlView(Vertical, can_focus=True):
     ]
     DEFAULT_CSS = """
     YamlView { height: auto; }
+    YamlView > #od-yaml-title { height: auto; }
     YamlView:focus > .yaml { background: $boost; }
     """
 
@@ -195,7 +196,7 @@ esc        back"""
             section.set_note("unknown")
         else:
             if st.access == SYNCED:
-                table.empty_text = "no events for this object (the cluster keeps Events about an hour)"
+                table.empty_text = "no events for this object (Events expire after ~1 h)"
                 section.set_note("watching" + (f" · {st.dropped} older not shown" if st.dropped else ""))
             else:
                 table.empty_text = f"events: unknown — {st.message}"
