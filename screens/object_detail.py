@@ -7,12 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import yaml
+from rich.console import Group
 from rich.syntax import Syntax
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker
 
 from taudash.engine.model import BY_KIND
@@ -23,7 +24,7 @@ from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCE
 from .base import DashScreen
 from .filtering import RowMeta
 from .focus_hops import FocusHops
-from .format import condition_cell, finding_meta, objname, severity_cell
+from .format import condition_cell, finding_meta, kv_grid, objname, severity_cell
 from .kueue_facts import kueue_facts
 from .text import clean, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -138,6 +139,7 @@ esc        back"""
             yield Section("RELATED", KeyedTable(REL_COLS, empty="no related objects in the store", id="od-related"))
             yield Section("EVENTS", KeyedTable(EVENT_COLS, empty="events: not asked yet", id="od-events"),
                           id="od-events-section")
+            yield Static(id="od-event-detail", classes="detail")
             yield YamlView(id="od-yaml-view")
 
     # events: watched while the screen shows --------------------------------------------------
@@ -206,6 +208,34 @@ esc        back"""
                 rows.append(Row(e.name, (lit(e.type, style), lit(e.reason, style), age(e.last, now), str(e.count),
                                          lit(e.message)), RowMeta(text=f"{e.type} {e.reason} {e.message}")))
         table.sync(rows)
+        self._event_detail()
+
+    # the highlighted Event, whole (its message is cut in the table) ----------------------------------------
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "od-events":
+            self._event_detail()
+
+    def on_descendant_focus(self) -> None:
+        self._event_detail()
+
+    def on_descendant_blur(self) -> None:
+        self._event_detail()
+
+    def _event_detail(self) -> None:
+        pane = self.query_one("#od-event-detail", Static)
+        table = self.query_one("#od-events", KeyedTable)
+        key = table.selected_key() if self.focused is table else None
+        e = next((x for x in self.events.events if x.name == key), None) if self.events is not None and key else None
+        pane.display = e is not None
+        if e is None:
+            return
+        tones = self.tones
+        head = span(f"{e.type} ", tones.warn if e.type == "Warning" else tones.muted)
+        head.append(lit(e.reason, "bold"))
+        head.append(lit(f"  ×{e.count} · from {e.source or '?'}", tones.muted))
+        when = " → ".join(dict.fromkeys(t.strftime("%Y-%m-%d %H:%M:%S UTC") for t in (e.first, e.last) if t is not None))
+        head.end = "\n"
+        pane.update(Group(head, kv_grid([("message", lit(e.message)), ("seen", lit(when or "?"))], tones.muted)))
 
     # YAML: whole on demand ---------------------------------------------------------------------
     def action_yaml(self) -> None:

@@ -96,7 +96,9 @@ def test_events_and_partial_yaml_snapshot(snap_compare):
     async def run_before(pilot):
         screen = await open_detail(pilot.app, pilot)
         assert await eventually(lambda: screen.query_one("#od-events", KeyedTable).visible_keys())
-        screen.query_one("#od-events", KeyedTable).focus()
+        table = screen.query_one("#od-events", KeyedTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index("e-pending"))  # its whole message under the table
         await pilot.pause()
 
     assert snap_compare(slim_app(), run_before=run_before, terminal_size=SIZE)
@@ -113,6 +115,25 @@ async def test_events_show_newest_first_with_type_reason_age_count_message():
         uid = app.session.get("Workload", WL.name, WL.namespace).metadata.uid
         assert app.session.on_demand.watched == [(WL, uid)]  # this object, by uid
         assert "watching" in plain(screen.query_one("#od-events-section .section-title"))
+
+
+async def test_the_highlighted_event_shows_whole_while_the_events_table_has_focus():
+    app = slim_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_detail(app, pilot)
+        table = screen.query_one("#od-events", KeyedTable)
+        pane = screen.query_one("#od-event-detail")
+        assert await eventually(lambda: table.visible_keys())
+        assert not pane.display  # the related table has focus
+        table.focus()
+        table.move_cursor(row=table.get_row_index("e-pending"))
+        await pilot.pause()
+        text = " ".join(plain(pane).split())
+        assert pane.display and EVENTS[2].message in text and "×3 · from kueue-admission" in text
+        assert "2026-11-30 08:07:00 UTC → 2026-11-30 08:09:00 UTC" in text
+        screen.query_one("#od-related", KeyedTable).focus()
+        await pilot.pause()
+        assert not pane.display
 
 
 async def test_forbidden_events_are_said_never_an_empty_list():
