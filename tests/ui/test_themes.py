@@ -46,6 +46,20 @@ def test_queues_light(snap_compare):
     assert snap_compare(dashboard_app(now=NOW), run_before=light(["3"]), terminal_size=SIZE)
 
 
+def test_object_detail_light(snap_compare):
+    from test_object_detail_ondemand import WL, open_detail, slim_app
+
+    async def run_before(pilot):
+        pilot.app.theme = LIGHT
+        screen = await open_detail(pilot.app, pilot, WL)
+        assert await eventually(lambda: screen.query_one("#od-events", KeyedTable).visible_keys())
+        await pilot.press("y")  # the whole YAML, its syntax colours for a light background
+        assert await eventually(lambda: screen.full is not None)
+        await pilot.pause()
+
+    assert snap_compare(slim_app(), run_before=run_before, terminal_size=SIZE)
+
+
 @pytest.mark.parametrize("name", ["textual-dark", "textual-light", "solarized-light", "nord", "gruvbox"])
 def test_semantic_colours_come_from_the_theme(name):
     v = BUILTIN_THEMES[name].to_color_system().generate()
