@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import heap
 from .identity import ClusterIdentity
@@ -27,6 +27,9 @@ from .rules.base import ObjRef, RuleConfig
 from .rules.cluster import api_outage
 from .store import AccessState, Store
 from .view import ClusterView, SourceInfo, derive
+
+if TYPE_CHECKING:
+    from .sources.ondemand import OnDemand
 
 DeriveFn = Callable[[Store, datetime, RuleConfig, SourceInfo], ClusterView]
 
@@ -162,6 +165,10 @@ class Session:
         # Kueue's queue positions for one queue, fetched on demand (the live source's pending_workloads); None
         # (a snapshot): the Queue screen estimates the order itself.
         self.queue_positions: Any = None
+        # Reads for the one object a detail screen shows — its whole document, its Events — asked on demand
+        # while the screen is open (engine/sources/ondemand.py; the live program sets KubeOnDemand); None: a
+        # snapshot, nothing to ask.
+        self.on_demand: OnDemand | None = None
         self._views = 0
         self._derive_last: float | None = None
         self._derive_total = 0.0

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from taudash.engine.model import MULTIKUEUE_CONTROLLER
 from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta
-from .format import tri
+from .focus_hops import FocusHops
+from .format import kv_grid, tri
 from .text import lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -29,7 +32,9 @@ WORKER_COLS = [Col("name", "worker cluster", 20), Col("config", "config", 14), C
 OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24), Col("state", "state", flex=True)]
 
 
-class MultiKueueScreen(DashScreen):
+class MultiKueueScreen(FocusHops, DashScreen):
+    HOPS = ("mk-checks", "mk-workers", "mk-objects")
+    BINDINGS = [*FocusHops.HOP_BINDINGS]
     HELP = """\
 MultiKueue: can work be dispatched to worker clusters right now?
 
@@ -43,12 +48,15 @@ Ready           only when every check holds:
   M5  that profile resolves uniquely for its applicability
 WORKERS         each MultiKueueCluster with its Active reason and message (connection errors).
 OBJECTS         the MultiKueue objects in the store (enter opens them).
+DETAIL          under the checks: the highlighted check's or worker's whole message, wrapped.
+down / up       past a table's last (first) row: the next (previous) table; tab does the same.
 The platform owner owns worker credentials, rotation and revocation."""
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
             yield Static(id="mk-state", classes="tile")
             yield Section("CHECKS", KeyedTable(CHECK_COLS, empty="no checks evaluated", id="mk-checks"))
+            yield Static(id="mk-detail", classes="detail")
             yield Section("WORKERS", KeyedTable(WORKER_COLS, empty="no MultiKueueClusters", id="mk-workers"))
             yield Section("OBJECTS", KeyedTable(OBJECT_COLS, empty="no MultiKueue objects in the store", id="mk-objects"))
 
@@ -81,6 +89,47 @@ The platform owner owns worker credentials, rotation and revocation."""
             for w in mk.workers
         ])
         self.query_one("#mk-objects", KeyedTable).sync(self._objects(tones))
+        self._detail()
+
+    # the detail pane: the highlighted row of the focused table, its message whole --------------------
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    def on_descendant_focus(self) -> None:
+        self._detail()
+
+    def _detail(self) -> None:
+        if self.frame is None:
+            return
+        pane = self.query_one("#mk-detail", Static)
+        tones = self.tones
+        mk = self.frame.view.multikueue
+        focused = self.focused if isinstance(self.focused, KeyedTable) else None
+        if focused is not None and focused.id == "mk-workers":
+            w = next((x for x in mk.workers if x.name == focused.selected_key()), None)
+            if w is not None:
+                head = span("worker ", tones.muted)
+                head.append(lit(w.name, "bold"))
+                head.append("  ")
+                head.append(tri(w.active, tones, "Active", "not Active"))
+                head.end = "\n"
+                rows = [("config", lit(w.config or "– none")), ("reason", lit(w.reason or "–")),
+                        ("message", lit(w.message or "–"))]
+                pane.update(Group(head, kv_grid(rows, tones.muted)))
+                return
+        checks = self.query_one("#mk-checks", KeyedTable)
+        key = checks.selected_key()
+        c = next((x for x in mk.checks if x.id == key), None) or next((x for x in mk.checks if not x.ok), None)
+        if c is None:
+            pane.update(Text("no checks evaluated: MultiKueue is not configured", style=tones.muted))
+            return
+        head = span(c.id, "bold")
+        head.append("  ")
+        head.append(lit(CHECK_TEXT.get(c.id, ""), tones.muted))
+        head.append("  ")
+        head.append(tri(c.ok, tones, "ok", "fail") if c.applicable else lit("n/a", tones.muted))
+        head.end = "\n"
+        pane.update(Group(head, kv_grid([("message", lit(c.message or "–"))], tones.muted)))
 
     def _objects(self, tones) -> list[Row]:
         rows = []

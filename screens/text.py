@@ -92,13 +92,19 @@ def _color(variables: dict[str, str], name: str, fallback: str) -> str:
 @lru_cache(maxsize=16)
 def _tones(key: tuple[tuple[str, str], ...]) -> Tones:
     v = dict(key)
-    ok = _color(v, "success", "#4EBF71")
-    warn = _color(v, "warning", "#FFA62B")
-    bad = _color(v, "error", "#BA3C5B")
-    primary = _color(v, "primary", "#0178D4")
-    accent = _color(v, "accent", "#FFA62B")
-    secondary = _color(v, "secondary", "#004578")
     background = _color(v, "background", "#121212")
+    # A light theme: text in the theme's text-* shades (its own darker variants, legible on a light
+    # background); a dark one keeps the base colours. Either way every colour comes from the theme.
+    light = Color.parse(background).brightness > 0.5
+    text = "text-" if light else ""
+    ok = _color(v, text + "success", "#4EBF71")
+    warn = _color(v, text + "warning", "#FFA62B")
+    bad = _color(v, text + "error", "#BA3C5B")
+    primary = _color(v, "primary", "#0178D4")
+    accent = _color(v, text + "accent", "#FFA62B")
+    secondary = _color(v, "secondary", "#004578")
+    badge_bg = _color(v, "warning", "#FFA62B")
+    badge_fg = Color.parse(badge_bg).get_contrast_text(1.0).hex if light else background
     return Tones(
         ok=Style(color=ok),
         warn=Style(color=warn),
@@ -109,7 +115,7 @@ def _tones(key: tuple[tuple[str, str], ...]) -> Tones:
         accent=Style(color=accent),
         heading=Style(bold=True, color=primary),
         muted=Style(dim=True),
-        badge_warn=Style(color=background, bgcolor=warn, bold=True),
+        badge_warn=Style(color=badge_fg, bgcolor=badge_bg, bold=True),
         badge_mode=Style(color="#ffffff", bgcolor=secondary, bold=True),
         bar_fill=Style(color=primary),
         bar_over=Style(color=bad),
@@ -118,7 +124,8 @@ def _tones(key: tuple[tuple[str, str], ...]) -> Tones:
 
 
 def tones_for(variables: dict[str, str]) -> Tones:
-    keys = ("success", "warning", "error", "primary", "accent", "secondary", "background")
+    keys = ("success", "warning", "error", "primary", "accent", "secondary", "background",
+            "text-success", "text-warning", "text-error", "text-accent")
     return _tones(tuple((k, variables.get(k, "")) for k in keys))
 
 

@@ -97,7 +97,16 @@ class TaudashApp(App):
                         markup=False, timeout=10)
         for text in self.notices:
             self.notify(text, markup=False, timeout=20)
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._schedule()
+
+    def _theme_changed(self, _theme) -> None:
+        """A theme picked (ctrl+p → theme): the visible screen redraws its cells (their colours come from the
+        theme's variables, screens/text.py Tones) now, not at the next tick."""
+        screen = self.screen if self._screen_stack else None
+        if isinstance(screen, DashScreen) and screen.is_mounted and self.session.last_frame is not None:
+            screen.invalidate()
+            self.render_frame(self.session.last_frame)
 
     def _schedule(self) -> None:
         self.set_timer(self.tick, self._tick, name="taudash-tick")

@@ -20,6 +20,7 @@ from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import HISTORY_WINDOW, Session
 from taudash.engine.sources.kube import ConfigError, KubeSource, connect
 from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.sources.ondemand import KubeOnDemand
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 
@@ -174,6 +175,7 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
     session.read_only_why = asked.badge  # the header badge says who asked
     source = KubeSource(store, target, lock=session.lock)
     session.queue_positions = source.pending_workloads  # the ClusterQueue detail asks Kueue's visibility API on demand
+    session.on_demand = KubeOnDemand.for_source(source)  # the object detail: whole YAML and Events, on demand
     try:
         try:
             await source.start()

@@ -547,7 +547,7 @@ class ApiServer:
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query
         db, r = self.db, t.resource
-        labels, fields = parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"))
+        labels, fields = parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"), r.kind)
 
         def matches(o: Obj) -> bool:
             ns_ok = t.namespace is None or not r.namespaced or o["metadata"].get("namespace") == t.namespace

@@ -288,7 +288,7 @@ class ObjectDB:
     def _select(self, r: Resource, namespace: str | None, label_selector: str | None = None,
                 field_selector: str | None = None, version: str | None = None) -> builtins.list[Obj]:
         """Objects in `version` (default: internal), shared, sorted. Callers must not mutate them."""
-        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector, r.kind)
         store = self._objects[r.key]
         keys = [k for k in self._keys(r) if namespace is None or not r.namespaced or k[0] == namespace]
         return [self._view(r, k, store[k], version) for k in keys if labels(store[k]) and fields(store[k])]

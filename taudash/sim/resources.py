@@ -169,10 +169,21 @@ def _from_kind(k: ResourceKind, kueue: KueueVersion) -> Resource:
     )
 
 
+# core/v1 Events: served (kubectl, the object detail's on-demand watch) but not a kind the engine stores.
+EVENT = Resource(
+    kind="Event", group="", versions=("v1",), plural="events", namespaced=True, singular="event",
+    short_names=("ev",), status=False,
+    columns=(Column("Type", "string", path("type")), Column("Reason", "string", path("reason")),
+             Column("Object", "string", lambda o: f"{path('involvedObject.kind')(o) or ''}/"
+                                                  f"{path('involvedObject.name')(o) or ''}"),
+             Column("Message", "string", path("message"))),
+)
+
+
 def resources_for(kueue: KueueVersion | str | None = None) -> tuple[Resource, ...]:
-    """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19)."""
+    """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19), and core/v1 Events."""
     version = kueue if isinstance(kueue, KueueVersion) else kueue_version(kueue)
-    return tuple(_from_kind(k, version) for k in KINDS)
+    return (*(_from_kind(k, version) for k in KINDS), EVENT)
 
 
 RESOURCES: tuple[Resource, ...] = resources_for()

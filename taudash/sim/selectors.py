@@ -1,7 +1,8 @@
 """Label and field selectors with the apiserver's query syntax.
 
 Labels: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x,y)`, `a`, `!a`, comma-separated (AND).
-Fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=` (what the CRD endpoints support).
+Fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=` (what the CRD endpoints support); core/v1
+Events also `involvedObject.*`, `reason`, `type`, `source`, `reportingComponent` (KIND_FIELDS).
 """
 
 from __future__ import annotations
@@ -101,12 +102,30 @@ def parse_label_selector(text: str | None) -> Matcher:
 
 
 _FIELD = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$")
-_FIELDS = {"metadata.name": "name", "metadata.namespace": "namespace"}
+_FIELDS = {"metadata.name": ("metadata", "name"), "metadata.namespace": ("metadata", "namespace")}
+# Fields a kind adds to the metadata ones (the apiserver's field label conversion for core/v1 Events:
+# what `kubectl describe` selects an object's Events by).
+KIND_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "Event": {
+        **{f"involvedObject.{f}": ("involvedObject", f)
+           for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+        "reason": ("reason",), "type": ("type",), "source": ("source", "component"),
+        "reportingComponent": ("reportingComponent",),
+    },
+}
 
 
-def parse_field_selector(text: str | None) -> Matcher:
+def _field_value(o: dict[str, Any], path: tuple[str, ...]) -> str:
+    cur: Any = o
+    for part in path:
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return "" if cur is None else str(cur)
+
+
+def parse_field_selector(text: str | None, kind: str | None = None) -> Matcher:
     if not text or not text.strip():
         return lambda obj: True
+    known = {**_FIELDS, **KIND_FIELDS.get(kind or "", {})}
     checks: list[Matcher] = []
     for req in text.split(","):
         if not req.strip():
@@ -115,12 +134,14 @@ def parse_field_selector(text: str | None) -> Matcher:
         if not m:
             raise BadRequest(f"invalid selector: '{text}'; can't understand '{req}'")
         field, op, value = m.groups()
-        attr = _FIELDS.get(field)
-        if attr is None:
+        path = known.get(field)
+        if path is None:
+            if kind in KIND_FIELDS:
+                raise BadRequest(f'field label not supported: {field}')
             raise BadRequest(f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"')
 
-        def check(o: dict[str, Any], a: str = attr, v: str = value, neg: bool = op == "!=") -> bool:
-            return (((o.get("metadata") or {}).get(a) or "") == v) != neg
+        def check(o: dict[str, Any], p: tuple[str, ...] = path, v: str = value, neg: bool = op == "!=") -> bool:
+            return (_field_value(o, p) == v) != neg
 
         checks.append(check)
     return lambda obj: all(c(obj) for c in checks)

@@ -197,6 +197,8 @@ class SimServer:
 
     def _apply_access(self, result: LoadResult) -> None:
         for r in self.db.registry.all:
+            if not r.engine_kind:
+                continue  # served beside the engine's kinds (Events): a snapshot says nothing of them
             state = result.store.access(r.engine_kind).state
             if state is AccessState.FORBIDDEN:
                 self.faults.forbid(r)

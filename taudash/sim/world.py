@@ -35,6 +35,7 @@ from taudash.sim.controllers.nodes import NodesController
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.controllers.taugrid import TauGridController
 from taudash.sim.controllers.workloads import WorkloadsController
+from taudash.sim.events import EventRecorder
 from taudash.sim.kueue_versions import KueueVersion
 from taudash.sim.objects import ObjectDB
 from taudash.sim.resources import Registry
@@ -74,6 +75,7 @@ class World:
         db.clock = self.clock.now  # creationTimestamps (HTTP writes included) are simulated time too
         self.mirror = Mirror(db)
         self.writer = Writer(db, self.clock)
+        self.events = EventRecorder(db, self.clock)  # core/v1 Events about what the controllers do
         self.controllers = [cls(self) for cls in CONTROLLERS]
         self._inbox: dict[str, list] = {c.name: [] for c in self.controllers}
         self.steps = 0

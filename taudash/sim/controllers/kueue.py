@@ -8,6 +8,7 @@ cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionChe
 from __future__ import annotations
 
 from taudash.engine.model.names import JOB_UID_LABEL
+from taudash.sim.clock import parse_rfc3339
 from taudash.sim.controllers.admission import DEFAULT_BEHAVIOUR, Behaviour, usage_of
 from taudash.sim.controllers.base import (
     Controller,
@@ -45,6 +46,9 @@ from taudash.sim.controllers.queues import (
     stop_policy,
 )
 from taudash.sim.controllers.scheduler import Scheduler
+from taudash.sim.events import NORMAL
+
+ADMISSION = "kueue-admission"  # the component Kueue's scheduler records its Events as
 
 STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
 # Condition reasons Kueue 0.19 writes here (one place; release-specific spellings are reconciled by the lead).
@@ -101,9 +105,15 @@ class KueueController(Controller):
         self._publish()
 
     # --- helpers -----------------------------------------------------------------------------------
-    def _status(self, wl: Obj, status: Obj) -> None:
+    def _status(self, wl: Obj, status: Obj) -> Obj | None:
         m = meta(wl)
-        self.w.status("Workload", m["name"], m["namespace"], status)
+        return self.w.status("Workload", m["name"], m["namespace"], status)
+
+    def event(self, obj: Obj | None, type_: str, reason: str, message: str, component: str = ADMISSION) -> None:
+        """A core/v1 Event about `obj`, as Kueue records one (taudash/sim/events.py)."""
+        recorder = getattr(self.world, "events", None)
+        if recorder is not None:
+            recorder.record(obj, type_, reason, message, component)
 
     def _owner(self, wl: Obj) -> Obj | None:
         o = controller_owner(wl)
@@ -144,7 +154,11 @@ class KueueController(Controller):
                     self._pods(src, mine)
                 elif not mine and not finished(src)[0]:
                     prio, pc = self._priority(src)
-                    self.w.create(build_workload(src, prio, pc))
+                    created = self.w.create(build_workload(src, prio, pc))
+                    if created is not None:
+                        self.event(src, NORMAL, "CreatedWorkload",
+                                   f"Created Workload: {meta(created)['namespace']}/{meta(created)['name']}",
+                                   _job_component(src))
                     hold_back = suspend_patch(src, True)
                     if suspended(src) is False and hold_back is not None:  # no Workload, no admission: hold the job back
                         self.w.patch(kind, meta(src)["name"], meta(src)["namespace"], hold_back)
@@ -221,8 +235,9 @@ class KueueController(Controller):
         hold = suspended(src)
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
             patch = suspend_patch(src, not admitted, wl, self._flavors())
-            if patch is not None:
-                self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch)
+            if patch is not None and self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch) and admitted:
+                cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or meta(cq or {}).get("name", "")
+                self.event(src, NORMAL, "Started", f"Admitted by clusterQueue {cqn}", _job_component(src))
         if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
             want = (
                 ("True", "Started", "All pods reached readiness and the workload is running")
@@ -275,7 +290,8 @@ class KueueController(Controller):
             update["admissionChecks"] = checks
         if clear_requeue_state:
             update["requeueState"] = None
-        self._status(wl, update)
+        if self._status(wl, update) is not None:
+            self.event(wl, NORMAL, f"EvictedDueTo{reason}", message, "kueue-workload-controller")
         src = self._owner(wl)
         stop = suspend_patch(src, True, wl) if src is not None and suspended(src) is False else None
         if src is not None and stop is not None:  # the job reconciler stops the job right away
@@ -285,6 +301,7 @@ class KueueController(Controller):
         return {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
 
     def preempt(self, wl: Obj, reason: str, message: str) -> None:
+        self.event(wl, NORMAL, "Preempted", message)
         self.evict(wl, PREEMPTED, message, preempted=reason)
 
     def _release_evicted(self, wl: Obj, ev: Obj) -> None:
@@ -349,8 +366,11 @@ class KueueController(Controller):
                 # A CEL rule of the Workload CRD: clusterName excludes nominatedClusterNames.
                 update["clusterName"] = cluster
                 update["nominatedClusterNames"] = None
-        if differs(st, update):
-            self._status(wl, update)
+        if differs(st, update) and self._status(wl, update) is not None and ready and not is_true(wl, "Admitted"):
+            since = parse_rfc3339((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+            wait = max(0.0, self.world.clock.now() - since) if since is not None else 0.0
+            self.event(wl, NORMAL, "Admitted", f"Admitted by ClusterQueue {meta(cq)['name']}, "
+                                               f"wait time since reservation was {wait:.0f}s")
         return ready
 
     # --- (3) queue and check status --------------------------------------------------------------
@@ -399,3 +419,11 @@ class KueueController(Controller):
             )
             if differs(ac.get("status"), {"conditions": conds}):
                 self.w.status("AdmissionCheck", meta(ac)["name"], None, {"conditions": conds})
+
+
+def _job_component(src: Obj) -> str:
+    """The component a job integration records Events as, e.g. batch/job-kueue-controller."""
+    api = str(src.get("apiVersion") or "")
+    group = api.rsplit("/", 1)[0] if "/" in api else ""
+    name = f"{str(src.get('kind') or 'job').lower()}-kueue-controller"
+    return f"{group}/{name}" if group else name

@@ -12,6 +12,7 @@ their quota is released; one that does not fit steps aside (BestEffortFIFO) or b
 from __future__ import annotations
 
 from taudash.engine.rules.queue_order import ADMISSION_GATED_BY, order_key
+from taudash.sim.clock import parse_rfc3339
 from taudash.sim.controllers.admission import (
     DEFAULT_BEHAVIOUR,
     MODE_NOFIT,
@@ -132,7 +133,8 @@ class Scheduler:
                     conds = with_condition(
                         conds, "Admitted", "False", "NoReservation", "The workload has no reservation", self.k.stamp
                     )
-                self.k._status(wl, {"conditions": conds})
+                if self.k._status(wl, {"conditions": conds}) is not None and qr.get("message") != message:
+                    self.k.event(wl, "Warning", "Pending", message)
 
     def _targets(self, cl: Cluster, cqn: str, wl: Obj, a: Assignment) -> list:
         if a.mode != MODE_PREEMPT:
@@ -244,4 +246,12 @@ class Scheduler:
             status["admissionChecks"] = [
                 {"name": c, "state": "Pending", "message": "", "lastTransitionTime": now} for c in checks
             ]
-        self.k._status(wl, status)
+        if self.k._status(wl, status) is None:
+            return
+        requeued = condition(wl, "Requeued") or {}
+        queued = parse_rfc3339(requeued.get("lastTransitionTime") if requeued.get("status") == "True" else None) \
+            or parse_rfc3339(meta(wl).get("creationTimestamp"))
+        wait = max(0.0, self.k.world.clock.now() - queued) if queued is not None else 0.0
+        self.k.event(wl, "Normal", "QuotaReserved", f"Quota reserved in ClusterQueue {cqn}, wait time since queued was {wait:.0f}s")
+        if not checks:
+            self.k.event(wl, "Normal", "Admitted", f"Admitted by ClusterQueue {cqn}, wait time since reservation was 0s")
