@@ -100,6 +100,8 @@ def test_events_and_partial_yaml_snapshot(snap_compare):
         table.focus()
         table.move_cursor(row=table.get_row_index("e-pending"))  # its whole message under the table
         await pilot.pause()
+        await pilot.wait_for_scheduled_animations()  # focus scrolls the body; a busy machine finishes it later
+        await pilot.pause()
 
     assert snap_compare(slim_app(), run_before=run_before, terminal_size=SIZE)
 
