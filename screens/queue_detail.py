@@ -461,15 +461,18 @@ r      fetch the positions again               esc  back"""
         if lq is None:
             title.append("  not in the store (deleted?)", style=tones.warn)
             return title
-        title.append(lit(f" → ClusterQueue {self.cq_name or '–'} · stopPolicy {lq.spec.stop_policy or 'None'}"))
+        title.append(" → ClusterQueue ")
+        title.append(lit(f"{self.cq_name or '–'} · stopPolicy {lq.spec.stop_policy or 'None'}"))
         st = lq.status
         title.append(lit(f" · status pnd·rsv·adm {st.pending_workloads or 0}·{st.reserving_workloads or 0}·"
                          f"{st.admitted_workloads or 0}", tones.muted))
         if q is None and self.cq_name:
             title.append("  ClusterQueue not in the store", style=tones.warn)
         elif q is not None:
-            title.append(lit(f"\nClusterQueue {q.name}: cohort {q.cohort or 'none'} · {q.queueing_strategy} · "
-                             f"stopPolicy {q.stop_policy}", tones.muted))
+            title.append("\n")
+            title.append(lit(f"ClusterQueue {q.name}: cohort {q.cohort or 'none'} · {q.queueing_strategy} · "
+                             f"stopPolicy {q.stop_policy} · status pnd·rsv·adm {q.pending}·{q.reserving}·{q.admitted}",
+                             tones.muted))
         return title
 
     def action_open_object(self) -> None:
