@@ -222,6 +222,8 @@ esc    back"""
         self.fetches = 0  # positions fetched (the worker's completions)
         self._pending: list[Row] = []  # the pending rows shown, kept while positions and view are the same
         self._pending_for: tuple | None = None
+        self._pending_view = None
+        self._pending_at: dict[str, int] = {}
         self._admitted: list[Row] = []
         self._admitted_for: tuple | None = None
 
@@ -298,10 +300,24 @@ esc    back"""
             if pos.items is not None:
                 title.append(lit(f" · {len(pos.items)} pending", tones.muted))
         self.query_one("#qd-title", Static).update(title)
-        key = (id(pos), frame.view, tones)
-        if key != self._pending_for:  # the same positions and view: the very rows shown (no diff, no sort)
-            self._pending_for, self._pending = key, self._pending_rows(pos, now, tones)
-        self.query_one("#qd-pending", KeyedTable).sync(self._pending)
+        table = self.query_one("#qd-pending", KeyedTable)
+        key = (id(pos), tones)
+        if key != self._pending_for:  # new positions: one lazy row per item
+            self._pending_for, self._pending_view = key, frame.view
+            self._pending = self._pending_rows(pos, now, tones)
+            self._pending_at = {r.key: i for i, r in enumerate(self._pending)}
+        elif frame.view is not self._pending_view:
+            # The same positions, a newer view: only the rows on screen are made again (their state,
+            # reason and age may have moved); the others stay unbuilt until their page is drawn.
+            self._pending_view = frame.view
+            rows = list(self._pending)
+            for k in table.visible_keys():
+                i = self._pending_at.get(k)
+                if i is not None:
+                    old = rows[i]
+                    rows[i] = Row(old.key, partial(self._pending_cells, *old.cells.args[:3], now, tones), old.meta)
+            self._pending = rows
+        table.sync(self._pending)
         key = (frame.view, tones, self.cq_name)
         if key != self._admitted_for:
             self._admitted_for, self._admitted = key, self._admitted_rows(q, now, tones)
@@ -337,17 +353,25 @@ esc    back"""
             reason,
         )
 
-    def _holds_here(self, wl) -> bool:
+    def _holders(self) -> list:
+        """The Workloads holding quota here, read through the namespace index (a fleet has 100k Workloads):
+        the LocalQueue's namespace, or the namespaces of the LocalQueues that name this ClusterQueue. A
+        Workload admitted through a LocalQueue since deleted or pointed elsewhere is not listed."""
+        store = self.session.store
         if self.local_queue is not None:
-            return wl.namespace == self.local_queue[0] and wl.spec.queue_name == self.local_queue[1]
-        return wl.status.admission.cluster_queue == self.cq_name
+            ns, name = self.local_queue
+            return [w for w in store.list("Workload", ns) if w.spec.queue_name == name and w.quota_reserved
+                    and not w.finished and w.status.admission is not None]
+        namespaces = {lq.namespace for lq in store.list("LocalQueue") if lq.spec.cluster_queue == self.cq_name}
+        return [w for ns in sorted(n for n in namespaces if n) for w in store.list("Workload", ns)
+                if w.quota_reserved and not w.finished and w.status.admission is not None
+                and w.status.admission.cluster_queue == self.cq_name]
 
     def _admitted_rows(self, q, now: datetime, tones: Tones) -> list[Row]:
         borrowing = {fl.name: sum(r.borrowed.as_float() for r in fl.resources if r.name.endswith(GPU_SUFFIX))
                      for fl in (q.flavors if q is not None else ())}
         rows = []
-        holders = [w for w in self.session.store.list("Workload")
-                   if w.quota_reserved and not w.finished and w.status.admission is not None and self._holds_here(w)]
+        holders = self._holders()
         for wl in sorted(holders, key=lambda w: (w.namespace or "", w.name)):
             rows.append(Row(f"adm:{wl.namespace}/{wl.name}", partial(self._admitted_cells, wl, borrowing, now, tones),
                             RowMeta(kind="Workload", name=wl.name, namespace=wl.namespace)))
