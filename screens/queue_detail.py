@@ -224,6 +224,7 @@ esc    back"""
         self._pending_for: tuple | None = None
         self._pending_view = None
         self._pending_at: dict[str, int] = {}
+        self._gpu_text: dict[tuple[str, str], tuple[object, str]] = {}
         self._admitted: list[Row] = []
         self._admitted_for: tuple | None = None
 
@@ -306,6 +307,7 @@ esc    back"""
             self._pending_for, self._pending_view = key, frame.view
             self._pending = self._pending_rows(pos, now, tones)
             self._pending_at = {r.key: i for i, r in enumerate(self._pending)}
+            self._gpu_text = {}  # only the Workloads of these positions are looked up again
         elif frame.view is not self._pending_view:
             # The same positions, a newer view: only the rows on screen are made again (their state,
             # reason and age may have moved); the others stay unbuilt until their page is drawn.
@@ -348,10 +350,20 @@ esc    back"""
             lit(item.get("localQueueName") or ""),
             str(item.get("priority", "?")),
             age_text(parse_time(m.get("creationTimestamp")), now),
-            gpu_requests(wl) if wl is not None else "?",
+            self._gpus(ns, name, wl),
             state,
             reason,
         )
+
+    def _gpus(self, ns: str, name: str, wl) -> str:
+        """gpu_requests, kept while the store holds the same Workload object (a tick remakes the rows on
+        screen; their requests rarely change, and summing pod sets is most of a row's cost)."""
+        if wl is None:
+            return "?"
+        hit = self._gpu_text.get((ns, name))
+        if hit is None or hit[0] is not wl:
+            hit = self._gpu_text[(ns, name)] = (wl, gpu_requests(wl))
+        return hit[1]
 
     def _holders(self) -> list:
         """The Workloads holding quota here, read through the namespace index (a fleet has 100k Workloads):
