@@ -121,6 +121,10 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
                note=f"{in_flight}/{len(presses)} with the refresh still in flight"))
     progress(f"  page keys: {', '.join(f'{p * 1000:.0f}' for p in presses)} ms")
     await key("escape")
+    for _ in range(60000):  # the queue view popped (waiting on its refresh would wait forever)
+        if app.screen is not screen:
+            break
+        await asyncio.sleep(0.001)
     await painted(app)
 
 
