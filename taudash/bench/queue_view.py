@@ -7,7 +7,7 @@ size L: generate.hot_queue) from the Queues screen by key, and measure
   reported, no target: it depends on the API server;
 - per-tick render of the queue view with its positions shown (a new view object, as a tick after a change);
 - key → screen while a position refresh is in flight: `r` starts a refresh (a worker), then `]`/`[`
-  page the pending table; the clock stops when the other page is painted. A sample counts as "in
+  page the pending table (a one-page queue: the cursor moves); the clock stops when it is painted. A sample counts as "in
   flight" when the refresh had not finished when the page was painted.
 
 Runs inside the dashboard the UI phase opened (`app`), after it; reads nothing else of the harness.
@@ -34,7 +34,7 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
 
     from taudash.screens.queue_detail import QueueDetailScreen
     from taudash.screens.queues import QueuesScreen
-    from taudash.screens.widgets.keyed_table import KeyedTable
+    from taudash.screens.widgets.keyed_table import PAGE_ROWS, KeyedTable
 
     session = app.session
     frame = session.frame(datetime.now(UTC))
@@ -101,12 +101,16 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
         done = screen.fetches
         await key("r", "r")  # a refresh starts (a worker): the page key must not wait for it
         await asyncio.sleep(0.005)
-        page = pending.page
-        k, char = ("right_square_bracket", "]") if i % 2 == 0 else ("left_square_bracket", "[")
+        paged = pending.shown > PAGE_ROWS  # one page only (a small fleet): the cursor moves instead
+        before = (pending.page, pending.cursor_row)
+        if paged:
+            k, char = ("right_square_bracket", "]") if i % 2 == 0 else ("left_square_bracket", "[")
+        else:
+            k, char = ("down", None) if i % 2 == 0 else ("up", None)
         t = time.perf_counter()
         await key(k, char)
         for _ in range(60000):
-            if pending.page != page:
+            if (pending.page, pending.cursor_row) != before:
                 break
             await asyncio.sleep(0.001)
         await painted(app)
