@@ -72,7 +72,7 @@ async def _live_report(args, namespace: str, name: str):
     """(report, unreadable Workloads, None) from a live cluster: synced once, then the Workload's
     ClusterQueue's pending list from the visibility API (KubeSource.pending_workloads: served →
     Kueue's positions; not served → the estimate, labelled; forbidden → unknown)."""
-    load_from_args_check(args)
+    _check_source_flags(args)
     async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
                               getattr(args, "sync_timeout", 30.0)) as (store, source, _target):
         ctx = RuleContext(store=store, now=datetime.now(UTC), config=rule_config(args))
@@ -91,7 +91,7 @@ async def _positions(store: Store, source, namespace: str, name: str) -> QueuePo
     return await source.pending_workloads(cq=lq.spec.cluster_queue, limit=MAX_LIMIT)
 
 
-def load_from_args_check(args) -> None:
+def _check_source_flags(args) -> None:
     """The source flags' rules (one of --snapshot/--context/--demo; --kubeconfig only for a live cluster)."""
     if getattr(args, "snapshot", None) or getattr(args, "demo", False):
         load_from_args(args)  # raises UsageError for the combination
