@@ -35,9 +35,11 @@ class OpenObject(Message):
 
 @dataclass
 class OpenQueue(Message):
-    """Open a ClusterQueue's own screen: its ordered pending Workloads (Kueue's positions) and what it admitted."""
+    """Open a ClusterQueue's own screen: its ordered pending Workloads (Kueue's positions) and what it admitted;
+    with `local_queue` (namespace, name), that LocalQueue's screen instead."""
 
     cluster_queue: str
+    local_queue: tuple[str, str] | None = None
 
 
 @dataclass

@@ -1,13 +1,21 @@
-"""ClusterQueue detail (3 → Enter on a ClusterQueue): its pending Workloads in Kueue's order and its
-admitted ones. Positions come from Kueue's visibility API when the session can fetch it
-(`session.queue_positions`, an async `(cq=…) → QueuePositions` the live program sets), else from
-queue_order's estimate over the store, labelled `estimated`; the fetch runs in a worker. Enter on a
-pending Workload shows why it waits (engine/rules/why.py)."""
+"""ClusterQueue and LocalQueue detail: one queue's pending Workloads in Kueue's order and its admitted
+ones. 3 → Enter on a ClusterQueue opens the ClusterQueue view; `l` there opens the highlighted row's
+LocalQueue, and a workspace's detail opens its LocalQueue the same way (one screen class, the
+LocalQueue view a subclass). Positions come from Kueue's visibility API when the session can fetch it
+(`session.queue_positions`, an async `(cq=… | lq=(ns, name)) → QueuePositions` the live program sets;
+the LocalQueue view asks the LocalQueue endpoint), else from queue_order's estimate over the store,
+labelled `estimated`; the fetch runs in a worker. Enter on a pending Workload shows why it waits
+(engine/rules/why.py).
+
+Fleet scale (a ClusterQueue with 10k pending): the table holds one page (KeyedTable pages by 100),
+rows are built lazily (a row's cells are made only when its page is drawn), and the row list is kept
+while the positions and the view are the same: a tick sorts and builds nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 
 from rich.text import Text
 from textual import work
@@ -23,6 +31,7 @@ from taudash.engine.rules.eta import admission_times, estimate_wait, human
 from taudash.engine.rules.queue_order import (
     ESTIMATED,
     FROM_API,
+    MAX_LIMIT,
     QueuePositions,
     estimated_positions,
     in_backoff,
@@ -34,7 +43,7 @@ from taudash.engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import short_flavor
-from .messages import OpenObject
+from .messages import OpenObject, OpenQueue
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -123,8 +132,9 @@ def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
     t.append(" waiting?\n", style=tones.heading)
     t.append(lit(f"priority {w['priority']} · status {w['status']}" + ("" if w["active"] else " · INACTIVE")))
     t.append("\n")
-    pos = "unknown" if q["positionInClusterQueue"] is None else (
-        f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue ({q['positionSource']})")
+    source = "from Kueue's visibility API" if q["positionSource"] == FROM_API else q["positionSource"]
+    pos = f"unknown ({q['positionNote'] or 'not readable'})" if q["positionInClusterQueue"] is None else (
+        f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue ({source})")
     t.append(lit(f"queue {q['localQueue'] or '-'} → {q['clusterQueue'] or '-'} · position {pos}"))
     t.append("\n\n")
     t.append("reasons\n", style=tones.heading)
@@ -175,6 +185,9 @@ class WhyScreen(ModalScreen[None]):
 
 
 class QueueDetailScreen(DashScreen):
+    """One ClusterQueue (`local_queue` None) or one LocalQueue: the same two lists, the LocalQueue view
+    narrowed to that LocalQueue's Workloads (LocalQueueDetailScreen)."""
+
     TITLE_TEXT = "ClusterQueue detail"
     HELP = """\
 ClusterQueue detail: one queue's pending Workloads in Kueue's order, and its admitted ones.
@@ -184,24 +197,36 @@ PENDING    #: position in the ClusterQueue (0 = the next head), #lq: position in
            reason. Positions come from Kueue's visibility API when this session can ask it;
            otherwise they are estimated from the objects (priority, then queue-order time) and
            labelled "estimated"; "unknown" when the API is forbidden — never an empty queue.
+           A long queue shows 100 rows at a time: ] next page, [ previous, / filters them all.
 ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and whether the queue is
            borrowing in those flavors.
 
 enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption) and
        when it is likely admitted: an 80% interval from the queue's recent admissions, or unknown
+l      open the highlighted Workload's LocalQueue (its own pending and admitted lists)
 o      open the ClusterQueue object (YAML)        r  fetch the positions again
 esc    back"""
 
     BINDINGS = [
         Binding("o", "open_object", "object/YAML", show=False),
         Binding("r", "refresh_positions", "refresh positions", show=False),
+        Binding("l", "open_local_queue", "LocalQueue", show=False),
     ]
 
-    def __init__(self, session: Session, name: str, nav: str | None = None) -> None:
+    def __init__(self, session: Session, name: str, nav: str | None = None,
+                 local_queue: tuple[str, str] | None = None) -> None:
         super().__init__(session, nav)
         self.cq_name = name
+        self.local_queue = local_queue  # (namespace, name): the LocalQueue view
         self.positions: QueuePositions | None = None
         self.fetches = 0  # positions fetched (the worker's completions)
+        self._pending: list[Row] = []  # the pending rows shown, kept while positions and view are the same
+        self._pending_for: tuple | None = None
+        self._pending_view = None
+        self._pending_at: dict[str, int] = {}
+        self._gpu_text: dict[tuple[str, str], tuple[object, str]] = {}
+        self._admitted: list[Row] = []
+        self._admitted_for: tuple | None = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
@@ -215,6 +240,9 @@ esc    back"""
         self.action_refresh_positions()
 
     # positions ---------------------------------------------------------------------------
+    def _which(self) -> dict:
+        return {"lq": self.local_queue} if self.local_queue is not None else {"cq": self.cq_name}
+
     def action_refresh_positions(self) -> None:
         fetch: Callable | None = getattr(self.session, "queue_positions", None)
         if fetch is not None:
@@ -224,27 +252,28 @@ esc    back"""
 
     @work(exclusive=True, group="queue-positions")
     async def _fetch_live(self, fetch: Callable) -> None:
-        self._positions_arrived(await fetch(cq=self.cq_name))
+        # The whole queue (the API's default page is 1000): the table pages it, not the request.
+        self._positions_arrived(await fetch(**self._which(), limit=MAX_LIMIT))
 
     @work(exclusive=True, group="queue-positions", thread=True)
     def _estimate(self) -> None:
         now = self.frame.now if self.frame is not None else datetime.now().astimezone()
         why = f"{self.session.mode.lower()} session: no visibility API to ask"
         with self.session.lock:
-            pos = estimated_positions(RuleContext(self.session.store, now, self.session.config), cq=self.cq_name,
-                                      access="Absent", why=why)
+            pos = estimated_positions(RuleContext(self.session.store, now, self.session.config), **self._which(),
+                                      limit=MAX_LIMIT, access="Absent", why=why)
         self.app.call_from_thread(self._positions_arrived, pos)
 
     def _positions_arrived(self, pos: QueuePositions) -> None:
         self.positions = pos
+        if self.local_queue is not None and pos.cluster_queue:
+            self.cq_name = pos.cluster_queue
         self.fetches += 1
         if self.frame is not None:
             self.render_frame(self.frame)
 
     # rendering ---------------------------------------------------------------------------
-    def render_frame(self, frame: Frame) -> None:
-        tones, now = self.tones, frame.now
-        q = next((x for x in frame.view.cluster_queues if x.name == self.cq_name), None)
+    def _title(self, q, tones: Tones) -> Text:
         title = span("ClusterQueue ", tones.heading)
         title.append(lit(self.cq_name, "bold"))
         if q is None:
@@ -252,6 +281,16 @@ esc    back"""
         else:
             title.append(lit(f" · cohort {q.cohort or 'none'} · {q.queueing_strategy} · stopPolicy {q.stop_policy}"))
             title.append(lit(f" · status pnd·rsv·adm {q.pending}·{q.reserving}·{q.admitted}", tones.muted))
+        return title
+
+    def render_frame(self, frame: Frame) -> None:
+        tones, now = self.tones, frame.now
+        if self.local_queue is not None:
+            lq = self.session.store.get("LocalQueue", self.local_queue[1], self.local_queue[0])
+            if lq is not None and lq.spec.cluster_queue:
+                self.cq_name = lq.spec.cluster_queue
+        q = next((x for x in frame.view.cluster_queues if x.name == self.cq_name), None)
+        title = self._title(q, tones)
         title.append("\npositions: ", style=tones.muted)
         pos = self.positions
         if pos is None:
@@ -259,64 +298,115 @@ esc    back"""
         else:
             style = "" if pos.source == FROM_API else tones.warn if pos.source == ESTIMATED else tones.unknown
             title.append(lit(pos.label, style))
+            if pos.items is not None:
+                title.append(lit(f" · {len(pos.items)} pending", tones.muted))
         self.query_one("#qd-title", Static).update(title)
-        self.query_one("#qd-pending", KeyedTable).sync(self._pending_rows(pos, now, tones))
-        self.query_one("#qd-admitted", KeyedTable).sync(self._admitted_rows(q, now, tones))
+        table = self.query_one("#qd-pending", KeyedTable)
+        key = (id(pos), tones)
+        if key != self._pending_for:  # new positions: one lazy row per item
+            self._pending_for, self._pending_view = key, frame.view
+            self._pending = self._pending_rows(pos, now, tones)
+            self._pending_at = {r.key: i for i, r in enumerate(self._pending)}
+            self._gpu_text = {}  # only the Workloads of these positions are looked up again
+        elif frame.view is not self._pending_view:
+            # The same positions, a newer view: only the rows on screen are made again (their state,
+            # reason and age may have moved); the others stay unbuilt until their page is drawn.
+            self._pending_view = frame.view
+            rows = list(self._pending)
+            for k in table.visible_keys():
+                i = self._pending_at.get(k)
+                if i is not None:
+                    old = rows[i]
+                    rows[i] = Row(old.key, partial(self._pending_cells, *old.cells.args[:3], now, tones), old.meta)
+            self._pending = rows
+        table.sync(self._pending)
+        key = (frame.view, tones, self.cq_name)
+        if key != self._admitted_for:
+            self._admitted_for, self._admitted = key, self._admitted_rows(q, now, tones)
+        self.query_one("#qd-admitted", KeyedTable).sync(self._admitted)
 
     def _pending_rows(self, pos: QueuePositions | None, now: datetime, tones: Tones) -> list[Row]:
+        """One lazy row per item: a 10k queue builds 10k small Row objects; cells only for the page drawn."""
         if pos is None or pos.items is None:
             return []
-        store = self.session.store
         rows = []
         for item in pos.items:
             m = item.get("metadata") or {}
             ns, name = m.get("namespace") or "", m.get("name") or ""
-            wl = store.get("Workload", name, ns)
-            state, reason = pending_state(wl, now, tones)
-            label = Text(f"{ns}/", style=tones.muted)
-            label.append(lit(name))
-            cells = (
-                str(item.get("positionInClusterQueue", "?")),
-                str(item.get("positionInLocalQueue", "?")),
-                label,
-                lit(item.get("localQueueName") or ""),
-                str(item.get("priority", "?")),
-                age_text(parse_time(m.get("creationTimestamp")), now),
-                gpu_requests(wl) if wl is not None else "?",
-                state,
-                reason,
-            )
-            rows.append(Row(f"wl:{ns}/{name}", cells, RowMeta(kind="Workload", name=name, namespace=ns)))
+            rows.append(Row(f"wl:{ns}/{name}", partial(self._pending_cells, item, ns, name, now, tones),
+                            RowMeta(kind="Workload", name=name, namespace=ns)))
         return rows
+
+    def _pending_cells(self, item: dict, ns: str, name: str, now: datetime, tones: Tones) -> tuple:
+        m = item.get("metadata") or {}
+        wl = self.session.store.get("Workload", name, ns)
+        state, reason = pending_state(wl, now, tones)
+        label = Text(f"{ns}/", style=tones.muted)
+        label.append(lit(name))
+        return (
+            str(item.get("positionInClusterQueue", "?")),
+            str(item.get("positionInLocalQueue", "?")),
+            label,
+            lit(item.get("localQueueName") or ""),
+            str(item.get("priority", "?")),
+            age_text(parse_time(m.get("creationTimestamp")), now),
+            self._gpus(ns, name, wl),
+            state,
+            reason,
+        )
+
+    def _gpus(self, ns: str, name: str, wl) -> str:
+        """gpu_requests, kept while the store holds the same Workload object (a tick remakes the rows on
+        screen; their requests rarely change, and summing pod sets is most of a row's cost)."""
+        if wl is None:
+            return "?"
+        hit = self._gpu_text.get((ns, name))
+        if hit is None or hit[0] is not wl:
+            hit = self._gpu_text[(ns, name)] = (wl, gpu_requests(wl))
+        return hit[1]
+
+    def _holders(self) -> list:
+        """The Workloads holding quota here, read through the namespace index (a fleet has 100k Workloads):
+        the LocalQueue's namespace, or the namespaces of the LocalQueues that name this ClusterQueue. A
+        Workload admitted through a LocalQueue since deleted or pointed elsewhere is not listed."""
+        store = self.session.store
+        if self.local_queue is not None:
+            ns, name = self.local_queue
+            return [w for w in store.list("Workload", ns) if w.spec.queue_name == name and w.quota_reserved
+                    and not w.finished and w.status.admission is not None]
+        namespaces = {lq.namespace for lq in store.list("LocalQueue") if lq.spec.cluster_queue == self.cq_name}
+        return [w for ns in sorted(n for n in namespaces if n) for w in store.list("Workload", ns)
+                if w.quota_reserved and not w.finished and w.status.admission is not None
+                and w.status.admission.cluster_queue == self.cq_name]
 
     def _admitted_rows(self, q, now: datetime, tones: Tones) -> list[Row]:
         borrowing = {fl.name: sum(r.borrowed.as_float() for r in fl.resources if r.name.endswith(GPU_SUFFIX))
                      for fl in (q.flavors if q is not None else ())}
         rows = []
-        holders = [w for w in self.session.store.list("Workload")
-                   if w.quota_reserved and not w.finished and w.status.admission is not None
-                   and w.status.admission.cluster_queue == self.cq_name]
+        holders = self._holders()
         for wl in sorted(holders, key=lambda w: (w.namespace or "", w.name)):
-            qr = wl.condition("QuotaReserved")
-            since = parse_time(qr.last_transition_time) if qr is not None else None
-            admission = wl.status.admission
-            flavors = {f for psa in (admission.pod_set_assignments if admission else ()) for f in psa.flavors.values()}
-            borrowed = [f"{short_flavor(f)} +{borrowing[f]:g}" for f in sorted(flavors) if borrowing.get(f)]
-            # Kueue marks no Workload as borrowing: the queue borrows in the flavors this one holds
-            label = Text(f"{wl.namespace}/", style=tones.muted)
-            label.append(lit(wl.name))
-            cells = (
-                label,
-                lit(wl.spec.queue_name or ""),
-                str(wl.spec.priority or 0),
-                age_text(since, now),
-                lit(assigned_flavors(wl)),
-                Text(", ".join(borrowed), style=tones.accent) if borrowed
-                else Text("no", style=tones.muted),
-            )
-            rows.append(Row(f"adm:{wl.namespace}/{wl.name}", cells,
+            rows.append(Row(f"adm:{wl.namespace}/{wl.name}", partial(self._admitted_cells, wl, borrowing, now, tones),
                             RowMeta(kind="Workload", name=wl.name, namespace=wl.namespace)))
         return rows
+
+    @staticmethod
+    def _admitted_cells(wl, borrowing: dict[str, float], now: datetime, tones: Tones) -> tuple:
+        qr = wl.condition("QuotaReserved")
+        since = parse_time(qr.last_transition_time) if qr is not None else None
+        admission = wl.status.admission
+        flavors = {f for psa in (admission.pod_set_assignments if admission else ()) for f in psa.flavors.values()}
+        borrowed = [f"{short_flavor(f)} +{borrowing[f]:g}" for f in sorted(flavors) if borrowing.get(f)]
+        # Kueue marks no Workload as borrowing: the queue borrows in the flavors this one holds
+        label = Text(f"{wl.namespace}/", style=tones.muted)
+        label.append(lit(wl.name))
+        return (
+            label,
+            lit(wl.spec.queue_name or ""),
+            str(wl.spec.priority or 0),
+            age_text(since, now),
+            lit(assigned_flavors(wl)),
+            Text(", ".join(borrowed), style=tones.accent) if borrowed else Text("no", style=tones.muted),
+        )
 
     # keys --------------------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -335,7 +425,11 @@ esc    back"""
         item = self.positions.position_of(namespace, name) if self.positions is not None else None
         cq = self.session.store.get("ClusterQueue", self.cq_name)
         with self.session.lock:
-            report = why_waiting_report(RuleContext(self.session.store, now, self.session.config), namespace, name)
+            # The ClusterQueue view's own list is the whole queue: the report's positions and "ahead" are
+            # Kueue's when it came from the visibility API (a LocalQueue's list is not: estimated there).
+            shown = self.positions if self.local_queue is None else None
+            report = why_waiting_report(RuleContext(self.session.store, now, self.session.config), namespace, name,
+                                        positions=shown)
             eta = estimate_wait(item.get("positionInClusterQueue") if item else None,
                                 admission_times(self.session.store).get(self.cq_name, []), now,
                                 stopped=cq is not None and (cq.spec.stop_policy or "None") != "None")
@@ -349,3 +443,83 @@ esc    back"""
 
     def action_open_object(self) -> None:
         self.post_message(OpenObject(ObjRef(kind="ClusterQueue", name=self.cq_name)))
+
+    def action_open_local_queue(self) -> None:
+        """The highlighted Workload's LocalQueue (pending: its item's localQueueName; admitted: spec.queueName)."""
+        table = next((t for t in self.query(KeyedTable) if t.has_focus), self.query_one("#qd-pending", KeyedTable))
+        meta = table.selected_meta()
+        if meta is None or meta.kind != "Workload":
+            self.notify("highlight a Workload to open its LocalQueue", markup=False)
+            return
+        wl = self.session.store.get("Workload", meta.name, meta.namespace)
+        item = self.positions.position_of(meta.namespace or "", meta.name) if self.positions is not None else None
+        lq = (item or {}).get("localQueueName") or (wl.spec.queue_name if wl is not None else None)
+        if not lq:
+            self.notify(f"{meta.namespace}/{meta.name} names no LocalQueue", markup=False)
+            return
+        self.post_message(OpenQueue(self.cq_name, local_queue=(meta.namespace or "", lq)))
+
+
+class LocalQueueDetailScreen(QueueDetailScreen):
+    """One LocalQueue: its pending Workloads (positions in the LocalQueue and in its ClusterQueue, from
+    the visibility API's LocalQueue endpoint) and its admitted ones; `c` opens its ClusterQueue."""
+
+    TITLE_TEXT = "LocalQueue detail"
+    HELP = """\
+LocalQueue detail: one LocalQueue's pending Workloads in Kueue's order, and its admitted ones.
+
+PENDING    #: position in the ClusterQueue the LocalQueue feeds (Workloads of other LocalQueues are
+           ahead too), #lq: position in this LocalQueue, priority, age, requested GPUs, state and
+           the QuotaReserved reason. From the visibility API's LocalQueue endpoint when this session
+           can ask it; otherwise estimated from the objects and labelled "estimated"; "unknown" when
+           the API is forbidden — never an empty queue.
+ADMITTED   this LocalQueue's Workloads holding quota: since when, flavors and GPUs, and whether
+           the ClusterQueue is borrowing in those flavors.
+
+enter  on a pending Workload: why it waits, and when it is likely admitted
+c      open the ClusterQueue view             o  open the LocalQueue object (YAML)
+r      fetch the positions again               esc  back"""
+
+    BINDINGS = [
+        Binding("c", "open_cluster_queue", "ClusterQueue", show=False),
+    ]
+
+    def __init__(self, session: Session, namespace: str, name: str, nav: str | None = None) -> None:
+        lq = session.store.get("LocalQueue", name, namespace)
+        super().__init__(session, (lq.spec.cluster_queue or "") if lq is not None else "", nav,
+                         local_queue=(namespace, name))
+
+    def _title(self, q, tones: Tones) -> Text:
+        ns, name = self.local_queue or ("", "")
+        lq = self.session.store.get("LocalQueue", name, ns)
+        title = span("LocalQueue ", tones.heading)
+        title.append(lit(f"{ns}/{name}", "bold"))
+        if lq is None:
+            title.append("  not in the store (deleted?)", style=tones.warn)
+            return title
+        title.append(" → ClusterQueue ")
+        title.append(lit(f"{self.cq_name or '–'} · stopPolicy {lq.spec.stop_policy or 'None'}"))
+        st = lq.status
+        title.append(lit(f" · status pnd·rsv·adm {st.pending_workloads or 0}·{st.reserving_workloads or 0}·"
+                         f"{st.admitted_workloads or 0}", tones.muted))
+        if q is None and self.cq_name:
+            title.append("  ClusterQueue not in the store", style=tones.warn)
+        elif q is not None:
+            title.append("\n")
+            title.append(lit(f"ClusterQueue {q.name}: cohort {q.cohort or 'none'} · {q.queueing_strategy} · "
+                             f"stopPolicy {q.stop_policy} · status pnd·rsv·adm {q.pending}·{q.reserving}·{q.admitted}",
+                             tones.muted))
+        return title
+
+    def action_open_object(self) -> None:
+        ns, name = self.local_queue or ("", "")
+        self.post_message(OpenObject(ObjRef(kind="LocalQueue", namespace=ns, name=name)))
+
+    def action_open_local_queue(self) -> None:
+        self.notify("this is the LocalQueue view: c opens its ClusterQueue", markup=False)
+
+    def action_open_cluster_queue(self) -> None:
+        if not self.cq_name:
+            self.notify("this LocalQueue names no ClusterQueue", markup=False)
+            return
+        self.post_message(OpenQueue(self.cq_name))

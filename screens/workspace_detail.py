@@ -17,7 +17,7 @@ from taudash.engine.session import Frame, Session
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import condition_cell, drain_cell, kv_grid, objname
-from .messages import NewWorkflow, OpenObject
+from .messages import NewWorkflow, OpenObject, OpenQueue
 from .presenters import operations_enabled, phase_text, refuse_read_only
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -57,6 +57,7 @@ IDENTITY     workload identity retained/revoked and researcher RoleBindings per 
 STORAGE      configured claims; Ready proves RBAC and queues only — run a mount/read/write canary.
 
 enter  open the highlighted route or blocker     o  open the TauWorkspace object (YAML)
+l      open the workspace's LocalQueue: its pending Workloads in Kueue's order and its admitted ones
 w      supervise the drain (a draining workspace only): opens the "new workflow" form; each blocker
        is deleted only after its own confirmation. In a read-only session it only says why it is disabled.
 esc    back"""
@@ -64,6 +65,7 @@ esc    back"""
     BINDINGS = [
         Binding("o", "open_object", "object/YAML", show=False),
         Binding("w", "supervise_drain", "supervise drain…", show=False),
+        Binding("l", "open_local_queue", "LocalQueue", show=False),
     ]
 
     def __init__(self, session: Session, name: str, nav: str | None = None) -> None:
@@ -88,6 +90,14 @@ esc    back"""
 
     def action_open_object(self) -> None:
         self.post_message(OpenObject(self.ref, raw=True))
+
+    def action_open_local_queue(self) -> None:
+        """The workspace's LocalQueue view (queue_detail.py): its pending Workloads in Kueue's order."""
+        w = next((x for x in self.frame.view.workspaces if x.name == self.ws_name), None) if self.frame else None
+        if w is None or not w.local_queue:
+            self.notify(f"workspace {self.ws_name} has no LocalQueue yet", markup=False)
+            return
+        self.post_message(OpenQueue(w.cluster_queue or "", local_queue=(w.namespace, w.local_queue)))
 
     def _draining(self) -> bool:
         w = next((x for x in self.frame.view.workspaces if x.name == self.ws_name), None) if self.frame else None

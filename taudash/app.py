@@ -38,7 +38,7 @@ from taudash.screens.messages import (
 )
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.palette import NavigationProvider
-from taudash.screens.queue_detail import QueueDetailScreen
+from taudash.screens.queue_detail import LocalQueueDetailScreen, QueueDetailScreen
 from taudash.screens.registry import REGISTRY
 from taudash.screens.rehearsal import RehearsalScreen
 from taudash.screens.workflow_run import RunOptions, WorkflowHost
@@ -188,7 +188,10 @@ class TaudashApp(App):
 
     def on_open_queue(self, message: OpenQueue) -> None:
         nav = self.current_mode if self.current_mode in REGISTRY else None
-        self.push_screen(QueueDetailScreen(self.session, message.cluster_queue, nav))
+        if message.local_queue is not None:
+            self.push_screen(LocalQueueDetailScreen(self.session, *message.local_queue, nav))
+        else:
+            self.push_screen(QueueDetailScreen(self.session, message.cluster_queue, nav))
 
     def on_open_object(self, message: OpenObject) -> None:
         ref = message.ref

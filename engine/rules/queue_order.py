@@ -95,7 +95,11 @@ class ClusterQueueOrder:
 
     def ahead_of(self, namespace: str, name: str) -> list[QueueEntry]:
         e = self.entry(namespace, name)
-        return [] if e is None else self.entries[: e.position_in_cluster_queue]
+        if e is None:
+            return []
+        # By position, not by index: an order read from the visibility API may miss Workloads the
+        # store does not hold yet.
+        return [x for x in self.entries if x.position_in_cluster_queue < e.position_in_cluster_queue]
 
 
 def order_workloads(cluster_queue: str, strategy: str, pending: list[tuple[Workload, str]],
@@ -149,25 +153,53 @@ def _owner_ref(r: Any) -> dict[str, Any]:
     return out
 
 
-def cluster_queue_orders(ctx: RuleContext) -> dict[str, ClusterQueueOrder] | None:
-    """Every ClusterQueue's pending order; None when Workloads, LocalQueues or ClusterQueues are unreadable
-    (an order from part of the queue would be a wrong order)."""
+def cluster_queue_orders(ctx: RuleContext, only: str | None = None) -> dict[str, ClusterQueueOrder] | None:
+    """Every ClusterQueue's pending order (only ClusterQueue `only` when given: one queue on screen need not
+    sort the fleet's); None when Workloads, LocalQueues or ClusterQueues are unreadable (an order from
+    part of the queue would be a wrong order)."""
     if ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"):
         return None
-    strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list("ClusterQueue")}
+    strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list("ClusterQueue")
+                  if only is None or cq.name == only}
     pending: dict[str, list[tuple[Workload, str]]] = {}
-    for wl in ctx.store.list("Workload"):
-        if not is_pending(wl) or not wl.spec.queue_name:
+    routes: dict[tuple[str | None, str], Any] = {}
+    if only is None:
+        workloads = ctx.store.list("Workload")
+    else:  # only the namespaces whose LocalQueues feed `only` (the namespace index: a fleet has 100k Workloads)
+        feeding = sorted({lq.namespace or "" for lq in ctx.store.list("LocalQueue") if lq.spec.cluster_queue == only})
+        workloads = [wl for ns in feeding for wl in ctx.store.list("Workload", ns)]
+    for wl in workloads:
+        if not wl.spec.queue_name or not is_pending(wl):
             continue
-        lq = ctx.store.get("LocalQueue", wl.spec.queue_name, wl.namespace)
+        at = (wl.namespace, wl.spec.queue_name)
+        lq = routes[at] if at in routes else routes.setdefault(at, ctx.store.get("LocalQueue", wl.spec.queue_name,
+                                                                                 wl.namespace))
         # No LocalQueue, or a stopped one: Kueue does not queue the Workload anywhere.
         if lq is None or not lq.spec.cluster_queue or (lq.spec.stop_policy or "None") != "None":
+            continue
+        if only is not None and lq.spec.cluster_queue != only:
             continue
         pending.setdefault(lq.spec.cluster_queue, []).append((wl, lq.name))
     return {
         name: order_workloads(name, strategies.get(name, "BestEffortFIFO"), pending.get(name, []))
         for name in sorted(set(strategies) | set(pending))
     }
+
+
+def order_from_items(cluster_queue: str, strategy: str, items: tuple[dict[str, Any], ...] | list[dict[str, Any]],
+                     get_workload: Callable[[str, str], Workload | None]) -> ClusterQueueOrder:
+    """A ClusterQueue's order as the visibility API gave it (its positions kept); items whose Workload
+    the store does not hold (yet) are left out, the positions of the others stay Kueue's."""
+    entries = []
+    for item in items:
+        m = item.get("metadata") or {}
+        wl = get_workload(m.get("namespace") or "", m.get("name") or "")
+        pcq, plq = item.get("positionInClusterQueue"), item.get("positionInLocalQueue")
+        if wl is None or not isinstance(pcq, int) or not isinstance(plq, int):
+            continue
+        entries.append(QueueEntry(wl, item.get("localQueueName") or wl.spec.queue_name or "", pcq, plq))
+    entries.sort(key=lambda e: e.position_in_cluster_queue)
+    return ClusterQueueOrder(cluster_queue, strategy or "BestEffortFIFO", entries)
 
 
 # --- positions for one queue: from Kueue's visibility API, else estimated, else unknown ---------------------
@@ -212,8 +244,7 @@ def estimated_positions(ctx: RuleContext, *, cq: str | None = None, lq: tuple[st
                         why: str = "") -> QueuePositions:
     """queue_order's estimate for one queue in the visibility API's item shape, labelled `estimated`;
     `unknown` (items None) when the objects it needs are unreadable or the queue is not in the store."""
-    orders = cluster_queue_orders(ctx)
-    if orders is None:
+    if ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"):
         bad = ", ".join(f"{r} {reason}" for r, reason in ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"))
         return QueuePositions(cq, lq, UNKNOWN, access, None, f"{why}; cannot estimate: {bad}" if why else bad)
     namespace = local = None
@@ -223,7 +254,7 @@ def estimated_positions(ctx: RuleContext, *, cq: str | None = None, lq: tuple[st
         if obj is None:
             return QueuePositions(cq, lq, UNKNOWN, access, None, f"LocalQueue {namespace}/{local} not found")
         cq = obj.spec.cluster_queue
-    order = orders.get(cq or "")
+    order = (cluster_queue_orders(ctx, only=cq or "") or {}).get(cq or "")
     if order is None:
         return QueuePositions(cq, lq, UNKNOWN, access, None, f"ClusterQueue {cq} not found")
     summary = pending_workloads_summary(order, namespace=namespace, local_queue=local, limit=limit, offset=offset)
@@ -250,6 +281,7 @@ __all__ = [
     "is_pending",
     "order_key",
     "order_workloads",
+    "order_from_items",
     "parse_time",
     "pending_workloads_summary",
     "queue_order_time",

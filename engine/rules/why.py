@@ -36,10 +36,15 @@ from ..quota import (
 from .base import QuantityField, RuleContext, ViewModel
 from .queue_order import (
     ADMISSION_GATED_BY,
+    ESTIMATED,
+    FROM_API,
+    UNKNOWN,
     ClusterQueueOrder,
+    QueuePositions,
     cluster_queue_orders,
     effective_priority,
     in_backoff,
+    order_from_items,
     parse_time,
     queue_order_time,
 )
@@ -157,7 +162,8 @@ class QueueInfo(ViewModel):
     queueing_strategy: str | None
     position_in_cluster_queue: int | None
     position_in_local_queue: int | None
-    position_source: str = "estimated"
+    position_source: str = "estimated"  # visibility (Kueue's API) | estimated | unknown
+    position_note: str = ""  # where the positions came from, or why they are unknown
 
 
 class Preemption(ViewModel):
@@ -187,7 +193,7 @@ class WorkloadWaitReport(ViewModel):
     workload: WorkloadSummary
     queue: QueueInfo
     reasons: list[WaitReason]
-    ahead: list[WorkloadRef]
+    ahead: list[WorkloadRef] | None  # None: positions unknown (the visibility API forbidden), not "nobody ahead"
     flavors: list[FlavorQuota]
     preemption: Preemption
 
@@ -674,10 +680,15 @@ _UNSET: Any = object()
 
 
 def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: QuotaInputs | None = None,
-                       orders: dict[str, ClusterQueueOrder] | None = _UNSET) -> WorkloadWaitReport | None:
+                       orders: dict[str, ClusterQueueOrder] | None = _UNSET,
+                       positions: QueuePositions | None = None) -> WorkloadWaitReport | None:
     """The wait report of one Workload, or None when the store does not hold it.
     `inputs` (quota_inputs) and `orders` (cluster_queue_orders) may be passed in when the caller
-    explains many Workloads of one store; they are computed here otherwise."""
+    explains many Workloads of one store; they are computed here otherwise. `positions`: its
+    ClusterQueue's pending list as the session read it (KubeSource.pending_workloads): Kueue's
+    visibility API answer replaces the estimated order (positionSource `visibility`); `unknown`
+    (forbidden) gives null positions and no "ahead" list, never position 0; `estimated` keeps the
+    estimate with the reason in positionNote."""
     wl = ctx.store.get("Workload", name, namespace)
     if wl is None:
         return None
@@ -764,6 +775,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
     flavor_rows: list[FlavorQuota] = []
     ahead: list[WorkloadRef] = []
     pos_cq = pos_lq = None
+    pos_source, pos_note = ESTIMATED, ""
     preemption = Preemption(possible=None, policy={}, message="not evaluated: the Workload is not pending")
     if pending and cq is not None:
         rf_known = not ctx.unreadable("ResourceFlavor")
@@ -799,10 +811,21 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                 shortfall={f"{f.flavor}/{f.resource}": str(f.shortfall) for f in rows}))
         preemption = _preemption(wl, cq, node, a, inputs)
 
+        if positions is not None and positions.source == FROM_API and positions.items is not None \
+                and positions.cluster_queue == cq.name:
+            orders = {cq.name: order_from_items(cq.name, cq.spec.queueing_strategy, positions.items,
+                                                lambda ns, n: ctx.store.get("Workload", n, ns))}
+            pos_source, pos_note = FROM_API, "positions from Kueue's visibility API"
+        elif positions is not None and positions.source == UNKNOWN:
+            orders, pos_source, pos_note = None, UNKNOWN, positions.message or "positions unknown"
+        elif positions is not None and positions.source == ESTIMATED:
+            pos_note = positions.message
         if orders is _UNSET:
-            orders = cluster_queue_orders(ctx)
+            orders = cluster_queue_orders(ctx, only=cq.name)
         if inputs.unknown:
             orders = None
+            if pos_source != UNKNOWN:
+                pos_source, pos_note = UNKNOWN, "inputs unreadable"
         order: ClusterQueueOrder | None = orders.get(cq.name) if orders is not None else None
         entry = order.entry(namespace, name) if order is not None else None
         if order is not None and entry is not None:
@@ -857,8 +880,11 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
     queue = QueueInfo(local_queue=wl.spec.queue_name or None, cluster_queue=cq_name,
                       cohort=(cq.spec.cohort_name or None) if cq is not None else None,
                       queueing_strategy=cq.spec.queueing_strategy if cq is not None else None,
-                      position_in_cluster_queue=pos_cq, position_in_local_queue=pos_lq)
-    return WorkloadWaitReport(workload=summary, queue=queue, reasons=reasons, ahead=ahead, flavors=flavor_rows,
+                      position_in_cluster_queue=pos_cq, position_in_local_queue=pos_lq,
+                      position_source=pos_source,
+                      position_note=pos_note)
+    return WorkloadWaitReport(workload=summary, queue=queue, reasons=reasons,
+                              ahead=None if pending and pos_source == UNKNOWN else ahead, flavors=flavor_rows,
                               preemption=preemption)
 
 

@@ -272,61 +272,11 @@ class KubeSource:
 
     async def pending_workloads(self, *, cq: str | None = None, lq: tuple[str, str] | None = None,
                                 limit: int = 1000, offset: int = 0) -> QueuePositions:
-        """On demand, for one queue (never all queues, never on a timer): the pending Workloads of
-        ClusterQueue `cq` or LocalQueue `lq` = (namespace, name) with Kueue's positions, from the
-        visibility API (visibility.kueue.x-k8s.io, v1beta2 then v1beta1). Not served (Absent) or
-        failing (Error): queue_order's estimate over the store, labelled `estimated`. Forbidden:
-        `unknown`, never an empty list. → rules.queue_order.QueuePositions."""
-        from datetime import UTC, datetime
+        """On demand, for one queue: Kueue's visibility API, else the estimate, else unknown
+        (engine/sources/visibility.py). → rules.queue_order.QueuePositions."""
+        from .visibility import pending_workloads
 
-        from ..rules.base import RuleContext
-        from ..rules.queue_order import (
-            FROM_API,
-            UNKNOWN,
-            VISIBILITY_GROUP,
-            VISIBILITY_VERSIONS,
-            QueuePositions,
-            clamp_limit,
-            estimated_positions,
-        )
-
-        if (cq is None) == (lq is None):
-            raise ValueError("pending_workloads: give exactly one of cq and lq")
-        if cq is not None:
-            tail, what = f"clusterqueues/{cq}", f"ClusterQueue {cq}"
-        else:
-            assert lq is not None
-            tail, what = f"namespaces/{lq[0]}/localqueues/{lq[1]}", f"LocalQueue {lq[0]}/{lq[1]}"
-        query: list[tuple[str, Any]] = [("limit", clamp_limit(limit)), ("offset", max(0, offset))]
-
-        def estimate(access: str, why: str) -> QueuePositions:
-            ctx = RuleContext(self.store, datetime.fromtimestamp(self.clock(), UTC))
-            return estimated_positions(ctx, cq=cq, lq=lq, limit=limit, offset=offset, access=access, why=why)
-
-        for version in VISIBILITY_VERSIONS:
-            base = f"/apis/{VISIBILITY_GROUP}/{version}"
-            try:
-                body = await self._get_json(f"{base}/{tail}/pendingworkloads", query)
-            except ApiStatusError as exc:
-                if exc.status in (401, 403):
-                    return QueuePositions(cq, lq, UNKNOWN, AccessState.FORBIDDEN.value, None,
-                                          f"visibility API forbidden ({exc})")
-                if exc.status != 404:
-                    return estimate(AccessState.ERROR.value, f"visibility API failed: {exc}")
-                try:  # 404: this version is not served, or the queue is unknown; discovery tells which
-                    await self._get_json(base)
-                except ApiStatusError as d:
-                    if d.status == 404:
-                        continue
-                    return estimate(AccessState.ERROR.value, f"visibility API discovery failed: {d}")
-                return QueuePositions(cq, lq, UNKNOWN, "NotFound", None, f"{what} not found by the visibility API")
-            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                return estimate(AccessState.ERROR.value, f"visibility API failed: {_why(exc)}")
-            items = body.get("items") if isinstance(body, dict) else None
-            if not isinstance(items, list):
-                return estimate(AccessState.ERROR.value, "visibility API answered no items list")
-            return QueuePositions(cq, lq, FROM_API, AccessState.SYNCED.value, tuple(items))
-        return estimate(AccessState.ABSENT.value, "visibility API not served")
+        return await pending_workloads(self, cq=cq, lq=lq, limit=limit, offset=offset)
 
     # HTTP --------------------------------------------------------------------------------
     async def _request(self, path: str, query: list[tuple[str, Any]] | None = None,

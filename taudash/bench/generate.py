@@ -49,12 +49,16 @@ class Size:
     rayservices: int
     deployments: int
     workspaces: int
+    # Pending Workloads of one "hot" ClusterQueue (HOT_QUEUE): the last plain Pod Workloads, routed to
+    # the first workspace and left pending, so the queue views are measured at 10k (bench L). Same
+    # object count; the other queues keep their share, only the last Pod Workloads move.
+    hot_pending: int = 0
 
 
 SIZES: dict[str, Size] = {
     "S": Size("S", 100, 2_000, 1_000, 40, 4, 10, 6),
     "M": Size("M", 1_000, 20_000, 10_000, 400, 40, 100, 60),
-    "L": Size("L", 5_000, 100_000, 50_000, 2_000, 200, 500, 300),
+    "L": Size("L", 5_000, 100_000, 50_000, 2_000, 200, 500, 300, hot_pending=10_000),
 }
 
 CAPTURED_AT = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
@@ -367,10 +371,12 @@ class _Gen:
                 made += 1
         # The rest are plain Pod workloads (Kueue's pod integration): no source object taudash reads.
         j = 0
+        hot_from = s.workloads - min(s.hot_pending, max(0, s.workloads - made))
         while made < s.workloads:
-            ws = self.ws_names[self.rng.randrange(len(self.ws_names))]
+            hot = made >= hot_from
+            ws = self.ws_names[0] if hot else self.ws_names[self.rng.randrange(len(self.ws_names))]
             pod = {"apiVersion": "v1", "kind": "Pod", "name": f"pod-{j:06d}", "uid": self.uid()}
-            self.workload("pod", pod, ws, age=self.rng.uniform(1, 3000))
+            self.workload("pod", pod, ws, age=self.rng.uniform(1, 3000), state="pending" if hot else None)
             made += 1
             j += 1
 
@@ -421,7 +427,7 @@ class _Gen:
                 return cls
         return CLASSES[-1][0]
 
-    def workload(self, prefix: str, owner: Obj, ns: str, age: float) -> None:
+    def workload(self, prefix: str, owner: Obj, ns: str, age: float, state: str | None = None) -> None:
         if prefix == "pod":
             gpu_class = self.pick_class()
             gpus, cpu, mem = self.rng.choice(GPU_SHAPES)
@@ -434,16 +440,17 @@ class _Gen:
         fl = flavor_name(gpu_class)
         cq = f"tau-ws-{self.ws_of(ns)}"
         use = {"cpu": Quantity.parse(cpu), "memory": Quantity.parse(mem), GPU: Quantity(gpus), "pods": Quantity(1)}
-        roll = self.rng.random()
-        if roll < 0.45:
-            state = "finished"
-        elif roll < 0.455:
-            state = "inactive"
-        elif self.free[fl] >= gpus:
-            self.free[fl] -= gpus
-            state = "admitted"
-        else:
-            state = "pending"
+        if state is None:  # a given state (the hot queue's pending) skips the roll
+            roll = self.rng.random()
+            if roll < 0.45:
+                state = "finished"
+            elif roll < 0.455:
+                state = "inactive"
+            elif self.free[fl] >= gpus:
+                self.free[fl] -= gpus
+                state = "admitted"
+            else:
+                state = "pending"
         status: Obj = {}
         t0 = age - 0.05
         if state == "pending" or state == "inactive":
@@ -544,10 +551,16 @@ class _Usage:
                 "conditions": [active]}
 
 
+def hot_queue(size: str | Size) -> str | None:
+    """The ClusterQueue holding `hot_pending` pending Workloads at this size (None when there is none)."""
+    sz = SIZES[size.upper()] if isinstance(size, str) else size
+    return "tau-ws-ws-000" if sz.hot_pending and sz.workspaces else None
+
+
 def generate(size: str | Size, seed: int = 0) -> list[Obj]:
     """The raw objects of a synthetic cluster of `size` (S, M, L), the same for the same seed."""
     sz = SIZES[size.upper()] if isinstance(size, str) else size
     return _Gen(sz, seed).build()
 
 
-__all__ = ["CAPTURED_AT", "SIZES", "SYSTEM_NS", "Size", "generate"]
+__all__ = ["CAPTURED_AT", "SIZES", "SYSTEM_NS", "Size", "generate", "hot_queue"]

@@ -40,6 +40,7 @@ from taudash.bench.measure import (
     percentile,
     rss_mib,
 )
+from taudash.bench.queue_view import queue_view_phase
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.kube import KubeSource
@@ -143,6 +144,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         progress("initial sync through engine.sources.kube (list, decode, store)")
         with prof.phase("sync"):
             sync = await initial_sync(sim.kubeconfig, store, lock=session.lock)
+        session.queue_positions = sync.source.pending_workloads  # the queue view asks the visibility API, as live
         if sync.not_synced:
             progress(f"  not synced: {', '.join(sync.not_synced)}")
         fig(Figure("sync_s", "initial sync", sync.seconds, "s"))
@@ -326,6 +328,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                                                                                             strict=True)))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
                  f"{len(presses)} key presses, {len(tick_costs)} ticks)")
+        with prof.phase("queue_view"):
+            await queue_view_phase(app, fig, progress, _painted)  # issue 19: the 10k ClusterQueue (bench/queue_view.py)
 
 
 class _GcPauses:

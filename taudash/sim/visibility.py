@@ -17,6 +17,7 @@ resolving to kueue.x-k8s.io.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from taudash.engine.rules.queue_order import (
@@ -100,22 +101,38 @@ def _key_for(db: ObjectDB):
     return key
 
 
+# Parsed Workloads per database and ClusterQueue, by (namespace, name), kept while their resourceVersion is
+# the same: a refresh of a 10k queue parses only what changed (Kueue answers from its in-memory queues).
+_MODELS: weakref.WeakKeyDictionary[ObjectDB, dict[str, dict[tuple[Any, Any], tuple[Any, Any]]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def cluster_queue_order(db: ObjectDB, cq: str):
     """The pending order of ClusterQueue `cq` (queue_order.ClusterQueueOrder), None when it does not exist."""
     cq_obj = db.peek("ClusterQueue", cq)
     if cq_obj is None:
         return None
     lqs = {(meta(q).get("namespace"), meta(q)["name"]): q for q in db._select(db.resource("LocalQueue"), None)}
+    feeding = {k for k, q in lqs.items() if ((q.get("spec") or {}).get("clusterQueue")) == cq
+               and (((q.get("spec") or {}).get("stopPolicy")) or "None") == "None"}
+    models = _MODELS.setdefault(db, {}).get(cq, {})
+    seen: dict[tuple[Any, Any], tuple[Any, Any]] = {}
     pending: list[tuple[Any, str]] = []
     for raw in db._select(db.resource("Workload"), None):
-        model = workload_model(raw)
-        if not is_pending(model) or not model.spec.queue_name:
+        m = meta(raw)
+        queue = (raw.get("spec") or {}).get("queueName")
+        if (m.get("namespace"), queue) not in feeding:
+            continue  # routed elsewhere: not parsed (a fleet has 100k Workloads, this queue a few)
+        key = (m.get("namespace"), m.get("name"))
+        hit = models.get(key)
+        if hit is None or hit[0] != m.get("resourceVersion"):
+            hit = (m.get("resourceVersion"), workload_model(raw))
+        seen[key] = hit
+        model = hit[1]
+        if not is_pending(model):
             continue
-        lq = lqs.get((model.namespace, model.spec.queue_name))
-        spec = (lq or {}).get("spec") or {}
-        if lq is None or spec.get("clusterQueue") != cq or (spec.get("stopPolicy") or "None") != "None":
-            continue
-        pending.append((model, model.spec.queue_name))
+        pending.append((model, queue))
+    _MODELS[db][cq] = seen  # this queue's Workloads now: the ones that left are forgotten
     strategy = (cq_obj.get("spec") or {}).get("queueingStrategy") or "BestEffortFIFO"
     return order_workloads(cq, strategy, pending, key=_key_for(db))
 

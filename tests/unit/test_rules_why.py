@@ -418,3 +418,59 @@ def test_pending_workloads_summary_has_the_visibility_api_shape():
     lq = pending_workloads_summary(order, namespace=NS, local_queue="lq", limit=1, offset=1)
     assert [i["metadata"]["name"] for i in lq["items"]] == ["z"]
     assert pending_workloads_summary(order, namespace="elsewhere", local_queue="lq")["items"] == []
+
+
+def test_positions_from_the_visibility_api_replace_the_estimate_and_unknown_is_null():
+    from taudash.engine.rules.queue_order import ESTIMATED, FROM_API, UNKNOWN, QueuePositions, estimated_positions
+
+    objs = [cq("a", "0"), local_queue("lq", NS, "a"), local_queue("lq2", NS, "a"),
+            wl("old-low", priority=1, created="2026-11-30T01:00:00Z"),
+            wl("new-high", priority=9, created="2026-11-30T05:00:00Z", queue="lq2"),
+            wl("old-high", priority=9, created="2026-11-30T02:00:00Z")]
+    store = store_from_objects(objs)
+    ctx = RuleContext(store=store, now=NOW)
+
+    def item(name, lq, pcq, plq):
+        return {"metadata": {"namespace": NS, "name": name}, "priority": 0, "localQueueName": lq,
+                "positionInClusterQueue": pcq, "positionInLocalQueue": plq}
+
+    # Kueue says old-low is the head (the estimate puts it last): Kueue's word wins, "ahead" follows it;
+    # an item the store does not hold yet keeps its position but is not listed ahead
+    api = QueuePositions("a", None, FROM_API, "Synced", (
+        item("ghost", "lq", 0, 0), item("old-low", "lq", 1, 1), item("old-high", "lq", 2, 2), item("new-high", "lq2", 3, 0)))
+    r = why_waiting_report(ctx, NS, "old-high", positions=api)
+    assert (r.queue.position_in_cluster_queue, r.queue.position_in_local_queue, r.queue.position_source) == (2, 2, FROM_API)
+    assert [a.name for a in r.ahead] == ["old-low"]
+    queued = next(x for x in r.reasons if x.code == "QueuedBehind")
+    assert queued.details["count"] == 2
+    # forbidden: no position, no "ahead", no QueuedBehind — never "position 0, nobody ahead"
+    forbidden = QueuePositions("a", None, UNKNOWN, "Forbidden", None, "visibility API forbidden (HTTP 403)")
+    r = why_waiting_report(ctx, NS, "old-low", positions=forbidden)
+    assert r.queue.position_in_cluster_queue is None and r.queue.position_source == UNKNOWN and r.ahead is None
+    assert "forbidden" in r.queue.position_note and not any(x.code == "QueuedBehind" for x in r.reasons)
+    assert r.to_contract()["ahead"] is None
+    # not served: the estimate, with the reason
+    absent = estimated_positions(ctx, cq="a", why="visibility API not served")
+    assert absent.source == ESTIMATED
+    r = why_waiting_report(ctx, NS, "old-low", positions=absent)
+    assert (r.queue.position_in_cluster_queue, r.queue.position_source, r.queue.position_note) == (
+        2, ESTIMATED, "visibility API not served")
+    # another queue's positions are not taken for this one's
+    other = QueuePositions("b", None, FROM_API, "Synced", (item("old-low", "lq", 0, 0),))
+    assert why_waiting_report(ctx, NS, "old-low", positions=other).queue.position_in_cluster_queue == 2
+
+
+def test_the_local_queue_estimate_keeps_cluster_queue_positions():
+    from taudash.engine.rules.queue_order import estimated_positions
+
+    objs = [cq("a", "0"), local_queue("lq", NS, "a"), local_queue("lq2", NS, "a"), local_queue("lq3", "other", "b"),
+            wl("old-low", priority=1, created="2026-11-30T01:00:00Z"),
+            wl("new-high", priority=9, created="2026-11-30T05:00:00Z", queue="lq2"),
+            wl("old-high", priority=9, created="2026-11-30T02:00:00Z"),
+            wl("elsewhere", queue="lq3", ns="other")]
+    ctx = RuleContext(store=store_from_objects(objs), now=NOW)
+    pos = estimated_positions(ctx, lq=(NS, "lq"), limit=100000)
+    assert pos.cluster_queue == "a"
+    assert [(i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"]) for i in pos.items] == [
+        ("old-high", 0, 0), ("old-low", 2, 1)]
+    assert estimated_positions(ctx, lq=(NS, "missing")).items is None

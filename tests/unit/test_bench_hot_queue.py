@@ -1,0 +1,36 @@
+"""bench/generate.py's hot ClusterQueue (issue 19: the queue view is measured with 10k pending at size L):
+the last Pod Workloads go pending to the first workspace's queue; the object count and sizes S/M are unchanged."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from taudash.bench.generate import SIZES, generate, hot_queue
+from taudash.engine.rules.base import RuleContext
+from taudash.engine.rules.queue_order import cluster_queue_orders
+from taudash.engine.sources.snapshot import load_documents
+
+SMALL = replace(SIZES["S"], name="S-hot", hot_pending=300)
+
+
+def test_the_hot_queue_holds_the_pending_workloads_and_the_count_is_kept():
+    objs = generate(SMALL, seed=1)
+    plain = generate(SIZES["S"], seed=1)
+    assert Counter(o["kind"] for o in objs) == Counter(o["kind"] for o in plain)
+    store = load_documents([(None, o) for o in objs]).store
+    orders = cluster_queue_orders(RuleContext(store, datetime.now(UTC)))
+    hot = hot_queue(SMALL)
+    assert hot == "tau-ws-ws-000"
+    assert len(orders[hot].entries) >= 300
+    assert max(len(o.entries) for name, o in orders.items() if name != hot) < 300
+    # the status Kueue would publish counts them too
+    cq = next(o for o in objs if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == hot)
+    assert cq["status"]["pendingWorkloads"] == len(orders[hot].entries)
+
+
+def test_no_hot_queue_below_l():
+    assert hot_queue("S") is None and hot_queue("M") is None
+    assert SIZES["S"].hot_pending == SIZES["M"].hot_pending == 0
+    assert SIZES["L"].hot_pending == 10_000 and hot_queue("L") == "tau-ws-ws-000"
