@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from typing import cast
 
 from rich.text import Text
 from textual import work
@@ -39,6 +40,7 @@ from taudash.engine.rules.queue_order import (
 )
 from taudash.engine.rules.why import WorkloadWaitReport, why_waiting_report, workload_requests
 from taudash.engine.session import Frame, Session
+from taudash.engine.view import ClusterView
 
 from .base import DashScreen
 from .filtering import RowMeta
@@ -222,7 +224,7 @@ esc    back"""
         self.fetches = 0  # positions fetched (the worker's completions)
         self._pending: list[Row] = []  # the pending rows shown, kept while positions and view are the same
         self._pending_for: tuple | None = None
-        self._pending_view = None
+        self._pending_view: ClusterView | None = None
         self._pending_at: dict[str, int] = {}
         self._gpu_text: dict[tuple[str, str], tuple[object, str]] = {}
         self._admitted: list[Row] = []
@@ -317,12 +319,13 @@ esc    back"""
                 i = self._pending_at.get(k)
                 if i is not None:
                     old = rows[i]
-                    rows[i] = Row(old.key, partial(self._pending_cells, *old.cells.args[:3], now, tones), old.meta)
+                    item, ns, name = cast("partial[tuple]", old.cells).args[:3]
+                    rows[i] = Row(old.key, partial(self._pending_cells, item, ns, name, now, tones), old.meta)
             self._pending = rows
         table.sync(self._pending)
-        key = (frame.view, tones, self.cq_name)
-        if key != self._admitted_for:
-            self._admitted_for, self._admitted = key, self._admitted_rows(q, now, tones)
+        akey = (frame.view, tones, self.cq_name)
+        if akey != self._admitted_for:
+            self._admitted_for, self._admitted = akey, self._admitted_rows(q, now, tones)
         self.query_one("#qd-admitted", KeyedTable).sync(self._admitted)
 
     def _pending_rows(self, pos: QueuePositions | None, now: datetime, tones: Tones) -> list[Row]:

@@ -103,6 +103,7 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
         await asyncio.sleep(0.005)
         paged = pending.shown > PAGE_ROWS  # one page only (a small fleet): the cursor moves instead
         before = (pending.page, pending.cursor_row)
+        char: str | None
         if paged:
             k, char = ("right_square_bracket", "]") if i % 2 == 0 else ("left_square_bracket", "[")
         else:

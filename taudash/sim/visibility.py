@@ -131,7 +131,7 @@ def cluster_queue_order(db: ObjectDB, cq: str):
         model = hit[1]
         if not is_pending(model):
             continue
-        pending.append((model, queue))
+        pending.append((model, queue or ""))
     _MODELS[db][cq] = seen  # this queue's Workloads now: the ones that left are forgotten
     strategy = (cq_obj.get("spec") or {}).get("queueingStrategy") or "BestEffortFIFO"
     return order_workloads(cq, strategy, pending, key=_key_for(db))
