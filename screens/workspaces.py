@@ -22,8 +22,9 @@ from .text import Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
+BLOCKER_LINES = 5  # the pane names this many drain blockers, then "+n more"
 COLS = [
-    Col("name", "workspace", flex=True, max_width=40),
+    Col("name", "workspace", 16, ident=True),
     Col("ns", "namespace", 14),
     Col("phase", "phase (expected)", 18),
     Col("drain", "drain", 14),
@@ -147,5 +148,18 @@ enter   workspace detail: every condition, routes, blockers with guidance, ident
         if not found:
             t.append("  ✓ nothing wrong: Ready proves RBAC and queue reconciliation only", style=tones.ok)
         t.append("   enter: conditions, routes, blockers, identity, storage", style=tones.muted)
-        grid = kv_grid([("⚠", lit(p)) for p in found], tones.warn)
+        rows = [("⚠", lit(p)) for p in found]
+        # each blocker whole, with its reason (the table of them is in the detail)
+        shown = BLOCKER_LINES if len(w.drain.blockers) > BLOCKER_LINES + 1 else len(w.drain.blockers)
+        for b in w.drain.blockers[:shown]:
+            line = lit(f"{b.kind} {b.namespace}/{b.name}" if b.namespace else f"{b.kind} {b.name}")
+            line.append("  ")
+            line.append(lit(b.reason, tones.warn))
+            if b.message and self.size.height >= 40:  # a tall terminal has room for why each one blocks
+                line.append(": ", style=tones.muted)
+                line.append(lit(b.message, tones.muted))
+            rows.append(("  ·", line))
+        if len(w.drain.blockers) > shown:
+            rows.append(("  ·", lit(f"+{len(w.drain.blockers) - shown} more — enter lists every blocker", tones.muted)))
+        grid = kv_grid(rows, tones.warn)
         pane.update(Group(t, grid) if found else t)

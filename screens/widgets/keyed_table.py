@@ -2,8 +2,13 @@
 
 Why not clear-and-refill: that loses the operator's selection and scroll position once a second.
 `sync()` diffs against the rows on screen inside `batch_update()`: stale keys removed, new keys added,
-only changed cells updated, order restored only when it changed (stable: the caller sorts). Columns have
-fixed widths so the layout does not jitter as data changes; one `flex` column takes the remaining width.
+only changed cells updated, order restored only when it changed (stable: the caller sorts).
+
+Column widths come from the rows on the page (never from every row: a table holds one page) and the
+table's width (columns.py): messages take the spare width, the identifying column (`Col.ident`) is never
+cut — a name wider than its column wraps onto a taller row. While a page is shown widths only grow, so
+the layout does not jitter as data changes; a resize, another page, filter or sort lays it out afresh.
+When the table has room to spare below its rows (a tall terminal), long messages wrap too.
 """
 
 from __future__ import annotations
@@ -16,14 +21,16 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
+from textual.css.scalar import Unit
 from textual.events import Resize
 from textual.geometry import Region, Spacing
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist, RowKey
 
 from ..filtering import Filter, LabelsOf, RowMeta
 from ..text import lit
+from .columns import content_widths, fold, layout, natural_widths
 
 EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list
 MORE_KEY = "\x00more"  # the last row of a page when more rows follow
@@ -54,10 +61,11 @@ def sort_key(text: str) -> tuple:
 class Col:
     key: str
     label: str
-    width: int = 10
-    flex: bool = False  # takes the width the other columns leave
+    width: int = 10  # the narrowest it gets before the table scrolls sideways (narrower when its content is)
+    flex: bool = False  # a message: takes the width the other columns leave, gives width back first
     right: bool = False
-    max_width: int | None = None  # a flex column stops growing here (wide terminals)
+    max_width: int | None = None  # the column stops growing here (wide terminals)
+    ident: bool = False  # names the row: never cut, wrapped onto more lines when the table is narrow
 
 
 @dataclass(frozen=True)
@@ -73,14 +81,25 @@ class Row:
         return m() if callable(m) else m
 
 
-def _cell(value: Text | str, right: bool = False) -> Text:
+def _cell(value: Text | str, right: bool = False, wrap: bool = False) -> Text:
     t = value.copy() if isinstance(value, Text) else lit(value)
-    # One line per row: crop with an ellipsis instead of wrapping away the end of a name.
-    t.no_wrap = True
-    t.overflow = "ellipsis"
+    if wrap:  # a name (or, with room to spare, a message): onto the next line, never cut
+        t.no_wrap = False
+        t.overflow = "fold"
+    else:  # one line: crop with an ellipsis
+        t.no_wrap = True
+        t.overflow = "ellipsis"
     if right:
         t.justify = "right"
     return t
+
+
+def _width_of(value: Text | str) -> int:
+    return value.cell_len if isinstance(value, Text) else len(value)
+
+
+def _src(r: Row) -> tuple:
+    return r.cells() if callable(r.cells) else r.cells
 
 
 class KeyedTable(DataTable):
@@ -132,6 +151,11 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None  # None: the order the screen gives (its own ranking)
         self.sort_reverse = False
         self._sort_cache: dict[int, tuple[Row, tuple]] = {}  # id(row) → (row, its sort key)
+        self._measures: dict[int, tuple[Row, tuple[int, ...]]] = {}  # id(row) → (row, its cells' widths)
+        self._natural: list[int] | None = None  # the page's content widths, grown while it is shown
+        self._content: list[int] | None = None  # the same without the labels
+        self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
+        self._layout: tuple[tuple[int, ...], bool] | None = None  # the widths built, and whether messages wrap
 
     # public ------------------------------------------------------------------------------
     @property
@@ -269,21 +293,92 @@ class KeyedTable(DataTable):
         return [r.key.value for r in self.ordered_rows if r.key.value is not None]
 
     # internals ---------------------------------------------------------------------------
-    def _widths(self) -> dict[str, int]:
-        avail = self.size.width or (self.app.size.width if self.is_attached else 100)
-        fixed = sum(c.width + 2 for c in self.spec if not c.flex)
-        # The flex column's own padding, and room for a vertical scrollbar when the table scrolls.
-        rest = max(8, avail - fixed - 2 - 1)
-        return {c.key: (min(rest, c.max_width or rest) if c.flex else c.width) for c in self.spec}
+    def _avail(self) -> int:
+        width = self.size.width or (self.app.size.width if self.is_attached else 100)
+        return width - 1  # room for a vertical scrollbar when the table scrolls
 
-    def _build_columns(self) -> None:
-        widths = self._widths()
+    def _measure(self, rows: list[Row], built: dict[int, tuple]) -> list[tuple[int, ...]]:
+        """The cell widths of the page's rows, kept per Row object (a row reused tick to tick is measured
+        once); the cells built on the way are left in `built` for drawing."""
+        cache, new, out = self._measures, {}, []
+        for r in rows:
+            if r.key in (EMPTY_KEY, MORE_KEY):
+                continue
+            hit = cache.get(id(r))
+            if hit is None or hit[0] is not r:
+                src = built[id(r)] = _src(r)
+                hit = (r, tuple(_width_of(v) for v in src))
+            new[id(r)] = hit
+            out.append(hit[1])
+        self._measures = new
+        return out
+
+    def _plan(self, rows: list[Row], built: dict[int, tuple]) -> tuple[tuple[int, ...], bool]:
+        """Column widths for this page, and whether messages wrap (room to spare below the rows)."""
+        measured = self._measure(rows, built)
+        keys = [c.key for c in self.spec]
+        sorted_at = keys.index(self.sort_column) if self.sort_column in keys else None
+        natural = natural_widths(self.spec, measured, sorted_at)
+        content = content_widths(self.spec, measured)
+        epoch = (self.size.width, self.page, self._filter.raw, self.sort_column, self.sort_reverse)
+        if epoch == self._epoch and self._natural is not None and self._content is not None:
+            natural = [max(a, b) for a, b in zip(natural, self._natural, strict=True)]  # only grow while shown
+            content = [max(a, b) for a, b in zip(content, self._content, strict=True)]
+        self._natural, self._content, self._epoch = natural, content, epoch
+        widths = tuple(layout(self.spec, natural, self._avail(), content))
+        if self._layout is not None and self._layout[0] == widths:
+            return widths, self._layout[1]  # messages keep wrapping (or not) until the layout changes
+        return widths, self._wraps_messages(rows, built, widths)
+
+    def _spare_lines(self, n_rows: int) -> int:
+        height = self.styles.height
+        if height is not None and height.unit == Unit.FRACTION:  # a table that fills the screen's body
+            return self.size.height - self.header_height - n_rows
+        return max(0, self.app.size.height - 30) // 3  # a table among others: a little, on tall terminals
+
+    def _wraps_messages(self, rows: list[Row], built: dict[int, tuple], widths: tuple[int, ...]) -> bool:
+        if not any(c.flex and not c.ident for c in self.spec) or len(rows) > 40:
+            return False
+        spare = self._spare_lines(len(rows))
+        if spare <= 0:
+            return False
+        extra = 0
+        for r in rows:
+            if r.key in (EMPTY_KEY, MORE_KEY):
+                continue
+            src = built.get(id(r))
+            if src is None:
+                src = built[id(r)] = _src(r)
+            extra += self._height(self._cells(src, widths, True), widths, True) - 1
+            if extra > spare:
+                return False
+        return True
+
+    def _cells(self, src: tuple, widths: tuple[int, ...], wrap_messages: bool) -> list[Text]:
+        """The cells drawn for a row: names folded to their column, messages wrapping when there is room."""
+        out = []
+        for c, width, v in zip(self.spec, widths, src, strict=False):
+            t = _cell(v, c.right, wrap_messages and c.flex and not c.ident)
+            out.append(fold(t, width) if c.ident else t)
+        out += [Text("")] * (len(self.spec) - len(out))
+        return out
+
+    def _height(self, cells: list[Text], widths: tuple[int, ...], wrap_messages: bool) -> int:
+        h = 1
+        for c, width, t in zip(self.spec, widths, cells, strict=True):
+            if c.ident:
+                h = max(h, t.plain.count("\n") + 1)
+            elif wrap_messages and c.flex and t.cell_len > width:
+                h = max(h, len(t.wrap(self.app.console, width, overflow="fold")))
+        return h
+
+    def _build_columns(self, widths: tuple[int, ...]) -> None:
         self.clear(columns=True)
-        for c in self.spec:
+        for c, width in zip(self.spec, widths, strict=True):
             label = c.label
             if c.key == self.sort_column:
                 label += " ▼" if self.sort_reverse else " ▲"
-            self.add_column(Text(label, justify="right" if c.right else "left"), key=c.key, width=widths[c.key])
+            self.add_column(Text(label, justify="right" if c.right else "left"), key=c.key, width=width)
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
@@ -335,8 +430,11 @@ class KeyedTable(DataTable):
         self.show_cursor = self.has_focus and rows[0].key != EMPTY_KEY
         prev = self.selected_key()
         with self.app.batch_update():
-            if not self.columns or self._built_width != self.size.width:
-                self._build_columns()
+            built: dict[int, tuple] = {}
+            widths, wrap_messages = self._plan(rows, built)
+            if not self.columns or self._built_width != self.size.width or self._layout != (widths, wrap_messages):
+                self._build_columns(widths)
+                self._layout = (widths, wrap_messages)
             wanted = {r.key for r in rows}
             current = self._keys_on_screen()
             stale = [k for k in current if k not in wanted]
@@ -349,14 +447,24 @@ class KeyedTable(DataTable):
                 current = [k for k in current if k in wanted]
             have = set(current)
             keys = [c.key for c in self.spec]
-            right = {c.key: c.right for c in self.spec}
+            right = [c.right for c in self.spec]
             drawn = self._on_screen
             for r in rows:
                 if r.key in have and drawn.get(r.key) is r:
                     continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
-                src = r.cells() if callable(r.cells) else r.cells
-                cells = [_cell(v, right[k]) for k, v in zip(keys, src, strict=False)]
-                cells += [Text("")] * (len(keys) - len(cells))
+                src = built.get(id(r))
+                if src is None:
+                    src = _src(r)
+                if r.key in (EMPTY_KEY, MORE_KEY):
+                    cells = [_cell(v, right[i]) for i, v in enumerate(src[: len(keys)])]
+                    cells += [Text("")] * (len(keys) - len(cells))
+                    height = 1
+                else:
+                    cells = self._cells(src, widths, wrap_messages)
+                    height = self._height(cells, widths, wrap_messages)
+                if r.key in have and self.rows[RowKey(r.key)].height != height:
+                    self.remove_row(r.key)  # a name that now wraps onto another line count: add it again
+                    have.discard(r.key)
                 if r.key in have:
                     for k, new in zip(keys, cells, strict=True):
                         try:
@@ -365,7 +473,7 @@ class KeyedTable(DataTable):
                         except CellDoesNotExist:
                             pass
                 else:
-                    self.add_row(*cells, key=r.key, height=1)
+                    self.add_row(*cells, key=r.key, height=height)
             self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:
