@@ -139,7 +139,7 @@ member ClusterQueues.
 
 GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue reservations,
                                  usage, and borrowed = reservation above nominal.
-stopPolicy                       None admits; Hold and HoldAndDrain stop new admissions.
+stop                             the stopPolicy: None admits; Hold and HoldAndDrain stop new admissions.
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
 pend·resv·adm                    pending, reserving and admitted Workloads from the queue status.
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
@@ -312,12 +312,12 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             counts.append("   admission checks: ")
             counts.append(lit(", ".join(q.admission_checks)))
         head.end = counts.end = "\n"
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
-        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow limit", "lend limit",
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1), header_style=tones.muted)
+        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow\nlimit", "lend\nlimit",
                   "available"):
             t.add_column(c, justify="left" if c in ("flavor", "resource") else "right",
                          no_wrap=c not in ("flavor", "resource"), overflow="fold",
-                         min_width={"flavor": 9, "resource": 17}.get(c))
+                         min_width={"flavor": 9, "resource": 12}.get(c))
         for fl in q.flavors:
             for i, r in enumerate(fl.resources):
                 # one unit per resource row (5.2Ti never beside 1012.2Gi)
@@ -351,11 +351,11 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             head.append(" · team ")
             head.append(lit(c.team))
         head.end = "\n"
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1), header_style=tones.muted)
         for col in ("flavor", "resource", "nominal", "lent in", "subtree", "reserved", "used", "borrowed", "available"):
             t.add_column(col, justify="left" if col in ("flavor", "resource") else "right",
                          no_wrap=col not in ("flavor", "resource"), overflow="fold",
-                         min_width={"flavor": 9, "resource": 17}.get(col))
+                         min_width={"flavor": 9, "resource": 12}.get(col))
         for fl in c.flavors:
             for i, r in enumerate(fl.resources):
                 u = unit_for((r.nominal, r.member_nominal, r.subtree_quota, r.reserved, r.used, r.borrowed, r.available))

@@ -116,10 +116,17 @@ storage            configured claims (--pvc): Bound and the CSI driver on every 
 The line below the table says what is wrong with the highlighted workspace.
 enter   workspace detail: every condition, routes, blockers with guidance, identity, storage"""
 
+    # A short table takes the height of its rows and the pane saying what is wrong follows it (a long one
+    # stops at 60 percent of the screen and scrolls); own classes: the app's theme.tcss outranks DEFAULT_CSS.
+    DEFAULT_CSS = """
+    WorkspacesScreen .fit { height: auto; margin: 0; }
+    WorkspacesScreen .fit > KeyedTable { height: auto; max-height: 60vh; }
+    """
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Section("WORKSPACES", KeyedTable(COLS, empty="no TauWorkspaces in the system namespace", id="workspaces"),
-                          classes="primary")
+                          classes="fit")
             yield Static(id="ws-why", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:

@@ -111,29 +111,36 @@ def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int, content:
 
 
 BREAK_AFTER = " -./_:,"  # a name wraps after one of these when it can, else at the column's edge
+LEAD = " ├└│▾▸─"  # a tree's indentation and branches: continuation lines start under the name, not under them
 
 
 def fold(text: Text, width: int) -> Text:
     """`text` cut into lines of at most `width` cells, joined by newlines, every character kept (a name is
-    never shortened): a line ends after a separator past its first third when there is one."""
+    never shortened): a line ends after a separator past its first third when there is one, and the
+    lines after the first start under the name (past a tree's indentation)."""
     if width < 1 or text.cell_len <= width:
         return text
     plain = text.plain
+    lead = len(plain) - len(plain.lstrip(LEAD))
+    indent = lead if lead <= width // 2 else 0
     cuts: list[int] = []
-    start, used, last_break = 0, 0, -1
+    start, used, last_break, room = 0, 0, -1, width
     for i, ch in enumerate(plain):
         w = cell_len(ch)
-        if used + w > width and i > start:
-            cut = last_break + 1 if last_break >= 0 and last_break + 1 - start > width // 3 else i
+        if used + w > room and i > start:
+            cut = last_break + 1 if last_break >= 0 and last_break + 1 - start > room // 3 else i
+            if cell_len(plain[cut:i]) >= width - indent:
+                cut = i  # the rest after the separator would not fit the next line either
             cuts.append(cut)
-            start, used, last_break = cut, cell_len(plain[cut:i]), -1
+            start, used, last_break, room = cut, cell_len(plain[cut:i]), -1, width - indent
             for j in range(cut, i):
                 if plain[j] in BREAK_AFTER:
                     last_break = j
         used += w
         if ch in BREAK_AFTER:
             last_break = i
-    lines = text.divide(cuts)
-    out = Text("\n").join(lines)
+    lines = list(text.divide(cuts))
+    pad = Text(" " * indent)
+    out = Text("\n").join([lines[0], *(pad + line for line in lines[1:])] if indent else lines)
     out.end = text.end
     return out

@@ -8,7 +8,8 @@ Column widths come from the rows on the page (never from every row: a table hold
 table's width (columns.py): messages take the spare width, the identifying column (`Col.ident`) is never
 cut — a name wider than its column wraps onto a taller row. While a page is shown widths only grow, so
 the layout does not jitter as data changes; a resize, another page, filter or sort lays it out afresh.
-When the table has room to spare below its rows (a tall terminal), long messages wrap too.
+When the table has room to spare below its rows (a tall terminal), long messages wrap onto as many
+lines as let every row fit.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ MORE_KEY = "\x00more"  # the last row of a page when more rows follow
 # Rows handed to the DataTable at once: past this a table pages (] next, [ previous). Each row added
 # is measured by the DataTable, so a page is what a first paint costs: ~4 screens of rows.
 PAGE_ROWS = 100
+# A message wraps onto at most this many lines, room or not: past it, a row is taller than it is worth
+# (the pane under the table has the whole text) and the page shows too few rows when the room shrinks.
+MESSAGE_MOST = 4
 # The sort each table was left with, per app and (screen, table): kept for the session, in memory only.
 _SORTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NUMBER = re.compile(r"((?:(?<![\w.])-)?\d+(?:\.\d+)?)")  # "-8" negative, "ws-10" not
@@ -81,14 +85,11 @@ class Row:
         return m() if callable(m) else m
 
 
-def _cell(value: Text | str, right: bool = False, wrap: bool = False) -> Text:
+def _cell(value: Text | str, right: bool = False) -> Text:
     t = value.copy() if isinstance(value, Text) else lit(value)
-    if wrap:  # a name (or, with room to spare, a message): onto the next line, never cut
-        t.no_wrap = False
-        t.overflow = "fold"
-    else:  # one line: crop with an ellipsis
-        t.no_wrap = True
-        t.overflow = "ellipsis"
+    # Each line cropped with an ellipsis: names are folded and messages wrapped into lines beforehand.
+    t.no_wrap = True
+    t.overflow = "ellipsis"
     if right:
         t.justify = "right"
     return t
@@ -155,7 +156,8 @@ class KeyedTable(DataTable):
         self._natural: list[int] | None = None  # the page's content widths, grown while it is shown
         self._content: list[int] | None = None  # the same without the labels
         self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
-        self._layout: tuple[tuple[int, ...], bool] | None = None  # the widths built, and whether messages wrap
+        self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
+        self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
 
     # public ------------------------------------------------------------------------------
     @property
@@ -313,8 +315,8 @@ class KeyedTable(DataTable):
         self._measures = new
         return out
 
-    def _plan(self, rows: list[Row], built: dict[int, tuple]) -> tuple[tuple[int, ...], bool]:
-        """Column widths for this page, and whether messages wrap (room to spare below the rows)."""
+    def _plan(self, rows: list[Row], built: dict[int, tuple]) -> tuple[tuple[int, ...], int]:
+        """Column widths for this page, and how many lines a message may wrap onto (room below the rows)."""
         measured = self._measure(rows, built)
         keys = [c.key for c in self.spec]
         sorted_at = keys.index(self.sort_column) if self.sort_column in keys else None
@@ -326,51 +328,80 @@ class KeyedTable(DataTable):
             content = [max(a, b) for a, b in zip(content, self._content, strict=True)]
         self._natural, self._content, self._epoch = natural, content, epoch
         widths = tuple(layout(self.spec, natural, self._avail(), content))
-        if self._layout is not None and self._layout[0] == widths:
-            return widths, self._layout[1]  # messages keep wrapping (or not) until the layout changes
-        return widths, self._wraps_messages(rows, built, widths)
+        page = tuple(r.key for r in rows)
+        if self._layout is not None and self._layout[0] == widths and self._lines_page == page:
+            return widths, self._layout[1]  # messages keep their line count until the layout or the rows change
+        self._lines_page = page
+        return widths, self._message_lines(rows, built, widths)
 
-    def _spare_lines(self, n_rows: int) -> int:
+    def _room(self, n_rows: int) -> int:
+        """How many lines the page's rows may take."""
         height = self.styles.height
         if height is not None and height.unit == Unit.FRACTION:  # a table that fills the screen's body
-            return self.size.height - self.header_height - n_rows
-        return max(0, self.app.size.height - 30) // 3  # a table among others: a little, on tall terminals
+            return self.size.height - self.header_height
+        return n_rows + max(0, self.app.size.height - 30) // 3  # a table among others: a little, on tall terminals
 
-    def _wraps_messages(self, rows: list[Row], built: dict[int, tuple], widths: tuple[int, ...]) -> bool:
+    def _message_lines(self, rows: list[Row], built: dict[int, tuple], widths: tuple[int, ...]) -> int:
+        """How many lines a message may take: the most that lets every row on the page fit the room
+        below (1: messages stay on one line and end in "…")."""
         if not any(c.flex and not c.ident for c in self.spec) or len(rows) > 40:
-            return False
-        spare = self._spare_lines(len(rows))
-        if spare <= 0:
-            return False
-        extra = 0
+            return 1
+        room = self._room(len(rows))
+        if room <= len(rows):
+            return 1
+        needs: list[tuple[int, int]] = []  # per row: (lines of its names, lines of its messages wrapped whole)
         for r in rows:
             if r.key in (EMPTY_KEY, MORE_KEY):
+                needs.append((1, 1))
                 continue
             src = built.get(id(r))
             if src is None:
                 src = built[id(r)] = _src(r)
-            extra += self._height(self._cells(src, widths, True), widths, True) - 1
-            if extra > spare:
-                return False
-        return True
+            cells = self._cells(src, widths, 1)
+            names = self._height(cells)
+            longest = 1
+            for c, width, v in zip(self.spec, widths, src, strict=False):
+                if c.flex and not c.ident and _width_of(v) > width:
+                    longest = max(longest, len(_cell(v).wrap(self.app.console, width, overflow="fold", no_wrap=False)))
+            needs.append((names, longest))
+        best = 1
+        for k in range(2, min(MESSAGE_MOST, max(m for _, m in needs)) + 1):
+            if sum(max(n, min(m, k)) for n, m in needs) > room:
+                break
+            best = k
+        return best
 
-    def _cells(self, src: tuple, widths: tuple[int, ...], wrap_messages: bool) -> list[Text]:
-        """The cells drawn for a row: names folded to their column, messages wrapping when there is room."""
+    def _cells(self, src: tuple, widths: tuple[int, ...], message_lines: int) -> list[Text]:
+        """The cells drawn for a row: names folded to their column, messages wrapped onto up to
+        `message_lines` lines (the last one ends in "…" when the message is longer)."""
         out = []
         for c, width, v in zip(self.spec, widths, src, strict=False):
-            t = _cell(v, c.right, wrap_messages and c.flex and not c.ident)
-            out.append(fold(t, width) if c.ident else t)
+            t = _cell(v, c.right)
+            if c.ident:
+                t = fold(t, width)
+            elif c.flex and message_lines > 1 and t.cell_len > width:
+                t = self._wrap(t, width, message_lines)
+            out.append(t)
         out += [Text("")] * (len(self.spec) - len(out))
         return out
 
-    def _height(self, cells: list[Text], widths: tuple[int, ...], wrap_messages: bool) -> int:
-        h = 1
-        for c, width, t in zip(self.spec, widths, cells, strict=True):
-            if c.ident:
-                h = max(h, t.plain.count("\n") + 1)
-            elif wrap_messages and c.flex and t.cell_len > width:
-                h = max(h, len(t.wrap(self.app.console, width, overflow="fold")))
-        return h
+    def _wrap(self, t: Text, width: int, most: int) -> Text:
+        lines = list(t.wrap(self.app.console, width, overflow="fold", no_wrap=False))
+        for line in lines:
+            line.rstrip()
+        if len(lines) > most:
+            last = Text(" ").join([line.copy() for line in lines[most - 1 :]])
+            last.truncate(width, overflow="ellipsis")
+            lines = [*lines[: most - 1], last]
+        for line in lines:
+            line.end = ""
+        out = Text("\n").join(lines)
+        out.no_wrap, out.overflow, out.end = True, "ellipsis", ""
+        return out
+
+    @staticmethod
+    def _height(cells: list[Text]) -> int:
+        return max(t.plain.count("\n") for t in cells) + 1
 
     def _build_columns(self, widths: tuple[int, ...]) -> None:
         self.clear(columns=True)
@@ -378,7 +409,8 @@ class KeyedTable(DataTable):
             label = c.label
             if c.key == self.sort_column:
                 label += " ▼" if self.sort_reverse else " ▲"
-            self.add_column(Text(label, justify="right" if c.right else "left"), key=c.key, width=width)
+            head = Text(label, justify="right" if c.right else "left", no_wrap=True, overflow="ellipsis")
+            self.add_column(head, key=c.key, width=width)
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
@@ -431,10 +463,10 @@ class KeyedTable(DataTable):
         prev = self.selected_key()
         with self.app.batch_update():
             built: dict[int, tuple] = {}
-            widths, wrap_messages = self._plan(rows, built)
-            if not self.columns or self._built_width != self.size.width or self._layout != (widths, wrap_messages):
+            widths, message_lines = self._plan(rows, built)
+            if not self.columns or self._built_width != self.size.width or self._layout != (widths, message_lines):
                 self._build_columns(widths)
-                self._layout = (widths, wrap_messages)
+                self._layout = (widths, message_lines)
             wanted = {r.key for r in rows}
             current = self._keys_on_screen()
             stale = [k for k in current if k not in wanted]
@@ -460,8 +492,8 @@ class KeyedTable(DataTable):
                     cells += [Text("")] * (len(keys) - len(cells))
                     height = 1
                 else:
-                    cells = self._cells(src, widths, wrap_messages)
-                    height = self._height(cells, widths, wrap_messages)
+                    cells = self._cells(src, widths, message_lines)
+                    height = self._height(cells)
                 if r.key in have and self.rows[RowKey(r.key)].height != height:
                     self.remove_row(r.key)  # a name that now wraps onto another line count: add it again
                     have.discard(r.key)

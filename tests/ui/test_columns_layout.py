@@ -58,6 +58,12 @@ def test_fold_keeps_every_character_and_breaks_after_separators():
     assert fold(short, 16) is short  # fits: untouched
 
 
+def test_fold_starts_continuation_lines_under_the_name_not_under_the_tree():
+    out = fold(Text("  └ research-multikueue"), 18).plain
+    assert out == "  └ research-\n    multikueue"
+    assert all(len(line) <= 18 for line in out.split("\n"))
+
+
 def test_fold_cuts_a_long_word_at_the_edge_and_keeps_styles():
     t = Text("x" * 10)
     t.stylize("bold", 0, 10)
@@ -86,3 +92,69 @@ def test_units_leave_counts_and_missing_entries_alone():
     col = column_of([{"memory": Quantity.parse("2Ti")}, {"memory": Quantity.parse("512Gi")}, None, {}], "memory")
     assert [col({"memory": Quantity.parse("2Ti")}), col({"memory": Quantity.parse("512Gi")}), col(None), col({})] == [
         "2Ti", "0.50Ti", "–", "–"]
+
+
+async def test_widths_read_only_the_rows_on_the_page():
+    """45k rows at bench size L: the layout measures the page (PAGE_ROWS), never every row, and a tick
+    that hands the same rows again measures nothing."""
+    from textual.app import App, ComposeResult
+
+    from taudash.screens.widgets.keyed_table import PAGE_ROWS, KeyedTable, Row
+
+    built: list[int] = []
+
+    def cells(i: int) -> tuple:
+        built.append(i)
+        return (f"queue-{i}", "x" * (i % 50))
+
+    rows = [Row(f"r{i}", (lambda i=i: cells(i))) for i in range(3000)]
+
+    class One(App):
+        def compose(self) -> ComposeResult:
+            yield KeyedTable([Col("name", "name", 16, ident=True), Col("msg", "message", flex=True)])
+
+    app = One()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync(rows)
+        await pilot.pause()
+        assert table.shown == 3000
+        assert 0 < len(set(built)) <= PAGE_ROWS and set(built) <= set(range(PAGE_ROWS))
+        assert len(built) == len(set(built))  # measured and drawn from one build of each row
+        built.clear()
+        table.sync(list(rows))  # the next tick: a new list, the same Row objects
+        await pilot.pause()
+        assert built == []
+        table.action_page(1)
+        await pilot.pause()
+        assert set(built) <= set(range(PAGE_ROWS, 2 * PAGE_ROWS)) and built
+
+
+async def test_messages_wrap_into_the_room_below_the_rows_and_no_further():
+    """A table filling the screen with 3 long messages: each wraps onto as many lines as let all rows fit
+    (the last one ending in "…" when the message is longer); with more rows than room, one line each."""
+    from textual.app import App, ComposeResult
+
+    from taudash.screens.widgets.keyed_table import KeyedTable, Row
+
+    long = " ".join(f"word{i}" for i in range(200))
+
+    class Tall(App):
+        CSS = "KeyedTable { height: 1fr; }"
+
+        def compose(self) -> ComposeResult:
+            yield KeyedTable([Col("name", "name", 16, ident=True), Col("msg", "message", flex=True)])
+
+    app = Tall()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync([Row(f"r{i}", (f"q{i}", long)) for i in range(3)])
+        await pilot.pause()
+        heights = [table.rows[f"r{i}"].height for i in range(3)]
+        assert heights[0] > 1 and len(set(heights)) == 1
+        assert sum(heights) <= table.size.height - table.header_height
+        lines = table.get_cell("r0", "msg").plain.split("\n")
+        assert len(lines) == heights[0] and lines[-1].endswith("…") and lines[0].startswith("word0 word1")
+        table.sync([Row(f"r{i}", (f"q{i}", long)) for i in range(30)])  # more rows than the room: one line each
+        await pilot.pause()
+        assert {table.rows[f"r{i}"].height for i in range(30)} == {1}

@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 import pytest
 from factories import dashboard_app
 from rich.style import Style
+from test_fleet_screen import snapshot_fleet
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
+from taudash.fleet_app import FleetApp
 from taudash.screens.format import ref_text
-from taudash.screens.messages import OpenObject
+from taudash.screens.messages import Navigate, OpenObject, OpenQueue
 from taudash.screens.widgets.keyed_table import EMPTY_KEY, MORE_KEY, KeyedTable
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
@@ -73,6 +75,7 @@ def contains(names: list[str], wanted: str) -> bool:
     ("3", "queues", lambda v: [q.name for q in v.cluster_queues] + [c.name for c in v.cohorts]),
     ("4", "workspaces", lambda v: [w.name for w in v.workspaces]),
     ("5", "sources", lambda v: [f"{w.namespace}/{w.owner_name or w.name}" for w in v.waiting][:50]),
+    ("6", "mk-workers", lambda v: [w.name for w in v.multikueue.workers]),
     ("7", "pr-profiles", lambda v: [p.name for p in v.profiles.profiles]),
     ("7", "pr-checks", lambda v: [c.id for c in v.profiles.checks]),
     ("7", "pr-select", lambda v: [s.namespace for s in v.profiles.selections]),
@@ -103,6 +106,47 @@ async def test_workspace_detail_names_whole_at_100():
         assert names["wsd-conditions"], "the conditions table lists conditions"
         assert names["wsd-blockers"], "eval's drain is blocked: blockers are listed"
         assert contains(names["wsd-blockers"], "eval/web-ui")
+
+
+async def test_queue_detail_names_whole_at_100():
+    app = dashboard_app(now=NOW)
+    async with app.run_test(size=NARROW) as pilot:
+        app.post_message(OpenQueue("tau-ws-train"))
+        assert await eventually(lambda: type(app.screen).__name__ == "QueueDetailScreen")
+        screen = app.screen
+        assert await eventually(lambda: bool(screen.query_one("#qd-admitted", KeyedTable).visible_keys()))
+        await pilot.pause()
+        names = whole_names(screen)
+        assert names["qd-admitted"], "tau-ws-train admits Workloads in the demo"
+
+
+async def test_fleet_names_whole_at_100():
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
+    async with app.run_test(size=NARROW) as pilot:
+        assert await eventually(lambda: type(app.screen).__name__ == "FleetScreen" and app.screen.frame is not None)
+        table = app.screen.query_one("#fleet", KeyedTable)
+        assert await eventually(lambda: len(table.visible_keys()) == 3)
+        await pilot.pause()
+        names = whole_names(app.screen)
+        assert all(contains(names["fleet"], c) for c in ("prod-manager", "eastus-2", "westus-2"))
+
+
+async def test_history_names_whole_at_100(tmp_path):
+    from tools.history_fixture import NOW as HNOW
+    from tools.history_fixture import QUEUES, build, demo_session
+
+    from taudash.app import TaudashApp
+    from taudash.engine.history.reader import HistoryReader
+
+    session = demo_session()
+    session.history_reader = HistoryReader(build(tmp_path / "h.sqlite3"))
+    app = TaudashApp(session, clock=lambda: HNOW, tick=3600)
+    async with app.run_test(size=NARROW) as pilot:
+        app.post_message(Navigate("history"))
+        assert await eventually(lambda: type(app.screen).__name__ == "HistoryScreen" and app.screen.loaded)
+        await pilot.pause()
+        names = whole_names(app.screen)
+        assert all(contains(names["hist-queues"], q) for q in QUEUES)
 
 
 async def test_object_detail_names_whole_at_100():
