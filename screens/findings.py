@@ -34,11 +34,19 @@ enter   open the finding's object (conditions, related objects, YAML)"""
 
     BINDINGS = [Binding("s", "cycle_severity", "severity", show=False)]
 
+    # A short table takes the height of its rows and the pane explaining the highlighted row the rest (a
+    # tall terminal shows it whole); a long one stops at 60 percent of the screen and scrolls.
+    DEFAULT_CSS = """
+    FindingsScreen .fit { height: auto; margin: 0; }
+    FindingsScreen .fit > KeyedTable { height: auto; max-height: 60vh; }
+    FindingsScreen .detail-fill { height: 1fr; scrollbar-size-vertical: 1; }
+    """
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Static(id="fd-counts", classes="tile")
-            yield Section("FINDINGS", KeyedTable(FINDING_COLS, empty="✓ no findings", id="all-findings"), classes="primary")
-            with VerticalScroll(classes="detail-scroll"):
+            yield Section("FINDINGS", KeyedTable(FINDING_COLS, empty="✓ no findings", id="all-findings"), classes="fit")
+            with VerticalScroll(classes="detail-fill"):
                 yield Static(id="fd-detail", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:

@@ -27,7 +27,7 @@ from .widgets.section import Section
 
 GPU = "nvidia.com/gpu"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
-COLS = [Col("ctx", "cluster", 18), Col("reach", "reach", 14), Col("age", "fresh", 5, right=True),
+COLS = [Col("ctx", "cluster", 18, ident=True), Col("reach", "reach", 14), Col("age", "fresh", 5, right=True),
         Col("pool", "GPU budget/resv/headroom", flex=True),
         Col("pend", "pend", 5, right=True), Col("adm", "adm", 5, right=True),
         Col("crit", "crit", 5, right=True), Col("drain", "drain", 5, right=True), Col("mk", "MultiKueue", 20)]

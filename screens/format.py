@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
 
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from taudash.engine.model import Quantity
+from taudash.engine.model.quantity import BINARY_SI
 from taudash.engine.rules.base import Finding, ObjRef
 from taudash.engine.session import gpu_resource
 from taudash.engine.text import plural as plural  # defined once, in the engine
@@ -25,6 +27,53 @@ def qty(m: Mapping[str, Quantity] | None, res: str | None) -> str:
         return "–"
     q = m.get(res)
     return "–" if q is None else q.human()
+
+
+_BINARY_UNITS = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+_DECIMAL_UNITS = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6))
+
+
+def unit_for(values: Iterable[Quantity | None]) -> tuple[str, Decimal] | None:
+    """One unit for quantities shown together (a column, or one resource's row): the unit the largest of
+    them reads in, one smaller when that would show another as 0.0 — so "5.2Ti" never stands beside
+    "1012.2Gi". None: plain numbers (counts, cores), or nothing to show."""
+    qs = [q for q in values if q is not None and q.value != 0]
+    if not qs:
+        return None
+    binary = any(q.format == BINARY_SI for q in qs)
+    top = max(abs(q.value) for q in qs)
+    low = min(abs(q.value) for q in qs)
+    units = [(s, Decimal(2) ** e) for s, e in _BINARY_UNITS] if binary else [(s, Decimal(10) ** e) for s, e in _DECIMAL_UNITS]
+    for i, (suffix, size) in enumerate(units):
+        if top >= size:
+            if low / size < Decimal("0.05") and i + 1 < len(units) and top / units[i + 1][1] < 10_000:
+                return units[i + 1]
+            return suffix, size
+    return None
+
+
+def in_unit(q: Quantity | None, unit: tuple[str, Decimal] | None) -> str:
+    """`q` in `unit` (see `unit_for`); "–" for a missing entry, its own short form without a unit."""
+    if q is None:
+        return "–"
+    if unit is None or q.value == 0:
+        return q.human()
+    v = q.value / unit[1]
+    if v == v.to_integral_value():
+        return f"{v:.0f}{unit[0]}"
+    return (f"{v:.2f}" if abs(v) < 1 else f"{v:.1f}") + unit[0]
+
+
+def column_of(maps: Sequence[Mapping[str, Quantity] | None], res: str | None) -> Callable[[Mapping[str, Quantity] | None], str]:
+    """A formatter for resource `res` read from each of `maps` (the rows of one column): one unit for all."""
+    unit = unit_for((m or {}).get(res) for m in maps) if res is not None else None
+
+    def show(m: Mapping[str, Quantity] | None) -> str:
+        if m is None or res is None:
+            return "–"
+        return in_unit(m.get(res), unit)
+
+    return show
 
 
 def qfloat(m: Mapping[str, Quantity] | None, res: str | None) -> float | None:

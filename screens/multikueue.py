@@ -27,9 +27,9 @@ CHECK_TEXT = {
     "M5": "profile resolves uniquely",
 }
 CHECK_COLS = [Col("id", "check", 5), Col("what", "what it needs", 36), Col("ok", "result", 8), Col("msg", "message", flex=True)]
-WORKER_COLS = [Col("name", "worker cluster", 20), Col("config", "config", 14), Col("active", "Active", 9),
+WORKER_COLS = [Col("name", "worker cluster", 20, ident=True), Col("config", "config", 14), Col("active", "Active", 9),
                Col("reason", "reason", 24), Col("msg", "message", flex=True)]
-OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24), Col("state", "state", flex=True)]
+OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24, ident=True), Col("state", "state", flex=True)]
 
 
 class MultiKueueScreen(FocusHops, DashScreen):

@@ -32,7 +32,7 @@ from .widgets.section import Section
 
 FINDING_COLS = [Col("sev", "severity", 10), Col("rule", "rule", 24), Col("message", "message", flex=True)]
 COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
-REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name", "name", flex=True)]
+REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name", "name", flex=True, ident=True)]
 EVENT_COLS = [Col("type", "type", 9), Col("reason", "reason", 24), Col("age", "age", 7, right=True),
               Col("count", "count", 6, right=True), Col("message", "message", flex=True)]
 PARTIAL = "partial: the fields taudash reads — press y for the full object"

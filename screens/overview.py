@@ -49,18 +49,21 @@ def _unknown(t: Text, why: str, tones: Tones) -> Text:
     return t
 
 
-def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False) -> Table:
+def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False, spark: bool = True) -> Table:
     view = frame.view
     unknown = unknown_reason(frame, POOL_KINDS) is not None
     t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
-    t.add_column("flavor", no_wrap=True, overflow="ellipsis", max_width=24)
+    names = [short_flavor(f.name) if short else f.name for f in view.pool.flavors]
+    # the flavor is what a row is about: whole, the figures give way first
+    t.add_column("flavor", no_wrap=True, min_width=max((len(n) for n in names), default=6))
     t.add_column("nodes", justify="right")
     t.add_column("GPUs", justify="right")
-    t.add_column("reserved of budget", no_wrap=True)
+    t.add_column("reserved of budget" if spark else "reserved", no_wrap=True)
     t.add_column("", justify="right", no_wrap=True)
     t.add_column("used", justify="right")
     t.add_column("headroom", justify="right", no_wrap=True)
-    t.add_column("last 30 min", no_wrap=True)
+    if spark:
+        t.add_column("last 30 min", no_wrap=True)
     for f in view.pool.flavors:
         gpu = gpu_of(f.inventory, f.budget, f.reserved)
         budget = f.observed_budget if f.observed_budget else f.budget
@@ -77,7 +80,7 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
         if unknown:  # the last figures read are not shown as if they held now
             q = span("?", tones.unknown)
             t.add_row(name, q, q, bar(None, None, bar_width, tones), q, q, q,
-                      sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v))
+                      *([sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v)] if spark else []))
             continue
         t.add_row(
             name,
@@ -87,7 +90,7 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
             f"{qty(f.reserved, gpu) if f.reserved.get(gpu or '') is not None else '0'} / {qty(budget, gpu)}",
             qty(f.used, gpu) if f.used.get(gpu or "") is not None else "0",
             head_t,
-            sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v),
+            *([sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v)] if spark else []),
         )
     return t
 
@@ -259,8 +262,10 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
         pool = self.query_one("#ov-pool", Static)
         pool.display = bool(view.pool.flavors)
         if view.pool.flavors:
-            wide = self.size.width >= 110
-            pool.update(pool_table(frame, tones, bar_width=16 if wide else 12, short=not wide))
+            wide, narrow = self.size.width >= 110, self.size.width < 80
+            # a narrow terminal drops the sparkline (2 Pool has it) so the figures stay whole
+            pool.update(pool_table(frame, tones, bar_width=16 if wide else 6 if narrow else 12, short=not wide,
+                                   spark=not narrow))
         note = self.query_one("#ov-pool-note", Static)
         note.display = bool(view.pool.flavors)
         note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that work runs",

@@ -14,7 +14,7 @@ from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta
-from .format import gpu_of, qfloat, qty, ref_meta, ref_text, short_flavor
+from .format import column_of, gpu_of, in_unit, qfloat, qty, ref_meta, ref_text, short_flavor, unit_for
 from .presenters import pool_summary
 from .text import Tones, lit, span
 from .widgets.bars import bar, sparkline
@@ -30,7 +30,7 @@ EXCLUSION_TEXT = {
 }
 
 INVENTORY_COLS = [
-    Col("flavor", "flavor", flex=True, max_width=40),
+    Col("flavor", "flavor", 16, ident=True),
     Col("nodes", "nodes", 7, right=True),
     Col("gpu", "GPUs", 5, right=True),
     Col("cpu", "CPU", 6, right=True),
@@ -40,17 +40,17 @@ INVENTORY_COLS = [
     Col("observed", "in Cohort", 11),
 ]
 RESERVE_COLS = [
-    Col("flavor", "flavor", flex=True, max_width=40),
+    Col("flavor", "flavor", 16, ident=True),
     Col("bar", "reserved of budget", 18),
     Col("res", "reserved", 9, right=True),
     Col("used", "used", 5, right=True),
     Col("head", "headroom", 9, right=True),
     Col("spark", "last 30 min", 16),
 ]
-EXCLUDED_COLS = [Col("node", "node", 30), Col("flavor", "flavor", 12), Col("reason", "reason", flex=True)]
-CONFLICT_COLS = [Col("code", "conflict", 20), Col("object", "object", 34), Col("message", "message and who fixes it", flex=True)]
+EXCLUDED_COLS = [Col("node", "node", 16, ident=True), Col("flavor", "flavor", 12), Col("reason", "reason", flex=True)]
+CONFLICT_COLS = [Col("code", "conflict", 20), Col("object", "object", 20, ident=True), Col("message", "message and who fixes it", flex=True)]
 QUEUE_COLS = [
-    Col("queue", "workspace queue", 22),
+    Col("queue", "workspace queue", 16, ident=True),
     Col("ws", "workspace", 12),
     Col("res", "reserved", 8, right=True),
     Col("used", "used", 5, right=True),
@@ -118,6 +118,10 @@ enter          open the object of the highlighted row"""
         self.query_one("#pool-note", Static).update(note)
 
         inv_rows, res_rows, exc_rows = [], [], []
+        # one unit per column, chosen from the column's values (never "5.2Ti" above "1012.2Gi")
+        inventories = [f.inventory for f in pool.flavors]
+        cpu_col, mem_col = column_of(inventories, "cpu"), column_of(inventories, "memory")
+        rdma_unit = unit_for(inv.get(_res_pick(inv, "rdma/ib", "rdma") or "") for inv in inventories)
         for f in pool.flavors:
             meta = RowMeta(kind="ResourceFlavor", name=f.name, text=f.gpu_class)
             gpu = gpu_of(f.inventory, f.budget, f.reserved)
@@ -136,9 +140,9 @@ enter          open the object of the highlighted row"""
                 name,
                 Text(f"{f.nodes}/{f.nodes + len(f.excluded)}", style=tones.warn if f.excluded else ""),
                 qty(f.inventory, gpu),
-                qty(f.inventory, "cpu"),
-                qty(f.inventory, "memory"),
-                qty(f.inventory, rdma),
+                cpu_col(f.inventory),
+                mem_col(f.inventory),
+                in_unit(f.inventory.get(rdma or ""), rdma_unit),
                 qty(f.budget, gpu),
                 observed,
             ), meta))

@@ -32,7 +32,7 @@ from .workflow_model import RUN_MARK, RUN_TONE
 FINDING_COLS = [
     Col("sev", "severity", 10),
     Col("rule", "rule", 21),
-    Col("object", "object", 26),
+    Col("object", "object", 26, ident=True),
     Col("message", "message", flex=True),
 ]
 

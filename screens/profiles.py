@@ -24,15 +24,15 @@ from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
-CHECK_COLS = [Col("id", "check", 22), Col("ok", "result", 8), Col("msg", "message", flex=True)]
+CHECK_COLS = [Col("id", "check", 16, ident=True), Col("ok", "result", 8), Col("msg", "message", flex=True)]
 PROFILE_COLS = [
-    Col("name", "profile", flex=True, max_width=48),
+    Col("name", "profile", 16, ident=True),
     Col("ready", "ready (first failing)", 22),
     Col("target", "target", 13),
     Col("placement", "placement", 15),
     Col("queue", "queue", 10),
 ]
-SELECT_COLS = [Col("ns", "namespace", 14), Col("team", "team", 12), Col("lane", "lane", 14),
+SELECT_COLS = [Col("ns", "namespace", 14, ident=True), Col("team", "team", 12), Col("lane", "lane", 14),
                Col("result", "selects", flex=True)]
 STAMPS = (CLUSTER_GENERATION_ANNOTATION, PROFILE_SET_HASH_ANNOTATION, WORKLOAD_PROFILE_ANNOTATION)
 
@@ -57,7 +57,8 @@ def _selection_cells(s, tones: Tones) -> tuple:
     else:
         res = tones.mark("bad", s.error or "no selection")
         if s.message:
-            res.append(lit(f"  {s.message}", tones.muted))
+            res.append("  ")
+            res.append(lit(s.message, tones.muted))
     return (lit(s.namespace), lit(s.team or "–"), lit(s.lane or "(any)"), res)
 
 

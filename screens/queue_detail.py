@@ -53,7 +53,7 @@ from .widgets.section import Section
 PENDING_COLS = [
     Col("pos", "#", 4, right=True),
     Col("lqpos", "#lq", 4, right=True),
-    Col("name", "workload", 30),
+    Col("name", "workload", 30, ident=True),
     Col("lq", "queue", 10),
     Col("prio", "prio", 6, right=True),
     Col("age", "age", 5, right=True),
@@ -62,7 +62,7 @@ PENDING_COLS = [
     Col("reason", "reason", flex=True),
 ]
 ADMITTED_COLS = [
-    Col("name", "workload", flex=True, max_width=44),
+    Col("name", "workload", 16, ident=True),
     Col("lq", "local queue", 12),
     Col("prio", "prio", 6, right=True),
     Col("since", "since", 6, right=True),

@@ -20,7 +20,7 @@ from taudash.engine.session import Frame
 
 from .base import DashScreen
 from .filtering import RowMeta
-from .format import short_flavor, tri
+from .format import in_unit, short_flavor, tri, unit_for
 from .kueue_facts import kueue_facts
 from .messages import NewWorkflow, OpenQueue
 from .presenters import refuse_read_only
@@ -29,9 +29,9 @@ from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 COLS = [
-    Col("name", "cohort / cluster queue", flex=True, max_width=48),
-    Col("stop", "stopPolicy", 14),
-    Col("active", "Active", 12),
+    Col("name", "cohort / cluster queue", 16, ident=True),
+    Col("stop", "stop", 14),
+    Col("active", "Active", 24),
     Col("counts", "pnd·rsv·adm", 11, right=True),
     Col("inactive", "inact", 5, right=True),
     Col("nominal", "nom", 4, right=True),
@@ -54,7 +54,7 @@ def _gpu_total(flavors, field: str) -> float:
 def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
     name = span(f"  {branch}", tones.muted)
     name.append(lit(q.name))
-    if q.workspace:
+    if q.workspace and q.workspace not in q.name:  # "tau-ws-eval" names its workspace already
         name.append(lit(f"  ws {q.workspace}", tones.muted))
     borrowed = _gpu_total(q.flavors, "borrowed")
     return (
@@ -104,13 +104,13 @@ def cohort_tree_order(cohorts: list[CohortView]) -> list[CohortView]:
     return out
 
 
-def _avail(now, potential, tones: Tones) -> Text:
+def _avail(now, potential, tones: Tones, unit=None) -> Text:
     """available now (/ with nothing else admitted, when that differs)."""
     if now is None:
         return Text("?", style=tones.muted)
-    t = Text(now.human(), style=tones.bad if now < ZERO else "")
+    t = Text(in_unit(now, unit), style=tones.bad if now < ZERO else "")
     if potential is not None and potential != now:
-        t.append(f" / {potential.human()}", style=tones.muted)
+        t.append(f" / {in_unit(potential, unit)}", style=tones.muted)
     return t
 
 
@@ -139,7 +139,7 @@ member ClusterQueues.
 
 GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue reservations,
                                  usage, and borrowed = reservation above nominal.
-stopPolicy                       None admits; Hold and HoldAndDrain stop new admissions.
+stop                             the stopPolicy: None admits; Hold and HoldAndDrain stop new admissions.
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
 pnd·rsv·adm                      pending, reserving and admitted Workloads from the queue status.
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
@@ -159,11 +159,19 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
 
     BINDINGS = [Binding("w", "workflow", "workflow…", show=False)]
 
+    # A short table takes the height of its rows and the pane explaining the highlighted row the rest (a
+    # tall terminal shows it whole); a long one stops at 60 percent of the screen and scrolls.
+    DEFAULT_CSS = """
+    QueuesScreen .fit { height: auto; margin: 0; }
+    QueuesScreen .fit > KeyedTable { height: auto; max-height: 60vh; }
+    QueuesScreen .detail-fill { height: 1fr; scrollbar-size-vertical: 1; }
+    """
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Section("COHORTS AND CLUSTER QUEUES (GPUs)", KeyedTable(COLS, empty="no ClusterQueues", id="queues"),
-                          classes="primary")
-            with VerticalScroll(classes="detail-scroll"):
+                          classes="fit")
+            with VerticalScroll(classes="detail-fill"):
                 yield Static(id="queue-detail", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:
@@ -304,20 +312,24 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             counts.append("   admission checks: ")
             counts.append(lit(", ".join(q.admission_checks)))
         head.end = counts.end = "\n"
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
-        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow limit", "lend limit",
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1), header_style=tones.muted)
+        for c in ("flavor", "resource", "nominal", "reserved", "used", "borrowed", "borrow\nlimit", "lend\nlimit",
                   "available"):
-            t.add_column(c, justify="left" if c in ("flavor", "resource") else "right", no_wrap=True,
-                         overflow="ellipsis", max_width=28 if c == "resource" else None)
+            t.add_column(c, justify="left" if c in ("flavor", "resource") else "right",
+                         no_wrap=c not in ("flavor", "resource"), overflow="fold",
+                         min_width={"flavor": 9, "resource": 12}.get(c))
         for fl in q.flavors:
             for i, r in enumerate(fl.resources):
+                # one unit per resource row (5.2Ti never beside 1012.2Gi)
+                u = unit_for((r.nominal, r.reserved, r.used, r.borrowed, r.borrowing_limit, r.lending_limit,
+                              r.available, r.potential_available))
                 t.add_row(
-                    lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), r.nominal.human(), r.reserved.human(),
-                    r.used.human(),
-                    Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""),
-                    "none" if r.borrowing_limit is None else r.borrowing_limit.human(),
-                    "none" if r.lending_limit is None else r.lending_limit.human(),
-                    _avail(r.available, r.potential_available, tones),
+                    lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), in_unit(r.nominal, u),
+                    in_unit(r.reserved, u), in_unit(r.used, u),
+                    Text(in_unit(r.borrowed, u), style=tones.accent if r.borrowed else ""),
+                    "none" if r.borrowing_limit is None else in_unit(r.borrowing_limit, u),
+                    "none" if r.lending_limit is None else in_unit(r.lending_limit, u),
+                    _avail(r.available, r.potential_available, tones, u),
                 )
         facts = QueuesScreen._facts(obj, tones, skip=("limits",))  # the table has the limits
         if not q.flavors:
@@ -339,14 +351,16 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             head.append(" · team ")
             head.append(lit(c.team))
         head.end = "\n"
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1), header_style=tones.muted)
         for col in ("flavor", "resource", "nominal", "lent in", "subtree", "reserved", "used", "borrowed", "available"):
-            t.add_column(col, justify="left" if col in ("flavor", "resource") else "right", no_wrap=True,
-                         overflow="ellipsis", max_width=28 if col == "resource" else None)
+            t.add_column(col, justify="left" if col in ("flavor", "resource") else "right",
+                         no_wrap=col not in ("flavor", "resource"), overflow="fold",
+                         min_width={"flavor": 9, "resource": 12}.get(col))
         for fl in c.flavors:
             for i, r in enumerate(fl.resources):
-                t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), r.nominal.human(),
-                          r.member_nominal.human(), r.subtree_quota.human(), r.reserved.human(),
-                          r.used.human(), Text(r.borrowed.human(), style=tones.accent if r.borrowed else ""),
-                          Text(r.available.human(), style=tones.bad if r.available < ZERO else ""))
+                u = unit_for((r.nominal, r.member_nominal, r.subtree_quota, r.reserved, r.used, r.borrowed, r.available))
+                t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), in_unit(r.nominal, u),
+                          in_unit(r.member_nominal, u), in_unit(r.subtree_quota, u), in_unit(r.reserved, u),
+                          in_unit(r.used, u), Text(in_unit(r.borrowed, u), style=tones.accent if r.borrowed else ""),
+                          Text(in_unit(r.available, u), style=tones.bad if r.available < ZERO else ""))
         return Group(head, QueuesScreen._facts(obj, tones), t)

@@ -24,7 +24,7 @@ from .widgets.section import Section
 SOURCE_KINDS = {"Job", "RayJob", "RayService", "Deployment", "Workload", "LocalQueue"}
 COLS = [
     Col("kind", "kind", 10),
-    Col("name", "object", 24),
+    Col("name", "object", 16, ident=True),
     Col("queue", "cluster queue", 16),
     Col("state", "state", 13),
     Col("why", "why it waits", flex=True),
@@ -147,6 +147,14 @@ this list, not absent from the cluster.
 enter   open the object (owner, Workload, queue and node links, YAML)"""
 
     _last_rows: list[_Item]
+
+    # A short table takes the height of its rows and the pane explaining the highlighted row the rest (a
+    # tall terminal shows it whole); a long one stops at 60 percent of the screen and scrolls.
+    DEFAULT_CSS = """
+    SourcesScreen .fit { height: auto; margin: 0; }
+    SourcesScreen .fit > KeyedTable { height: auto; max-height: 60vh; }
+    SourcesScreen .detail-fill { height: 1fr; scrollbar-size-vertical: 1; }
+    """
     _overlaid: dict[str, _Item]
 
     def compose_body(self) -> ComposeResult:
@@ -154,8 +162,8 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
             yield Static(id="src-unknown", classes="note")
             yield Section("SOURCES — WAITING AND BLOCKING",
                           KeyedTable(COLS, empty="✓ nothing waits for admission or blocks a drain", id="sources"),
-                          classes="primary")
-            with VerticalScroll(classes="detail-scroll"):
+                          classes="fit")
+            with VerticalScroll(classes="detail-fill"):
                 yield Static(id="src-detail", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:

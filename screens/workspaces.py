@@ -22,8 +22,9 @@ from .text import Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
+BLOCKER_LINES = 5  # the pane names this many drain blockers, then "+n more"
 COLS = [
-    Col("name", "workspace", flex=True, max_width=40),
+    Col("name", "workspace", 16, ident=True),
     Col("ns", "namespace", 14),
     Col("phase", "phase (expected)", 18),
     Col("drain", "drain", 14),
@@ -115,10 +116,17 @@ storage            configured claims (--pvc): Bound and the CSI driver on every 
 The line below the table says what is wrong with the highlighted workspace.
 enter   workspace detail: every condition, routes, blockers with guidance, identity, storage"""
 
+    # A short table takes the height of its rows and the pane saying what is wrong follows it (a long one
+    # stops at 60 percent of the screen and scrolls); own classes: the app's theme.tcss outranks DEFAULT_CSS.
+    DEFAULT_CSS = """
+    WorkspacesScreen .fit { height: auto; margin: 0; }
+    WorkspacesScreen .fit > KeyedTable { height: auto; max-height: 60vh; }
+    """
+
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
             yield Section("WORKSPACES", KeyedTable(COLS, empty="no TauWorkspaces in the system namespace", id="workspaces"),
-                          classes="primary")
+                          classes="fit")
             yield Static(id="ws-why", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:
@@ -147,5 +155,18 @@ enter   workspace detail: every condition, routes, blockers with guidance, ident
         if not found:
             t.append("  ✓ nothing wrong: Ready proves RBAC and queue reconciliation only", style=tones.ok)
         t.append("   enter: conditions, routes, blockers, identity, storage", style=tones.muted)
-        grid = kv_grid([("⚠", lit(p)) for p in found], tones.warn)
+        rows = [("⚠", lit(p)) for p in found]
+        # each blocker whole, with its reason (the table of them is in the detail)
+        shown = BLOCKER_LINES if len(w.drain.blockers) > BLOCKER_LINES + 1 else len(w.drain.blockers)
+        for b in w.drain.blockers[:shown]:
+            line = lit(f"{b.kind} {b.namespace}/{b.name}" if b.namespace else f"{b.kind} {b.name}")
+            line.append("  ")
+            line.append(lit(b.reason, tones.warn))
+            if b.message and self.size.height >= 40:  # a tall terminal has room for why each one blocks
+                line.append(": ", style=tones.muted)
+                line.append(lit(b.message, tones.muted))
+            rows.append(("  ·", line))
+        if len(w.drain.blockers) > shown:
+            rows.append(("  ·", lit(f"+{len(w.drain.blockers) - shown} more — enter lists every blocker", tones.muted)))
+        grid = kv_grid(rows, tones.warn)
         pane.update(Group(t, grid) if found else t)

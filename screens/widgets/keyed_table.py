@@ -2,8 +2,14 @@
 
 Why not clear-and-refill: that loses the operator's selection and scroll position once a second.
 `sync()` diffs against the rows on screen inside `batch_update()`: stale keys removed, new keys added,
-only changed cells updated, order restored only when it changed (stable: the caller sorts). Columns have
-fixed widths so the layout does not jitter as data changes; one `flex` column takes the remaining width.
+only changed cells updated, order restored only when it changed (stable: the caller sorts).
+
+Column widths come from the rows on the page (never from every row: a table holds one page) and the
+table's width (columns.py): messages take the spare width, the identifying column (`Col.ident`) is never
+cut — a name wider than its column wraps onto a taller row. While a page is shown widths only grow, so
+the layout does not jitter as data changes; a resize, another page, filter or sort lays it out afresh.
+When the table has room to spare below its rows (a tall terminal), long messages wrap onto as many
+lines as let every row fit.
 """
 
 from __future__ import annotations
@@ -16,20 +22,25 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
+from textual.css.scalar import Unit
 from textual.events import Resize
 from textual.geometry import Region, Spacing
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist, RowKey
 
 from ..filtering import Filter, LabelsOf, RowMeta
 from ..text import lit
+from .columns import content_widths, fold, layout, natural_widths
 
 EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list
 MORE_KEY = "\x00more"  # the last row of a page when more rows follow
 # Rows handed to the DataTable at once: past this a table pages (] next, [ previous). Each row added
 # is measured by the DataTable, so a page is what a first paint costs: ~4 screens of rows.
 PAGE_ROWS = 100
+# A message wraps onto at most this many lines, room or not: past it, a row is taller than it is worth
+# (the pane under the table has the whole text) and the page shows too few rows when the room shrinks.
+MESSAGE_MOST = 4
 # The sort each table was left with, per app and (screen, table): kept for the session, in memory only.
 _SORTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NUMBER = re.compile(r"((?:(?<![\w.])-)?\d+(?:\.\d+)?)")  # "-8" negative, "ws-10" not
@@ -54,10 +65,11 @@ def sort_key(text: str) -> tuple:
 class Col:
     key: str
     label: str
-    width: int = 10
-    flex: bool = False  # takes the width the other columns leave
+    width: int = 10  # the narrowest it gets before the table scrolls sideways (narrower when its content is)
+    flex: bool = False  # a message: takes the width the other columns leave, gives width back first
     right: bool = False
-    max_width: int | None = None  # a flex column stops growing here (wide terminals)
+    max_width: int | None = None  # the column stops growing here (wide terminals)
+    ident: bool = False  # names the row: never cut, wrapped onto more lines when the table is narrow
 
 
 @dataclass(frozen=True)
@@ -75,12 +87,20 @@ class Row:
 
 def _cell(value: Text | str, right: bool = False) -> Text:
     t = value.copy() if isinstance(value, Text) else lit(value)
-    # One line per row: crop with an ellipsis instead of wrapping away the end of a name.
+    # Each line cropped with an ellipsis: names are folded and messages wrapped into lines beforehand.
     t.no_wrap = True
     t.overflow = "ellipsis"
     if right:
         t.justify = "right"
     return t
+
+
+def _width_of(value: Text | str) -> int:
+    return value.cell_len if isinstance(value, Text) else len(value)
+
+
+def _src(r: Row) -> tuple:
+    return r.cells() if callable(r.cells) else r.cells
 
 
 class KeyedTable(DataTable):
@@ -132,6 +152,12 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None  # None: the order the screen gives (its own ranking)
         self.sort_reverse = False
         self._sort_cache: dict[int, tuple[Row, tuple]] = {}  # id(row) → (row, its sort key)
+        self._measures: dict[int, tuple[Row, tuple[int, ...]]] = {}  # id(row) → (row, its cells' widths)
+        self._natural: list[int] | None = None  # the page's content widths, grown while it is shown
+        self._content: list[int] | None = None  # the same without the labels
+        self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
+        self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
+        self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
 
     # public ------------------------------------------------------------------------------
     @property
@@ -269,21 +295,122 @@ class KeyedTable(DataTable):
         return [r.key.value for r in self.ordered_rows if r.key.value is not None]
 
     # internals ---------------------------------------------------------------------------
-    def _widths(self) -> dict[str, int]:
-        avail = self.size.width or (self.app.size.width if self.is_attached else 100)
-        fixed = sum(c.width + 2 for c in self.spec if not c.flex)
-        # The flex column's own padding, and room for a vertical scrollbar when the table scrolls.
-        rest = max(8, avail - fixed - 2 - 1)
-        return {c.key: (min(rest, c.max_width or rest) if c.flex else c.width) for c in self.spec}
+    def _avail(self) -> int:
+        width = self.size.width or (self.app.size.width if self.is_attached else 100)
+        return width - 1  # room for a vertical scrollbar when the table scrolls
 
-    def _build_columns(self) -> None:
-        widths = self._widths()
+    def _measure(self, rows: list[Row], built: dict[int, tuple]) -> list[tuple[int, ...]]:
+        """The cell widths of the page's rows, kept per Row object (a row reused tick to tick is measured
+        once); the cells built on the way are left in `built` for drawing."""
+        cache, new, out = self._measures, {}, []
+        for r in rows:
+            if r.key in (EMPTY_KEY, MORE_KEY):
+                continue
+            hit = cache.get(id(r))
+            if hit is None or hit[0] is not r:
+                src = built[id(r)] = _src(r)
+                hit = (r, tuple(_width_of(v) for v in src))
+            new[id(r)] = hit
+            out.append(hit[1])
+        self._measures = new
+        return out
+
+    def _plan(self, rows: list[Row], built: dict[int, tuple]) -> tuple[tuple[int, ...], int]:
+        """Column widths for this page, and how many lines a message may wrap onto (room below the rows)."""
+        measured = self._measure(rows, built)
+        keys = [c.key for c in self.spec]
+        sorted_at = keys.index(self.sort_column) if self.sort_column in keys else None
+        natural = natural_widths(self.spec, measured, sorted_at)
+        content = content_widths(self.spec, measured)
+        epoch = (self.size.width, self.page, self._filter.raw, self.sort_column, self.sort_reverse)
+        if epoch == self._epoch and self._natural is not None and self._content is not None:
+            natural = [max(a, b) for a, b in zip(natural, self._natural, strict=True)]  # only grow while shown
+            content = [max(a, b) for a, b in zip(content, self._content, strict=True)]
+        self._natural, self._content, self._epoch = natural, content, epoch
+        widths = tuple(layout(self.spec, natural, self._avail(), content))
+        page = tuple(r.key for r in rows)
+        if self._layout is not None and self._layout[0] == widths and self._lines_page == page:
+            return widths, self._layout[1]  # messages keep their line count until the layout or the rows change
+        self._lines_page = page
+        return widths, self._message_lines(rows, built, widths)
+
+    def _room(self, n_rows: int) -> int:
+        """How many lines the page's rows may take."""
+        height = self.styles.height
+        if height is not None and height.unit == Unit.FRACTION:  # a table that fills the screen's body
+            return self.size.height - self.header_height
+        return n_rows + max(0, self.app.size.height - 30) // 3  # a table among others: a little, on tall terminals
+
+    def _message_lines(self, rows: list[Row], built: dict[int, tuple], widths: tuple[int, ...]) -> int:
+        """How many lines a message may take: the most that lets every row on the page fit the room
+        below (1: messages stay on one line and end in "…")."""
+        if not any(c.flex and not c.ident for c in self.spec) or len(rows) > 40:
+            return 1
+        room = self._room(len(rows))
+        if room <= len(rows):
+            return 1
+        needs: list[tuple[int, int]] = []  # per row: (lines of its names, lines of its messages wrapped whole)
+        for r in rows:
+            if r.key in (EMPTY_KEY, MORE_KEY):
+                needs.append((1, 1))
+                continue
+            src = built.get(id(r))
+            if src is None:
+                src = built[id(r)] = _src(r)
+            cells = self._cells(src, widths, 1)
+            names = self._height(cells)
+            longest = 1
+            for c, width, v in zip(self.spec, widths, src, strict=False):
+                if c.flex and not c.ident and _width_of(v) > width:
+                    longest = max(longest, len(_cell(v).wrap(self.app.console, width, overflow="fold", no_wrap=False)))
+            needs.append((names, longest))
+        best = 1
+        for k in range(2, min(MESSAGE_MOST, max(m for _, m in needs)) + 1):
+            if sum(max(n, min(m, k)) for n, m in needs) > room:
+                break
+            best = k
+        return best
+
+    def _cells(self, src: tuple, widths: tuple[int, ...], message_lines: int) -> list[Text]:
+        """The cells drawn for a row: names folded to their column, messages wrapped onto up to
+        `message_lines` lines (the last one ends in "…" when the message is longer)."""
+        out = []
+        for c, width, v in zip(self.spec, widths, src, strict=False):
+            t = _cell(v, c.right)
+            if c.ident:
+                t = fold(t, width)
+            elif c.flex and message_lines > 1 and t.cell_len > width:
+                t = self._wrap(t, width, message_lines)
+            out.append(t)
+        out += [Text("")] * (len(self.spec) - len(out))
+        return out
+
+    def _wrap(self, t: Text, width: int, most: int) -> Text:
+        lines = list(t.wrap(self.app.console, width, overflow="fold", no_wrap=False))
+        for line in lines:
+            line.rstrip()
+        if len(lines) > most:
+            last = Text(" ").join([line.copy() for line in lines[most - 1 :]])
+            last.truncate(width, overflow="ellipsis")
+            lines = [*lines[: most - 1], last]
+        for line in lines:
+            line.end = ""
+        out = Text("\n").join(lines)
+        out.no_wrap, out.overflow, out.end = True, "ellipsis", ""
+        return out
+
+    @staticmethod
+    def _height(cells: list[Text]) -> int:
+        return max(t.plain.count("\n") for t in cells) + 1
+
+    def _build_columns(self, widths: tuple[int, ...]) -> None:
         self.clear(columns=True)
-        for c in self.spec:
+        for c, width in zip(self.spec, widths, strict=True):
             label = c.label
             if c.key == self.sort_column:
                 label += " ▼" if self.sort_reverse else " ▲"
-            self.add_column(Text(label, justify="right" if c.right else "left"), key=c.key, width=widths[c.key])
+            head = Text(label, justify="right" if c.right else "left", no_wrap=True, overflow="ellipsis")
+            self.add_column(head, key=c.key, width=width)
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
@@ -335,8 +462,11 @@ class KeyedTable(DataTable):
         self.show_cursor = self.has_focus and rows[0].key != EMPTY_KEY
         prev = self.selected_key()
         with self.app.batch_update():
-            if not self.columns or self._built_width != self.size.width:
-                self._build_columns()
+            built: dict[int, tuple] = {}
+            widths, message_lines = self._plan(rows, built)
+            if not self.columns or self._built_width != self.size.width or self._layout != (widths, message_lines):
+                self._build_columns(widths)
+                self._layout = (widths, message_lines)
             wanted = {r.key for r in rows}
             current = self._keys_on_screen()
             stale = [k for k in current if k not in wanted]
@@ -349,14 +479,24 @@ class KeyedTable(DataTable):
                 current = [k for k in current if k in wanted]
             have = set(current)
             keys = [c.key for c in self.spec]
-            right = {c.key: c.right for c in self.spec}
+            right = [c.right for c in self.spec]
             drawn = self._on_screen
             for r in rows:
                 if r.key in have and drawn.get(r.key) is r:
                     continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
-                src = r.cells() if callable(r.cells) else r.cells
-                cells = [_cell(v, right[k]) for k, v in zip(keys, src, strict=False)]
-                cells += [Text("")] * (len(keys) - len(cells))
+                src = built.get(id(r))
+                if src is None:
+                    src = _src(r)
+                if r.key in (EMPTY_KEY, MORE_KEY):
+                    cells = [_cell(v, right[i]) for i, v in enumerate(src[: len(keys)])]
+                    cells += [Text("")] * (len(keys) - len(cells))
+                    height = 1
+                else:
+                    cells = self._cells(src, widths, message_lines)
+                    height = self._height(cells)
+                if r.key in have and self.rows[RowKey(r.key)].height != height:
+                    self.remove_row(r.key)  # a name that now wraps onto another line count: add it again
+                    have.discard(r.key)
                 if r.key in have:
                     for k, new in zip(keys, cells, strict=True):
                         try:
@@ -365,7 +505,7 @@ class KeyedTable(DataTable):
                         except CellDoesNotExist:
                             pass
                 else:
-                    self.add_row(*cells, key=r.key, height=1)
+                    self.add_row(*cells, key=r.key, height=height)
             self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:

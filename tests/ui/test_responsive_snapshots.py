@@ -1,0 +1,86 @@
+"""Every screen at 100×30, 120×36 and 200×60 (issue 18): SVG snapshots on the demo cluster with a frozen clock.
+
+Column widths come from content and the terminal width; names wrap instead of being cut; messages take the
+spare width and wrap when a tall terminal has room. Accept changes with `--snapshot-update` only after
+looking at the PNGs (`rsvg-convert x.svg -o x.png`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from factories import dashboard_app
+from test_fleet_screen import snapshot_fleet
+from tools.history_fixture import build
+from tools.waiting import eventually
+
+from taudash.engine.rules.base import ObjRef
+from taudash.fleet_app import FleetApp
+from taudash.screens.messages import Navigate, OpenObject, OpenQueue
+
+NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
+SIZES = [(100, 30), (120, 36), (200, 60)]
+SIZE_IDS = ["100x30", "120x36", "200x60"]
+KEYED = [("1", "overview"), ("2", "pool"), ("3", "queues"), ("4", "workspaces"), ("5", "sources"),
+         ("6", "multikueue"), ("7", "profiles"), ("8", "findings"), ("9", "workflows")]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("key,name", KEYED, ids=[n for _, n in KEYED])
+def test_numbered_screen(snap_compare, key, name, size):
+    assert snap_compare(dashboard_app(now=NOW), press=[key], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_workspace_detail_sizes(snap_compare, size):
+    assert snap_compare(dashboard_app(now=NOW), press=["4", "enter"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_queue_detail_sizes(snap_compare, size):
+    async def run_before(pilot):
+        pilot.app.post_message(OpenQueue("tau-ws-train"))
+        assert await eventually(lambda: type(pilot.app.screen).__name__ == "QueueDetailScreen")
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_object_detail_sizes(snap_compare, size):
+    async def run_before(pilot):
+        pilot.app.post_message(OpenObject(ObjRef(kind="ClusterQueue", name="tau-ws-vision")))
+        assert await eventually(lambda: type(pilot.app.screen).__name__ == "ObjectDetailScreen")
+        await pilot.pause()
+
+    assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=size)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("history") / "fixture.sqlite3")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_history_sizes(snap_compare, recorded, size):
+    from tools.history_fixture import NOW as HNOW
+    from tools.history_fixture import demo_session
+
+    from taudash.app import TaudashApp
+    from taudash.engine.history.reader import HistoryReader
+
+    session = demo_session()
+    session.history_reader = HistoryReader(recorded)
+
+    async def run_before(pilot):
+        pilot.app.post_message(Navigate("history"))
+        assert await eventually(lambda: type(pilot.app.screen).__name__ == "HistoryScreen" and pilot.app.screen.loaded)
+        await pilot.pause()
+
+    assert snap_compare(TaudashApp(session, clock=lambda: HNOW, tick=3600), run_before=run_before, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_fleet_sizes(snap_compare, size):
+    assert snap_compare(FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=size)
