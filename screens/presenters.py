@@ -21,7 +21,7 @@ from taudash.engine.view import ClusterView
 from taudash.engine.workflows.journal import workflows_dir
 
 from .base import DashScreen
-from .format import finding_meta, plural, ref_text, severity_cell
+from .format import finding_meta, plural, ref_text, severity_cell, short_flavor
 from .rowcache import RowCache
 from .text import PHASE_TONE, Tones, lit, span
 from .widgets.keyed_table import Col, Row
@@ -82,9 +82,13 @@ def pool_summary(view: ClusterView, tones: Tones) -> Text:
     if pool.valid is None:
         t.append("? validity unknown", style=tones.unknown)
     elif pool.valid:
-        t.append("✓ valid", style=tones.ok)
+        t.append("✓ config valid", style=tones.ok)
     else:
-        t.append(f"✖ invalid ({plural(len(pool.conflicts), 'conflict')})", style=tones.bad)
+        t.append(f"✖ config invalid ({plural(len(pool.conflicts), 'conflict')})", style=tones.bad)
+    # A valid configuration can still be overcommitted: never let "✓" stand alone beside a negative headroom.
+    over = [f for f in pool.flavors if any(q.negative for q in f.headroom.values())]
+    if over:
+        t.append(" · ⚠ overcommitted (" + ", ".join(short_flavor(f.name) for f in over) + ")", style=tones.warn)
     if pool.zeroed:
         t.append(" · ✖ ZEROED: budget 0 until fixed", style=tones.bad)
     elif pool.mode == "Automatic" and not pool.established:

@@ -28,14 +28,19 @@ LABEL_FLOOR = 5  # a label cut to this many cells still says which column it is 
 
 
 class ColSpec(Protocol):
-    label: str
-    width: int
-    flex: bool
-    ident: bool
-    max_width: int | None
+    @property
+    def label(self) -> str: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def flex(self) -> bool: ...
+    @property
+    def ident(self) -> bool: ...
+    @property
+    def max_width(self) -> int | None: ...
 
 
-def content_widths(spec: Sequence[ColSpec], widths_per_row: list[Sequence[int]]) -> list[int]:
+def content_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[int]]) -> list[int]:
     """The widest cell of each column among `widths_per_row` (each row's cell widths, in column order)."""
     out = [0] * len(spec)
     for row in widths_per_row:
@@ -45,7 +50,7 @@ def content_widths(spec: Sequence[ColSpec], widths_per_row: list[Sequence[int]])
     return out
 
 
-def natural_widths(spec: Sequence[ColSpec], widths_per_row: list[Sequence[int]], sorted_key: int | None = None) -> list[int]:
+def natural_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[int]], sorted_key: int | None = None) -> list[int]:
     """The natural width of each column: its widest cell, or its label (with room for the sort mark on
     the sorted one) when that is wider."""
     content = content_widths(spec, widths_per_row)
