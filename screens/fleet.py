@@ -7,7 +7,7 @@ session (`app.fleet`, duck-typed: `members` with `context`, `session`, `state`, 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.text import Text
@@ -59,8 +59,9 @@ def stale_text(f: Frame) -> str:
     fresh = f.freshness
     if fresh.unreachable_since is None:
         return f"stale ({fresh.unreachable_why})" if fresh.unreachable_why else "stale"
-    at = datetime.fromtimestamp(fresh.unreachable_since, f.now.tzinfo or UTC)
-    return f"stale since {at.strftime('%H:%M:%S')}" + (f" ({fresh.unreachable_why})" if fresh.unreachable_why else "")
+    at = datetime.fromtimestamp(fresh.unreachable_since, f.now.tzinfo or datetime.now().astimezone().tzinfo)
+    zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""  # as the header says it
+    return f"stale since {at.strftime('%H:%M:%S')}{zone}" + (f" ({fresh.unreachable_why})" if fresh.unreachable_why else "")
 
 
 class _Solo:

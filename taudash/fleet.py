@@ -291,7 +291,7 @@ class FleetMember:
         """(since, why) when the liveness probe says this cluster stopped answering; else None."""
         if self.probe_error is None or self.last_answer is None:
             return None
-        return self.last_answer, f"no answer for {max(0.0, now - self.last_answer):.0f} s ({self.probe_error})"
+        return self.last_answer, f"no answer for {max(0.0, now - self.last_answer):.0f} s; {self.probe_error}"
 
     def frame(self, now: datetime) -> Frame:
         """The session's frame, with the probe's verdict: a cluster that stopped answering is an outage
