@@ -135,3 +135,20 @@ async def test_sim_serve_fleet_faults_and_the_control_file(tmp_path):
             proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 20)
     assert code == 0
+
+
+def test_the_freshness_bound_defaults_to_15_s_and_is_checked(cli_env):
+    from taudash.errors import UsageError
+    from taudash.fleet import freshness_bound
+
+    cfg = cli_env / "taudash.yaml"
+    env = {"TAUDASH_CONFIG": str(cfg)}
+    assert freshness_bound(env) == 15.0  # no config file
+    cfg.write_text("fleet:\n  multiKueueClusters: {}\n")
+    assert freshness_bound(env) == 15.0  # a fleet section without it
+    cfg.write_text("fleet:\n  freshnessBound: 30\n")
+    assert freshness_bound(env) == 30.0
+    for bad in ("1", "true", "[15]", "4000"):
+        cfg.write_text(f"fleet:\n  freshnessBound: {bad}\n")
+        with pytest.raises(UsageError, match="freshnessBound must be a number of seconds from 2 to 3600"):
+            freshness_bound(env)

@@ -10,6 +10,7 @@ from tools.waiting import eventually
 
 from taudash.fleet import Fleet, FleetMember
 from taudash.fleet_app import FleetApp
+from taudash.screens.fleet import FleetScreen
 from taudash.screens.widgets.keyed_table import KeyedTable
 from taudash.sim.faults import parse_fault
 from taudash.sim.fleet import SimFleet
@@ -83,3 +84,41 @@ async def test_a_forbidden_kind_and_a_down_cluster_stay_on_their_own_rows():
                 assert await eventually(lambda: "stale" not in row(app, MANAGER))
         finally:
             await fleet.stop()
+
+
+NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
+
+
+def probed_fleet() -> Fleet:
+    """The demo as manager (answering), eastus-2 hung (its last probe answered 12 s ago), westus-2 slow."""
+    from test_fleet_screen import snapshot_member
+    from tools.paths import DEMO, SIM_CLUSTER
+
+    mgr = snapshot_member("prod-manager", DEMO)
+    hung = snapshot_member("eastus-2", SIM_CLUSTER)
+    hung.last_answer, hung.probe_error = NOW.timestamp() - 12, "probe unanswered after 7.5 s"
+    slow = snapshot_member("westus-2", SIM_CLUSTER)
+    slow.last_answer, slow.probe_seconds = NOW.timestamp() - 1, 3.2
+    return Fleet([mgr, hung, slow])
+
+
+def test_fleet_screen_with_a_hung_and_a_slow_cluster_snapshot(snap_compare):
+    assert snap_compare(FleetApp(probed_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=SIZE)
+
+
+async def test_the_probe_verdict_reaches_the_row_the_state_line_and_the_join():
+    fleet = probed_fleet()
+    app = FleetApp(fleet, clock=lambda: NOW, tick=3600.0)
+    async with app.run_test(size=SIZE):
+        assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None)
+        assert await eventually(lambda: "stale" in row(app, "eastus-2"))
+        assert "stale" not in row(app, "prod-manager") and "live" in row(app, "prod-manager")
+        assert "slow 3s" in row(app, "westus-2") and "stale" not in row(app, "westus-2")
+        assert "stale since 09:04:48Z (no answer for 12 s; probe unanswered after 7.5 s)" in below(app)
+        assert "westus-2" not in below(app)
+        state = str(app.screen.query_one("#fleet-state").render())
+        assert "2 live · 1 stale" in state
+        # the join reads the hung member as not current: never as an empty cluster
+        store, current, why = fleet.member("eastus-2").side()
+        assert store is not None and not current and why == "stale"
+        assert fleet.member("westus-2").side()[1] is True
