@@ -134,12 +134,18 @@ async def _demo_fleet(args) -> int:
         print(f"taudash: the demo fleet from a second terminal: {second_terminal(fleet.kubeconfig)} "
               f"(contexts {', '.join(fleet.contexts)})", file=sys.stderr)
         print_control(fleet, sys.stderr)
+
+        def tell(app) -> None:  # the dashboard owns the terminal: what the control file did is a notification
+            fleet.on_control = lambda status: app.notify(f"faults {status}", title="simulated fleet", markup=False,
+                                                         severity="error" if status.startswith(("rejected", "failed"))
+                                                         else "information")
+
         return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim",
-                                     mapping=fleet.mapping)
+                                     mapping=fleet.mapping, on_app=tell)
 
 
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
-                          retry: float = 5.0, mapping: dict[str, str] | None = None) -> int:
+                          retry: float = 5.0, mapping: dict[str, str] | None = None, on_app=None) -> int:
     """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
     from ..fleet import Fleet, FleetMember, freshness_bound, multikueue_mapping
     from ..fleet_app import FleetApp
@@ -148,7 +154,10 @@ async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, sou
                   mapping=multikueue_mapping() if mapping is None else mapping, freshness_bound=freshness_bound())
     fleet.start(kubeconfig, retry)
     try:
-        await FleetApp(fleet).run_async()
+        app = FleetApp(fleet)
+        if on_app is not None:
+            on_app(app)
+        await app.run_async()
     finally:
         await fleet.stop()
     return 0

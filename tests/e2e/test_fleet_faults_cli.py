@@ -70,14 +70,22 @@ def test_demo_fleet_faults_from_the_cli_then_changed_at_run_time(monkeypatch, cl
         err = capsys.readouterr().err
         control = next(line.split(" > ", 1)[1].split()[0] for line in err.splitlines() if " > " in line)
         with open(control, "w") as fh:
+            fh.write("worker-2=hang\nworker-1=up\n")
+        assert await eventually(lambda: any("faults rejected (line 2: 'worker-1=up': unknown fault 'up'" in m
+                                            for m in told))
+        assert w1.state == "unreachable"  # a rejected change changes nothing
+        with open(control, "w") as fh:
             fh.write("worker-2=hang\n")
+        assert await eventually(lambda: "faults applied: worker-2=hang" in told)
         assert await eventually(lambda: (f := fresh(w2)) is not None and f.unreachable, within=60)
         seen["w2"] = fresh(w2).unreachable_why
         assert await eventually(lambda: w1.state == "live", within=60)
         assert not fresh(w1).unreachable
         assert await eventually(lambda: not fresh(mgr).problems)  # the 403 is lifted with the change
 
+    told: list[str] = []
     monkeypatch.setattr(FleetApp, "run_async", run_async)
+    monkeypatch.setattr(FleetApp, "notify", lambda self, message, **kw: told.append(message))
     assert main(["demo", "--fleet", "2", "--fault", "worker-1=hang", "--fault", "manager=forbidden:Workload"]) == 0
     assert seen["bound"] == 3.0
     assert str(seen["w2"]).startswith("no answer for ")
