@@ -313,7 +313,10 @@ class FleetMember:
         from taudash.engine.sources.kube import connect
 
         every, timeout = self.freshness_bound / 5, self.freshness_bound / 2
-        target = await connect(self.context, kubeconfig)
+        try:
+            target = await connect(self.context, kubeconfig)
+        except Exception:  # noqa: BLE001 - the source connected with the same kubeconfig: no probe, no verdict
+            return
         self.last_answer, self.probe_error = time.time(), None
         try:
             while True:
@@ -368,6 +371,7 @@ class FleetMember:
                     self.synced_after = time.perf_counter() - started
                 prober = asyncio.create_task(self.probe(kubeconfig), name=f"fleet-probe-{self.context}")
                 await prober  # runs until cancelled; the source's own tasks watch meanwhile
+                await asyncio.Event().wait()  # (a probe that could not start: keep watching, unprobed)
             finally:
                 if prober is not None:
                     prober.cancel()
