@@ -7,6 +7,7 @@ session (`app.fleet`, duck-typed: `members` with `context`, `session`, `state`, 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from rich.text import Text
@@ -50,6 +51,19 @@ def multikueue_role(session: Session, frame: Frame | None) -> str:
     return "none"
 
 
+SLOW_PROBE = 2.0  # seconds: a live cluster whose liveness probe took this long reads "slow Ns"
+
+
+def stale_text(f: Frame) -> str:
+    """'stale since 13:58:02 (no answer for 9 s (…))' — when its data stopped being current, and why."""
+    fresh = f.freshness
+    if fresh.unreachable_since is None:
+        return f"stale ({fresh.unreachable_why})" if fresh.unreachable_why else "stale"
+    at = datetime.fromtimestamp(fresh.unreachable_since, f.now.tzinfo or datetime.now().astimezone().tzinfo)
+    zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""  # as the header says it
+    return f"stale since {at.strftime('%H:%M:%S')}{zone}" + (f" ({fresh.unreachable_why})" if fresh.unreachable_why else "")
+
+
 class _Solo:
     """A one-cluster dashboard seen as a fleet of one."""
 
@@ -66,7 +80,8 @@ Fleet: every cluster this session watches, one row each; each has its own connec
 unreachable cluster never stalls the others.
 
 cluster     ▶ marks the cluster the other screens show (the header names it)
-reach       live · stale (its watches report problems) · connecting · unreachable (the error below)
+reach       live · slow Ns (its liveness probe took N s) · stale (its watches report problems, or it stopped
+            answering: "stale since HH:MM:SS (no answer for N s)" below) · connecting · unreachable
 fresh       seconds since that cluster's last watch event
 GPU         per pool flavor: budget / reserved / headroom of nvidia.com/gpu
 pend, adm   Workloads pending in its ClusterQueues; admitted Workloads
@@ -141,15 +156,21 @@ enter       make that cluster the subject of every other screen (on a dispatched
         live = stale = 0
         for m in members:
             f = m.session.last_frame if m.state == "live" else None
-            live += m.state == "live" and not (f is not None and f.freshness.problems)
-            stale += f is not None and bool(f.freshness.problems)
+            is_stale = f is not None and bool(f.freshness.problems or f.freshness.unreachable)
+            live += m.state == "live" and not is_stale
+            stale += is_stale
             mark = "▶ " if m.context == subject else "  "
             name = lit(f"{mark}{m.context}", "bold" if m.context == subject else "")
             reach = tones.mark({"live": "ok", "connecting": "partial"}.get(m.state, "bad"), m.state)
             if m.error and m.state != "live":
                 errors.append((m.context, m.error))
-            if f is not None and f.freshness.problems:
+            if is_stale:
+                assert f is not None
                 reach = tones.mark("warn", "stale")
+                if f.freshness.unreachable:
+                    errors.append((m.context, stale_text(f)))
+            elif f is not None and (getattr(m, "probe_seconds", None) or 0) >= SLOW_PROBE:
+                reach = tones.mark("partial", f"slow {m.probe_seconds:.0f}s")
             if f is None:
                 cells = (name, reach, lit("–"), lit("–", tones.muted), lit("–"), lit("–"), lit("–"), lit("–"), lit("–"))
             else:

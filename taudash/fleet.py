@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,12 +39,46 @@ from taudash.engine.multikueue_join import (
     join_multikueue,
 )
 from taudash.engine.rules.base import Finding, RuleConfig
+from taudash.engine.session import Frame
 from taudash.engine.sources.kube import kubeconfig_path
 from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
 from .errors import Unreachable, UsageError
 from .loading import Loaded, load_live_async, view_of
+
+
+def _fleet_config(environ: Mapping[str, str] | None) -> tuple[Path, object]:
+    """(the config file, its `fleet:` section or None)."""
+    from .config import config_path
+
+    path, _ = config_path(os.environ if environ is None else environ)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return path, None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"config file {path}: cannot read: {exc}"[:200]) from None
+    return path, (doc or {}).get("fleet") if isinstance(doc, dict) else None
+
+
+DEFAULT_FRESHNESS_BOUND = 15.0
+
+
+def freshness_bound(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds within which a cluster that stops answering is shown stale (docs/fleet.md):
+
+        fleet:
+          freshnessBound: 15
+    """
+    path, fleet = _fleet_config(environ)
+    value = fleet.get("freshnessBound") if isinstance(fleet, dict) else None
+    if value is None:
+        return DEFAULT_FRESHNESS_BOUND
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 2 <= value <= 3600:
+        raise UsageError(f"config file {path}: fleet.freshnessBound must be a number of seconds from 2 to 3600 "
+                         f"(got {value!r})")
+    return float(value)
 
 
 def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -53,16 +88,7 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
           multiKueueClusters:
             westus-2: prod-westus-2
     """
-    from .config import config_path
-
-    path, _ = config_path(os.environ if environ is None else environ)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"config file {path}: cannot read: {exc}"[:200]) from None
-    fleet = (doc or {}).get("fleet") if isinstance(doc, dict) else None
+    path, fleet = _fleet_config(environ)
     if fleet is None:
         return {}
     mapping = fleet.get("multiKueueClusters") if isinstance(fleet, dict) else None
@@ -233,9 +259,17 @@ class FleetMember:
     """One cluster of a fleet dashboard: its own store, session and connection.
 
     `state`: connecting (never synced yet), live (synced; later outages show as the session's sync
-    problems) or unreachable (`error` says why; retried in the background)."""
+    problems) or unreachable (`error` says why; retried in the background).
 
-    def __init__(self, context: str, config: RuleConfig | None = None, source_type: str = "kube") -> None:
+    Once live, a liveness probe (its own connection: a GET /version every bound/5 s, answered within
+    bound/2 s) watches that the API server still answers: watches on a server that hangs (accepts,
+    never answers) stay open and silent for minutes, so without it a hung cluster would look live.
+    A probe not answered marks the member stale ("no answer for N s") until one is answered again;
+    `frame()` shows it as the frame's outage (`freshness.unreachable`), which the header, the Fleet
+    row and the MultiKueue join read. Worst case from the last answer to stale: bound/5 + bound/2."""
+
+    def __init__(self, context: str, config: RuleConfig | None = None, source_type: str = "kube",
+                 freshness_bound: float = DEFAULT_FRESHNESS_BOUND) -> None:
         from taudash.engine.actions import Actions
         from taudash.engine.session import Session
         from taudash.engine.store import Store
@@ -248,6 +282,64 @@ class FleetMember:
         self.state = "connecting"
         self.error: str | None = None
         self.synced_after: float | None = None  # seconds from start to the first complete sync (the bench)
+        self.freshness_bound = freshness_bound
+        self.last_answer: float | None = None  # epoch seconds of the last probe answered
+        self.probe_error: str | None = None  # why the last probe failed; None once one is answered
+        self.probe_seconds: float | None = None  # how long the last answered probe took
+
+    def stale_why(self, now: float) -> tuple[float, str] | None:
+        """(since, why) when the liveness probe says this cluster stopped answering; else None."""
+        if self.probe_error is None or self.last_answer is None:
+            return None
+        return self.last_answer, f"no answer for {max(0.0, now - self.last_answer):.0f} s; {self.probe_error}"
+
+    def frame(self, now: datetime) -> Frame:
+        """The session's frame, with the probe's verdict: a cluster that stopped answering is an outage
+        even while the store's watches (silent, not failed) say nothing."""
+        f = self.session.frame(now)
+        stale = self.stale_why(now.timestamp())
+        if stale is not None and not f.freshness.unreachable:
+            since, why = stale
+            f = dataclasses.replace(f, freshness=dataclasses.replace(
+                f.freshness, unreachable=True, unreachable_since=since, unreachable_why=why))
+            self.session.last_frame = f
+        return f
+
+    async def probe(self, kubeconfig: str | None) -> None:
+        """GET /version on its own connection every bound/5 s; each answered within bound/2 s, else failed.
+        Any HTTP answer counts (a 401 is an answer: the server lives; the watches report access)."""
+        import time
+
+        from taudash.engine.sources.kube import connect
+
+        every, timeout = self.freshness_bound / 5, self.freshness_bound / 2
+        try:
+            target = await connect(self.context, kubeconfig)
+        except Exception:  # noqa: BLE001 - the source connected with the same kubeconfig: no probe, no verdict
+            return
+        self.last_answer, self.probe_error = time.time(), None
+        try:
+            while True:
+                t = time.monotonic()
+                try:
+                    async with asyncio.timeout(timeout):
+                        resp = await target.api_client.call_api(
+                            "/version", "GET", header_params={"Accept": "application/json"},
+                            auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+                            _request_timeout=timeout)
+                        try:
+                            await resp.read()
+                        finally:
+                            resp.release()
+                    self.last_answer, self.probe_error = time.time(), None
+                    self.probe_seconds = time.monotonic() - t
+                except TimeoutError:
+                    self.probe_error = f"probe unanswered after {timeout:g} s"
+                except Exception as exc:  # noqa: BLE001 - refused, reset, TLS: all say "no answer"
+                    self.probe_error = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:160]
+                await asyncio.sleep(max(0.0, every - (time.monotonic() - t)))
+        finally:
+            await target.close()
 
     async def run(self, kubeconfig: str | None, retry: float = 5.0, sync_timeout: float = 30.0) -> None:
         """Connect, sync and keep watching until cancelled; an unreachable cluster is retried every `retry` s."""
@@ -264,6 +356,7 @@ class FleetMember:
                 self.state, self.error = "unreachable", str(exc)
                 return  # a kubeconfig problem does not heal by retrying
             source = KubeSource(self.session.store, target, lock=self.session.lock)
+            prober: asyncio.Task | None = None
             try:
                 try:
                     await source.start()
@@ -276,8 +369,14 @@ class FleetMember:
                 self.state, self.error = "live", None
                 if self.synced_after is None:
                     self.synced_after = time.perf_counter() - started
-                await asyncio.Event().wait()  # watched by the source's own tasks until cancelled
+                prober = asyncio.create_task(self.probe(kubeconfig), name=f"fleet-probe-{self.context}")
+                await prober  # runs until cancelled; the source's own tasks watch meanwhile
+                await asyncio.Event().wait()  # (a probe that could not start: keep watching, unprobed)
             finally:
+                if prober is not None:
+                    prober.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await prober
                 await source.stop()
                 await target.close()
 
@@ -302,10 +401,14 @@ class Fleet:
 
     JOIN_EVERY = 5.0  # seconds: the join is recomputed at least this often (its grace is time-based)
 
-    def __init__(self, members: list[FleetMember], mapping: Mapping[str, str] | None = None) -> None:
+    def __init__(self, members: list[FleetMember], mapping: Mapping[str, str] | None = None,
+                 freshness_bound: float | None = None) -> None:
         if not members:
             raise ValueError("a fleet has at least one cluster")
         self.members = members
+        if freshness_bound is not None:
+            for m in members:
+                m.freshness_bound = freshness_bound
         self.subject = members[0].context
         self.mapping = dict(mapping or {})
         self.joins: dict[str, MultiKueueJoin] = {}

@@ -42,7 +42,7 @@ class FleetApp(TaudashApp):
             if m.session is self.session or m.state != "live":
                 continue
             try:
-                m.session.frame(now)
+                m.frame(now)
             except Exception as exc:  # noqa: BLE001 - one cluster's rule failure never stalls the others
                 m.error = f"could not derive the view: {exc}"
 
@@ -57,7 +57,8 @@ class FleetApp(TaudashApp):
     def _derive(self) -> Frame:
         now = self.clock()
         self._derive_others(now)
-        frame = self.session.frame(now)
+        member = self.fleet.member(self.fleet.subject)
+        frame = member.frame(now) if member is not None and member.session is self.session else self.session.frame(now)
         self._join(now)  # after every member's frame: it reads their freshness
         return frame
 

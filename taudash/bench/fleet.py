@@ -10,7 +10,9 @@ session and watch), all started at once as `taudash --context …` starts them. 
 - first view per cluster and one fleet tick (every member's frame + the MultiKueue join);
 - the Fleet screen headless at 120×36: key → screen (a number key to the overview, `0` back to the
   Fleet screen, until it has rendered its rows and repainted), median and max of several rounds;
-- resident memory (client peak ≤ 1.5 GiB), after each phase; the simulator's apart.
+- resident memory (client peak ≤ 1.5 GiB), after each phase; the simulator's apart;
+- per cluster, a table: its sync, objects held, first view and share of the resident memory (the
+  growth over the sync apportioned by objects held: one process cannot measure a store apart).
 
 Wall-clock figures on a shared machine are indicative: the simulator serves all N clusters from one
 process (one core), so concurrent syncs queue behind it.
@@ -192,7 +194,7 @@ async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, ro
 
         progress("first view of every member (what the first fleet tick pays)")
         now = datetime.now(UTC)
-        firsts = []
+        firsts: list[float] = []
         for m in fleet.members:
             t = time.perf_counter()
             m.session.frame(now)
@@ -215,8 +217,12 @@ async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, ro
         await _ui(fleet, fig, progress, rounds)
         fig(Figure("fleet_peak_rss_mib", f"peak resident memory (client, {clusters} clusters)", peak_rss_mib(), "MiB",
                    RSS_TARGET_MIB))
+        growth = (figs["fleet_rss_synced_mib"].value or 0) - base_rss
         fig(Figure("fleet_rss_per_cluster_mib", "resident memory per cluster (growth over the sync / clusters)",
-                   ((figs["fleet_rss_synced_mib"].value or 0) - base_rss) / clusters, "MiB"))
+                   growth / clusters, "MiB"))
+        rows = cluster_rows(fleet, firsts, growth)
+        for line in cluster_table(rows):
+            progress(line)
         rss = sim.command("rss")
         if rss.startswith("RSS"):
             fig(Figure("fleet_sim_rss_mib", "peak resident memory (simulator process, one copy of the data)",
@@ -229,7 +235,35 @@ async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, ro
     return {"apiVersion": "taudash/v1", "kind": "BenchResult", "size": size, "seed": seed, "fleet": clusters,
             "objects": sim.objects, "decoder": "", "totalSeconds": round(total, 3),
             "syncSecondsPerCluster": {c: round(s, 3) for c, s in per_cluster.items()},
+            "clusters": rows,
             "figures": {k: f.to_json() for k, f in figs.items()}}
+
+
+def objects_held(store: Any) -> int:
+    from taudash.engine.model import KINDS
+
+    return sum(len(store.list(k.kind)) for k in KINDS)
+
+
+def cluster_rows(fleet: Any, first_views: list[float], rss_growth_mib: float) -> list[dict]:
+    """One row per member: sync (concurrent), objects its store holds, its first view, and its share of
+    the client's memory growth over the sync, apportioned by objects held (an estimate: labelled so)."""
+    held = [objects_held(m.session.store) for m in fleet.members]
+    total = sum(held) or 1
+    return [{"context": m.context, "syncSeconds": round(m.synced_after or 0.0, 3), "objects": n,
+             "firstViewSeconds": round(first_views[i], 4) if i < len(first_views) else None,
+             "rssShareMiB": round(rss_growth_mib * n / total, 1)}
+            for i, (m, n) in enumerate(zip(fleet.members, held, strict=True))]
+
+
+def cluster_table(rows: list[dict]) -> list[str]:
+    out = [f"{'cluster':<20} {'sync':>9} {'objects':>9} {'first view':>11} {'RSS share':>11}"]
+    for r in rows:
+        fv = "n/a" if r["firstViewSeconds"] is None else f"{r['firstViewSeconds'] * 1000:.0f} ms"
+        out.append(f"{r['context']:<20} {r['syncSeconds']:>7.2f} s {r['objects']:>9} {fv:>11} "
+                   f"{r['rssShareMiB']:>7.0f} MiB")
+    out.append("RSS share: the client's growth over the sync apportioned by objects held (estimate)")
+    return out
 
 
 async def _ui(fleet, fig, progress, rounds: int) -> None:
@@ -293,6 +327,8 @@ def run_fleet_bench(args) -> int:
         from taudash.commands.bench import print_table
 
         print_table(results)
+        print()
+        print("\n".join(cluster_table(results["clusters"])))
     return 0
 
 

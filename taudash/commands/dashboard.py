@@ -40,6 +40,9 @@ def register(sub, add_source_args) -> None:
     d.add_argument("--fleet", type=int, nargs="?", const=2, metavar="N",
                    help="a simulated MultiKueue fleet: the demo as manager and N workers (default 2), "
                         "opened on the Fleet screen")
+    from .sim import add_fault_arg
+
+    add_fault_arg(d)
     d.set_defaults(func=run_demo)
 
 
@@ -51,7 +54,14 @@ def run_demo(args) -> int:
     if getattr(args, "fleet", None) is not None:
         if args.fleet < 1 or args.snapshot_only or args.status:
             raise UsageError("--fleet N: N ≥ 1, without --snapshot-only or --status")
+        from .sim import faults_of
+
+        args.faults = faults_of(args, args.fleet)
         return asyncio.run(_demo_fleet(args))
+    if getattr(args, "fault", None):
+        from .sim import faults_of
+
+        faults_of(args, None)  # refused: faults are per cluster of a fleet
     if args.snapshot_only:
         args.snapshot, args.demo = str(DEMO_SNAPSHOT), False
         if args.status:
@@ -118,25 +128,36 @@ async def _demo_fleet(args) -> int:
     from taudash.sim.fleet import SimFleet
 
     async with SimFleet(args.fleet) as fleet:
-        from .sim import second_terminal
+        from .sim import print_control, second_terminal
 
+        await fleet.set_faults(getattr(args, "faults", None) or [])
         print(f"taudash: the demo fleet from a second terminal: {second_terminal(fleet.kubeconfig)} "
               f"(contexts {', '.join(fleet.contexts)})", file=sys.stderr)
+        print_control(fleet, sys.stderr)
+
+        def tell(app) -> None:  # the dashboard owns the terminal: what the control file did is a notification
+            fleet.on_control = lambda status: app.notify(f"faults {status}", title="simulated fleet", markup=False,
+                                                         severity="error" if status.startswith(("rejected", "failed"))
+                                                         else "information")
+
         return await fleet_dashboard(args, fleet.contexts, str(fleet.kubeconfig), source_type="sim",
-                                     mapping=fleet.mapping)
+                                     mapping=fleet.mapping, on_app=tell)
 
 
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
-                          retry: float = 5.0, mapping: dict[str, str] | None = None) -> int:
+                          retry: float = 5.0, mapping: dict[str, str] | None = None, on_app=None) -> int:
     """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
-    from ..fleet import Fleet, FleetMember, multikueue_mapping
+    from ..fleet import Fleet, FleetMember, freshness_bound, multikueue_mapping
     from ..fleet_app import FleetApp
 
     fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts],
-                  mapping=multikueue_mapping() if mapping is None else mapping)
+                  mapping=multikueue_mapping() if mapping is None else mapping, freshness_bound=freshness_bound())
     fleet.start(kubeconfig, retry)
     try:
-        await FleetApp(fleet).run_async()
+        app = FleetApp(fleet)
+        if on_app is not None:
+            on_app(app)
+        await app.run_async()
     finally:
         await fleet.stop()
     return 0

@@ -31,6 +31,41 @@ def second_terminal(kubeconfig) -> str:
     return f"export KUBECONFIG={shlex.quote(str(kubeconfig))}"
 
 
+FAULT_HELP = ("a fault on one cluster of the fleet (repeatable): CLUSTER=down (API server stopped), =hang "
+              "(accepts, never answers), =slow:DURATION, =forbidden:KIND[,KIND] (403); CLUSTER is manager, "
+              "worker-N or a context name; e.g. --fault worker-1=down --fault worker-2=slow:5s "
+              "--fault manager=forbidden:Workload. Change them while it runs by editing the control file it names")
+
+
+def add_fault_arg(p) -> None:
+    p.add_argument("--fault", action="append", default=[], metavar="CLUSTER=FAULT", help=FAULT_HELP)
+
+
+def faults_of(args, workers: int | None) -> list:
+    """The --fault values, parsed and checked against a fleet of `workers` workers (exit 2 naming the bad part)."""
+    from taudash.sim.faults import FaultSpecError, parse_fault
+    from taudash.sim.fleet import SimFleet
+
+    specs = getattr(args, "fault", None) or []
+    if specs and workers is None:
+        raise UsageError(f"--fault {specs[0]}: faults are per cluster of a fleet; add --fleet N")
+    try:
+        faults = [parse_fault(s) for s in specs]
+        SimFleet.check_faults(faults, workers or 0)
+    except FaultSpecError as exc:
+        raise UsageError(f"--fault {exc}") from None
+    return faults
+
+
+def print_control(fleet, out=None) -> None:
+    """Where and how to change the faults while the fleet runs."""
+    out = out or sys.stdout
+    print(f"faults:     {' '.join(str(f) for f in fleet.faults) or 'none'}; change them while it runs:", file=out,
+          flush=True)
+    print(f"            echo worker-1=down > {shlex.quote(str(fleet.control))}   (one a line: down, hang, "
+          "slow:5s, forbidden:KIND; empty: all healthy)", file=out, flush=True)
+
+
 def register(sub, add_source_args) -> None:
     p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
                        description="The simulated TauGrid cluster.")
@@ -59,6 +94,7 @@ def register(sub, add_source_args) -> None:
     s.add_argument("--fleet", type=int, metavar="N",
                    help="serve a MultiKueue fleet: a manager (the snapshot) and N worker clusters, each its own "
                         "API server, in one kubeconfig (contexts taudash-manager, taudash-worker-1, ...)")
+    add_fault_arg(s)
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -78,9 +114,10 @@ def cmd_serve(args) -> int:
         if p.is_dir():  # missing parent directories are created by the server
             raise UsageError(f"--kubeconfig-out {out}: is a directory; name a file")
     fleet = getattr(args, "fleet", None)
+    if fleet is not None and fleet < 1:
+        raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
+    args.faults = faults_of(args, fleet)
     if fleet is not None:
-        if fleet < 1:
-            raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
         return asyncio.run(_serve_fleet(args))
     return asyncio.run(_serve(args))
 
@@ -110,14 +147,17 @@ async def _serve_fleet(args) -> int:
     except (SnapshotError, TlsError) as exc:
         raise UsageError(str(exc)) from None
     try:
+        await fleet.set_faults(args.faults)
+        fleet.on_control = lambda status: print(f"taudash sim: faults {status}", flush=True)
         print(f"taudash sim: serving a fleet of {1 + len(fleet.workers)} clusters", flush=True)
         print(f"{second_terminal(fleet.kubeconfig)}   (in a second terminal: kubectl and taudash reach every "
               "context below)", flush=True)
         print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these contexts", flush=True)
         for s in (fleet.manager, *fleet.workers):
             role = "manager" if s is fleet.manager else f"worker (MultiKueueCluster {fleet.mk_name_of(s)})"
-            print(f"context:    {s.context:<20} {s.url}  {role}", flush=True)
+            print(f"context:    {s.context:<20} {fleet.url_of(s)}  {role}", flush=True)
         print(f"try:        taudash status {' '.join('--context ' + c for c in fleet.contexts)}", flush=True)
+        print_control(fleet)
         print("Ctrl-C to stop.", flush=True)
         await _wait_for_signal()
     finally:

@@ -121,3 +121,99 @@ class Faults:
             self._gone_remaining -= 1
             return True
         return False
+
+
+# --- per-cluster faults of a simulated fleet, as the command line and the control file spell them ----
+
+FAULT_SYNTAX = "CLUSTER=down | CLUSTER=hang | CLUSTER=slow:DURATION | CLUSTER=forbidden:KIND[,KIND…]"
+FAULT_EXAMPLE = "--fault worker-1=down --fault worker-2=slow:5s --fault manager=forbidden:Workload"
+FAULT_KINDS = ("down", "hang", "slow", "forbidden")
+
+
+class FaultSpecError(ValueError):
+    """A fault spec that does not parse; the message names the bad part."""
+
+
+@dataclass(frozen=True)
+class ClusterFault:
+    """One fault on one cluster of a simulated fleet (docs/simulator.md, "Faults per cluster").
+
+    down: the API server stopped (connections refused); hang: connections accepted, nothing answered
+    (open streams freeze); slow: every request answered after `seconds`; forbidden: 403 on `resources`."""
+
+    cluster: str
+    kind: str
+    seconds: float = 0.0
+    resources: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "slow":
+            return f"{self.cluster}=slow:{self.seconds:g}s"
+        if self.kind == "forbidden":
+            return f"{self.cluster}=forbidden:{','.join(self.resources)}"
+        return f"{self.cluster}={self.kind}"
+
+
+def parse_duration(text: str) -> float:
+    """`5s`, `500ms`, `1.5`, `2m` → seconds (> 0)."""
+    t = text.strip().lower()
+    scale = 1.0
+    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if t.endswith(suffix):
+            t, scale = t[: -len(suffix)], factor
+            break
+    try:
+        value = float(t) * scale
+    except ValueError:
+        raise FaultSpecError(f"{text!r} is not a duration (e.g. 5s, 500ms, 2m)") from None
+    if not value > 0 or value > 3600:
+        raise FaultSpecError(f"{text!r}: a duration from 1ms to 1h")
+    return value
+
+
+def parse_fault(text: str, registry: Registry | None = None) -> ClusterFault:
+    """`worker-1=down`, `worker-2=slow:5s`, `manager=forbidden:Workload,ClusterQueue`, `worker-1=hang`.
+    Kinds are checked against `registry` (the simulator's resources: kind, plural or short name)."""
+    cluster, sep, what = text.strip().partition("=")
+    cluster, what = cluster.strip(), what.strip()
+    if not sep or not cluster:
+        raise FaultSpecError(f"{text!r}: expected CLUSTER=FAULT ({FAULT_SYNTAX})")
+    kind, colon, arg = what.partition(":")
+    kind, arg = kind.strip().lower(), arg.strip()
+    if kind not in FAULT_KINDS:
+        raise FaultSpecError(f"{text!r}: unknown fault {kind or what!r} (one of {', '.join(FAULT_KINDS)})")
+    if kind in ("down", "hang"):
+        if colon:
+            raise FaultSpecError(f"{text!r}: {kind} takes no argument (got {arg!r})")
+        return ClusterFault(cluster, kind)
+    if not arg:
+        example = "slow:5s" if kind == "slow" else "forbidden:Workload"
+        raise FaultSpecError(f"{text!r}: {kind} needs an argument, e.g. {cluster}={example}")
+    if kind == "slow":
+        try:
+            return ClusterFault(cluster, kind, seconds=parse_duration(arg))
+        except FaultSpecError as exc:
+            raise FaultSpecError(f"{text!r}: {exc}") from None
+    names = tuple(n.strip() for n in arg.split(","))
+    reg = registry or Registry()
+    for n in names:
+        try:
+            reg.resolve(n)
+        except KeyError:
+            raise FaultSpecError(f"{text!r}: unknown resource {n!r} (a kind, plural or short name: Workload, "
+                                 "workloads, cq)") from None
+    return ClusterFault(cluster, kind, resources=names)
+
+
+def parse_fault_lines(text: str, registry: Registry | None = None) -> list[ClusterFault]:
+    """A control file: one fault a line; blank lines and `#` comments ignored. Errors name the line."""
+    out = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            out.append(parse_fault(line, registry))
+        except FaultSpecError as exc:
+            raise FaultSpecError(f"line {i}: {exc}") from None
+    return out

@@ -5,6 +5,11 @@
         fleet.manager.db            # the manager's cluster state (the demo by default)
         fleet.worker("taudash-worker-1").faults
         await fleet.down("taudash-worker-1")   # stop that worker's API server
+        await fleet.set_faults([parse_fault("worker-2=hang")])   # per-cluster faults (docs/simulator.md)
+
+Every cluster is served through a small TCP relay in front of its API server (the kubeconfig names
+the relay): `hang` stops the relay forwarding (connections are accepted, nothing is answered, open
+watch streams freeze) without touching the server, as a hung API server looks to its clients.
 
 Every cluster has its own API server, port, token, certificate and cluster UID. The fleet-level
 MultiKueue controller (`dispatch`) talks to every cluster's ObjectDB in-process, as Kueue's
@@ -15,6 +20,7 @@ docs/simulator.md ("A simulated fleet").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +30,8 @@ import yaml
 
 from taudash.engine.model.names import MULTIKUEUE_CONTROLLER as MULTIKUEUE
 from taudash.engine.model.quantity import Quantity
+from taudash.sim.apiserver import LOOPBACK
+from taudash.sim.faults import ClusterFault, FaultSpecError, parse_fault_lines
 from taudash.sim.kubeconfig import kubeconfig_dict
 from taudash.sim.server import _DEFAULT, SimServer
 
@@ -63,6 +71,77 @@ def _requests(wl: Obj) -> dict[str, Quantity]:
     return total
 
 
+class Relay:
+    """A TCP relay on loopback in front of one API server. `hold()`: accept, forward nothing (a hung
+    server); `release()`: forward again (what was held flows on); `stop()`: refuse, cut every connection."""
+
+    def __init__(self, upstream: SimServer) -> None:
+        self.upstream = upstream
+        self.open = asyncio.Event()
+        self.open.set()
+        self.port: int | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def held(self) -> bool:
+        return not self.open.is_set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, LOOPBACK, self.port or 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for w in list(self._writers):
+            w.transport.abort()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    def hold(self) -> None:
+        self.open.clear()
+
+    def release(self) -> None:
+        self.open.set()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        up_writer: asyncio.StreamWriter | None = None
+        try:
+            await self.open.wait()
+            try:
+                up_reader, up_writer = await asyncio.open_connection(LOOPBACK, self.upstream.api.port)
+            except OSError:
+                return
+            self._writers.add(up_writer)
+            await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer))
+        except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # stopped (cancelled) or cut: the connection ends here either way
+        finally:
+            for w in (writer, up_writer):
+                if w is not None:
+                    self._writers.discard(w)
+                    w.transport.abort()
+            self._tasks.discard(task)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            await self.open.wait()
+            writer.write(chunk)
+            await writer.drain()
+        with contextlib.suppress(OSError):
+            writer.write_eof()
+
+
 class SimFleet:
     """A manager (seeded from `snapshot`, default the demo) and `workers` small worker clusters.
 
@@ -90,6 +169,14 @@ class SimFleet:
         self.up: dict[str, bool] = {}
         self.errors: list[BaseException] = []
         self._task: asyncio.Task | None = None
+        self.relays: dict[str, Relay] = {}
+        self.faults: list[ClusterFault] = []  # in force, as set by set_faults (the CLI, the control file)
+        self.control: Path | None = None  # the control file: its lines are the faults in force
+        self.control_status = ""  # what the last change of the control file did ("applied: …", "rejected: …")
+        self.on_control: Any = None  # called with control_status after each change (sim serve prints it)
+        self._control_seen: str | None = None
+        self._control_task: asyncio.Task | None = None
+        self._stopped: set[str] = set()  # contexts whose API server is down
 
     @property
     def contexts(self) -> list[str]:
@@ -97,6 +184,30 @@ class SimFleet:
 
     def worker(self, context: str) -> SimServer:
         return next(w for w in self.workers if w.context == context)
+
+    def server(self, context: str) -> SimServer:
+        return next(s for s in (self.manager, *self.workers) if s.context == context)
+
+    def url_of(self, s: SimServer) -> str:
+        """The URL clients reach `s` at (its relay)."""
+        scheme = "https" if s.cert is not None else "http"
+        return f"{scheme}://{LOOPBACK}:{self.relays[s.context].port}"
+
+    @staticmethod
+    def cluster_names(workers: int) -> dict[str, str]:
+        """Every name a fault may use for a cluster → its context: the context, or without `taudash-`."""
+        contexts = [MANAGER, *(WORKER.format(i + 1) for i in range(workers))]
+        return {**{c: c for c in contexts}, **{c.removeprefix("taudash-"): c for c in contexts}}
+
+    @classmethod
+    def check_faults(cls, faults: Iterable[ClusterFault], workers: int) -> None:
+        """FaultSpecError naming a cluster that is not in a fleet of `workers` workers."""
+        names = cls.cluster_names(workers)
+        for f in faults:
+            if f.cluster not in names:
+                known = ", ".join(["manager", *(f"worker-{i + 1}" for i in range(workers))])
+                raise FaultSpecError(f"{str(f)!r}: no cluster {f.cluster!r} in this fleet (one of {known}, "
+                                     "or its context name)")
 
     def mk_name_of(self, worker: SimServer) -> str:
         return next(n for n, w in self.mk_names.items() if w is worker)
@@ -110,25 +221,38 @@ class SimFleet:
                 w.db.seed(self._worker_seed())
                 await w.start()
                 self.up[w.context] = True
+            for s in (self.manager, *self.workers):
+                self.relays[s.context] = Relay(s)
+                await self.relays[s.context].start()
             self.kubeconfig = self._write_kubeconfig()
             self.config = self._write_config()
+            self.control = self.kubeconfig.with_name(f"{self.kubeconfig.name}.faults")
+            self._write_control()
         except BaseException:
             await self.stop()
             raise
         if self.interval is not None:  # None: no background controller; the caller runs dispatch()
             self._task = asyncio.create_task(self._run(), name="sim-fleet-multikueue")
+        self._control_task = asyncio.create_task(self._watch_control(), name="sim-fleet-control")
         return self
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        for attr in ("_task", "_control_task"):
+            task = getattr(self, attr)
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                setattr(self, attr, None)
+        for relay in self.relays.values():
+            relay.release()
+            await relay.stop()
         for s in (*self.workers, self.manager):
             await s.stop()
+        if self.control is not None:
+            self.control.unlink(missing_ok=True)
         if self.kubeconfig is not None and self._kubeconfig_arg is None:
             self.kubeconfig.unlink(missing_ok=True)
         if self.config is not None:
@@ -141,17 +265,105 @@ class SimFleet:
         await self.stop()
 
     async def down(self, context: str) -> None:
-        """Stop one worker's API server (its clients see connection refused; dispatch skips it)."""
-        w = self.worker(context)
+        """Stop one cluster's API server (its clients see connection refused; dispatch skips a worker down)."""
+        s = self.server(context)
         self.up[context] = False
-        await w.api.stop()
+        self._stopped.add(context)
+        await self.relays[context].stop()
+        await s.api.stop()
 
     async def restore(self, context: str) -> None:
-        """Serve a stopped worker again on its port."""
-        w = self.worker(context)
-        w.api._requested_port = w.api.port or 0
-        await w.api.start()
-        self.up[context] = True
+        """Serve a stopped cluster again on its port."""
+        s = self.server(context)
+        s.api._requested_port = s.api.port or 0
+        await s.api.start()
+        await self.relays[context].start()
+        self._stopped.discard(context)
+        self.up[context] = not self.relays[context].held
+
+    # --- faults per cluster (the CLI's --fault, the control file) --------------------------------
+    async def set_faults(self, faults: Iterable[ClusterFault]) -> None:
+        """Make `faults` the faults in force (every other cluster healthy). Raises FaultSpecError (and
+        changes nothing) for a cluster not in the fleet or a resource its API server does not serve."""
+        faults = list(faults)
+        names = self.cluster_names(len(self.workers))
+        self.check_faults(faults, len(self.workers))
+        for f in faults:
+            for r in f.resources:
+                try:
+                    self.server(names[f.cluster]).db.registry.resolve(r)
+                except KeyError:
+                    raise FaultSpecError(f"{str(f)!r}: {names[f.cluster]} serves no resource {r!r}") from None
+        for s in (self.manager, *self.workers):
+            mine = [f for f in faults if names[f.cluster] == s.context]
+            await self._apply(s, mine)
+        self.faults = faults
+        self._write_control()
+
+    async def _apply(self, s: SimServer, faults: list[ClusterFault]) -> None:
+        ctx, relay = s.context, self.relays[s.context]
+        kinds = {f.kind for f in faults}
+        latency = sum(f.seconds for f in faults if f.kind == "slow")
+        forbidden = {r for f in faults if f.kind == "forbidden" for r in f.resources}
+        old = [f for f in self.faults if self.cluster_names(len(self.workers)).get(f.cluster) == ctx]
+        old_latency = sum(f.seconds for f in old if f.kind == "slow")
+        old_forbidden = {r for f in old if f.kind == "forbidden" for r in f.resources}
+        if latency != old_latency or forbidden != old_forbidden:
+            s.faults.clear()
+            if latency:
+                s.faults.latency(latency)
+            for r in sorted(forbidden):
+                s.faults.forbid(r)
+            if forbidden != old_forbidden:
+                s.faults.drop_watches()  # clients watch again and meet the 403 (or its end)
+        if "hang" in kinds:
+            relay.hold()
+        else:
+            relay.release()
+        if "down" in kinds and ctx not in self._stopped:
+            await self.down(ctx)
+        elif "down" not in kinds and ctx in self._stopped:
+            await self.restore(ctx)
+        self.up[ctx] = ctx not in self._stopped and not relay.held
+
+    def _write_control(self) -> None:
+        if self.control is None:
+            return
+        text = ("# Faults in force in this simulated fleet, one a line (docs/simulator.md, \"Faults per cluster\").\n"
+                "# Edit this file to change them while it runs, e.g.  worker-1=down  worker-2=hang\n"
+                "#   worker-2=slow:5s  manager=forbidden:Workload ; an empty file: every cluster healthy.\n"
+                + "".join(f"{f}\n" for f in self.faults))
+        tmp = self.control.with_name(f".{self.control.name}.tmp")
+        tmp.touch(mode=0o600)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(self.control)
+        self._control_seen = text
+
+    async def _watch_control(self, every: float = 0.3) -> None:
+        """Apply the control file whenever its text changes; a line that does not parse rejects the
+        whole change (the faults in force stay), said in `control_status`."""
+        assert self.control is not None
+        while True:
+            await asyncio.sleep(every)
+            try:
+                text = self.control.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if text == self._control_seen:
+                continue
+            self._control_seen = text
+            try:
+                faults = parse_fault_lines(text, self.manager.db.registry)
+                await self.set_faults(faults)
+                self._control_seen = self.control.read_text(encoding="utf-8") if self.control.exists() else None
+                self.control_status = "applied: " + (" ".join(str(f) for f in faults) or "every cluster healthy")
+            except FaultSpecError as exc:
+                self.control_status = f"rejected ({exc}); still in force: " + (
+                    " ".join(str(f) for f in self.faults) or "no fault")
+            except Exception as exc:  # noqa: BLE001 - the control loop keeps serving; the error is said
+                self.control_status = f"failed: {type(exc).__name__}: {exc}"
+            if self.on_control is not None:
+                self.on_control(self.control_status)
 
     # --- seeding ---------------------------------------------------------------------------------
     def _map_workers(self) -> None:
@@ -213,7 +425,7 @@ class SimFleet:
         merged: Obj = {"apiVersion": "v1", "kind": "Config", "preferences": {}, "clusters": [], "users": [],
                        "contexts": [], "current-context": MANAGER}
         for s in (self.manager, *self.workers):
-            one = kubeconfig_dict(s.api.url, s.api.token, s.context, None, s.cert.pem() if s.cert else None)
+            one = kubeconfig_dict(self.url_of(s), s.api.token, s.context, None, s.cert.pem() if s.cert else None)
             for key in ("clusters", "users", "contexts"):
                 merged[key] += one[key]
         target = self._kubeconfig_arg or Path(str(self.manager.kubeconfig)).with_name("fleet-kubeconfig")
@@ -277,7 +489,8 @@ class SimFleet:
                 continue
             up = self.up.get(w.context, False)
             want = ("True", "Active", "Connected") if up else (
-                "False", "ClientConnectionFailed", f"Get \"{w.api.url}/api\": connect: connection refused")
+                "False", "ClientConnectionFailed", f"Get \"{self.url_of(w)}/api\": "
+                + ("context deadline exceeded" if self.relays[w.context].held else "connect: connection refused"))
             conds = (mc.get("status") or {}).get("conditions") or []
             cur: dict[str, Any] = next((c for c in conds if c.get("type") == "Active"), {})
             if (cur.get("status"), cur.get("reason")) != want[:2]:
