@@ -8,6 +8,7 @@ test asserts on them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import shutil
@@ -17,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -49,6 +50,7 @@ class Figure:
     target: float | None = None  # None: reported, no target
     lower_is_better: bool = True
     note: str = ""
+    runs: list[float] | None = None  # every run behind a median (value), in the order measured
 
     @property
     def ok(self) -> bool | None:
@@ -56,9 +58,20 @@ class Figure:
             return None
         return self.value <= self.target if self.lower_is_better else self.value >= self.target
 
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) of the runs, when there were several."""
+        return (min(self.runs), max(self.runs)) if self.runs and len(self.runs) > 1 else None
+
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "value": self.value, "unit": self.unit, "target": self.target,
-                "pass": self.ok, "note": self.note}
+                "pass": self.ok, "note": self.note, "runs": self.runs}
+
+    @classmethod
+    def of_runs(cls, key: str, label: str, runs: list[float], unit: str, target: float | None = None,
+                note: str = "") -> Figure:
+        """The median of `runs`, keeping the runs (and so their spread)."""
+        return cls(key, label, median(runs), unit, target, note=note, runs=list(runs))
 
 
 def median(xs: list[float]) -> float | None:
@@ -134,6 +147,17 @@ class SimProcess:
         self.proc.stdin.flush()
         return self._readline(timeout)
 
+    def cpu_seconds(self) -> float | None:
+        """The simulator process's CPU time so far (user + system; Linux /proc), None if unknown."""
+        if self.proc is None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     async def acommand(self, line: str, wait: float = 600.0) -> str:
         return await asyncio.to_thread(self.command, line, wait)
 
@@ -154,90 +178,167 @@ class SimProcess:
 
 @dataclass
 class SyncResult:
-    store: Store
+    store: Any  # Store (None once an interleaved round dropped it)
     source: Any  # KubeSource, still watching
     target: Any
     seconds: float
     cpu_seconds: float
     counts: dict[str, int] = field(default_factory=dict)
     not_synced: list[str] = field(default_factory=list)
+    pages: dict[str, list[int]] = field(default_factory=dict)  # per kind, the size of each list page received
+    server_cpu_seconds: float | None = None  # the simulator process's CPU during the sync, when known
 
 
-async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> SyncResult:
-    """Connect and list every kind through engine.sources.kube; the informers keep watching after."""
+async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None,
+                       server_cpu: Callable[[], float | None] | None = None) -> SyncResult:
+    """Connect and list every kind through engine.sources.kube; the informers keep watching after.
+    The size of every list page received is recorded (kind → sizes, in order): the decode baseline
+    checks it reads the same pages."""
     from taudash.engine.sources.kube import KubeSource, connect
 
+    pages: dict[str, list[int]] = {}
     target = await connect(None, str(kubeconfig))
-    source = KubeSource(store, target, lock=lock)
+    source = KubeSource(store, target, lock=lock, on_page=lambda kind, body: pages.setdefault(kind, []).append(len(body)))
+    s0 = server_cpu() if server_cpu else None
     t, c = time.perf_counter(), time.process_time()
     await source.start()
     await source.wait_synced(900)
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
+    s1 = server_cpu() if server_cpu else None
     counts = {k.kind: store.count(k.kind) for k in KINDS}
     bad = [k for k, a in store.access_states().items() if a.state is not AccessState.SYNCED]
-    return SyncResult(store, source, target, seconds, cpu, counts, bad)
+    return SyncResult(store, source, target, seconds, cpu, counts, bad, pages,
+                      None if s0 is None or s1 is None else s1 - s0)
 
 
-async def list_bodies(source: KubeSource, out: BinaryIO | None = None) -> list[bytes]:
-    """The same list pages the informers read (same paths, same page size), as raw bytes; written
-    length-prefixed to the binary file `out` instead of kept, when given."""
-    bodies: list[bytes] = []
+async def spool_pages(source: KubeSource, out: BinaryIO) -> dict[str, list[int]]:
+    """The list pages the informers read (same paths, page size and versions, over the same client and
+    transport), written length-prefixed to the binary file `out` one at a time; → kind → page sizes."""
+    sizes: dict[str, list[int]] = {}
     for k in source.kinds:
         if source.status[k.kind].version is None:
             continue
         cont = None
         while True:
             body = await source.list_page(k, cont)
-            if out is None:
-                bodies.append(body)
-            else:
-                out.write(len(body).to_bytes(8, "little"))
-                out.write(body)
+            out.write(len(body).to_bytes(8, "little"))
+            out.write(body)
+            sizes.setdefault(k.kind, []).append(len(body))
             cont = (fast_loads(body).get("metadata") or {}).get("continue")
             if not cont:
                 break
-    return bodies
+    return sizes
 
 
-def decode_seconds(bodies: list[bytes], repeat: int = 3) -> float:
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for b in bodies:
-            fast_loads(b)
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
+@dataclass
+class DecodeRun:
+    seconds: float  # wall time inside the decoder only (reading the spool is not counted)
+    cpu_seconds: float
+    pages: int
+    bytes: int
 
 
-_DECODE_CHILD = """
-import statistics, sys, time
-try:
-    from orjson import loads
-except ImportError:
-    from json import loads
-bodies = []
-with open(sys.argv[1], "rb") as f:
-    while True:
-        n = f.read(8)
-        if not n:
-            break
-        bodies.append(f.read(int.from_bytes(n, "little")))
-runs = []
-for _ in range(int(sys.argv[2])):
-    t = time.perf_counter()
-    for b in bodies:
-        loads(b)
-    runs.append(time.perf_counter() - t)
-print(statistics.median(runs))
-"""
+def decode_spooled(path: Path) -> DecodeRun:
+    """orjson over every page in `path`, in this process, one page in memory at a time and under the
+    same heap policy as the sync's lists (the collector paused while a list decodes, if the program
+    installed one): the same process conditions as the sync it is compared with."""
+    from taudash.engine import heap
+
+    wall = cpu = 0.0
+    n = total = 0
+    with path.open("rb") as f, heap.current().bulk():
+        while True:
+            head = f.read(8)
+            if not head:
+                break
+            body = f.read(int.from_bytes(head, "little"))
+            t, c = time.perf_counter(), time.process_time()
+            fast_loads(body)
+            wall += time.perf_counter() - t
+            cpu += time.process_time() - c
+            n += 1
+            total += len(body)
+    return DecodeRun(wall, cpu, n, total)
 
 
-def decode_seconds_elsewhere(path: Path, repeat: int = 3) -> float:
-    """decode_seconds of the pages in `path`, in a child process: the baseline's own memory (every
-    page at once) must not count in the client's peak."""
-    p = subprocess.run([sys.executable, "-c", _DECODE_CHILD, str(path), str(repeat)], capture_output=True,
-                       text=True, timeout=1800, check=True)
-    return float(p.stdout.strip())
+@dataclass
+class Interleaved:
+    """Initial sync and raw decode of the same pages, alternated (sync, decode, sync, decode, …)."""
+
+    syncs: list[SyncResult]
+    decodes: list[DecodeRun]
+    transport: str  # "https" / "http": what the sync and the spooled pages both travelled over
+    same_pages: bool  # every sync received pages of exactly the sizes spooled, kind by kind, in order
+    spool_seconds: float  # fetching the pages once more (no decode) over the same client
+
+    @property
+    def kept(self) -> SyncResult:
+        return self.syncs[-1]
+
+    def sync_runs(self) -> list[float]:
+        return [s.seconds for s in self.syncs]
+
+    def decode_runs(self) -> list[float]:
+        return [d.seconds for d in self.decodes]
+
+    def ratios(self) -> list[float]:
+        """sync / decode of each interleaved pair."""
+        return [s.seconds / d.seconds for s, d in zip(self.syncs, self.decodes, strict=True) if d.seconds]
+
+    def cpu_ratios(self) -> list[float]:
+        return [s.cpu_seconds / d.cpu_seconds for s, d in zip(self.syncs, self.decodes, strict=True) if d.cpu_seconds]
+
+
+async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, last_store: Store, lock: Any = None,
+                                      rounds: int = 3, server_cpu: Callable[[], float | None] | None = None,
+                                      progress: Callable[[str], None] | None = None) -> Interleaved:
+    """`rounds` × (initial sync into a fresh store, then orjson over the same pages while that store
+    is alive), in this process. The pages are fetched once, after the first sync, over that sync's own
+    client (same TLS or none), spooled to `spool`; every sync's page sizes must match them. Earlier
+    rounds' stores are dropped before the next sync; the last round syncs into `last_store` and keeps
+    its source watching (the rest of the bench uses it)."""
+    syncs: list[SyncResult] = []
+    decodes: list[DecodeRun] = []
+    spooled: dict[str, list[int]] | None = None
+    spool_seconds = 0.0
+    transport = ""
+    same = True
+    for i in range(rounds):
+        last = i == rounds - 1
+        _settle()
+        sync = await initial_sync(kubeconfig, last_store if last else Store(), lock, server_cpu)
+        try:
+            if spooled is None:
+                transport = sync.target.transport
+                t = time.perf_counter()
+                with spool.open("wb") as out:
+                    spooled = await spool_pages(sync.source, out)
+                spool_seconds = time.perf_counter() - t
+            same = same and sync.pages == spooled
+            dec = decode_spooled(spool)
+        except BaseException:
+            await sync.source.stop()
+            await sync.target.close()
+            raise
+        if progress is not None:
+            progress(f"  round {i + 1}: sync {sync.seconds:.3f} s (client CPU {sync.cpu_seconds:.2f} s"
+                     + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None else "")
+                     + f"), decode {dec.seconds:.3f} s (CPU {dec.cpu_seconds:.2f} s), "
+                     f"ratio {sync.seconds / dec.seconds:.2f}x ({rss_mib() or 0:.0f} MiB)")
+        decodes.append(dec)
+        if not last:
+            await sync.source.stop()
+            await sync.target.close()
+            sync = replace(sync, store=None, source=None, target=None)  # the store goes before the next round
+        syncs.append(sync)
+    return Interleaved(syncs, decodes, transport, same, spool_seconds)
+
+
+def _settle() -> None:
+    """Drop what the previous round left (frozen by the heap policy or held in cycles: tasks, sessions)
+    before the next sync, so each starts from the same heap."""
+    gc.unfreeze()
+    gc.collect()
 
 
 def kubectl_seconds(kubeconfig: Path, repeat: int = 1) -> tuple[float | None, str]:
