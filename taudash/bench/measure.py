@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -178,8 +178,8 @@ class SimProcess:
 
 @dataclass
 class SyncResult:
-    store: Any  # Store (None once an interleaved round dropped it)
-    source: Any  # KubeSource, still watching
+    store: Any  # Store (None for a sync run in another process)
+    source: Any  # KubeSource, still watching (None: ditto)
     target: Any
     seconds: float
     cpu_seconds: float
@@ -232,40 +232,74 @@ async def spool_pages(source: KubeSource, out: BinaryIO) -> dict[str, list[int]]
 
 @dataclass
 class DecodeRun:
-    seconds: float  # wall time inside the decoder only (reading the spool is not counted)
+    seconds: float  # wall time inside the decoder only (reading the pages is not counted)
     cpu_seconds: float
     pages: int
     bytes: int
 
 
-def decode_spooled(path: Path) -> DecodeRun:
-    """orjson over every page in `path`, in this process, one page in memory at a time and under the
-    same heap policy as the sync's lists (the collector paused while a list decodes, if the program
-    installed one): the same process conditions as the sync it is compared with."""
-    from taudash.engine import heap
+def read_spool(path: Path) -> list[bytes]:
+    bodies = []
+    with path.open("rb") as f:
+        while head := f.read(8):
+            bodies.append(f.read(int.from_bytes(head, "little")))
+    return bodies
 
-    wall = cpu = 0.0
-    n = total = 0
-    with path.open("rb") as f, heap.current().bulk():
-        while True:
-            head = f.read(8)
-            if not head:
-                break
-            body = f.read(int.from_bytes(head, "little"))
-            t, c = time.perf_counter(), time.process_time()
+
+def decode_pages(bodies: list[bytes]) -> DecodeRun:
+    """orjson over every page, once, with the collector paused (as the sync's lists run)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        t, c = time.perf_counter(), time.process_time()
+        for body in bodies:
             fast_loads(body)
-            wall += time.perf_counter() - t
-            cpu += time.process_time() - c
-            n += 1
-            total += len(body)
-    return DecodeRun(wall, cpu, n, total)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+    finally:
+        if was:
+            gc.enable()
+    return DecodeRun(wall, cpu, len(bodies), sum(len(b) for b in bodies))
+
+
+# A round of the baseline runs in a fresh process of its own: the heap of a process that holds (or
+# held) a fleet's store makes allocation-heavy decoding 2-3x slower (orjson over the L pages: 1.1 s
+# of CPU in a fresh process, 3.0-3.7 s beside a synced store, 1.9-2.4 s after dropping it), and
+# the product's own sync runs in a fresh process (the dashboard's start). Same condition for both.
+
+
+def _child(args: list[str], timeout: float = 1800.0) -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.run([sys.executable, "-m", "taudash.bench.measure", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env, cwd=root)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench child {args[0]} failed: {p.stderr.strip()[-2000:]}")
+    doc: dict[str, Any] = orjson.loads(p.stdout.strip().splitlines()[-1])
+    return doc
+
+
+def decode_elsewhere(spool: Path) -> DecodeRun:
+    """`decode_pages` of the spooled pages in a fresh process (pages read before the clock starts)."""
+    d = _child(["decode", str(spool)])
+    return DecodeRun(d["seconds"], d["cpuSeconds"], d["pages"], d["bytes"])
+
+
+def sync_elsewhere(kubeconfig: Path, server_cpu: Callable[[], float | None] | None = None,
+                   profile: Path | None = None) -> SyncResult:
+    """`initial_sync` in a fresh process (the store dies with it); the server's CPU is read around the
+    whole child (its imports cost the server nothing)."""
+    s0 = server_cpu() if server_cpu else None
+    d = _child(["sync", str(kubeconfig), *(["--profile", str(profile)] if profile else [])])
+    s1 = server_cpu() if server_cpu else None
+    return SyncResult(None, None, None, d["seconds"], d["cpuSeconds"], d["counts"], d["notSynced"], d["pages"],
+                      None if s0 is None or s1 is None else s1 - s0)
 
 
 @dataclass
 class Interleaved:
     """Initial sync and raw decode of the same pages, alternated (sync, decode, sync, decode, …)."""
 
-    syncs: list[SyncResult]
+    syncs: list[SyncResult]  # the first is the one kept (its store and source live on)
     decodes: list[DecodeRun]
     transport: str  # "https" / "http": what the sync and the spooled pages both travelled over
     same_pages: bool  # every sync received pages of exactly the sizes spooled, kind by kind, in order
@@ -273,7 +307,7 @@ class Interleaved:
 
     @property
     def kept(self) -> SyncResult:
-        return self.syncs[-1]
+        return self.syncs[0]
 
     def sync_runs(self) -> list[float]:
         return [s.seconds for s in self.syncs]
@@ -289,56 +323,81 @@ class Interleaved:
         return [s.cpu_seconds / d.cpu_seconds for s, d in zip(self.syncs, self.decodes, strict=True) if d.cpu_seconds]
 
 
-async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, last_store: Store, lock: Any = None,
+async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, store: Store, lock: Any = None,
                                       rounds: int = 3, server_cpu: Callable[[], float | None] | None = None,
                                       progress: Callable[[str], None] | None = None) -> Interleaved:
-    """`rounds` × (initial sync into a fresh store, then orjson over the same pages while that store
-    is alive), in this process. The pages are fetched once, after the first sync, over that sync's own
-    client (same TLS or none), spooled to `spool`; every sync's page sizes must match them. Earlier
-    rounds' stores are dropped before the next sync; the last round syncs into `last_store` and keeps
-    its source watching (the rest of the bench uses it)."""
+    """`rounds` × (initial sync, then orjson over the same pages), each in a fresh process. The first
+    sync is this process's, into `store` (nothing fleet-sized has lived here yet); it keeps watching
+    for the rest of the bench. Its pages are fetched once more over its own client (same TLS or none)
+    and spooled to `spool`; every sync's page sizes must match them. The other syncs and every decode
+    run in child processes."""
     syncs: list[SyncResult] = []
     decodes: list[DecodeRun] = []
-    spooled: dict[str, list[int]] | None = None
-    spool_seconds = 0.0
-    transport = ""
-    same = True
-    for i in range(rounds):
-        last = i == rounds - 1
-        _settle()
-        sync = await initial_sync(kubeconfig, last_store if last else Store(), lock, server_cpu)
-        try:
-            if spooled is None:
-                transport = sync.target.transport
-                t = time.perf_counter()
-                with spool.open("wb") as out:
-                    spooled = await spool_pages(sync.source, out)
-                spool_seconds = time.perf_counter() - t
-            same = same and sync.pages == spooled
-            dec = decode_spooled(spool)
-        except BaseException:
-            await sync.source.stop()
-            await sync.target.close()
-            raise
-        if progress is not None:
-            progress(f"  round {i + 1}: sync {sync.seconds:.3f} s (client CPU {sync.cpu_seconds:.2f} s"
-                     + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None else "")
-                     + f"), decode {dec.seconds:.3f} s (CPU {dec.cpu_seconds:.2f} s), "
-                     f"ratio {sync.seconds / dec.seconds:.2f}x ({rss_mib() or 0:.0f} MiB)")
-        decodes.append(dec)
-        if not last:
-            await sync.source.stop()
-            await sync.target.close()
-            sync = replace(sync, store=None, source=None, target=None)  # the store goes before the next round
-        syncs.append(sync)
-    return Interleaved(syncs, decodes, transport, same, spool_seconds)
+    kept = await initial_sync(kubeconfig, store, lock, server_cpu)
+    try:
+        t = time.perf_counter()
+        with spool.open("wb") as out:
+            spooled = await spool_pages(kept.source, out)
+        spool_seconds = time.perf_counter() - t
+        for i in range(rounds):
+            sync = kept if i == 0 else await asyncio.to_thread(sync_elsewhere, kubeconfig, server_cpu)
+            dec = await asyncio.to_thread(decode_elsewhere, spool)
+            if progress is not None:
+                progress(f"  round {i + 1}: sync {sync.seconds:.3f} s (client CPU {sync.cpu_seconds:.2f} s"
+                         + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None else "")
+                         + f"), decode {dec.seconds:.3f} s (CPU {dec.cpu_seconds:.2f} s), "
+                         f"ratio {sync.seconds / dec.seconds:.2f}x{'' if sync.pages == spooled else ', PAGES DIFFER'}")
+            syncs.append(sync)
+            decodes.append(dec)
+    except BaseException:
+        await kept.source.stop()
+        await kept.target.close()
+        raise
+    return Interleaved(syncs, decodes, kept.target.transport, all(s.pages == spooled for s in syncs), spool_seconds)
 
 
-def _settle() -> None:
-    """Drop what the previous round left (frozen by the heap policy or held in cycles: tasks, sessions)
-    before the next sync, so each starts from the same heap."""
-    gc.unfreeze()
-    gc.collect()
+async def _sync_main(kubeconfig: str, profile: str | None) -> dict[str, Any]:
+    from taudash.runtime import tune_gc_for_long_lived_model
+
+    tune_gc_for_long_lived_model()  # the program's policy, as the CLI installs it
+    import kubernetes_asyncio.client  # noqa: F401 - imported before any profile starts, as in the bench process
+    import kubernetes_asyncio.config  # noqa: F401
+
+    prof = None
+    if profile:
+        from pyinstrument import Profiler
+
+        prof = Profiler(interval=0.001, async_mode="disabled")
+        prof.start()
+    sync = await initial_sync(Path(kubeconfig), Store())
+    text = ""
+    if prof is not None:
+        prof.stop()
+        text = prof.output_text(unicode=True, color=False, show_all=False)
+    await sync.source.stop()
+    await sync.target.close()
+    return {"seconds": sync.seconds, "cpuSeconds": sync.cpu_seconds, "counts": sync.counts,
+            "notSynced": sync.not_synced, "pages": sync.pages, "peakRssMiB": peak_rss_mib(), "profile": text}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The fresh-process halves of the baseline: `sync KUBECONFIG [--profile FILE]` | `decode SPOOL`;
+    one JSON line on stdout."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["sync"] and len(args) in (2, 4):
+        profile = args[3] if len(args) == 4 and args[2] == "--profile" else None
+        doc = asyncio.run(_sync_main(args[1], profile))
+        if profile:
+            Path(profile).write_text(doc.pop("profile"))
+    elif args[:1] == ["decode"] and len(args) == 2:
+        bodies = read_spool(Path(args[1]))
+        run = decode_pages(bodies)
+        doc = {"seconds": run.seconds, "cpuSeconds": run.cpu_seconds, "pages": run.pages, "bytes": run.bytes}
+    else:
+        print("usage: python -m taudash.bench.measure sync KUBECONFIG [--profile FILE] | decode SPOOL", file=sys.stderr)
+        return 2
+    sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+    return 0
 
 
 def kubectl_seconds(kubeconfig: Path, repeat: int = 1) -> tuple[float | None, str]:
@@ -440,3 +499,7 @@ class ViewFollower:
             self.refreshes += 1
             self.probe.ready(rev)
             await asyncio.sleep(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
