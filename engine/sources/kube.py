@@ -525,44 +525,75 @@ class KubeSource:
 
     async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
         items: list[tuple[StoredObject, dict[str, Any] | None]] = []
-        cont: str | None = None
-        rv = ""
         path = self._path(k, st.served)
+        # One page ahead: the next page is asked for as soon as the head of the current one has
+        # arrived (the API server writes the continue token before the items), so the server
+        # prepares it while this one is still arriving and decoding.
+        current: _Page | None = None
+        ahead: _Page | None = None
 
-        def fetch(token: str | None) -> asyncio.Future[bytes]:
+        def start(token: str | None) -> _Page:
             query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
             if token:
                 query.append(("continue", token))
-            return asyncio.ensure_future(self._get_bytes(path, query))
+            page = _Page(token)
+            page.body = asyncio.ensure_future(self._get_page(path, query, partial(headed, page)))
+            return page
 
-        pending: asyncio.Future[bytes] | None = fetch(None)
+        def headed(page: _Page, token: str | None) -> None:
+            page.next = token
+            advance()
+
+        def advance() -> None:
+            nonlocal ahead
+            if ahead is None and current is not None and current.next:
+                ahead = start(current.next)
+
+        current = start(None)
+        rv = ""
         try:
             while True:
-                assert pending is not None  # the loop ends where the last page names no next one
-                body = await pending
-                # Ask for the next page before decoding this one: the server prepares it meanwhile.
-                peeked = _peek_continue(body)
-                pending = fetch(peeked) if peeked else None
+                body = await current.body
                 if self.on_page is not None:
                     self.on_page(k.kind, body)
                 page_rv, cont = self._ingest_page(k, st, body, items)
                 rv = page_rv or rv
                 if not cont:
                     break
-                if peeked != cont:  # the peek could not tell: fetch what the page really says
-                    if pending is not None:
-                        pending.cancel()
-                    pending = fetch(cont)
+                if ahead is None or ahead.token != cont:  # the head could not tell: fetch what the page says
+                    if ahead is not None:
+                        ahead.cancel()
+                    ahead = start(cont)
+                current, ahead = ahead, None
+                advance()
         finally:
-            if pending is not None:
-                if pending.done() and not pending.cancelled():
-                    pending.exception()  # retrieved: a prefetch that failed after an earlier error is moot
-                pending.cancel()
+            for page in (current, ahead):
+                if page is not None:
+                    page.cancel()
         now = self.clock()
         self._mutate(lambda: self.store.replace(k.kind, items, at=now))
         self._set_access(k.kind, AccessState.SYNCED)
         st.resource_version = rv
         st.synced.set()
+
+    async def _get_page(self, path: str, query: list[tuple[str, Any]], headed: Callable[[str | None], None]) -> bytes:
+        """A list page's body; `headed` is told its continue token (None: none, or the head cannot
+        tell) once the head of the body has arrived, before the rest is read."""
+        resp = await self._request(path, query)
+        try:
+            if resp.status >= 400:
+                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+            head = b""
+            while _ITEMS not in head and len(head) < _HEAD_MAX:
+                chunk = await resp.content.readany()
+                if not chunk:
+                    break
+                head += chunk
+            headed(_peek_continue(head))
+            rest = await resp.content.read()
+            return head + rest if rest else head
+        finally:
+            resp.release()
 
     def _ingest_page(self, k: ResourceKind, st: KindStatus, body: bytes,
                      items: list[tuple[StoredObject, dict[str, Any] | None]]) -> tuple[str, str | None]:
@@ -657,6 +688,22 @@ class KubeSource:
 
 
 _ITEMS = b'"items":'
+_HEAD_MAX = 64 * 1024  # a list's metadata is a few hundred bytes: past this, the head cannot tell
+
+
+class _Page:
+    """One list page being fetched: the continue token it was asked with, the next one once its head
+    has arrived."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self.next: str | None = None
+        self.body: asyncio.Future[bytes]
+
+    def cancel(self) -> None:
+        if self.body.done() and not self.body.cancelled():
+            self.body.exception()  # retrieved: a fetch that failed after an earlier error is moot
+        self.body.cancel()
 
 
 def _peek_continue(body: bytes) -> str | None:
