@@ -369,7 +369,7 @@ def _workloads(wire: list[_WireWorkload], api_version: str) -> list[Workload]:
     served apiVersion where an item omits it."""
     specs, spec_miss, no_spec = _WL_SPEC.hits, _WL_SPEC.miss, _WL_SPEC.default
     adms, adm_miss = _ADMISSION.hits, _ADMISSION.miss
-    out = []
+    out: list[Workload] = []
     append = out.append
     for w in wire:
         st = w.status
