@@ -135,18 +135,43 @@ class Store:
         return True
 
     def replace(self, kind: str, objects: Iterable[tuple[StoredObject, dict[str, Any] | None]], at: float | None = None) -> None:
-        """Swap a kind's whole content (a re-list), emitting one RESET change."""
-        for key in list(self._objects[kind]):
-            self._unindex(kind, key)
-        self._objects[kind] = {}
-        self._raw[kind] = {}
+        """Swap a kind's whole content (a re-list), emitting one RESET change.
+
+        Indexed in one batch: the kind's namespace and label indexes are rebuilt rather than edited
+        key by key, and only owner references touch the shared owner index."""
+        for key, old in self._objects[kind].items():
+            for ref in old.metadata.owner_references:
+                self._unown(ref.uid, (kind, key))
+        objs: dict[Key, StoredObject] = {}
+        raws: dict[Key, dict[str, Any]] = {}
+        by_ns: dict[str, set[Key]] = {}
+        by_label: dict[tuple[str, str], set[Key]] = {}
+        self._objects[kind], self._raw[kind], self._by_ns[kind], self._by_label[kind] = objs, raws, by_ns, by_label
         self._sorted[kind] = None
+        labelled = kind not in HIGH_VOLUME
         for obj, raw in objects:
-            key = (obj.metadata.namespace or "", obj.metadata.name)
-            self._objects[kind][key] = obj
+            meta = obj.metadata
+            ns = meta.namespace or ""
+            key = (ns, meta.name)
+            if key in objs:  # the same name twice: the later one stands, as with upserts
+                self._unindex(kind, key)
+                raws.pop(key, None)
+            objs[key] = obj
             if raw is not None:
-                self._raw[kind][key] = raw
-            self._index(kind, key, obj)
+                raws[key] = raw
+            keys = by_ns.get(ns)
+            if keys is None:
+                keys = by_ns[ns] = set()
+            keys.add(key)
+            if labelled:
+                for label in meta.labels.items():
+                    have = by_label.get(label)
+                    if have is None:
+                        have = by_label[label] = set()
+                    have.add(key)
+            for ref in meta.owner_references:
+                if ref.uid:
+                    self._own(ref.uid, (kind, key))
         self._emit(kind, ("", ""), "RESET", at)
 
     def set_access(self, kind: str, state: AccessState, message: str = "", since: float | None = None) -> None:
@@ -399,14 +424,17 @@ class Store:
                 self._by_label[kind].setdefault((lk, lv), set()).add(key)
         for ref in obj.metadata.owner_references:
             if ref.uid:
-                entry, have = (kind, key), self._by_owner.get(ref.uid)
-                if have is None:
-                    self._by_owner[ref.uid] = entry
-                elif isinstance(have, tuple):
-                    if have != entry:
-                        self._by_owner[ref.uid] = {have, entry}
-                else:
-                    have.add(entry)
+                self._own(ref.uid, (kind, key))
+
+    def _own(self, uid: str, entry: tuple[str, Key]) -> None:
+        have = self._by_owner.get(uid)
+        if have is None:
+            self._by_owner[uid] = entry
+        elif isinstance(have, tuple):
+            if have != entry:
+                self._by_owner[uid] = {have, entry}
+        else:
+            have.add(entry)
 
     def _unindex(self, kind: str, key: Key) -> None:
         obj = self._objects[kind][key]
@@ -422,16 +450,19 @@ class Store:
                 if not s:
                     del self._by_label[kind][(lk, lv)]
         for ref in obj.metadata.owner_references:
-            have = self._by_owner.get(ref.uid)
-            if have is None:
-                continue
-            if isinstance(have, tuple):
-                if have == (kind, key):
-                    del self._by_owner[ref.uid]
-            else:
-                have.discard((kind, key))
-                if len(have) == 1:
-                    self._by_owner[ref.uid] = next(iter(have))
+            self._unown(ref.uid, (kind, key))
+
+    def _unown(self, uid: str, entry: tuple[str, Key]) -> None:
+        have = self._by_owner.get(uid)
+        if have is None:
+            return
+        if isinstance(have, tuple):
+            if have == entry:
+                del self._by_owner[uid]
+        else:
+            have.discard(entry)
+            if len(have) == 1:
+                self._by_owner[uid] = next(iter(have))
 
     def _emit(self, kind: str, key: Key, typ: str, at: float | None) -> None:
         self.revision += 1

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 import msgspec
 from msgspec import Struct
-from msgspec.structs import replace
+from msgspec.structs import force_setattr, replace
 from pydantic import BaseModel
 
 from . import base, core, kueue
@@ -320,9 +320,11 @@ class ListMeta(Struct, frozen=True, rename="camel", gc=False):
 
 # --- sub-objects many objects hold equal, decoded once ---------------------------------------
 #
-# A fleet's Workloads are made from a handful of templates: their specs and admissions repeat, and so
-# do Jobs' specs. The wire structs below keep those parts as raw JSON bytes (no parsing beyond finding
-# their end); equal bytes become one shared, immutable struct. Half a Workload's memory at fleet scale.
+# A fleet's Workloads are made from a handful of templates: their specs and admissions repeat. The wire
+# struct below keeps those two parts as raw JSON bytes (no parsing beyond finding their end); equal bytes
+# become one shared, immutable struct. Half a Workload's memory at fleet scale. (A Job's spec is not
+# shared: the API server stamps each Job's pod template with its own controller-uid and job-name labels,
+# so no two are equal and a cache of them only cost a copy and a lookup per Job.)
 
 
 class _WireWorkloadStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
@@ -344,55 +346,58 @@ class _WireWorkload(Struct, frozen=True, kw_only=True, rename="camel", gc=False)
     status: _WireWorkloadStatus = _WireWorkloadStatus()
 
 
-class _WireJob(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
-    api_version: str = ""
-    kind: str = "Job"
-    metadata: ObjectMeta
-    spec: msgspec.Raw = msgspec.Raw()
-    status: JobStatus = JobStatus()
-
-
 class _Shared:
     """Bytes → decoded struct, bounded (a churned cluster's templates just start over)."""
 
     def __init__(self, typ: type, limit: int = 20_000) -> None:
         self._dec: msgspec.json.Decoder[Any] = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
-        self._default = typ()
-        self._hits: dict[bytes, Any] = {}
+        self.default = typ()
+        self.hits: dict[bytes, Any] = {}
         self._limit = limit
 
-    def __call__(self, raw: msgspec.Raw) -> Any:
-        key = bytes(raw)
-        if not key:
-            return self._default
-        hit = self._hits.get(key)
-        if hit is None:
-            if len(self._hits) >= self._limit:
-                self._hits.clear()
-            hit = self._hits[key] = self._dec.decode(key)  # a bad part raises ValidationError: page refused
+    def miss(self, key: bytes) -> Any:
+        if len(self.hits) >= self._limit:
+            self.hits.clear()
+        hit = self.hits[key] = self._dec.decode(key)  # a bad part raises ValidationError: page refused
         return hit
 
 
 _WL_SPEC = _Shared(WorkloadSpec)
 _ADMISSION = _Shared(Admission)
-_JOB_SPEC = _Shared(JobSpec)
 
 
-def _workload(w: _WireWorkload) -> Workload:
-    st = w.status
-    adm = _ADMISSION(st.admission) if len(st.admission) else None
-    return Workload(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_WL_SPEC(w.spec),
-                    status=WorkloadStatus(admission=adm, conditions=st.conditions, admission_checks=st.admission_checks,
-                                         requeue_state=st.requeue_state, resource_requests=st.resource_requests,
-                                         cluster_name=st.cluster_name,
-                                         nominated_cluster_names=st.nominated_cluster_names, scheduling_stats=st.scheduling_stats))
+def _workloads(wire: list[_WireWorkload], api_version: str) -> list[Workload]:
+    """The stored Workloads of a page's wire structs, in one pass: shared spec and admission, the
+    served apiVersion where an item omits it."""
+    specs, spec_miss, no_spec = _WL_SPEC.hits, _WL_SPEC.miss, _WL_SPEC.default
+    adms, adm_miss = _ADMISSION.hits, _ADMISSION.miss
+    out: list[Workload] = []
+    append = out.append
+    for w in wire:
+        st = w.status
+        raw = bytes(w.spec)
+        spec = (specs.get(raw) or spec_miss(raw)) if raw else no_spec
+        raw = bytes(st.admission)
+        adm = (adms.get(raw) or adm_miss(raw)) if raw else None
+        append(Workload(api_version=w.api_version or api_version, kind=w.kind, metadata=w.metadata, spec=spec,
+                        status=WorkloadStatus(admission=adm, conditions=st.conditions,
+                                              admission_checks=st.admission_checks, requeue_state=st.requeue_state,
+                                              resource_requests=st.resource_requests, cluster_name=st.cluster_name,
+                                              nominated_cluster_names=st.nominated_cluster_names,
+                                              scheduling_stats=st.scheduling_stats)))
+    return out
 
 
-def _job(w: _WireJob) -> Job:
-    return Job(api_version=w.api_version, kind=w.kind, metadata=w.metadata, spec=_JOB_SPEC(w.spec), status=w.status)
+def _stamped(objs: list[Any], api_version: str) -> list[Any]:
+    # List items may omit apiVersion (the list names it once): record the version served.
+    if api_version:
+        for obj in objs:
+            if not obj.api_version:
+                force_setattr(obj, "api_version", api_version)
+    return objs
 
 
-_WIRE: dict[type, tuple[type, Any]] = {Workload: (_WireWorkload, _workload), Job: (_WireJob, _job)}
+_WIRE: dict[type, tuple[type, Any]] = {Workload: (_WireWorkload, _workloads)}
 
 
 class FastCodec:
@@ -400,7 +405,7 @@ class FastCodec:
     the caller falls back to a plain JSON decode and the tolerant per-object path)."""
 
     def __init__(self, model: type[FastObject]) -> None:
-        wire, self._finish = _WIRE.get(model, (model, None))
+        wire, self._finish = _WIRE.get(model, (model, _stamped))
         page = msgspec.defstruct(f"{model.__name__}List",
                                  [("items", GenericAlias(list, (wire,)), []), ("metadata", ListMeta, ListMeta())], gc=False)
         event = msgspec.defstruct(f"{model.__name__}Event", [("type", str), ("object", wire)], gc=False)
@@ -409,18 +414,22 @@ class FastCodec:
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(page, strict=False, dec_hook=_dec)
         self._event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(event, strict=False, dec_hook=_dec)
 
-    def page(self, body: bytes) -> tuple[list[FastObject], str, str | None] | None:
+    def page(self, body: bytes, api_version: str = "") -> tuple[list[FastObject], str, str | None] | None:
+        """A list page's objects (apiVersion `api_version` where an item names none), its
+        resourceVersion and continue token, in one decode and one pass."""
         try:
             doc = self._page.decode(body)
-            items = doc.items if self._finish is None else [self._finish(w) for w in doc.items]
+            items = self._finish(doc.items, api_version)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         return items, doc.metadata.resource_version, doc.metadata.continue_
 
-    def event(self, line: bytes) -> tuple[str, FastObject] | None:
+    def event(self, line: bytes, api_version: str = "") -> tuple[str, FastObject] | None:
         try:
             ev = self._event.decode(line)
-            obj = ev.object if self._finish is None else self._finish(ev.object)
+            if ev.type == "DELETED":
+                return ev.type, self._finish([ev.object], "")[0]
+            obj = self._finish([ev.object], api_version)[0]
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         return ev.type, obj

@@ -14,15 +14,16 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import aiohttp
 import msgspec
-from msgspec.structs import force_setattr
 from orjson import loads as _loads  # several times faster than json on list pages (a dependency)
 from pydantic import ValidationError
 
@@ -76,9 +77,75 @@ class ClusterTarget:
     server: str
     api_client: Any  # kubernetes_asyncio.client.ApiClient
     user: str = ""  # the kubeconfig user of the context: who writes, for the audit log
+    _reads: RawGet | None = field(default=None, repr=False)
+
+    def reads(self) -> RawGet:
+        """The GETs of the live source (lists, watches, discovery), on the API client's own connections."""
+        if self._reads is None:
+            self._reads = RawGet(self.api_client)
+        return self._reads
+
+    @property
+    def transport(self) -> str:
+        """"https" or "http": what every read of this target travels over (the bench records it)."""
+        return "https" if self.server.startswith("https:") else "http"
 
     async def close(self) -> None:
+        if self._reads is not None:
+            await self._reads.close()
+            self._reads = None
         await self.api_client.close()
+
+
+class RawGet:
+    """GET requests on the generated API client's connection pool, TLS context, credentials and proxy,
+    without its per-request work: the generated client's session trusts the environment, which costs
+    two thread hand-offs per request (a ~/.netrc read and a proxy look-up in executor threads: at fleet
+    scale ~700 list requests, each waiting for the GIL behind the decode), plus parameter sanitising.
+    The proxy is resolved once here, the way that session would (the kubeconfig's proxy-url, else
+    HTTPS_PROXY/NO_PROXY); credentials are applied per request by the client itself, so a token that
+    refreshes (exec plugins, in-cluster files) keeps refreshing."""
+
+    def __init__(self, api_client: Any) -> None:
+        rest = api_client.rest_client
+        self._api = api_client
+        self._host: str = api_client.configuration.host
+        self._headers = {**api_client.default_headers, "Accept": "application/json"}
+        self._extra: dict[str, Any] = {}
+        if rest.proxy:
+            self._extra["proxy"] = rest.proxy
+        else:
+            self._extra.update(_env_proxy(self._host))
+        if rest.proxy_headers:
+            self._extra["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            self._extra["server_hostname"] = rest.server_hostname
+        # The generated client's connector: one pool of (TLS) connections for its writes and these reads.
+        self._session = aiohttp.ClientSession(connector=rest.pool_manager.connector, connector_owner=False,
+                                              trust_env=False, read_bufsize=2**21)
+
+    async def __call__(self, path: str, query: list[tuple[str, Any]] | None,
+                       deadline: float | aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        headers = dict(self._headers)
+        await self._api.update_params_for_auth(headers, None, ["BearerToken"])
+        url = self._host + path + ("?" + urlencode(query) if query else "")
+        timeout = deadline if isinstance(deadline, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=deadline)
+        return await self._session.get(url, headers=headers, timeout=timeout, **self._extra)
+
+    async def close(self) -> None:
+        await self._session.close()
+
+
+def _env_proxy(host: str) -> dict[str, Any]:
+    """The proxy a session trusting the environment would pick for `host` (none: {})."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(host))
+    except (LookupError, ValueError):
+        return {}
+    return {"proxy": proxy, "proxy_auth": auth} if auth is not None else {"proxy": proxy}
 
 
 def kubeconfig_path(explicit: str | None = None) -> str:
@@ -170,6 +237,7 @@ class KubeSource:
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         lock: Any = None,
+        on_page: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.store = store
         self.target = target
@@ -183,6 +251,9 @@ class KubeSource:
         # the store. Writes never block the event loop on it: they queue and are applied in
         # order, in one batch, as soon as the lock is free (this also coalesces event bursts).
         self.lock = lock
+        # Told every list page's bytes as received (kind, body), before they are decoded: a benchmark
+        # checks its decode baseline reads exactly these pages.
+        self.on_page = on_page
         self._pending: deque[Callable[[], None]] = deque()
         self._flush_handle: asyncio.TimerHandle | None = None
         self.status: dict[str, KindStatus] = {k.kind: KindStatus(k) for k in kinds}
@@ -281,18 +352,7 @@ class KubeSource:
     # HTTP --------------------------------------------------------------------------------
     async def _request(self, path: str, query: list[tuple[str, Any]] | None = None,
                        deadline: float | aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
-        # kubernetes_asyncio is untyped: with _preload_content=False its call_api answers aiohttp's response.
-        resp: aiohttp.ClientResponse = await self.target.api_client.call_api(
-            path,
-            "GET",
-            query_params=query or [],
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=deadline or self.request_timeout,
-        )
-        return resp
+        return await self.target.reads()(path, query, deadline or self.request_timeout)
 
     async def _get_bytes(self, path: str, query: list[tuple[str, Any]] | None = None,
                          deadline: float | aiohttp.ClientTimeout | None = None) -> bytes:
@@ -415,55 +475,94 @@ class KubeSource:
 
     async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
         items: list[tuple[StoredObject, dict[str, Any] | None]] = []
-        cont = None
-        rv = ""
         path = self._path(k, st.served)
+        # One page ahead: the next page is asked for as soon as the head of the current one has
+        # arrived (the API server writes the continue token before the items), so the server
+        # prepares it while this one is still arriving and decoding.
+        current: _Page | None = None
+        ahead: _Page | None = None
 
-        def fetch(token: str | None) -> asyncio.Future[bytes]:
+        def start(token: str | None) -> _Page:
             query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
             if token:
                 query.append(("continue", token))
-            return asyncio.ensure_future(self._get_bytes(path, query))
+            page = _Page(token)
+            page.body = asyncio.ensure_future(self._get_page(path, query, partial(headed, page)))
+            return page
 
-        pending: asyncio.Future[bytes] | None = fetch(None)
+        def headed(page: _Page, token: str | None) -> None:
+            page.next = token
+            advance()
+
+        def advance() -> None:
+            nonlocal ahead
+            if ahead is None and current is not None and current.next:
+                ahead = start(current.next)
+
+        current = start(None)
+        rv = ""
         try:
             while True:
-                assert pending is not None  # the loop ends where the last page names no next one
-                body = await pending
-                # Ask for the next page before decoding this one: the server prepares it meanwhile.
-                peeked = _peek_continue(body)
-                pending = fetch(peeked) if peeked else None
-                fast = _CODECS[k.kind].page(body) if k.kind in FAST_KINDS else None
-                if fast is not None:  # typed objects straight from the bytes
-                    objs, page_rv, cont = fast
-                    _stamp_api_version(objs, _api_version(k, st.served))
-                    items.extend((obj, None) for obj in objs)
-                    rv = page_rv or rv
-                else:
-                    doc = _loads(body)
-                    for raw in doc.get("items") or []:
-                        obj = self._decode(k, st, raw)
-                        if obj is not None:
-                            items.append((obj, None if k.high_volume else raw))
-                    meta = doc.get("metadata") or {}
-                    rv = meta.get("resourceVersion", rv)
-                    cont = meta.get("continue")
+                body = await current.body
+                if self.on_page is not None:
+                    self.on_page(k.kind, body)
+                page_rv, cont = self._ingest_page(k, st, body, items)
+                rv = page_rv or rv
                 if not cont:
                     break
-                if peeked != cont:  # the peek could not tell: fetch what the page really says
-                    if pending is not None:
-                        pending.cancel()
-                    pending = fetch(cont)
+                if ahead is None or ahead.token != cont:  # the head could not tell: fetch what the page says
+                    if ahead is not None:
+                        ahead.cancel()
+                    ahead = start(cont)
+                current, ahead = ahead, None
+                advance()
         finally:
-            if pending is not None:
-                if pending.done() and not pending.cancelled():
-                    pending.exception()  # retrieved: a prefetch that failed after an earlier error is moot
-                pending.cancel()
+            for page in (current, ahead):
+                if page is not None:
+                    page.cancel()
         now = self.clock()
         self._mutate(lambda: self.store.replace(k.kind, items, at=now))
         self._set_access(k.kind, AccessState.SYNCED)
         st.resource_version = rv
         st.synced.set()
+
+    async def _get_page(self, path: str, query: list[tuple[str, Any]], headed: Callable[[str | None], None]) -> bytes:
+        """A list page's body; `headed` is told its continue token (None: none, or the head cannot
+        tell) once the head of the body has arrived, before the rest is read."""
+        resp = await self._request(path, query)
+        try:
+            if resp.status >= 400:
+                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+            head = b""
+            while _ITEMS not in head and len(head) < _HEAD_MAX:
+                chunk = await resp.content.readany()
+                if not chunk:
+                    break
+                head += chunk
+            headed(_peek_continue(head))
+            rest = await resp.content.read()
+            return head + rest if rest else head
+        finally:
+            resp.release()
+
+    def _ingest_page(self, k: ResourceKind, st: KindStatus, body: bytes,
+                     items: list[tuple[StoredObject, dict[str, Any] | None]]) -> tuple[str, str | None]:
+        """One list page's objects appended to `items` (object, raw copy or None); → the page's
+        resourceVersion and continue token."""
+        codec = _CODECS.get(k.kind)
+        fast = codec.page(body, _api_version(k, st.served)) if codec is not None else None
+        if fast is not None:  # typed objects straight from the bytes, in one pass
+            objs, rv, cont = fast
+            items.extend(zip(objs, repeat(None)))
+            return rv, cont
+        doc = _loads(body)
+        keep_raw = not k.high_volume
+        for raw in doc.get("items") or []:
+            obj = self._decode(k, st, raw)
+            if obj is not None:
+                items.append((obj, raw if keep_raw else None))
+        meta = doc.get("metadata") or {}
+        return meta.get("resourceVersion", ""), meta.get("continue")
 
     async def _watch(self, k: ResourceKind, st: KindStatus) -> None:
         timeout = self.watch_timeout + random.randint(0, 30)
@@ -498,14 +597,13 @@ class KubeSource:
             resp.release()
 
     def _event(self, k: ResourceKind, st: KindStatus, line: bytes) -> None:
-        fast = _CODECS[k.kind].event(line) if k.kind in FAST_KINDS else None
+        codec = _CODECS.get(k.kind)
+        fast = codec.event(line, _api_version(k, st.served)) if codec is not None else None
         if fast is None or fast[0] not in ("ADDED", "MODIFIED", "DELETED"):
             self._apply(k, st, _loads(line))  # bookmarks, errors and what the fast decoder refused
             return
         typ, obj = fast
         meta = obj.metadata
-        if typ != "DELETED":
-            _stamp_api_version((obj,), _api_version(k, st.served))
         self._record(k, st, typ, meta.name, meta.namespace, obj, None, meta.resource_version)
 
     def _apply(self, k: ResourceKind, st: KindStatus, event: dict[str, Any]) -> None:
@@ -540,6 +638,22 @@ class KubeSource:
 
 
 _ITEMS = b'"items":'
+_HEAD_MAX = 64 * 1024  # a list's metadata is a few hundred bytes: past this, the head cannot tell
+
+
+class _Page:
+    """One list page being fetched: the continue token it was asked with, the next one once its head
+    has arrived."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self.next: str | None = None
+        self.body: asyncio.Future[bytes]
+
+    def cancel(self) -> None:
+        if self.body.done() and not self.body.cancelled():
+            self.body.exception()  # retrieved: a fetch that failed after an earlier error is moot
+        self.body.cancel()
 
 
 def _peek_continue(body: bytes) -> str | None:
@@ -554,13 +668,6 @@ def _peek_continue(body: bytes) -> str | None:
         return head.metadata.continue_
     except msgspec.DecodeError:
         return None
-
-
-def _stamp_api_version(objs: Iterable[FastObject], api_version: str) -> None:
-    # List items may omit apiVersion (the list names it once): record the version served.
-    for obj in objs:
-        if not obj.api_version:
-            force_setattr(obj, "api_version", api_version)
 
 
 def _api_version(k: ResourceKind, version: str) -> str:

@@ -8,6 +8,7 @@ test asserts on them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import shutil
@@ -49,6 +50,7 @@ class Figure:
     target: float | None = None  # None: reported, no target
     lower_is_better: bool = True
     note: str = ""
+    runs: list[float] | None = None  # every run behind a median (value), in the order measured
 
     @property
     def ok(self) -> bool | None:
@@ -56,9 +58,20 @@ class Figure:
             return None
         return self.value <= self.target if self.lower_is_better else self.value >= self.target
 
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) of the runs, when there were several."""
+        return (min(self.runs), max(self.runs)) if self.runs and len(self.runs) > 1 else None
+
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "value": self.value, "unit": self.unit, "target": self.target,
-                "pass": self.ok, "note": self.note}
+                "pass": self.ok, "note": self.note, "runs": self.runs}
+
+    @classmethod
+    def of_runs(cls, key: str, label: str, runs: list[float], unit: str, target: float | None = None,
+                note: str = "") -> Figure:
+        """The median of `runs`, keeping the runs (and so their spread)."""
+        return cls(key, label, median(runs), unit, target, note=note, runs=list(runs))
 
 
 def median(xs: list[float]) -> float | None:
@@ -134,6 +147,17 @@ class SimProcess:
         self.proc.stdin.flush()
         return self._readline(timeout)
 
+    def cpu_seconds(self) -> float | None:
+        """The simulator process's CPU time so far (user + system; Linux /proc), None if unknown."""
+        if self.proc is None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     async def acommand(self, line: str, wait: float = 600.0) -> str:
         return await asyncio.to_thread(self.command, line, wait)
 
@@ -154,90 +178,226 @@ class SimProcess:
 
 @dataclass
 class SyncResult:
-    store: Store
-    source: Any  # KubeSource, still watching
+    store: Any  # Store (None for a sync run in another process)
+    source: Any  # KubeSource, still watching (None: ditto)
     target: Any
     seconds: float
     cpu_seconds: float
     counts: dict[str, int] = field(default_factory=dict)
     not_synced: list[str] = field(default_factory=list)
+    pages: dict[str, list[int]] = field(default_factory=dict)  # per kind, the size of each list page received
+    server_cpu_seconds: float | None = None  # the simulator process's CPU during the sync, when known
 
 
-async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None) -> SyncResult:
-    """Connect and list every kind through engine.sources.kube; the informers keep watching after."""
+async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None,
+                       server_cpu: Callable[[], float | None] | None = None) -> SyncResult:
+    """Connect and list every kind through engine.sources.kube; the informers keep watching after.
+    The size of every list page received is recorded (kind → sizes, in order): the decode baseline
+    checks it reads the same pages."""
     from taudash.engine.sources.kube import KubeSource, connect
 
+    pages: dict[str, list[int]] = {}
     target = await connect(None, str(kubeconfig))
-    source = KubeSource(store, target, lock=lock)
+    source = KubeSource(store, target, lock=lock, on_page=lambda kind, body: pages.setdefault(kind, []).append(len(body)))
+    s0 = server_cpu() if server_cpu else None
     t, c = time.perf_counter(), time.process_time()
     await source.start()
     await source.wait_synced(900)
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
+    s1 = server_cpu() if server_cpu else None
     counts = {k.kind: store.count(k.kind) for k in KINDS}
     bad = [k for k, a in store.access_states().items() if a.state is not AccessState.SYNCED]
-    return SyncResult(store, source, target, seconds, cpu, counts, bad)
+    return SyncResult(store, source, target, seconds, cpu, counts, bad, pages,
+                      None if s0 is None or s1 is None else s1 - s0)
 
 
-async def list_bodies(source: KubeSource, out: BinaryIO | None = None) -> list[bytes]:
-    """The same list pages the informers read (same paths, same page size), as raw bytes; written
-    length-prefixed to the binary file `out` instead of kept, when given."""
-    bodies: list[bytes] = []
+async def spool_pages(source: KubeSource, out: BinaryIO) -> dict[str, list[int]]:
+    """The list pages the informers read (same paths, page size and versions, over the same client and
+    transport), written length-prefixed to the binary file `out` one at a time; → kind → page sizes."""
+    sizes: dict[str, list[int]] = {}
     for k in source.kinds:
         if source.status[k.kind].version is None:
             continue
         cont = None
         while True:
             body = await source.list_page(k, cont)
-            if out is None:
-                bodies.append(body)
-            else:
-                out.write(len(body).to_bytes(8, "little"))
-                out.write(body)
+            out.write(len(body).to_bytes(8, "little"))
+            out.write(body)
+            sizes.setdefault(k.kind, []).append(len(body))
             cont = (fast_loads(body).get("metadata") or {}).get("continue")
             if not cont:
                 break
+    return sizes
+
+
+@dataclass
+class DecodeRun:
+    seconds: float  # wall time inside the decoder only (reading the pages is not counted)
+    cpu_seconds: float
+    pages: int
+    bytes: int
+
+
+def read_spool(path: Path) -> list[bytes]:
+    bodies = []
+    with path.open("rb") as f:
+        while head := f.read(8):
+            bodies.append(f.read(int.from_bytes(head, "little")))
     return bodies
 
 
-def decode_seconds(bodies: list[bytes], repeat: int = 3) -> float:
-    runs = []
-    for _ in range(repeat):
+def decode_pages(bodies: list[bytes]) -> DecodeRun:
+    """orjson over every page, once, with the collector paused (as the sync's lists run)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        t, c = time.perf_counter(), time.process_time()
+        for body in bodies:
+            fast_loads(body)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+    finally:
+        if was:
+            gc.enable()
+    return DecodeRun(wall, cpu, len(bodies), sum(len(b) for b in bodies))
+
+
+# A round of the baseline runs in a fresh process of its own: the heap of a process that holds (or
+# held) a fleet's store makes allocation-heavy decoding 2-3x slower (orjson over the L pages: 1.1 s
+# of CPU in a fresh process, 3.0-3.7 s beside a synced store, 1.9-2.4 s after dropping it), and
+# the product's own sync runs in a fresh process (the dashboard's start). Same condition for both.
+
+
+def _child(args: list[str], timeout: float = 1800.0) -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.run([sys.executable, "-m", "taudash.bench.measure", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env, cwd=root)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench child {args[0]} failed: {p.stderr.strip()[-2000:]}")
+    doc: dict[str, Any] = orjson.loads(p.stdout.strip().splitlines()[-1])
+    return doc
+
+
+def decode_elsewhere(spool: Path) -> DecodeRun:
+    """`decode_pages` of the spooled pages in a fresh process (pages read before the clock starts)."""
+    d = _child(["decode", str(spool)])
+    return DecodeRun(d["seconds"], d["cpuSeconds"], d["pages"], d["bytes"])
+
+
+def sync_elsewhere(kubeconfig: Path, server_cpu: Callable[[], float | None] | None = None,
+                   profile: Path | None = None) -> SyncResult:
+    """`initial_sync` in a fresh process (the store dies with it); the server's CPU is read around the
+    whole child (its imports cost the server nothing)."""
+    s0 = server_cpu() if server_cpu else None
+    d = _child(["sync", str(kubeconfig), *(["--profile", str(profile)] if profile else [])])
+    s1 = server_cpu() if server_cpu else None
+    return SyncResult(None, None, None, d["seconds"], d["cpuSeconds"], d["counts"], d["notSynced"], d["pages"],
+                      None if s0 is None or s1 is None else s1 - s0)
+
+
+@dataclass
+class Interleaved:
+    """Initial sync and raw decode of the same pages, alternated (sync, decode, sync, decode, …)."""
+
+    syncs: list[SyncResult]  # the first is the one kept (its store and source live on)
+    decodes: list[DecodeRun]
+    transport: str  # "https" / "http": what the sync and the spooled pages both travelled over
+    same_pages: bool  # every sync received pages of exactly the sizes spooled, kind by kind, in order
+    spool_seconds: float  # fetching the pages once more (no decode) over the same client
+
+    @property
+    def kept(self) -> SyncResult:
+        return self.syncs[0]
+
+    def sync_runs(self) -> list[float]:
+        return [s.seconds for s in self.syncs]
+
+    def decode_runs(self) -> list[float]:
+        return [d.seconds for d in self.decodes]
+
+    def ratios(self) -> list[float]:
+        """sync / decode of each interleaved pair."""
+        return [s.seconds / d.seconds for s, d in zip(self.syncs, self.decodes, strict=True) if d.seconds]
+
+    def cpu_ratios(self) -> list[float]:
+        return [s.cpu_seconds / d.cpu_seconds for s, d in zip(self.syncs, self.decodes, strict=True) if d.cpu_seconds]
+
+
+async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, store: Store, lock: Any = None,
+                                      rounds: int = 3, server_cpu: Callable[[], float | None] | None = None,
+                                      progress: Callable[[str], None] | None = None) -> Interleaved:
+    """`rounds` × (initial sync, then orjson over the same pages), each in a fresh process. The first
+    sync is this process's, into `store` (nothing fleet-sized has lived here yet); it keeps watching
+    for the rest of the bench. Its pages are fetched once more over its own client (same TLS or none)
+    and spooled to `spool`; every sync's page sizes must match them. The other syncs and every decode
+    run in child processes."""
+    syncs: list[SyncResult] = []
+    decodes: list[DecodeRun] = []
+    kept = await initial_sync(kubeconfig, store, lock, server_cpu)
+    try:
         t = time.perf_counter()
-        for b in bodies:
-            fast_loads(b)
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
+        with spool.open("wb") as out:
+            spooled = await spool_pages(kept.source, out)
+        spool_seconds = time.perf_counter() - t
+        for i in range(rounds):
+            sync = kept if i == 0 else await asyncio.to_thread(sync_elsewhere, kubeconfig, server_cpu)
+            dec = await asyncio.to_thread(decode_elsewhere, spool)
+            if progress is not None:
+                progress(f"  round {i + 1}: sync {sync.seconds:.3f} s (client CPU {sync.cpu_seconds:.2f} s"
+                         + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None else "")
+                         + f"), decode {dec.seconds:.3f} s (CPU {dec.cpu_seconds:.2f} s), "
+                         f"ratio {sync.seconds / dec.seconds:.2f}x{'' if sync.pages == spooled else ', PAGES DIFFER'}")
+            syncs.append(sync)
+            decodes.append(dec)
+    except BaseException:
+        await kept.source.stop()
+        await kept.target.close()
+        raise
+    return Interleaved(syncs, decodes, kept.target.transport, all(s.pages == spooled for s in syncs), spool_seconds)
 
 
-_DECODE_CHILD = """
-import statistics, sys, time
-try:
-    from orjson import loads
-except ImportError:
-    from json import loads
-bodies = []
-with open(sys.argv[1], "rb") as f:
-    while True:
-        n = f.read(8)
-        if not n:
-            break
-        bodies.append(f.read(int.from_bytes(n, "little")))
-runs = []
-for _ in range(int(sys.argv[2])):
-    t = time.perf_counter()
-    for b in bodies:
-        loads(b)
-    runs.append(time.perf_counter() - t)
-print(statistics.median(runs))
-"""
+async def _sync_main(kubeconfig: str, profile: str | None) -> dict[str, Any]:
+    from taudash.runtime import tune_gc_for_long_lived_model
+
+    tune_gc_for_long_lived_model()  # the program's policy, as the CLI installs it
+    import kubernetes_asyncio.client  # noqa: F401 - imported before any profile starts, as in the bench process
+    import kubernetes_asyncio.config  # noqa: F401
+
+    prof = None
+    if profile:
+        from pyinstrument import Profiler
+
+        prof = Profiler(interval=0.001, async_mode="disabled")
+        prof.start()
+    sync = await initial_sync(Path(kubeconfig), Store())
+    text = ""
+    if prof is not None:
+        prof.stop()
+        text = prof.output_text(unicode=True, color=False, show_all=False)
+    await sync.source.stop()
+    await sync.target.close()
+    return {"seconds": sync.seconds, "cpuSeconds": sync.cpu_seconds, "counts": sync.counts,
+            "notSynced": sync.not_synced, "pages": sync.pages, "peakRssMiB": peak_rss_mib(), "profile": text}
 
 
-def decode_seconds_elsewhere(path: Path, repeat: int = 3) -> float:
-    """decode_seconds of the pages in `path`, in a child process: the baseline's own memory (every
-    page at once) must not count in the client's peak."""
-    p = subprocess.run([sys.executable, "-c", _DECODE_CHILD, str(path), str(repeat)], capture_output=True,
-                       text=True, timeout=1800, check=True)
-    return float(p.stdout.strip())
+def main(argv: list[str] | None = None) -> int:
+    """The fresh-process halves of the baseline: `sync KUBECONFIG [--profile FILE]` | `decode SPOOL`;
+    one JSON line on stdout."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["sync"] and len(args) in (2, 4):
+        profile = args[3] if len(args) == 4 and args[2] == "--profile" else None
+        doc = asyncio.run(_sync_main(args[1], profile))
+        if profile:
+            Path(profile).write_text(doc.pop("profile"))
+    elif args[:1] == ["decode"] and len(args) == 2:
+        bodies = read_spool(Path(args[1]))
+        run = decode_pages(bodies)
+        doc = {"seconds": run.seconds, "cpuSeconds": run.cpu_seconds, "pages": run.pages, "bytes": run.bytes}
+    else:
+        print("usage: python -m taudash.bench.measure sync KUBECONFIG [--profile FILE] | decode SPOOL", file=sys.stderr)
+        return 2
+    sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+    return 0
 
 
 def kubectl_seconds(kubeconfig: Path, repeat: int = 1) -> tuple[float | None, str]:
@@ -339,3 +499,7 @@ class ViewFollower:
             self.refreshes += 1
             self.probe.ready(rev)
             await asyncio.sleep(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

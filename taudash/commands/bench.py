@@ -27,18 +27,18 @@ from taudash.bench.history import history_phase
 from taudash.bench.measure import (
     DECODER,
     Figure,
+    Interleaved,
     LatencyProbe,
     SimProcess,
     ViewFollower,
-    decode_seconds_elsewhere,
     derive_seconds,
-    initial_sync,
     kubectl_seconds,
-    list_bodies,
     median,
     peak_rss_mib,
     percentile,
     rss_mib,
+    sync_and_decode_interleaved,
+    sync_elsewhere,
 )
 from taudash.bench.queue_view import queue_view_phase
 from taudash.engine.rules.base import RuleConfig
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from taudash.screens.base import DashScreen
 
 UI_SIZE = (160, 48)
+SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
 
 
 def register(sub, add_source_args) -> None:
@@ -126,6 +127,8 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         figs[f.key] = f
         mark = {True: "ok", False: "MISS", None: ""}[f.ok]
         val = "n/a" if f.value is None else f"{f.value:.4g} {f.unit}"
+        if f.spread is not None:
+            val += f" ({f.spread[0]:.4g}–{f.spread[1]:.4g})"
         progress(f"  {f.label}: {val} {mark}")
 
     sim = SimProcess(size, seed)
@@ -134,6 +137,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
     progress(f"simulator serving {sim.objects} objects ({setup:.1f} s)")
     store_session = None
     sync = None
+    syncdec: dict = {}
     try:
         from taudash.engine.store import Store
 
@@ -141,32 +145,27 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         session = Session(store, SourceInfo(type="sim", context="taudash-bench", path=sim.url), RuleConfig())
         store_session = session
 
-        progress("initial sync through engine.sources.kube (list, decode, store)")
-        with prof.phase("sync"):
-            sync = await initial_sync(sim.kubeconfig, store, lock=session.lock)
+        progress(f"initial sync through engine.sources.kube (list, decode, store) and a raw {DECODER} decode "
+                 f"of the same pages, interleaved: (sync, decode) x {SYNC_ROUNDS}")
+        if prof.dir is not None:  # profiled apart, in a process of its own: the runs counted are not slowed
+            await asyncio.to_thread(sync_elsewhere, sim.kubeconfig, profile=prof.dir / "sync.txt")
+        spool = Path(sim.dir) / "pages.bin"
+        inter = await sync_and_decode_interleaved(sim.kubeconfig, spool, store, session.lock, SYNC_ROUNDS,
+                                                  sim.cpu_seconds, progress)
+        spool.unlink()
+        sync = inter.kept
+        syncdec = _sync_decode_figures(inter, fig)
         session.queue_positions = sync.source.pending_workloads  # the queue view asks the visibility API, as live
         if sync.not_synced:
             progress(f"  not synced: {', '.join(sync.not_synced)}")
-        fig(Figure("sync_s", "initial sync", sync.seconds, "s"))
-        progress(f"  ({sum(sync.counts.values())} objects, client CPU {sync.cpu_seconds:.2f} s, {_mem()})")
-
-        progress(f"raw decode of the same list bytes with {DECODER}")
-        pages = Path(sim.dir) / "pages.bin"
-        with pages.open("wb") as out:
-            await list_bodies(sync.source, out)
-        size_mb = pages.stat().st_size / 1e6
-        dec = await asyncio.to_thread(decode_seconds_elsewhere, pages)
-        pages.unlink()
-        fig(Figure("decode_s", f"raw decode ({DECODER}, {size_mb:.0f} MB)", dec, "s"))
-        fig(Figure("sync_vs_decode", "initial sync / raw decode", sync.seconds / dec if dec else None, "x", 2.0))
-        progress(f"  ({_mem()})")
+        progress(f"  ({sum(sync.counts.values())} objects, {_mem()})")
 
         if kubectl:
-            progress("kubectl get <every resource> -A -o json against the same server")
+            progress("kubectl get <every resource> -A -o json against the same server (one run)")
             kt, note = await asyncio.to_thread(kubectl_seconds, sim.kubeconfig)
             fig(Figure("kubectl_s", "kubectl (same lists)", kt, "s", note=note))
-            fig(Figure("sync_vs_kubectl", "initial sync / kubectl", sync.seconds / kt if kt else None, "x", 1.0,
-                       note="below 1: faster than kubectl"))
+            fig(Figure.of_runs("sync_vs_kubectl", "initial sync / kubectl", [s / kt for s in inter.sync_runs()] if kt else [],
+                               "x", 1.0, note="below 1: faster than kubectl; each sync over the one kubectl run"))
 
         now = datetime.now(UTC)
         progress("full derivation of the ClusterView (every rule)")
@@ -212,6 +211,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         "objects": sim.objects,
         "counts": sync.counts if sync else {},
         "decoder": DECODER,
+        "syncDecode": syncdec,
         "setupSeconds": round(setup, 3),
         "totalSeconds": round(total, 3),
         "figures": {k: f.to_json() for k, f in figs.items()},
@@ -357,6 +357,36 @@ class _GcPauses:
         return f"{len(self.full)} full collections, longest {max(self.full) * 1000:.0f} ms, total {sum(self.full) * 1000:.0f} ms"
 
 
+def _sync_decode_figures(inter: Interleaved, fig) -> dict:
+    """The figures of the interleaved sync/decode rounds (medians with their runs), and the record of
+    how they were measured for the JSON output."""
+    mb = inter.decodes[0].bytes / 1e6
+    fig(Figure.of_runs("sync_s", "initial sync", inter.sync_runs(), "s"))
+    fig(Figure.of_runs("sync_cpu_s", "initial sync, client CPU", [s.cpu_seconds for s in inter.syncs], "s"))
+    server = [s.server_cpu_seconds for s in inter.syncs if s.server_cpu_seconds is not None]
+    if server:
+        fig(Figure.of_runs("sync_server_cpu_s", "initial sync, simulator CPU (serving the lists)", server, "s"))
+    fig(Figure.of_runs("decode_s", f"raw decode ({DECODER}, {mb:.0f} MB, the same pages)", inter.decode_runs(), "s"))
+    fig(Figure.of_runs("decode_cpu_s", "raw decode, CPU", [d.cpu_seconds for d in inter.decodes], "s"))
+    pages = "same pages" if inter.same_pages else "PAGES DIFFER"
+    fig(Figure.of_runs("sync_vs_decode", "initial sync / raw decode", inter.ratios(), "x", 2.0,
+                       note=f"{len(inter.syncs)} interleaved pairs, {inter.transport}, {pages}"))
+    fig(Figure.of_runs("sync_vs_decode_cpu", "initial sync / raw decode, CPU", inter.cpu_ratios(), "x",
+                       note="client CPU of the sync over the decode's"))
+    return {
+        "transport": inter.transport,
+        "samePages": inter.same_pages,
+        "process": "each sync and each decode in a fresh process: the first sync is the bench's own (kept), "
+                   "the others and every decode run in child processes; the collector paused while decoding",
+        "pages": inter.decodes[0].pages,
+        "bytes": inter.decodes[0].bytes,
+        "spoolSeconds": round(inter.spool_seconds, 3),
+        "rounds": [{"syncSeconds": s.seconds, "syncCpuSeconds": s.cpu_seconds, "serverCpuSeconds": s.server_cpu_seconds,
+                    "decodeSeconds": d.seconds, "decodeCpuSeconds": d.cpu_seconds}
+                   for s, d in zip(inter.syncs, inter.decodes, strict=True)],
+    }
+
+
 def _source_counts(source: KubeSource, session: Session) -> dict[str, int]:
     stats = session.stats()
     return {"re-lists": sum(st.relists for st in source.status.values()),
@@ -379,14 +409,17 @@ def _mem() -> str:
 def print_table(results: dict) -> None:
     print(f"taudash bench --size {results['size']} (seed {results['seed']}, {results['objects']} objects, "
           f"decoder {results['decoder']}, {results['totalSeconds']:.0f} s)")
-    print(f"{'figure':<52} {'value':>12} {'target':>10}  result")
+    print(f"{'figure':<52} {'value':>30} {'target':>10}  result")
     for f in results["figures"].values():
         unit = f["unit"]
         val = "n/a" if f["value"] is None else _fmt(f["value"], unit)
+        runs = f.get("runs") or []
+        if len(runs) > 1:
+            val += f" ({_fmt(min(runs), unit)}–{_fmt(max(runs), unit)})"
         tgt = "" if f["target"] is None else f"≤ {_fmt(f['target'], unit)}"
         res = {True: "pass", False: "MISS", None: ""}[f["pass"]]
         note = f"  ({f['note']})" if f["note"] else ""
-        print(f"{f['label']:<52} {val:>12} {tgt:>10}  {res}{note}")
+        print(f"{f['label']:<52} {val:>30} {tgt:>10}  {res}{note}")
 
 
 def _fmt(v: float, unit: str) -> str:

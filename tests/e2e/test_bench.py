@@ -4,6 +4,7 @@ is asserted — the machine is shared and noisy; targets live in docs/benchmarks
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 
 import pytest
@@ -81,7 +82,7 @@ def test_local_queue_counts_match_workloads(small):
 
 
 FIGURES = {
-    "sync_s", "decode_s", "sync_vs_decode", "kubectl_s", "sync_vs_kubectl", "derive_full_s",
+    "sync_s", "sync_cpu_s", "sync_server_cpu_s", "decode_s", "decode_cpu_s", "sync_vs_decode", "sync_vs_decode_cpu", "kubectl_s", "sync_vs_kubectl", "derive_full_s",
     "session_first_view_s", "ui_start_s", "first_paint_max_s", "switch_max_s", "tick_render_max_s",
     "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s", "peak_rss_mib", "sim_rss_mib",
 }
@@ -96,8 +97,20 @@ def test_bench_small_end_to_end_json(capsys):
     assert doc["counts"]["Workload"] >= SIZES["S"].workloads
     assert FIGURES <= set(doc["figures"]), FIGURES - set(doc["figures"])
     for key, f in doc["figures"].items():
-        assert set(f) == {"label", "value", "unit", "target", "pass", "note"}, key
+        assert set(f) == {"label", "value", "unit", "target", "pass", "note", "runs"}, key
         assert f["value"] is not None, key
         assert f["pass"] is None if f["target"] is None else f["pass"] in (True, False)
+        if f["runs"] is not None:  # a median carries its runs
+            assert f["value"] == statistics.median(f["runs"]), key
+    # Sync and decode interleaved, three pairs; the decode read exactly the pages each sync received.
+    sd = doc["syncDecode"]
+    assert sd["transport"] == "https" and sd["samePages"] is True
+    assert len(sd["rounds"]) == 3 and sd["pages"] >= len(doc["counts"]) and sd["bytes"] > 0
+    figs = doc["figures"]
+    assert figs["sync_s"]["runs"] == [r["syncSeconds"] for r in sd["rounds"]]
+    assert figs["decode_s"]["runs"] == [r["decodeSeconds"] for r in sd["rounds"]]
+    assert figs["sync_vs_decode"]["runs"] == [r["syncSeconds"] / r["decodeSeconds"] for r in sd["rounds"]]
+    assert "3 interleaved pairs, https, same pages" in figs["sync_vs_decode"]["note"]
+    assert len(figs["sync_vs_kubectl"]["runs"]) == 3  # each sync over the one kubectl run
     # Progress went to stderr, never into the JSON.
     assert "[bench" in out.err

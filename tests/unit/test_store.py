@@ -104,6 +104,62 @@ def test_replace_is_one_reset_and_rebuilds_indexes():
     assert s.changes_since(1)[-1].type == "RESET"
 
 
+def _indexes(s: Store, kinds, uids, labels) -> dict:
+    """Everything the store answers through its indexes, by public reads."""
+    out: dict = {}
+    for kind in kinds:
+        objs = s.list(kind)
+        out[kind] = objs
+        for ns in {o.namespace for o in objs}:
+            out[(kind, ns)] = s.list(kind, ns)
+        for key, value in labels:
+            out[(kind, key, value)] = s.by_label(kind, key, value)
+            out[(kind, key)] = s.by_label(kind, key)
+        out[(kind, "raw")] = [s.raw(kind, o.name, o.namespace) for o in objs]
+    for uid in uids:
+        out[uid] = s.by_owner(uid)
+    return out
+
+
+def test_a_relist_indexes_exactly_as_upserts_do():
+    """`replace` builds a kind's indexes in one batch; reads through them equal a store fed by upserts,
+    including owners shared across kinds, a name listed twice (the later object stands) and raw copies."""
+    shared = ("Job", "j", "uid-shared")
+    wls = [Workload.model_validate(workload(f"w{i}", f"ns{i % 3}", owner=shared if i % 4 == 0 else ("Job", f"j{i}", f"uid-{i}")))
+           for i in range(12)]
+    wls.append(Workload.model_validate(workload("w1", "ns1", owner=("Job", "other", "uid-other"))))  # w1 again
+    nodes = [node(f"n{i}", pool=f"p{i % 2}", zone="z") for i in range(5)] + [node("n0", pool="p9")]
+    raws = {n.name: {"kind": "Node", "seen": i} for i, n in enumerate(nodes)}
+    lq = Workload.model_validate(workload("lone", "ns0", owner=shared))  # a second kind's owner of the same uid
+
+    batch, upserts = Store(), Store()
+    for s in (batch, upserts):  # earlier content the re-list replaces
+        s.upsert(Workload.model_validate(workload("stale", "ns0", owner=shared)))
+        s.upsert(node("gone", pool="p0"))
+    batch.replace("Workload", [(w, None) for w in wls])
+    batch.replace("Node", [(n, raws[n.name]) for n in nodes])
+    upserts.delete("Workload", "stale", "ns0")
+    upserts.delete("Node", "gone")
+    for w in wls:
+        upserts.upsert(w)
+    for n in nodes:
+        upserts.upsert(n, raw=raws[n.name])
+    uids = ["uid-shared", "uid-other", "uid-1", "uid-5"] + [f"uid-{i}" for i in range(12)]
+    labels = [("pool", "p0"), ("pool", "p1"), ("pool", "p9"), ("zone", "z"), ("kueue.x-k8s.io/job-uid", "uid-shared")]
+    want = _indexes(upserts, ["Workload", "Node"], uids, labels)
+    assert _indexes(batch, ["Workload", "Node"], uids, labels) == want
+    assert [w.name for w in batch.by_owner("uid-shared")] == ["w0", "w4", "w8"]  # "stale" was dropped
+    assert batch.by_owner("uid-1") == [] and [w.name for w in batch.by_owner("uid-other")] == ["w1"]
+    assert [n.name for n in batch.by_label("Node", "pool", "p0")] == ["n2", "n4"]  # n0 was relabelled p9
+    assert batch.raw("Node", "n0") == {"kind": "Node", "seen": 5}
+    # A later re-list of one kind leaves the other kinds' owner entries alone.
+    for s in (batch, upserts):
+        s.upsert(node("owner-node", pool="p0"))
+    batch.replace("Workload", [(lq, None)])
+    assert [w.name for w in batch.by_owner("uid-shared")] == ["lone"] and batch.by_owner("uid-4") == []
+    assert [n.name for n in batch.list("Node")] == ["n0", "n1", "n2", "n3", "n4", "owner-node"]
+
+
 def test_access_state_keeps_the_first_stale_moment():
     s = Store()
     assert s.access("Node").state is AccessState.SYNCING and not s.readable("Node")
