@@ -9,6 +9,7 @@ from typing import cast
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -17,6 +18,7 @@ from taudash.engine.session import Frame
 from .base import DashScreen
 from .filtering import RowMeta
 from .format import kv_grid, objname
+from .messages import OpenQueue
 from .text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -144,7 +146,14 @@ why it waits   the Workload's QuotaReserved reason and message (e.g. insufficien
 
 Kinds that cannot be read are listed above the table as unknown: their objects are missing from
 this list, not absent from the cluster.
-enter   open the object (owner, Workload, queue and node links, YAML)"""
+enter   open the object (owner, Workload, queue and node links, YAML)
+c       the waiting Workload's ClusterQueue: every pending Workload in Kueue's order, and what it admitted
+l       its LocalQueue: the same, for the Workloads submitted through that LocalQueue"""
+
+    BINDINGS = [
+        Binding("c", "open_cluster_queue", "ClusterQueue", show=False),
+        Binding("l", "open_local_queue", "LocalQueue", show=False),
+    ]
 
     _last_rows: list[_Item]
 
@@ -322,6 +331,36 @@ enter   open the object (owner, Workload, queue and node links, YAML)"""
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail(event.row_key.value)
+
+    def _selected_waiting(self):
+        """The highlighted row's waiting Workload, or None (with a note) for a row that only blocks a drain."""
+        table = self.query_one("#sources", KeyedTable)
+        key = table.selected_key()
+        it = table.row(key) if key else None
+        wl = getattr(it, "wl", None)
+        if wl is None:
+            self.notify("this row does not wait in a queue (it only blocks a drain): no queue to open",
+                        severity="warning", markup=False)
+        return wl
+
+    def action_open_cluster_queue(self) -> None:
+        wl = self._selected_waiting()
+        if wl is None:
+            return
+        if not wl.cluster_queue:
+            self.notify(f"{wl.namespace}/{wl.name}: its LocalQueue {wl.queue_name or '?'} leads to no known "
+                        "ClusterQueue", severity="warning", markup=False)
+            return
+        self.post_message(OpenQueue(wl.cluster_queue))
+
+    def action_open_local_queue(self) -> None:
+        wl = self._selected_waiting()
+        if wl is None:
+            return
+        if not wl.queue_name:
+            self.notify(f"{wl.namespace}/{wl.name} names no LocalQueue", severity="warning", markup=False)
+            return
+        self.post_message(OpenQueue(wl.cluster_queue or "", local_queue=(wl.namespace, wl.queue_name)))
 
     def _detail(self, key: str | None) -> None:
         pane = self.query_one("#src-detail", Static)
