@@ -33,6 +33,7 @@ DECIMAL_SI = "DecimalSI"
 DECIMAL_EXPONENT = "DecimalExponent"
 
 _NANO = Decimal("1e-9")
+_D0 = Decimal(0)
 
 _PARSED: dict[str, Quantity] = {}  # parse cache (see Quantity.parse)
 _PARSED_MAX = 4096
@@ -146,8 +147,10 @@ class Quantity:
     __radd__ = __add__
 
     def __sub__(self, other: object) -> Quantity:
-        o = _coerce(other)
-        return Quantity(_CTX.subtract(self.value, o.value), self._fmt_with(o))
+        o = other if type(other) is Quantity else _coerce(other)
+        a, b = self.value, o.value
+        # The quota tree subtracts per queue and resource: like __add__, no re-wrapping.
+        return _make(_CTX.subtract(a, b), self.format if a != 0 or b == 0 else o.format)
 
     def __rsub__(self, other: object) -> Quantity:
         return _coerce(other) - self
@@ -185,7 +188,7 @@ class Quantity:
         return self.value < 0
 
     def max0(self) -> Quantity:
-        return self if self.value >= 0 else Quantity(0, self.format)
+        return self if self.value >= 0 else _make(_D0, self.format)
 
     def as_float(self) -> float:
         return float(self.value)
