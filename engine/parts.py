@@ -195,6 +195,18 @@ class WorkloadsPart(RulePart):
         return out
 
 
+class _QueueObj:
+    """What QueuesPart keeps of one ClusterQueue object: `key` (what the rows and the tree input are read
+    from, exactly), its flavor rows without tree figures, and its quota-tree input."""
+
+    __slots__ = ("cq", "key", "rows", "rows_key", "tree_input", "tree_key")
+
+    def __init__(self, cq: Any, key: tuple[Any, ...], rows: list[Any], rows_key: tuple[Any, ...],
+                 tree_input: QueueInput, tree_key: tuple[Any, ...]) -> None:
+        self.cq, self.key, self.rows, self.rows_key = cq, key, rows, rows_key
+        self.tree_input, self.tree_key = tree_input, tree_key
+
+
 class QueuesPart(RulePart):
     """ClusterQueue views (needs the observed counts of WorkloadsPart) and the cohorts built from them.
 
@@ -205,26 +217,30 @@ class QueuesPart(RulePart):
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
         self._parts: dict[str, tuple[Any, ...]] = {}  # name → (ClusterQueueView, findings)
-        # name → (the ClusterQueue, its flavor rows without tree figures, its quota-tree input and that
-        # input's key, the rows' key):
-        # a Workload event moves only a queue's counts, a status count write leaves the rest as it was.
-        self._objs: dict[str, tuple[Any, list[Any], QueueInput, tuple[Any, ...], tuple[Any, ...]]] = {}
+        # What depends on one ClusterQueue object alone: a Workload event moves only a queue's counts, a
+        # status count write leaves the rest as it was.
+        self._objs: dict[str, _QueueObj] = {}
         self._tree: QuotaTree | None = None
         # name → (flavor rows without tree figures, the tree they were read off, rows with its figures)
         self._shown: dict[str, tuple[list[Any], QuotaTree, list[Any]]] = {}
+        self._rows: dict[str, list[Any]] = {}  # name → the flavor rows its view was made with
         self._queues: list[Any] = []
         self._cohorts: list[Any] | None = None
 
-    def _obj(self, cq: Any) -> tuple[Any, list[Any], QueueInput, tuple[Any, ...], tuple[Any, ...]]:
+    def _obj(self, cq: Any) -> _QueueObj:
         known = self._objs.get(cq.name)
-        if known is not None and known[0] is cq:
+        if known is not None and known.cq is cq:
+            return known
+        key = _cq_key(cq)
+        if known is not None and known.key == key:  # a new object, the same quotas and reservations
+            known.cq = cq
             return known
         qi = queue_input(cq)
         rows = cq_flavors(cq)
         rkey = _rows_key(rows)
-        if known is not None and known[4] == rkey:
-            rows = known[1]  # the same rows: the queue's shown rows and the cohorts stand
-        out = self._objs[cq.name] = (cq, rows, qi, qi.key, rkey)
+        if known is not None and known.rows_key == rkey:
+            rows = known.rows  # the same rows: the queue's shown rows and the cohorts stand
+        out = self._objs[cq.name] = _QueueObj(cq, key, rows, rkey, qi, qi.key)
         return out
 
     def _flavors(self, name: str, base: list[Any]) -> list[Any]:
@@ -256,27 +272,32 @@ class QueuesPart(RulePart):
                 if self._objs.pop(name, None) is not None:
                     tree_moved = True
                 self._shown.pop(name, None)
+                self._rows.pop(name, None)
                 if self._parts.pop(name, None) is not None:
                     cohorts_moved = True
                 continue
             old = self._objs.get(name)
+            tree_key = old.tree_key if old is not None else None
             obj = objs[name] = self._obj(cq)
-            if old is None or old[3] != obj[3]:  # status counts alone leave the tree as it is
+            if obj.tree_key != tree_key:  # status counts alone leave the tree as it is
                 tree_moved = True
         if tree_moved:  # available/borrowed read the whole quota tree
-            self._tree = quota_tree(ctx, [self._objs[n][2] for n in sorted(self._objs)])
+            self._tree = quota_tree(ctx, [self._objs[n].tree_input for n in sorted(self._objs)])
             cohorts_moved = True
         for name, obj in objs.items():
             old = self._parts.get(name)
-            part = self._parts[name] = cluster_queue_view(obj[0], workloads.observed(name), self._flavors(name, obj[1]))
-            if old is None or old[0].cohort != part[0].cohort or old[0].flavors is not part[0].flavors:
+            rows = self._flavors(name, obj.rows)
+            part = self._parts[name] = cluster_queue_view(obj.cq, workloads.observed(name), rows)
+            if old is None or old[0].cohort != part[0].cohort or self._rows.get(name) is not rows:
                 cohorts_moved = True
+            self._rows[name] = rows  # (the view holds a copy: validation copies lists)
         if tree_moved:  # every queue's figures may have moved: untouched views take their new rows
             for name, (view, findings) in self._parts.items():
                 if name not in objs:
-                    rows = self._flavors(name, self._objs[name][1])
-                    if rows is not view.flavors:
-                        self._parts[name] = (view.model_copy(update={"flavors": rows}), findings)
+                    rows = self._flavors(name, self._objs[name].rows)
+                    if rows is not self._rows.get(name):
+                        self._parts[name] = (view.replaced(flavors=rows), findings)
+                        self._rows[name] = rows
         if redo or tree_moved:
             self._queues = [self._parts[n][0] for n in sorted(self._parts)]
         if cohorts_moved:
@@ -346,3 +367,13 @@ def _rows_key(flavors: list[Any]) -> tuple[Any, ...]:
     """A queue's flavor rows compared exactly (a quantity's format shows; Quantity's == ignores it)."""
     return tuple((fl.name, tuple((r.name, _q(r.nominal), _q(r.borrowing_limit), _q(r.lending_limit), _q(r.reserved),
                                   _q(r.used), _q(r.borrowed)) for r in fl.resources)) for fl in flavors)
+
+
+def _cq_key(cq: Any) -> tuple[Any, ...]:
+    """What `cq_flavors` and `queue_input` read of a ClusterQueue, exactly (its counts and conditions are not)."""
+    spec, st = cq.spec, cq.status
+    return (spec.cohort_name,
+            tuple(tuple((fl.name, tuple((r.name, _q(r.nominal_quota), _q(r.borrowing_limit), _q(r.lending_limit))
+                                        for r in fl.resources)) for fl in rg.flavors) for rg in spec.resource_groups),
+            tuple((fl.name, tuple((r.name, _q(r.total)) for r in fl.resources)) for fl in st.flavors_reservation),
+            tuple((fl.name, tuple((r.name, _q(r.total)) for r in fl.resources)) for fl in st.flavors_usage))

@@ -277,7 +277,7 @@ def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, O
 
 def observed(counts: list[int]) -> ObservedCounts:
     """ObservedCounts from [pending, reserving, admitted, inactive]."""
-    return ObservedCounts(pending=counts[0], reserving=counts[1], admitted=counts[2], inactive=counts[3])
+    return ObservedCounts.trusted(pending=counts[0], reserving=counts[1], admitted=counts[2], inactive=counts[3])
 
 
 def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple[list[ClusterQueueView], list[Finding]]:
@@ -335,7 +335,7 @@ def apply_quota_tree(ctx: RuleContext, views: list[ClusterQueueView],
     out = []
     for v in views:
         node = tree.node(v.name)
-        out.append(v if node is None else v.model_copy(update={"flavors": tree_flavors(tree, node, v.flavors)}))
+        out.append(v if node is None else v.replaced(flavors=tree_flavors(tree, node, v.flavors)))
     return out
 
 
@@ -356,7 +356,7 @@ def cluster_queue_view(
     else:
         drained = obs.pending == obs.reserving == obs.admitted == 0
     labels = cq.labels
-    view = ClusterQueueView(
+    view = ClusterQueueView.trusted(  # every field given, each of its type: no validation (a view per event)
         name=cq.name,
         cohort=cq.spec.cohort_name or None,
         stop_policy=stop,
