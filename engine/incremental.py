@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from . import heap
 from .model import BY_KIND
 from .parts import WaitingList
 from .registry import RULES
@@ -217,7 +218,14 @@ class IncrementalDeriver:
         return part.update(self._ctx(rule, now), changed, needs, {n: moved[n] for n in rule.needs if moved.get(n)})
 
     def _build(self, now: datetime) -> None:
-        """Every rule from nothing: the full derivation."""
+        """Every rule from nothing: the full derivation. A bulk build of long-lived objects (a row per
+        waiting Workload, its facts per Workload): the program's memory policy is told (engine/heap.py;
+        the runtime's pauses the cyclic collector, which would otherwise re-walk the young rows dozens
+        of times during one build)."""
+        with heap.current().bulk():
+            self._build_all(now)
+
+    def _build_all(self, now: datetime) -> None:
         self.full_builds += 1
         self._parts = {}
         self._prints = {}

@@ -27,6 +27,7 @@ from .quota import QueueInput, QuotaTree
 from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
 from .rules.queues import (
     Bucket,
+    FactsMemo,
     ObservedCounts,
     cluster_queue_view,
     cq_flavors,
@@ -74,22 +75,22 @@ class WorkloadsPart(RulePart):
                moved: Mapping[str, Any]) -> set[str]:
         s = ctx.store
         self.readable = s.readable("Workload") and s.readable("LocalQueue")
-        routes: dict[Any, Any] = {}  # LocalQueue → ClusterQueue, for this pass
+        memo = FactsMemo()  # LocalQueue routes and buckets, for this pass
         if changed is None:
-            return self._build(ctx, routes)
+            return self._build(ctx, memo)
         keys = set(changed.get("Workload", ()))
         for ns in {k[0] for k in changed.get("LocalQueue", ())}:
             keys |= {(ns, w.name) for w in s.list("Workload", ns)}
         touched: set[str] = set()
         for key in keys:
             wl = s.get("Workload", key[1], key[0])
-            bucket, w = workload_facts(ctx, wl, routes) if wl is not None else (None, None)
+            bucket, w = workload_facts(ctx, wl, memo) if wl is not None else (None, None)
             if self.readable:
                 touched |= self._count(key, bucket)
             self._set_waiting(key, w)
         return touched
 
-    def _build(self, ctx: RuleContext, routes: dict[Any, Any]) -> set[str]:
+    def _build(self, ctx: RuleContext, memo: FactsMemo) -> set[str]:
         """Every Workload from nothing, in the store's key order (so the waiting rows are appended): the one
         pass over 100k Workloads a full derivation makes, kept to the facts and two appends each."""
         buckets, counts, wkeys, wvals = self._buckets, self._counts, self._wkeys, self._wvals
@@ -97,7 +98,7 @@ class WorkloadsPart(RulePart):
         readable = self.readable
         facts = workload_facts
         for wl in ctx.store.list("Workload"):
-            bucket, w = facts(ctx, wl, routes)
+            bucket, w = facts(ctx, wl, memo)
             if bucket is None and w is None:
                 continue
             meta = wl.metadata

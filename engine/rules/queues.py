@@ -162,7 +162,23 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
 
 
 Bucket = tuple[str, int, int, int, int]  # (queue, pending, reserving, admitted, inactive)
-Routes = dict[tuple[str | None, str], "str | None"]  # (namespace, LocalQueue) → its ClusterQueue, within one pass
+
+
+class FactsMemo:
+    """What `workload_facts` remembers for the rest of one pass (the store does not change during one):
+    each LocalQueue's ClusterQueue, and each queue's four buckets (shared: 100k Workloads hold four
+    kinds of bucket per queue)."""
+
+    __slots__ = ("routes", "buckets")
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str | None, str], str | None] = {}
+        self.buckets: dict[str, tuple[Bucket, Bucket, Bucket, Bucket]] = {}
+
+    def of(self, cq: str) -> tuple[Bucket, Bucket, Bucket, Bucket]:
+        """(reserving and admitted, reserving, pending, inactive)."""
+        out = self.buckets[cq] = ((cq, 0, 1, 1, 0), (cq, 0, 1, 0, 0), (cq, 1, 0, 0, 0), (cq, 0, 0, 0, 1))
+        return out
 
 
 def observed_bucket(ctx: RuleContext, wl: Workload) -> Bucket | None:
@@ -177,12 +193,12 @@ _set = object.__setattr__
 _ROW_FIELDS = frozenset(WaitingWorkload.model_fields)
 
 
-def workload_facts(ctx: RuleContext, wl: Workload, routes: Routes | None = None
+def workload_facts(ctx: RuleContext, wl: Workload, memo: FactsMemo | None = None
                    ) -> tuple[Bucket | None, WaitingWorkload | None]:
     """Everything the rules read from one Workload, in one pass over its conditions: its observed-count
     bucket (`observed_bucket`) and its waiting row (`waiting_workload`). A fleet has 100k of them, so
-    this is written for speed: `routes` remembers each LocalQueue's ClusterQueue for the rest of a pass
-    (the store does not change during one), and the row is made without validation."""
+    this is written for speed: `memo` keeps what one pass has already looked up (FactsMemo), and the
+    row is made without validation."""
     status = wl.status
     finished = admitted = qr = None
     for c in status.conditions:  # the first condition of each type counts
@@ -209,10 +225,11 @@ def workload_facts(ctx: RuleContext, wl: Workload, routes: Routes | None = None
         qname = spec.queue_name
         if not qname:
             cq = None
-        elif routes is None:
+        elif memo is None:
             lq = ctx.store.get("LocalQueue", qname, meta.namespace)
             cq = (lq.spec.cluster_queue or None) if lq is not None else None
         else:
+            routes = memo.routes
             rkey = (meta.namespace, qname)
             if rkey in routes:
                 cq = routes[rkey]
@@ -221,10 +238,11 @@ def workload_facts(ctx: RuleContext, wl: Workload, routes: Routes | None = None
                 cq = routes[rkey] = (lq.spec.cluster_queue or None) if lq is not None else None
     bucket: Bucket | None = None
     if cq is not None:
+        kinds = (memo.buckets.get(cq) or memo.of(cq)) if memo is not None else FactsMemo().of(cq)
         if reserved:  # deactivated but still holding quota (being evicted) stays reserving until released
-            bucket = (cq, 0, 1, 1 if is_admitted else 0, 0)
+            bucket = kinds[0] if is_admitted else kinds[1]
         else:  # deactivated and holding no quota: Kueue does not count it pending; it never will run as is
-            bucket = (cq, 1, 0, 0, 0) if active else (cq, 0, 0, 0, 1)
+            bucket = kinds[2] if active else kinds[3]
     if is_admitted:
         return bucket, None
     if not active:
@@ -233,7 +251,15 @@ def workload_facts(ctx: RuleContext, wl: Workload, routes: Routes | None = None
         why = _PENDING_WHY
     else:
         why = _why(wl, active, qr, admitted)
-    owner = wl.owner
+    refs = meta.owner_references  # wl.owner, inlined: the controller reference, else the first
+    owner = None
+    for ref in refs:
+        if ref.controller:
+            owner = ref
+            break
+    else:
+        if refs:
+            owner = refs[0]
     row = _new_row(WaitingWorkload)  # WaitingWorkload.trusted, every field given, inlined
     _set(row, "__dict__", {
         "namespace": meta.namespace or "",
