@@ -127,6 +127,15 @@ def _ordered(rules: Sequence[Rule]) -> list[Rule]:
     return out
 
 
+class _Unprinted:
+    """An object whose fingerprint was not computed yet (see IncrementalDeriver._moved_prints)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+
 class _Whole(RulePart):
     """A `Rule.derive` rule: recomputed whole when anything it reads or needs moved."""
 
@@ -169,7 +178,7 @@ class IncrementalDeriver:
             if missing:
                 raise ValueError(f"fields {missing} are not ClusterView fields (register the rule in engine/registry.py)")
         self._parts: dict[str, RulePart] = {}
-        self._prints: dict[tuple[str, str], dict[Key, Hashable]] = {}
+        self._prints: dict[tuple[str, str], dict[Key, Any]] = {}  # print, or _Unprinted(object)
         self._rev: int | None = None
         self._access_key: tuple[Any, ...] | None = None
         self.full_builds = 0
@@ -231,8 +240,9 @@ class IncrementalDeriver:
         self._prints = {}
         for rule in self._order:
             self._parts[rule.name] = rule.part(rule) if rule.part is not None else _Whole(rule)
-            for kind, fp in rule.fingerprints.items():
-                self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): fp(o)
+            for kind in rule.fingerprints:
+                # The objects themselves: a print is computed when a change asks (most never change).
+                self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): _Unprinted(o)
                                                   for o in self.store.list(kind)}
             self._run(rule, now, None, {})
 
@@ -264,6 +274,8 @@ class IncrementalDeriver:
             obj = self.store.get(kind, key[1], key[0])
             new = fp(obj) if obj is not None else None
             old = prints.pop(key, None)
+            if type(old) is _Unprinted:
+                old = fp(old.obj)
             if new is not None:
                 prints[key] = new
             if old is None or new is None or old != new:

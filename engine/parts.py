@@ -197,15 +197,35 @@ class WorkloadsPart(RulePart):
 
 
 class _QueueObj:
-    """What QueuesPart keeps of one ClusterQueue object: `key` (what the rows and the tree input are read
-    from, exactly), its flavor rows without tree figures, and its quota-tree input."""
+    """What QueuesPart keeps of one ClusterQueue object: its flavor rows without tree figures and its
+    quota-tree input; the exact keys they are compared by are made when a newer object asks (a build
+    makes none: most queues never change what these read)."""
 
-    __slots__ = ("cq", "key", "rows", "rows_key", "tree_input", "tree_key")
+    __slots__ = ("cq", "_key", "rows", "_rows_key", "tree_input", "_tree_key")
 
-    def __init__(self, cq: Any, key: tuple[Any, ...], rows: list[Any], rows_key: tuple[Any, ...],
-                 tree_input: QueueInput, tree_key: tuple[Any, ...]) -> None:
-        self.cq, self.key, self.rows, self.rows_key = cq, key, rows, rows_key
-        self.tree_input, self.tree_key = tree_input, tree_key
+    def __init__(self, cq: Any, rows: list[Any], tree_input: QueueInput, key: tuple[Any, ...] | None = None,
+                 rows_key: tuple[Any, ...] | None = None) -> None:
+        self.cq, self.rows, self.tree_input = cq, rows, tree_input
+        self._key, self._rows_key, self._tree_key = key, rows_key, None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What `cq_flavors` and `queue_input` read of the object (_cq_key)."""
+        if self._key is None:
+            self._key = _cq_key(self.cq)
+        return self._key
+
+    @property
+    def rows_key(self) -> tuple[Any, ...]:
+        if self._rows_key is None:
+            self._rows_key = _rows_key(self.rows)
+        return self._rows_key
+
+    @property
+    def tree_key(self) -> tuple[Any, ...]:
+        if self._tree_key is None:
+            self._tree_key = self.tree_input.key
+        return self._tree_key
 
 
 class QueuesPart(RulePart):
@@ -230,18 +250,20 @@ class QueuesPart(RulePart):
 
     def _obj(self, cq: Any) -> _QueueObj:
         known = self._objs.get(cq.name)
-        if known is not None and known.cq is cq:
+        if known is None:
+            out = self._objs[cq.name] = _QueueObj(cq, cq_flavors(cq), queue_input(cq))
+            return out
+        if known.cq is cq:
             return known
         key = _cq_key(cq)
-        if known is not None and known.key == key:  # a new object, the same quotas and reservations
+        if known.key == key:  # a new object, the same quotas and reservations
             known.cq = cq
             return known
-        qi = queue_input(cq)
         rows = cq_flavors(cq)
         rkey = _rows_key(rows)
-        if known is not None and known.rows_key == rkey:
+        if known.rows_key == rkey:
             rows = known.rows  # the same rows: the queue's shown rows and the cohorts stand
-        out = self._objs[cq.name] = _QueueObj(cq, key, rows, rkey, qi, qi.key)
+        out = self._objs[cq.name] = _QueueObj(cq, rows, queue_input(cq), key, rkey)
         return out
 
     def _flavors(self, name: str, base: list[Any]) -> list[Any]:
@@ -278,10 +300,9 @@ class QueuesPart(RulePart):
                     cohorts_moved = True
                 continue
             old = self._objs.get(name)
-            tree_key = old.tree_key if old is not None else None
             obj = objs[name] = self._obj(cq)
-            if obj.tree_key != tree_key:  # status counts alone leave the tree as it is
-                tree_moved = True
+            if not tree_moved and (old is None or (obj is not old and obj.tree_key != old.tree_key)):
+                tree_moved = True  # status counts alone leave the tree as it is
         if tree_moved:  # available/borrowed read the whole quota tree
             self._tree = quota_tree(ctx, [self._objs[n].tree_input for n in sorted(self._objs)])
             cohorts_moved = True
