@@ -206,7 +206,9 @@ class _QueueObj:
     def __init__(self, cq: Any, rows: list[Any], tree_input: QueueInput, key: tuple[Any, ...] | None = None,
                  rows_key: tuple[Any, ...] | None = None) -> None:
         self.cq, self.rows, self.tree_input = cq, rows, tree_input
-        self._key, self._rows_key, self._tree_key = key, rows_key, None
+        self._key = key
+        self._rows_key = rows_key
+        self._tree_key: tuple[Any, ...] | None = None
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -299,9 +301,9 @@ class QueuesPart(RulePart):
                 if self._parts.pop(name, None) is not None:
                     cohorts_moved = True
                 continue
-            old = self._objs.get(name)
+            known = self._objs.get(name)
             obj = objs[name] = self._obj(cq)
-            if not tree_moved and (old is None or (obj is not old and obj.tree_key != old.tree_key)):
+            if not tree_moved and (known is None or (obj is not known and obj.tree_key != known.tree_key)):
                 tree_moved = True  # status counts alone leave the tree as it is
         if tree_moved:  # available/borrowed read the whole quota tree
             self._tree = quota_tree(ctx, [self._objs[n].tree_input for n in sorted(self._objs)])
