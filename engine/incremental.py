@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from . import heap
 from .model import BY_KIND
 from .parts import WaitingList
 from .registry import RULES
@@ -126,6 +127,15 @@ def _ordered(rules: Sequence[Rule]) -> list[Rule]:
     return out
 
 
+class _Unprinted:
+    """An object whose fingerprint was not computed yet (see IncrementalDeriver._moved_prints)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+
 class _Whole(RulePart):
     """A `Rule.derive` rule: recomputed whole when anything it reads or needs moved."""
 
@@ -168,7 +178,7 @@ class IncrementalDeriver:
             if missing:
                 raise ValueError(f"fields {missing} are not ClusterView fields (register the rule in engine/registry.py)")
         self._parts: dict[str, RulePart] = {}
-        self._prints: dict[tuple[str, str], dict[Key, Hashable]] = {}
+        self._prints: dict[tuple[str, str], dict[Key, Any]] = {}  # print, or _Unprinted(object)
         self._rev: int | None = None
         self._access_key: tuple[Any, ...] | None = None
         self.full_builds = 0
@@ -217,14 +227,22 @@ class IncrementalDeriver:
         return part.update(self._ctx(rule, now), changed, needs, {n: moved[n] for n in rule.needs if moved.get(n)})
 
     def _build(self, now: datetime) -> None:
-        """Every rule from nothing: the full derivation."""
+        """Every rule from nothing: the full derivation. A bulk build of long-lived objects (a row per
+        waiting Workload, its facts per Workload): the program's memory policy is told (engine/heap.py;
+        the runtime's pauses the cyclic collector, which would otherwise re-walk the young rows dozens
+        of times during one build)."""
+        with heap.current().bulk():
+            self._build_all(now)
+
+    def _build_all(self, now: datetime) -> None:
         self.full_builds += 1
         self._parts = {}
         self._prints = {}
         for rule in self._order:
             self._parts[rule.name] = rule.part(rule) if rule.part is not None else _Whole(rule)
-            for kind, fp in rule.fingerprints.items():
-                self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): fp(o)
+            for kind in rule.fingerprints:
+                # The objects themselves: a print is computed when a change asks (most never change).
+                self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): _Unprinted(o)
                                                   for o in self.store.list(kind)}
             self._run(rule, now, None, {})
 
@@ -256,6 +274,8 @@ class IncrementalDeriver:
             obj = self.store.get(kind, key[1], key[0])
             new = fp(obj) if obj is not None else None
             old = prints.pop(key, None)
+            if type(old) is _Unprinted:
+                old = fp(old.obj)
             if new is not None:
                 prints[key] = new
             if old is None or new is None or old != new:

@@ -23,14 +23,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .model.kinds import DRAIN_KINDS
+from .quota import QueueInput, QuotaTree
 from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
 from .rules.queues import (
     Bucket,
+    FactsMemo,
     ObservedCounts,
-    apply_quota_tree,
     cluster_queue_view,
+    cq_flavors,
     derive_cohorts,
     observed,
+    queue_input,
+    quota_tree,
+    tree_flavors,
     workload_facts,
 )
 from .rules.workspaces import derive_workspace
@@ -69,22 +74,49 @@ class WorkloadsPart(RulePart):
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> set[str]:
         s = ctx.store
-        items: Iterable[tuple[Key, Any]]
-        if changed is None:  # every Workload, in key order (so the waiting rows are appended)
-            items = (((wl.metadata.namespace or "", wl.name), wl) for wl in s.list("Workload"))
-        else:
-            keys = set(changed.get("Workload", ()))
-            for ns in {k[0] for k in changed.get("LocalQueue", ())}:
-                keys |= {(ns, w.name) for w in s.list("Workload", ns)}
-            items = ((key, s.get("Workload", key[1], key[0])) for key in keys)
         self.readable = s.readable("Workload") and s.readable("LocalQueue")
+        memo = FactsMemo()  # LocalQueue routes and buckets, for this pass
+        if changed is None:
+            return self._build(ctx, memo)
+        keys = set(changed.get("Workload", ()))
+        for ns in {k[0] for k in changed.get("LocalQueue", ())}:
+            keys |= {(ns, w.name) for w in s.list("Workload", ns)}
         touched: set[str] = set()
-        for key, wl in items:
-            bucket, w = workload_facts(ctx, wl) if wl is not None else (None, None)
+        for key in keys:
+            wl = s.get("Workload", key[1], key[0])
+            bucket, w = workload_facts(ctx, wl, memo) if wl is not None else (None, None)
             if self.readable:
                 touched |= self._count(key, bucket)
             self._set_waiting(key, w)
         return touched
+
+    def _build(self, ctx: RuleContext, memo: FactsMemo) -> set[str]:
+        """Every Workload from nothing, in the store's key order (so the waiting rows are appended): the one
+        pass over 100k Workloads a full derivation makes, kept to the facts and two appends each."""
+        buckets, counts, wkeys, wvals = self._buckets, self._counts, self._wkeys, self._wvals
+        assert not buckets and not wkeys, "a part is built once (the deriver makes a new one per build)"
+        readable = self.readable
+        facts = workload_facts
+        for wl in ctx.store.list("Workload"):
+            bucket, w = facts(ctx, wl, memo)
+            if bucket is None and w is None:
+                continue
+            meta = wl.metadata
+            key = (meta.namespace or "", meta.name)
+            if bucket is not None and readable:
+                buckets[key] = bucket
+                c = counts[bucket[0]]
+                c[0] += bucket[1]
+                c[1] += bucket[2]
+                c[2] += bucket[3]
+                c[3] += bucket[4]
+            if w is not None:
+                wkeys.append(key)
+                wvals.append(w)
+        # A new epoch's first version: no earlier list of this epoch exists, so the rows need no log.
+        self._wver += 1
+        self._waiting_out = None
+        return set(counts)
 
     def values(self) -> tuple[Any, ...]:
         # Views are immutable: successive views share the list until a waiting row changes, so a
@@ -164,20 +196,89 @@ class WorkloadsPart(RulePart):
         return out
 
 
+class _QueueObj:
+    """What QueuesPart keeps of one ClusterQueue object: its flavor rows without tree figures and its
+    quota-tree input; the exact keys they are compared by are made when a newer object asks (a build
+    makes none: most queues never change what these read)."""
+
+    __slots__ = ("cq", "_key", "rows", "_rows_key", "tree_input", "_tree_key")
+
+    def __init__(self, cq: Any, rows: list[Any], tree_input: QueueInput, key: tuple[Any, ...] | None = None,
+                 rows_key: tuple[Any, ...] | None = None) -> None:
+        self.cq, self.rows, self.tree_input = cq, rows, tree_input
+        self._key = key
+        self._rows_key = rows_key
+        self._tree_key: tuple[Any, ...] | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What `cq_flavors` and `queue_input` read of the object (_cq_key)."""
+        if self._key is None:
+            self._key = _cq_key(self.cq)
+        return self._key
+
+    @property
+    def rows_key(self) -> tuple[Any, ...]:
+        if self._rows_key is None:
+            self._rows_key = _rows_key(self.rows)
+        return self._rows_key
+
+    @property
+    def tree_key(self) -> tuple[Any, ...]:
+        if self._tree_key is None:
+            self._tree_key = self.tree_input.key
+        return self._tree_key
+
+
 class QueuesPart(RulePart):
-    """ClusterQueue views (needs the observed counts of WorkloadsPart) and the cohorts built from them."""
+    """ClusterQueue views (needs the observed counts of WorkloadsPart) and the cohorts built from them.
+
+    Per ClusterQueue object it keeps what depends on that object alone (its flavor rows, what the quota
+    tree reads of it); the quota tree is built once per update that moved a quota, a reservation, a
+    cohort membership or a Cohort, and serves both the queues' and the cohorts' figures."""
 
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
         self._parts: dict[str, tuple[Any, ...]] = {}  # name → (ClusterQueueView, findings)
-        # A queue's flavor rows depend on its object alone; Workload events only move its counts.
-        self._flavors: dict[str, tuple[Any, ...]] = {}
+        # What depends on one ClusterQueue object alone: a Workload event moves only a queue's counts, a
+        # status count write leaves the rest as it was.
+        self._objs: dict[str, _QueueObj] = {}
+        self._tree: QuotaTree | None = None
+        # name → (flavor rows without tree figures, the tree they were read off, rows with its figures)
+        self._shown: dict[str, tuple[list[Any], QuotaTree, list[Any]]] = {}
+        self._rows: dict[str, list[Any]] = {}  # name → the flavor rows its view was made with
         self._queues: list[Any] = []
         self._cohorts: list[Any] | None = None
-        # Flavor rows with the quota tree's borrowed/available figures, per queue: the tree reads ClusterQueue
-        # and Cohort objects only, so Workload events (which only move counts) reuse them.
-        self._tree_flavors: dict[str, Any] = {}
-        self._tree_inputs: dict[str, tuple[Any, ...]] = {}  # per queue: what the tree reads of it (see _tree_input)
+
+    def _obj(self, cq: Any) -> _QueueObj:
+        known = self._objs.get(cq.name)
+        if known is None:
+            out = self._objs[cq.name] = _QueueObj(cq, cq_flavors(cq), queue_input(cq))
+            return out
+        if known.cq is cq:
+            return known
+        key = _cq_key(cq)
+        if known.key == key:  # a new object, the same quotas and reservations
+            known.cq = cq
+            return known
+        rows = cq_flavors(cq)
+        rkey = _rows_key(rows)
+        if known.rows_key == rkey:
+            rows = known.rows  # the same rows: the queue's shown rows and the cohorts stand
+        out = self._objs[cq.name] = _QueueObj(cq, rows, queue_input(cq), key, rkey)
+        return out
+
+    def _flavors(self, name: str, base: list[Any]) -> list[Any]:
+        """A queue's flavor rows with the current tree's figures (reused while neither moved)."""
+        tree = self._tree
+        assert tree is not None
+        shown = self._shown.get(name)
+        if shown is not None and shown[0] is base and shown[1] is tree:
+            return shown[2]
+        node = tree.node(name)
+        rows = base if node is None else tree_flavors(tree, node, base)
+        self._shown[name] = (base, tree, rows)
+        return rows
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:
@@ -185,44 +286,46 @@ class QueuesPart(RulePart):
         workloads: WorkloadsPart = needs["workloads"]
         if changed is None:
             redo = {cq.name for cq in s.list("ClusterQueue")}
-            cohorts_moved = True
+            tree_moved = cohorts_moved = True
         else:
             redo = set(moved.get("workloads") or ()) | {k[1] for k in changed.get("ClusterQueue", ())}
-            cohorts_moved = "Cohort" in changed
+            tree_moved = cohorts_moved = "Cohort" in changed
+        objs: dict[str, Any] = {}
         for name in redo:
             cq = s.get("ClusterQueue", name)
-            old = self._parts.get(name)
             if cq is None:
-                self._flavors.pop(name, None)
+                if self._objs.pop(name, None) is not None:
+                    tree_moved = True
+                self._shown.pop(name, None)
+                self._rows.pop(name, None)
                 if self._parts.pop(name, None) is not None:
                     cohorts_moved = True
                 continue
-            known = self._flavors.get(name)
-            flavors = known[1] if known is not None and known[0] is cq else None
-            part = self._parts[name] = cluster_queue_view(cq, workloads.observed(name), flavors)
-            if flavors is None:
-                self._flavors[name] = (cq, part[0].flavors)
-            if old is None or old[0].cohort != part[0].cohort or (
-                    old[0].flavors is not part[0].flavors and old[0].flavors != part[0].flavors):
+            known = self._objs.get(name)
+            obj = objs[name] = self._obj(cq)
+            if not tree_moved and (known is None or (obj is not known and obj.tree_key != known.tree_key)):
+                tree_moved = True  # status counts alone leave the tree as it is
+        if tree_moved:  # available/borrowed read the whole quota tree
+            self._tree = quota_tree(ctx, [self._objs[n].tree_input for n in sorted(self._objs)])
+            cohorts_moved = True
+        for name, obj in objs.items():
+            old = self._parts.get(name)
+            rows = self._flavors(name, obj.rows)
+            part = self._parts[name] = cluster_queue_view(obj.cq, workloads.observed(name), rows)
+            if old is None or old[0].cohort != part[0].cohort or self._rows.get(name) is not rows:
                 cohorts_moved = True
-        tree_moved = changed is None or "Cohort" in changed
-        for key in (changed or {}).get("ClusterQueue", ()):  # status counts alone leave the tree as it is
-            cq = s.get("ClusterQueue", key[1])
-            now = _tree_input(cq) if cq is not None else None
-            if self._tree_inputs.get(key[1]) != now:
-                tree_moved = True
-        views = [self._parts[n][0] for n in sorted(self._parts)]
-        if tree_moved:  # available/borrowed read the whole quota tree: rebuilt when a quota or a usage changed
-            self._queues = apply_quota_tree(ctx, views)
-            self._tree_flavors = {v.name: v.flavors for v in self._queues}
-            self._tree_inputs = {cq.name: _tree_input(cq) for cq in s.list("ClusterQueue")}
-        elif redo or cohorts_moved:  # counts moved: the tree's figures stand (untouched queues keep their view)
-            shown = {v.name: v for v in self._queues}
-            self._queues = [
-                (v.model_copy(update={"flavors": self._tree_flavors[v.name]}) if v.name in self._tree_flavors else v)
-                if v.name in redo or v.name not in shown else shown[v.name] for v in views]
+            self._rows[name] = rows  # (the view holds a copy: validation copies lists)
+        if tree_moved:  # every queue's figures may have moved: untouched views take their new rows
+            for name, (view, findings) in self._parts.items():
+                if name not in objs:
+                    rows = self._flavors(name, self._objs[name].rows)
+                    if rows is not self._rows.get(name):
+                        self._parts[name] = (view.replaced(flavors=rows), findings)
+                        self._rows[name] = rows
+        if redo or tree_moved:
+            self._queues = [self._parts[n][0] for n in sorted(self._parts)]
         if cohorts_moved:
-            self._cohorts = derive_cohorts(ctx, self._queues)
+            self._cohorts = derive_cohorts(ctx, self._queues, self._tree)
         return bool(redo or cohorts_moved)
 
     def values(self) -> tuple[Any, ...]:
@@ -279,7 +382,22 @@ class WorkspacesPart(RulePart):
 __all__ = ["QueuesPart", "WaitingList", "WorkloadsPart", "WorkspacesPart"]
 
 
-def _tree_input(cq: Any) -> tuple[Any, ...]:
-    """What Kueue's quota tree reads of a ClusterQueue: its cohort, its quotas and limits, and its reservations
-    (not its pending/admitted counts, which Kueue updates far more often)."""
-    return (cq.spec.cohort_name, repr(cq.spec.resource_groups), repr(cq.status.flavors_reservation))
+
+def _q(q: Any) -> Any:
+    return None if q is None else (q.value, q.format)
+
+
+def _rows_key(flavors: list[Any]) -> tuple[Any, ...]:
+    """A queue's flavor rows compared exactly (a quantity's format shows; Quantity's == ignores it)."""
+    return tuple((fl.name, tuple((r.name, _q(r.nominal), _q(r.borrowing_limit), _q(r.lending_limit), _q(r.reserved),
+                                  _q(r.used), _q(r.borrowed)) for r in fl.resources)) for fl in flavors)
+
+
+def _cq_key(cq: Any) -> tuple[Any, ...]:
+    """What `cq_flavors` and `queue_input` read of a ClusterQueue, exactly (its counts and conditions are not)."""
+    spec, st = cq.spec, cq.status
+    return (spec.cohort_name,
+            tuple(tuple((fl.name, tuple((r.name, _q(r.nominal_quota), _q(r.borrowing_limit), _q(r.lending_limit))
+                                        for r in fl.resources)) for fl in rg.flavors) for rg in spec.resource_groups),
+            tuple((fl.name, tuple((r.name, _q(r.total)) for r in fl.resources)) for fl in st.flavors_reservation),
+            tuple((fl.name, tuple((r.name, _q(r.total)) for r in fl.resources)) for fl in st.flavors_usage))

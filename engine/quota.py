@@ -33,6 +33,9 @@ class Limits:
     lending_limit: Quantity | None = None  # None: everything can be lent
 
 
+_NO_LIMITS = Limits()
+
+
 @dataclass(eq=False)
 class QuotaNode:
     name: str
@@ -71,7 +74,7 @@ class QuotaNode:
         return out
 
     def limits(self, fr: FlavorResource) -> Limits:
-        return self.quotas.get(fr, Limits())
+        return self.quotas.get(fr) or _NO_LIMITS
 
 
 # --- the formulas --------------------------------------------------------------------------
@@ -162,9 +165,40 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: Quantity) -> None:
 class QuotaTree:
     cluster_queues: dict[str, QuotaNode]
     cohorts: dict[str, QuotaNode]
+    # (cohort node, flavor/resource) → its available / potential_available, once read by `figures`
+    _memo: dict[tuple[int, int, FlavorResource], Quantity] = field(default_factory=dict, repr=False, compare=False)
 
     def node(self, cluster_queue: str) -> QuotaNode | None:
         return self.cluster_queues.get(cluster_queue)
+
+    def figures(self, node: QuotaNode, fr: FlavorResource) -> tuple[Quantity, Quantity, Quantity]:
+        """`borrowed`, `available` and `potential_available` of a node of this tree, with the cohorts'
+        figures worked out once for all their queues. Only for a tree that is not changed afterwards
+        (what-if changes go to a `snapshot()`, which starts without them)."""
+        return borrowed(node, fr), self.available_of(node, fr), self.potential_of(node, fr)
+
+    def available_of(self, node: QuotaNode, fr: FlavorResource) -> Quantity:  # `available`, memoised above the leaves
+        if node.parent is None:
+            return node.subtree_quota.get(fr, ZERO) - node.usage.get(fr, ZERO)
+        key = (0, id(node.parent), fr)
+        parent_available = self._memo.get(key)
+        if parent_available is None:
+            parent_available = self._memo[key] = self.available_of(node.parent, fr)
+        cap = borrow_cap(node, fr)
+        return local_available(node, fr) + (parent_available if cap is None else min(parent_available, cap))
+
+    def potential_of(self, node: QuotaNode, fr: FlavorResource) -> Quantity:  # `potential_available`, memoised
+        if node.parent is None:
+            return node.subtree_quota.get(fr, ZERO)
+        key = (1, id(node.parent), fr)
+        parent = self._memo.get(key)
+        if parent is None:
+            parent = self._memo[key] = self.potential_of(node.parent, fr)
+        avail = local_quota(node, fr) + parent
+        limit = node.limits(fr).borrowing_limit
+        if limit is not None:
+            avail = min(avail, node.subtree_quota.get(fr, ZERO) + limit)
+        return avail
 
     def snapshot(self) -> QuotaTree:
         """A copy whose usage can be changed (what-if: remove a victim, add a Workload)."""
@@ -198,12 +232,45 @@ def quotas_of(resource_groups: Iterable[ResourceGroup]) -> dict[FlavorResource, 
     return out
 
 
+@dataclass(frozen=True)
+class QueueInput:
+    """What the tree reads of one ClusterQueue: its cohort, quotas and reserved usage. Computed once per
+    ClusterQueue object (QueuesPart keeps it while the object stands); `key` compares two of them exactly,
+    formats included (a quantity's format shows in the figures)."""
+
+    name: str
+    cohort: str
+    quotas: dict[FlavorResource, Limits]
+    usage: dict[FlavorResource, Quantity]
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.cohort,
+                tuple((fr, _qkey(lim.nominal), _qkey(lim.borrowing_limit), _qkey(lim.lending_limit))
+                      for fr, lim in self.quotas.items()),
+                tuple((fr, _qkey(q)) for fr, q in self.usage.items()))
+
+
+def _qkey(q: Quantity | None) -> tuple[Any, str] | None:
+    return None if q is None else (q.value, q.format)
+
+
+def queue_input(cq: Any, usage: Mapping[FlavorResource, Quantity]) -> QueueInput:
+    return QueueInput(cq.name, cq.spec.cohort_name, quotas_of(cq.spec.resource_groups), dict(usage))
+
+
 def build_tree(cluster_queues: Iterable[Any], cohorts: Iterable[Any],
                usage: Mapping[str, Mapping[FlavorResource, Quantity]]) -> QuotaTree:
     """The tree from ClusterQueue and Cohort models and each ClusterQueue's reserved usage.
 
     A cohortName or parentName without a Cohort object is an implicit cohort (no quota, a root).
     Cohorts in a parent cycle are marked `in_cycle` (Kueue admits nothing in them) and cut loose."""
+    return tree_of([queue_input(cq, usage.get(cq.name, {})) for cq in cluster_queues], cohorts)
+
+
+def tree_of(queues: Iterable[QueueInput], cohorts: Iterable[Any]) -> QuotaTree:
+    """`build_tree` from ClusterQueue inputs already read (see QueueInput)."""
+    cohorts = list(cohorts)
     cohort_nodes: dict[str, QuotaNode] = {}
     for co in cohorts:
         cohort_nodes[co.name] = QuotaNode(co.name, "Cohort", quotas_of(co.spec.resource_groups))
@@ -232,16 +299,15 @@ def build_tree(cluster_queues: Iterable[Any], cohorts: Iterable[Any],
         cohort_nodes[parent].children.append(cohort_nodes[child])
 
     cq_nodes: dict[str, QuotaNode] = {}
-    for cq in cluster_queues:
-        node = QuotaNode(cq.name, "ClusterQueue", quotas_of(cq.spec.resource_groups))
-        node.usage = dict(usage.get(cq.name, {}))
-        name = cq.spec.cohort_name
-        if name:
-            parent = cohort(name)
+    for q in queues:
+        node = QuotaNode(q.name, "ClusterQueue", q.quotas)
+        node.usage = dict(q.usage)
+        if q.cohort:
+            parent = cohort(q.cohort)
             node.in_cycle = parent.in_cycle or any(a.in_cycle for a in parent.ancestors())
             node.parent = parent
             parent.children.append(node)
-        cq_nodes[cq.name] = node
+        cq_nodes[q.name] = node
 
     roots = {id(n.root()): n.root() for n in [*cq_nodes.values(), *cohort_nodes.values()]}
     for root in roots.values():
@@ -269,6 +335,7 @@ __all__ = [
     "Limits",
     "QuotaNode",
     "QuotaTree",
+    "QueueInput",
     "add_usage",
     "available",
     "borrow_cap",
@@ -279,5 +346,7 @@ __all__ = [
     "local_available",
     "local_quota",
     "potential_available",
+    "queue_input",
     "remove_usage",
+    "tree_of",
 ]

@@ -41,14 +41,33 @@ _WORKSPACE_READS = frozenset({
 
 
 def pool_print(cq: ClusterQueue) -> tuple[Any, ...]:
-    """What the pool rules read of a ClusterQueue (not its counts, which Kueue rewrites constantly)."""
-    return (cq.labels, cq.spec.cohort_name, cq.spec.resource_groups, cq.status.flavors_reservation,
-            cq.status.flavors_usage, cq.metadata.deletion_timestamp)
+    """What the pool rules read of a ClusterQueue (not its counts, which Kueue rewrites constantly).
+    Plain tuples, strings and numbers: compared in C, where the models' own == walks them in Python
+    (and ignores a quantity's format, which the view shows)."""
+    spec, st = cq.spec, cq.status
+    return (cq.labels, spec.cohort_name, _groups(spec.resource_groups), _usages(st.flavors_reservation),
+            _usages(st.flavors_usage), cq.metadata.deletion_timestamp)
 
 
 def drain_print(cq: ClusterQueue) -> tuple[Any, ...]:
     """What a workspace drain reads of a ClusterQueue."""
-    return (cq.uid, cq.spec.namespace_selector)
+    sel = cq.spec.namespace_selector
+    return (cq.uid, None if sel is None else (
+        sel.match_labels, tuple((e.key, e.operator, tuple(e.values)) for e in sel.match_expressions)))
+
+
+def _q(q: Any) -> Any:
+    return None if q is None else (q.value, q.format)
+
+
+def _groups(groups: Any) -> tuple[Any, ...]:
+    return tuple((tuple(rg.covered_resources), tuple(
+        (fl.name, tuple((r.name, _q(r.nominal_quota), _q(r.borrowing_limit), _q(r.lending_limit)) for r in fl.resources))
+        for fl in rg.flavors)) for rg in groups)
+
+
+def _usages(usages: Any) -> tuple[Any, ...]:
+    return tuple((fl.name, tuple((r.name, _q(r.total), _q(r.borrowed)) for r in fl.resources)) for fl in usages)
 
 
 def _no_findings(fn: Callable[..., Any]) -> Callable[..., tuple[Any, list[Finding]]]:

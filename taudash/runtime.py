@@ -9,6 +9,7 @@ decodes several times faster with the collector paused.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
@@ -27,24 +28,28 @@ class LongLivedHeap:
     def __init__(self) -> None:
         self._depth = 0  # lists of several kinds run concurrently: pause once, resume after the last
         self._was_enabled = True
+        # A full view build (a worker thread) may overlap a re-list (the event loop): the count is shared.
+        self._lock = threading.Lock()
 
     def bulk(self) -> AbstractContextManager[None]:
         return self._bulk()
 
     @contextmanager
     def _bulk(self) -> Iterator[None]:
-        if self._depth == 0:
-            self._was_enabled = gc.isenabled()
-            gc.disable()
-        self._depth += 1
+        with self._lock:
+            if self._depth == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._depth += 1
         try:
             yield
         finally:
-            self._depth -= 1
-            if self._depth == 0:
-                gc.freeze()
-                if self._was_enabled:
-                    gc.enable()
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    gc.freeze()
+                    if self._was_enabled:
+                        gc.enable()
 
     def settled(self) -> None:
         gc.freeze()

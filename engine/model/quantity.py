@@ -33,6 +33,7 @@ DECIMAL_SI = "DecimalSI"
 DECIMAL_EXPONENT = "DecimalExponent"
 
 _NANO = Decimal("1e-9")
+_D0 = Decimal(0)
 
 _PARSED: dict[str, Quantity] = {}  # parse cache (see Quantity.parse)
 _PARSED_MAX = 4096
@@ -58,12 +59,17 @@ def _bounded(value: Decimal, text: object) -> Decimal:
 
 
 _oset = object.__setattr__
+_onew = object.__new__
+# Bound once: sums over a fleet's queues and nodes run these hundreds of thousands of times per
+# derivation, and the attribute lookups cost as much as the Decimal arithmetic.
+_cadd = _CTX.add
+_csub = _CTX.subtract
 
 
 def _make(value: Decimal, fmt: str) -> Quantity:
-    q = object.__new__(Quantity)
-    _oset(q, "value", value)
-    _oset(q, "format", fmt)
+    q = _onew(Quantity)
+    _set_value(q, value)
+    _set_format(q, fmt)
     return q
 
 
@@ -140,14 +146,22 @@ class Quantity:
     def __add__(self, other: object) -> Quantity:
         o = other if type(other) is Quantity else _coerce(other)
         a, b = self.value, o.value
-        # Sums over thousands of nodes and queues: skip the constructor's parsing and re-wrapping.
-        return _make(_CTX.add(a, b), self.format if a != 0 or b == 0 else o.format)
+        # Sums over thousands of nodes and queues: skip the constructor's parsing and re-wrapping
+        # (_make inlined; `a or not b` is `a != 0 or b == 0`: quantities are finite).
+        q = _onew(Quantity)
+        _set_value(q, _cadd(a, b))
+        _set_format(q, self.format if a or not b else o.format)
+        return q
 
     __radd__ = __add__
 
     def __sub__(self, other: object) -> Quantity:
-        o = _coerce(other)
-        return Quantity(_CTX.subtract(self.value, o.value), self._fmt_with(o))
+        o = other if type(other) is Quantity else _coerce(other)
+        a, b = self.value, o.value
+        q = _onew(Quantity)  # as __add__
+        _set_value(q, _csub(a, b))
+        _set_format(q, self.format if a or not b else o.format)
+        return q
 
     def __rsub__(self, other: object) -> Quantity:
         return _coerce(other) - self
@@ -185,7 +199,7 @@ class Quantity:
         return self.value < 0
 
     def max0(self) -> Quantity:
-        return self if self.value >= 0 else Quantity(0, self.format)
+        return self if self.value >= 0 else _make(_D0, self.format)
 
     def as_float(self) -> float:
         return float(self.value)
@@ -246,6 +260,10 @@ class Quantity:
                     v = self.value / Decimal(10) ** exp
                     return f"{v:.0f}{suffix}" if v == v.to_integral_value() else f"{v:.1f}{suffix}"
         return self.canonical()
+
+
+_set_value = Quantity.__dict__["value"].__set__  # the slots' own setters: no name lookup per call
+_set_format = Quantity.__dict__["format"].__set__
 
 
 def _coerce(other: object) -> Quantity:

@@ -60,6 +60,18 @@ class ViewModel(BaseModel):
         return m
 
 
+    def replaced(self, **changes: Any) -> Self:
+        """A copy with `changes` (values a rule has already checked): `model_copy(update=...)` without
+        its bookkeeping, and it works on `trusted` instances (whose field set is shared and frozen)."""
+        m: Self = _new(type(self))
+        _set(m, "__dict__", {**self.__dict__, **changes})
+        fields = self.__pydantic_fields_set__
+        _set(m, "__pydantic_fields_set__", fields if fields.issuperset(changes) else frozenset(fields.union(changes)))
+        _set(m, "__pydantic_extra__", self.__pydantic_extra__)
+        _set(m, "__pydantic_private__", self.__pydantic_private__)
+        return m
+
+
 _new = object.__new__
 _set = object.__setattr__
 _FIELD_NAMES: dict[type, frozenset[str]] = {}

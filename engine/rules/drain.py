@@ -212,7 +212,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
         continuity = None
         if cq is not None and recorded_uid and cqn == recorded_cq:
             continuity = "Unchanged" if cq.uid == recorded_uid else "Changed"
-        routes.append(DrainRoute(local_queue=lq, cluster_queue=cqn, state=state, uid_continuity=continuity, reason=why))
+        routes.append(DrainRoute.trusted(local_queue=lq, cluster_queue=cqn, state=state, uid_continuity=continuity, reason=why))
         if continuity == "Changed" and cqn not in replaced_reported:
             replaced_reported.add(cqn)
             findings.append(
@@ -243,7 +243,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
         if hit is None:
             continue
         blockers.append(
-            DrainBlocker(
+            DrainBlocker.trusted(
                 kind="Workload",
                 namespace=old,
                 name=wl.name,
@@ -266,7 +266,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 if route is None or job.finished or _has_workload(job, "Job", owners, uids):
                     continue
                 blockers.append(
-                    DrainBlocker(
+                    DrainBlocker.trusted(
                         kind="Job",
                         namespace=old,
                         name=job.name,
@@ -284,7 +284,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 st = rj.status.job_deployment_status or "New"
                 retry = " (a failed driver with a retry pending)" if st == "Retrying" else ""
                 blockers.append(
-                    DrainBlocker(
+                    DrainBlocker.trusted(
                         kind="RayJob",
                         namespace=old,
                         name=rj.name,
@@ -301,7 +301,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 if route is None:
                     continue
                 blockers.append(
-                    DrainBlocker(
+                    DrainBlocker.trusted(
                         kind="RayService",
                         namespace=old,
                         name=svc.name,
@@ -329,7 +329,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     dep_state.append("deleting")
                 detail = f" ({', '.join(dep_state)})" if dep_state else ""
                 blockers.append(
-                    DrainBlocker(
+                    DrainBlocker.trusted(
                         kind="Deployment",
                         namespace=old,
                         name=dep.name,

@@ -15,7 +15,9 @@ conflict is proven from the kinds that can be read) and hides every number deriv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauTeam, TauWorkspace
 from ..model.base import ObjectAccessors
@@ -182,12 +184,30 @@ def _add(m: Nested, fl: str, res: str, q: Quantity) -> None:
     slot[res] = slot.get(res, ZERO) + q
 
 
+# One derivation reads each queue's quotas and reservations up to four times (facts, conflicts, queue
+# rows, teams); within one `derive_pool` these sums are made once per list (shared: never mutated).
+_SUMS: ContextVar[dict[tuple[str, int], tuple[Any, Nested]] | None] = ContextVar("pool_sums", default=None)
+
+
+def _once(tag: str, of: Any) -> tuple[dict[tuple[str, int], tuple[Any, Nested]] | None, Nested | None]:
+    memo = _SUMS.get()
+    if memo is None:
+        return None, None
+    hit = memo.get((tag, id(of)))
+    return memo, (hit[1] if hit is not None and hit[0] is of else None)
+
+
 def _nominal(groups: Iterable[ResourceGroup]) -> Nested:
+    memo, hit = _once("nominal", groups)
+    if hit is not None:
+        return hit
     out: Nested = {}
     for rg in groups:
         for fl in rg.flavors:
             for r in fl.resources:
                 _add(out, fl.name, r.name, r.nominal_quota)
+    if memo is not None:
+        memo[("nominal", id(groups))] = (groups, out)
     return out
 
 
@@ -203,10 +223,15 @@ def _limits(groups: Iterable[ResourceGroup], attr: str) -> Nested:
 
 
 def _totals(entries: Iterable[FlavorUsage]) -> Nested:
+    memo, hit = _once("totals", entries)
+    if hit is not None:
+        return hit
     out: Nested = {}
     for fl in entries:
         for r in fl.resources:
             _add(out, fl.name, r.name, r.total)
+    if memo is not None:
+        memo[("totals", id(entries))] = (entries, out)
     return out
 
 
@@ -295,6 +320,14 @@ def _pool_queue(cq: ClusterQueue | None, name: str, workspace: str | None, team:
 
 
 def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
+    token = _SUMS.set({})
+    try:
+        return _derive_pool(ctx)
+    finally:
+        _SUMS.reset(token)
+
+
+def _derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
     tc = ctx.store.get("TauCluster", "cluster")
     team = tc.capacity_team if tc is not None else None
     if taugrid_absent(ctx.store):  # plain Kueue: no pool to judge; TAUGRID-ABSENT says so once

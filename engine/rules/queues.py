@@ -145,6 +145,8 @@ def cq_flavors(cq: ClusterQueue) -> list[QueueFlavor]:
                         reserved=rv,
                         used=used.get((fl.name, r.name), ZERO),
                         borrowed=borrowed,
+                        available=None,  # every field given: no model_construct
+                        potential_available=None,
                     )
                 )
             flavors.append(QueueFlavor.trusted(name=fl.name, resources=sorted(res, key=lambda x: x.name)))
@@ -162,52 +164,120 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
 Bucket = tuple[str, int, int, int, int]  # (queue, pending, reserving, admitted, inactive)
 
 
+class FactsMemo:
+    """What `workload_facts` remembers for the rest of one pass (the store does not change during one):
+    each LocalQueue's ClusterQueue, and each queue's four buckets (shared: 100k Workloads hold four
+    kinds of bucket per queue)."""
+
+    __slots__ = ("routes", "buckets")
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str | None, str], str | None] = {}
+        self.buckets: dict[str, tuple[Bucket, Bucket, Bucket, Bucket]] = {}
+
+    def of(self, cq: str) -> tuple[Bucket, Bucket, Bucket, Bucket]:
+        """(reserving and admitted, reserving, pending, inactive)."""
+        out = self.buckets[cq] = ((cq, 0, 1, 1, 0), (cq, 0, 1, 0, 0), (cq, 1, 0, 0, 0), (cq, 0, 0, 0, 1))
+        return out
+
+
 def observed_bucket(ctx: RuleContext, wl: Workload) -> Bucket | None:
     """What one Workload adds to its ClusterQueue's observed counts."""
     return workload_facts(ctx, wl)[0]
 
 
-def workload_facts(ctx: RuleContext, wl: Workload) -> tuple[Bucket | None, WaitingWorkload | None]:
+_PENDING_WHY = ("QuotaReserved", "Pending", "no QuotaReserved condition yet: waiting for the scheduler")
+_INACTIVE_WHY = ("Active", "Deactivated", "spec.active is false: the Workload is deactivated and will not be admitted")
+_new_row = object.__new__
+_set = object.__setattr__
+_ROW_FIELDS = frozenset(WaitingWorkload.model_fields)
+
+
+def workload_facts(ctx: RuleContext, wl: Workload, memo: FactsMemo | None = None
+                   ) -> tuple[Bucket | None, WaitingWorkload | None]:
     """Everything the rules read from one Workload, in one pass over its conditions: its observed-count
-    bucket (`observed_bucket`) and its waiting row (`waiting_workload`). A fleet has 100k of them."""
+    bucket (`observed_bucket`) and its waiting row (`waiting_workload`). A fleet has 100k of them, so
+    this is written for speed: `memo` keeps what one pass has already looked up (FactsMemo), and the
+    row is made without validation."""
+    status = wl.status
     finished = admitted = qr = None
-    for c in wl.status.conditions:  # the first condition of each type counts
+    for c in status.conditions:  # the first condition of each type counts
         t = c.type
         if t == "Finished":
-            finished = c if finished is None else finished
+            if finished is None:
+                finished = c
         elif t == "Admitted":
-            admitted = c if admitted is None else admitted
+            if admitted is None:
+                admitted = c
         elif t == "QuotaReserved":
-            qr = c if qr is None else qr
+            if qr is None:
+                qr = c
     if finished is not None and finished.status == "True":
         return None, None
     reserved = qr is not None and qr.status == "True"
     is_admitted = admitted is not None and admitted.status == "True"
-    active = wl.spec.active
-    cq = workload_cluster_queue(ctx, wl)
+    spec = wl.spec
+    active = spec.active
+    meta = wl.metadata
+    adm = status.admission
+    cq = adm.cluster_queue if adm is not None else None
+    if not cq:
+        qname = spec.queue_name
+        if not qname:
+            cq = None
+        elif memo is None:
+            lq = ctx.store.get("LocalQueue", qname, meta.namespace)
+            cq = (lq.spec.cluster_queue or None) if lq is not None else None
+        else:
+            routes = memo.routes
+            rkey = (meta.namespace, qname)
+            if rkey in routes:
+                cq = routes[rkey]
+            else:
+                lq = ctx.store.get("LocalQueue", qname, meta.namespace)
+                cq = routes[rkey] = (lq.spec.cluster_queue or None) if lq is not None else None
     bucket: Bucket | None = None
     if cq is not None:
+        kinds = (memo.buckets.get(cq) or memo.of(cq)) if memo is not None else FactsMemo().of(cq)
         if reserved:  # deactivated but still holding quota (being evicted) stays reserving until released
-            bucket = (cq, 0, 1, 1 if is_admitted else 0, 0)
+            bucket = kinds[0] if is_admitted else kinds[1]
         else:  # deactivated and holding no quota: Kueue does not count it pending; it never will run as is
-            bucket = (cq, 1, 0, 0, 0) if active else (cq, 0, 0, 0, 1)
+            bucket = kinds[2] if active else kinds[3]
     if is_admitted:
         return bucket, None
-    why = _why(wl, active, qr, admitted)
-    owner = wl.owner
-    return bucket, WaitingWorkload.trusted(
-        namespace=wl.namespace or "",
-        name=wl.name,
-        queue_name=wl.spec.queue_name,
-        cluster_queue=cq,
-        owner_kind=owner.kind if owner else None,
-        owner_name=owner.name if owner else None,
-        status="quotaReserved" if reserved else "pending",
-        condition=why[0],
-        reason=why[1],
-        message=why[2],
-        active=active,
-    )
+    if not active:
+        why = _INACTIVE_WHY
+    elif qr is None:
+        why = _PENDING_WHY
+    else:
+        why = _why(wl, active, qr, admitted)
+    refs = meta.owner_references  # wl.owner, inlined: the controller reference, else the first
+    owner = None
+    for ref in refs:
+        if ref.controller:
+            owner = ref
+            break
+    else:
+        if refs:
+            owner = refs[0]
+    row = _new_row(WaitingWorkload)  # WaitingWorkload.trusted, every field given, inlined
+    _set(row, "__dict__", {
+        "namespace": meta.namespace or "",
+        "name": meta.name,
+        "queue_name": spec.queue_name,
+        "cluster_queue": cq,
+        "owner_kind": owner.kind if owner else None,
+        "owner_name": owner.name if owner else None,
+        "status": "quotaReserved" if reserved else "pending",
+        "condition": why[0],
+        "reason": why[1],
+        "message": why[2],
+        "active": active,
+    })
+    _set(row, "__pydantic_fields_set__", _ROW_FIELDS)
+    _set(row, "__pydantic_extra__", None)
+    _set(row, "__pydantic_private__", None)
+    return bucket, row
 
 
 Facts = list[tuple[Bucket | None, "WaitingWorkload | None"]]
@@ -233,7 +303,7 @@ def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, O
 
 def observed(counts: list[int]) -> ObservedCounts:
     """ObservedCounts from [pending, reserving, admitted, inactive]."""
-    return ObservedCounts(pending=counts[0], reserving=counts[1], admitted=counts[2], inactive=counts[3])
+    return ObservedCounts.trusted(pending=counts[0], reserving=counts[1], admitted=counts[2], inactive=counts[3])
 
 
 def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple[list[ClusterQueueView], list[Finding]]:
@@ -249,12 +319,39 @@ def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple
     return apply_quota_tree(ctx, views), findings
 
 
-def quota_tree(ctx: RuleContext) -> quota.QuotaTree:
-    """The ClusterQueue/Cohort tree with each ClusterQueue's reserved quota as its usage (status)."""
-    cqs = ctx.store.list("ClusterQueue")
-    usage = {cq.name: _usage(cq.status.flavors_reservation) for cq in cqs}
+def queue_input(cq: ClusterQueue) -> quota.QueueInput:
+    """What the quota tree reads of one ClusterQueue (its reserved quota is its usage)."""
+    return quota.queue_input(cq, _usage(cq.status.flavors_reservation))
+
+
+def quota_tree(ctx: RuleContext, inputs: Iterable[quota.QueueInput] | None = None) -> quota.QuotaTree:
+    """The ClusterQueue/Cohort tree with each ClusterQueue's reserved quota as its usage (status).
+    `inputs`: every ClusterQueue's `queue_input`, when the caller keeps them."""
+    if inputs is None:
+        inputs = [queue_input(cq) for cq in ctx.store.list("ClusterQueue")]
     cohorts = ctx.store.list("Cohort") if ctx.store.readable("Cohort") else []
-    return quota.build_tree(cqs, cohorts, usage)
+    return quota.tree_of(inputs, cohorts)
+
+
+_RESOURCE_FIELDS = frozenset(QueueResource.model_fields)
+
+
+def tree_flavors(tree: quota.QuotaTree, node: quota.QuotaNode, flavors: list[QueueFlavor]) -> list[QueueFlavor]:
+    """A queue's flavor rows with borrowed, available and potentialAvailable read off its tree node."""
+    out = []
+    for fl in flavors:
+        rows = []
+        for r in fl.resources:
+            borrowed, available, potential = tree.figures(node, (fl.name, r.name))
+            row = _new_row(QueueResource)  # r.model_copy(update=...) without its per-field bookkeeping
+            _set(row, "__dict__", {**r.__dict__, "borrowed": borrowed, "available": available,
+                                   "potential_available": potential})
+            _set(row, "__pydantic_fields_set__", _RESOURCE_FIELDS)
+            _set(row, "__pydantic_extra__", None)
+            _set(row, "__pydantic_private__", None)
+            rows.append(row)
+        out.append(QueueFlavor.trusted(name=fl.name, resources=rows))
+    return out
 
 
 def apply_quota_tree(ctx: RuleContext, views: list[ClusterQueueView],
@@ -264,19 +361,7 @@ def apply_quota_tree(ctx: RuleContext, views: list[ClusterQueueView],
     out = []
     for v in views:
         node = tree.node(v.name)
-        if node is None:
-            out.append(v)
-            continue
-        flavors = [
-            QueueFlavor.trusted(name=fl.name, resources=[
-                r.model_copy(update={
-                    "borrowed": quota.borrowed(node, (fl.name, r.name)),
-                    "available": quota.available(node, (fl.name, r.name)),
-                    "potential_available": quota.potential_available(node, (fl.name, r.name)),
-                }) for r in fl.resources])
-            for fl in v.flavors
-        ]
-        out.append(v.model_copy(update={"flavors": flavors}))
+        out.append(v if node is None else v.replaced(flavors=tree_flavors(tree, node, v.flavors)))
     return out
 
 
@@ -297,7 +382,7 @@ def cluster_queue_view(
     else:
         drained = obs.pending == obs.reserving == obs.admitted == 0
     labels = cq.labels
-    view = ClusterQueueView(
+    view = ClusterQueueView.trusted(  # every field given, each of its type: no validation (a view per event)
         name=cq.name,
         cohort=cq.spec.cohort_name or None,
         stop_policy=stop,
@@ -346,11 +431,13 @@ def cluster_queue_view(
     return view, findings
 
 
-def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[CohortView]:
+def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView],
+                   tree: quota.QuotaTree | None = None) -> list[CohortView]:
     """Every Cohort (object or bare name) with its figures on the quota tree: subtree quota rolled up
-    from child cohorts, lendingLimits applied, reservations of the whole subtree."""
+    from child cohorts, lendingLimits applied, reservations of the whole subtree. `tree`: the
+    `quota_tree` of the same store, when the caller has it."""
     explicit = {c.name: c for c in ctx.store.list("Cohort")}
-    tree = quota_tree(ctx)
+    tree = tree or quota_tree(ctx)
     views = {q.name: q for q in queues}
     out: list[CohortView] = []
     for name in sorted(tree.cohorts):
@@ -382,7 +469,7 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView]) -> list[Coh
                 borrowed=borrowed,
                 subtree_quota=sub,
                 usage=node.usage.get(fr, ZERO),
-                available=quota.available(node, fr),
+                available=tree.available_of(node, fr),
             ))
         labels = obj.labels if obj is not None else {}
         ancestors = node.ancestors()
