@@ -25,7 +25,16 @@ from textual.notifications import SeverityLevel
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.session import Session
-from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows import (
+    Journal,
+    JournalBusy,
+    JournalError,
+    Runner,
+    artifacts_dir,
+    build,
+    new_id,
+    overlap_refusal,
+)
 from taudash.engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
 from taudash.engine.workflows.journal import workflows_dir
 
@@ -179,6 +188,10 @@ class WorkflowHost:
     def start(self, kind: str, params: dict[str, Any], rehearsal: str | None = None) -> None:
         """Journal a new workflow and run it (StartWorkflow); `rehearsal`: the rehearsal it follows."""
         if self._refused(f"starting a {kind} workflow") or self._busy():
+            return
+        refusal = overlap_refusal(params, self._context_name(), self.session.cluster, self.directory())
+        if refusal:  # another unfinished run (here or from the CLI) writes to the same objects
+            self._notify(refusal, "error")
             return
         try:
             build(kind, params)
@@ -339,6 +352,8 @@ class WorkflowHost:
         except _Stop:
             journal.append("aborted", None, {"by": "operator"})
             state = "Aborted"
+        except JournalBusy as exc:  # the CLI (or another dashboard) runs it now: this one wrote nothing
+            state, error = journal.state, str(exc)
         except Exception as exc:  # an API failure outside a step's action: the journal stays resumable
             error = f"{exc.__class__.__name__}: {exc}"
         post(WorkflowFinished(wid, state, error))

@@ -13,6 +13,7 @@ from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
 from taudash.engine.workflows import (
     Journal,
+    JournalBusy,
     JournalError,
     Param,
     ParamError,
@@ -20,6 +21,7 @@ from taudash.engine.workflows import (
     artifacts_dir,
     build,
     new_id,
+    overlap_refusal,
     registry,
     status,
     summaries,
@@ -238,6 +240,9 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
 
                 rehearsal = after_rehearsal(args.after_rehearsal, args.wf_kind, params, live.target.context,
                                             live.identity)
+            refusal = overlap_refusal(params, live.target.context, live.identity)
+            if refusal:  # another unfinished run writes to the same queue, workspace or catalog
+                raise UsageError(refusal)
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -254,7 +259,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(),
                         poll=args.poll, wait_timeout=args.wait_timeout)
-        state = await runner.run()
+        try:
+            state = await runner.run()
+        except JournalBusy as exc:  # the dashboard or another terminal runs it now: this one writes nothing
+            raise UsageError(str(exc)) from None
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
     _print_deactivated(status(journal).get("deactivated") or [], journal.id)
     return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
