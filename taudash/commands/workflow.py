@@ -294,8 +294,11 @@ def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = inpu
         for n in plan.notes:
             print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
-            answer = await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")
-            return answer.strip() == context
+            typed = (await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")).strip()
+            if typed != context:  # say why, so a typo is not mistaken for a refusal by the cluster
+                print(clean(f"  {typed!r} is not the context name {context!r}: not confirmed" if typed
+                            else "  nothing typed: not confirmed"))
+            return typed == context
         answer = await _prompt(ask, "apply? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 

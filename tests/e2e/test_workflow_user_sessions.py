@@ -190,3 +190,15 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
     finally:
         if not stopped:
             await sim.stop()
+
+
+def test_a_mistyped_context_name_says_so_and_writes_nothing(env, demo_sim):
+    term = Terminal(env, "workflow", "start", "hold", "--cq", "tau-ws-train")  # HoldAndDrain: destructive
+    term.wait_for("type the context name (taudash-sim) to confirm:")
+    before = total(demo_sim.api.writes)
+    term.type("prod")
+    shown = term.wait_for("not confirmed; workflow stopped")
+    assert "'prod' is not the context name 'taudash-sim': not confirmed" in shown
+    assert term.close() == 2
+    assert total(demo_sim.api.writes) == before
+    assert demo_sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
