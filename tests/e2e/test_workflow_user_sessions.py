@@ -10,6 +10,7 @@ import asyncio
 import os
 import pty
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -202,3 +203,29 @@ def test_a_mistyped_context_name_says_so_and_writes_nothing(env, demo_sim):
     assert term.close() == 2
     assert total(demo_sim.api.writes) == before
     assert demo_sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, demo_sim, how):
+    """A rehearsal is allowed read-only; the command it prints to run for real must not carry --read-only
+    (it would only be refused), and read-only from the environment is named as what still refuses it."""
+    argv = ["workflow", "start", "hold", "--cq", "tau-ws-train", "--rehearse"]
+    env = {**env, "TAUDASH_READ_ONLY": "1"} if how == "env" else env
+    before = total(demo_sim.api.writes)
+    done = cli(env, *(["--read-only", *argv] if how == "flag" else argv))
+    assert done.returncode == 0, done.stderr
+    assert total(demo_sim.api.writes) == before
+    (hint,) = [x.split("run it for real: ", 1)[1] for x in done.stderr.splitlines() if "run it for real: " in x]
+    words = shlex.split(hint)
+    assert words[0] == "taudash" and "--read-only" not in words and "--after-rehearsal" in words
+    if how == "env":
+        assert "read-only now — read-only mode (asked by TAUDASH_READ_ONLY)" in done.stderr
+        return
+    assert "read-only now" not in done.stderr
+    term = Terminal(env, *words[1:])  # as typed by the operator: it reaches the first confirmation
+    try:
+        term.wait_for("type the context name (taudash-sim) to confirm:")
+    finally:
+        term.type("no")
+        term.close()
+    assert total(demo_sim.api.writes) == before
