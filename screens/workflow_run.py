@@ -250,6 +250,11 @@ class WorkflowHost:
         if active is None and journal.terminal:
             self._notify(f"workflow {wid} is already {journal.state}")
             return
+        pid = journal.runner_pid() if active is None else None
+        if pid is not None:  # the CLI runs it: marking the journal would not stop that process writing
+            self._notify(f"workflow {wid} is running now in another taudash{f' (pid {pid})' if pid else ''}: "
+                         "stop it there (Ctrl-C); nothing was marked", "error")
+            return
         targets = [f"workflow {wid} ({journal.kind}) is marked aborted in its journal",
                    "nothing in the cluster is changed or undone (release held queues with a release workflow)"]
         if active is not None:

@@ -126,6 +126,24 @@ class Journal:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    def runner_pid(self) -> int | None:
+        """The process running this workflow now (its lock is held), 0 when unknown, None when none runs it."""
+        lock = self.path.with_suffix(".lock")
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 64).decode(errors="replace").strip()
+                return int(holder) if holder.isdigit() else 0
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
     def _read(self) -> Journal:
         j, p = self, self.path
         j.records = []

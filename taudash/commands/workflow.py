@@ -127,6 +127,11 @@ def run(args) -> int:
             if journal.terminal:
                 print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
                 return EXIT_OK
+            pid = journal.runner_pid()
+            if pid is not None:  # marking it would not stop it: that process would go on writing
+                raise UsageError(f"workflow {journal.id} is running now in another taudash"
+                                 f"{f' (pid {pid})' if pid else ''}: stop it there (Ctrl-C in a terminal, "
+                                 "a in the dashboard's wizard); nothing was marked")
             journal.append("aborted", None, {"by": "operator"})
             print(f"workflow {journal.id} marked aborted; nothing in the cluster was changed", file=sys.stderr)
             return EXIT_OK

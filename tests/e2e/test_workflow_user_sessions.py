@@ -229,3 +229,20 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
         term.type("no")
         term.close()
     assert total(demo_sim.api.writes) == before
+
+
+def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo_sim):
+    """Marking the journal would not stop the process at the prompt: it would go on and write."""
+    term, journal = held_at_the_prompt(env, "tau-ws-eval")
+    try:
+        lines = journal.path.read_text()
+        second = cli(env, "workflow", "abort", journal.id)
+        assert second.returncode == 2, second.stderr
+        assert f"workflow {journal.id} is running now in another taudash (pid {term.proc.pid})" in second.stderr
+        assert "nothing was marked" in second.stderr
+        assert journal.path.read_text() == lines
+    finally:
+        term.type("n")
+        term.close()
+    done = cli(env, "workflow", "abort", journal.id)  # once it stopped: abort says it is already over
+    assert done.returncode == 0 and "already Aborted" in done.stderr

@@ -514,3 +514,20 @@ async def test_a_second_hold_of_a_queue_an_unfinished_run_holds_is_refused_in_th
         assert app.screen is form  # still on the form: another queue can be chosen
     assert sim.api.writes == {}, sim.api.writes
     assert [r["id"] for r in summaries()] == [first.id]  # no second journal
+
+
+async def test_abort_of_a_run_the_cli_is_running_is_refused_not_marked(rig):
+    app = rig.app
+    journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                             app.session.actions.context, cluster=app.session.cluster)
+    with journal.running():  # as the CLI's runner holds it: marking would not stop that process
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("9")
+            await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                           what="the workflows screen, rendered")
+            app.screen.query_one("#workflows", KeyedTable).focus()
+            await pilot.press("a")
+            await wait_for(pilot, lambda: any("c0ffee is running now in another taudash" in str(n.message)
+                                              for n in app._notifications), what="the refusal")
+            assert type(app.screen).__name__ != "ConfirmScreen"
+    assert Journal.open(str(journal.path)).state == "InProgress"
