@@ -25,7 +25,16 @@ from textual.notifications import SeverityLevel
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.session import Session
-from taudash.engine.workflows import Journal, JournalError, Runner, artifacts_dir, build, new_id
+from taudash.engine.workflows import (
+    Journal,
+    JournalBusy,
+    JournalError,
+    Runner,
+    artifacts_dir,
+    build,
+    new_id,
+    overlap_refusal,
+)
 from taudash.engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
 from taudash.engine.workflows.journal import workflows_dir
 
@@ -180,6 +189,10 @@ class WorkflowHost:
         """Journal a new workflow and run it (StartWorkflow); `rehearsal`: the rehearsal it follows."""
         if self._refused(f"starting a {kind} workflow") or self._busy():
             return
+        refusal = overlap_refusal(params, self._context_name(), self.session.cluster, self.directory())
+        if refusal:  # another unfinished run (here or from the CLI) writes to the same objects
+            self._notify(refusal, "error")
+            return
         try:
             build(kind, params)
             journal = Journal.create(new_id(), kind, params, self._context_name(), self.directory(),
@@ -236,6 +249,11 @@ class WorkflowHost:
             return
         if active is None and journal.terminal:
             self._notify(f"workflow {wid} is already {journal.state}")
+            return
+        pid = journal.runner_pid() if active is None else None
+        if pid is not None:  # the CLI runs it: marking the journal would not stop that process writing
+            self._notify(f"workflow {wid} is running now in another taudash{f' (pid {pid})' if pid else ''}: "
+                         "stop it there (Ctrl-C); nothing was marked", "error")
             return
         targets = [f"workflow {wid} ({journal.kind}) is marked aborted in its journal",
                    "nothing in the cluster is changed or undone (release held queues with a release workflow)"]
@@ -339,6 +357,8 @@ class WorkflowHost:
         except _Stop:
             journal.append("aborted", None, {"by": "operator"})
             state = "Aborted"
+        except JournalBusy as exc:  # the CLI (or another dashboard) runs it now: this one wrote nothing
+            state, error = journal.state, str(exc)
         except Exception as exc:  # an API failure outside a step's action: the journal stays resumable
             error = f"{exc.__class__.__name__}: {exc}"
         post(WorkflowFinished(wid, state, error))

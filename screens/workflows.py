@@ -35,7 +35,16 @@ from textual.widgets.selection_list import Selection
 
 from taudash.engine.identity import ClusterIdentity, resume_refusal
 from taudash.engine.session import Frame, Session
-from taudash.engine.workflows import Journal, JournalError, Param, WorkflowKind, build, registry, status
+from taudash.engine.workflows import (
+    Journal,
+    JournalError,
+    Param,
+    WorkflowKind,
+    build,
+    overlap_refusal,
+    registry,
+    status,
+)
 from taudash.engine.workflows.base import Context
 from taudash.engine.workflows.hold import deactivated_by
 from taudash.engine.workflows.journal import workflows_dir
@@ -602,7 +611,14 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a journal the helpers cannot read
             self.query_one("#nw-error", Static).update(lit(f"✖ {exc.__class__.__name__}: {exc}"))
             return
-        if self.query_one("#nw-rehearse", MarkedCheckbox).value:  # the app rehearses; nothing is started
+        rehearse = self.query_one("#nw-rehearse", MarkedCheckbox).value
+        s = self.session
+        refusal = None if rehearse else overlap_refusal(
+            params, s.actions.context or s.source.context or "?", s.cluster, self.directory)
+        if refusal:  # another unfinished run (this dashboard's or the CLI's) writes to the same objects
+            self.query_one("#nw-error", Static).update(lit(f"✖ {refusal}"))
+            return
+        if rehearse:  # the app rehearses; nothing is started
             self.app.post_message(RehearseWorkflow(self.kind, params))
             self.dismiss(None)
             return

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..identity import ClusterIdentity, resume_refusal
 from . import registry
 from .base import Context, Runner, Workflow
 from .hold import deactivated_by
-from .journal import TERMINAL, Journal, JournalError, new_id, workflows_dir
+from .journal import TERMINAL, Journal, JournalBusy, JournalError, new_id, workflows_dir
 from .kind import Param, ParamError, WorkflowKind
 from .params import describe
 
@@ -83,6 +84,44 @@ def status(journal: Journal) -> dict[str, Any]:
             if journal.kind in registry.deactivating() else []}
 
 
+def targets(params: dict[str, Any]) -> set[str]:
+    """The objects a run writes to, as far as its journaled parameters name them: its ClusterQueues, the
+    workspace it drains, the TauCluster a catalog change or rollback rewrites."""
+    out = {f"ClusterQueue {q}" for q in [*(params.get("cqs") or []), *(params.get("restore_to") or {})]}
+    if params.get("workspace"):
+        out.add(f"TauWorkspace {params['workspace']}")
+    if "catalog" in params or "previous_catalog" in params:
+        out.add("TauCluster cluster")
+    return out
+
+
+def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterIdentity | None,
+                    directory: Path | None = None) -> str | None:
+    """Why a new run must not start while an unfinished run (InProgress or Failed) of the same cluster
+    writes to one of the same objects, or None. Two runs on one queue undo each other: the second hold
+    records the first one's HoldAndDrain as the queue's "previous" stopPolicy, so its release leaves the
+    queue held. The run a release or rollback is about (`--reactivate-from`, `--from`) does not count."""
+    mine = targets(params)
+    about = {params.get("reactivate_from"), params.get("from")} - {None}
+    if not mine:
+        return None
+    for p in sorted((directory or workflows_dir()).glob("*.jsonl")):
+        try:
+            j = Journal.open(str(p))
+        except JournalError:
+            continue
+        if j.terminal or j.id in about:
+            continue
+        same = (resume_refusal(j.header, context, here) is None if here is not None
+                else j.header.get("context") == context)
+        common = sorted(mine & targets(j.params)) if same else []
+        if common:
+            return (f"{', '.join(common)}: workflow {j.id} ({j.kind}, {j.state}) is not finished and writes to "
+                    f"{'it' if len(common) == 1 else 'them'} too: resume it (`taudash workflow resume {j.id}`) or "
+                    f"mark it aborted (`taudash workflow abort {j.id}`) first; nothing was written")
+    return None
+
+
 def _public_params(params: dict[str, Any]) -> dict[str, Any]:
     out = dict(params)
     for key in ("catalog", "previous_catalog"):
@@ -91,5 +130,6 @@ def _public_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["TERMINAL", "Context", "Journal", "JournalError", "Param", "ParamError", "Runner", "Workflow",
-           "WorkflowKind", "artifacts_dir", "build", "cluster_of", "new_id", "registry", "status", "summaries"]
+__all__ = ["TERMINAL", "Context", "Journal", "JournalBusy", "JournalError", "Param", "ParamError", "Runner", "Workflow",
+           "WorkflowKind", "artifacts_dir", "build", "cluster_of", "new_id", "overlap_refusal", "registry", "status",
+           "summaries", "targets"]

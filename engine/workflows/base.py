@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 from ..actions import Actions, Obj, Result
 from ..incremental import IncrementalDeriver
 from ..rules.base import RuleConfig
-from ..store import Store
+from ..store import AccessState, Store
 from ..view import ClusterView
 from .journal import Journal, StepRecord
 
@@ -250,7 +250,15 @@ class Runner:
         self.on_event(RunnerEvent(kind, step, message, data))
 
     async def run(self) -> str:
-        """Run (or resume) to the end. Returns the final state: Completed, Aborted or Failed."""
+        """Run (or resume) to the end. Returns the final state: Completed, Aborted or Failed (or the state
+        another process left it in). JournalBusy when another runner runs it now: nothing is written."""
+        with self.journal.running():
+            self.journal.reload()  # what another process did before this one took the run over
+            if self.journal.terminal:
+                return self.journal.state
+            return await self._run()
+
+    async def _run(self) -> str:
         if len(self.journal.records) > 1:
             self.journal.append("resumed", None, {})
         records = self.journal.steps()
@@ -435,6 +443,9 @@ class Runner:
                 first = False
             prog = step.progress(self.ctx)
             now = self.ctx.clock()
+            lost = None if prog.done else _unreachable(self.ctx.store, now)
+            if lost:  # what the wait reads is stale: say so, rather than a state like "drain Unknown: 0 blocker(s)"
+                prog = replace(prog, message=f"{lost}; {prog.message} (as last seen)")
             eta = None
             if prog.remaining is not None:
                 samples.append((now, prog.remaining))
@@ -462,6 +473,18 @@ class Runner:
                                  f"{prog.message}; the workflow is Failed and can be resumed "
                                  f"(`taudash workflow resume {self.journal.id}`, optionally with a longer --wait-timeout)")
             await self.sleep(self.poll)
+
+
+def _unreachable(store: Any, now: float) -> str | None:
+    """One line when reading the cluster fails now (the API server went away, a network error), else None."""
+    failing = {k: a for k, a in store.access_states().items() if a.state is AccessState.ERROR}
+    if not failing:
+        return None
+    first = min(failing.values(), key=lambda a: a.since if a.since is not None else now)
+    since = f" for {int(now - first.since)} s" if first.since is not None and now >= first.since else ""
+    why = f" ({first.message})" if first.message else ""
+    return (f"cannot read the cluster{since}{why}: waiting for it to come back; the wait's deadline still counts, "
+            "and the run stays resumable")
 
 
 def _approved(answer: bool | str) -> bool:

@@ -130,6 +130,7 @@ DRAIN = WorkflowKind(
     name="drain", label="Drain supervision",
     help="supervise a workspace deletion/retarget drain: remove blockers one by one",
     steps="1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
-    params=(Param("--workspace", required=True),),
+    params=(Param("--workspace", "the TauWorkspace whose deletion or retarget is draining", metavar="NAME",
+                  required=True),),
     make_params=_drain_values, build=drain_workflow, describe=_describe_drain,
 )

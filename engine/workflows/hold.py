@@ -140,7 +140,8 @@ HOLD = WorkflowKind(
     params=(
         Param("--cq", "ClusterQueue (repeatable)", type="list", metavar="NAME", pick="queues"),
         Param("--profile", "every queue this profile resolves to", type="list", metavar="P"),
-        Param("--mode", type="choice", choices=HOLD_MODES, default="HoldAndDrain"),
+        Param("--mode", "HoldAndDrain evicts admitted Workloads; Hold lets them run to completion",
+              type="choice", choices=HOLD_MODES, default="HoldAndDrain"),
         Param("--keep-pending", "do not deactivate pending Workloads", type="flag"),
     ),
     make_params=_hold_values, build=hold_workflow, describe=_describe_hold, deactivates=True,
@@ -152,7 +153,8 @@ RELEASE = WorkflowKind(
     steps="1 restore admission (stopPolicy None) · 2 reactivate the Workloads a hold, catalog change or "
           "rollback deactivated (optional)",
     params=(
-        Param("--cq", type="list", metavar="NAME", label="ClusterQueues to release", pick="queues"),
+        Param("--cq", "ClusterQueue to release (repeatable)", type="list", metavar="NAME",
+              label="ClusterQueues to release", pick="queues"),
         Param("--reactivate-from", "reactivate the Workloads that workflow deactivated", metavar="ID"),
     ),
     make_params=_release_values, build=release_workflow, describe=_describe_release,

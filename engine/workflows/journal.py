@@ -7,9 +7,13 @@ line (kill -9 mid-write) is ignored; a torn line anywhere else is corruption and
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,10 @@ from ..paths import append_private, state_dir, write_atomic
 
 class JournalError(Exception):
     pass
+
+
+class JournalBusy(JournalError):
+    """Another process (or another run in this one) is running this workflow now."""
 
 
 def workflows_dir() -> Path:
@@ -85,7 +93,60 @@ class Journal:
             p = (directory or workflows_dir()) / f"{workflow_id_or_path}.jsonl"
         if not p.exists():
             raise JournalError(f"no workflow {workflow_id_or_path} (looked for {p})")
-        j = cls(p)
+        return cls(p)._read()
+
+    def reload(self) -> None:
+        """Read the records again (another process may have appended since this one opened it)."""
+        fresh = Journal(self.path)._read()
+        self.records[:] = fresh.records
+        self.torn_tail = fresh.torn_tail
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Held while a runner runs this workflow: one run at a time, across processes (the dashboard and
+        the CLI alike). An exclusive lock on `<id>.lock` beside the journal, released by the kernel when
+        the process dies, so a crashed run never blocks its resume."""
+        lock = self.path.with_suffix(".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.read(fd, 64).decode(errors="replace").strip()
+            finally:
+                os.close(fd)
+            by = f" (pid {holder})" if holder.isdigit() else ""
+            raise JournalBusy(f"workflow {self.id} is running now in another taudash{by}: "
+                              f"follow it there, or stop that run before resuming it here") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def runner_pid(self) -> int | None:
+        """The process running this workflow now (its lock is held), 0 when unknown, None when none runs it."""
+        lock = self.path.with_suffix(".lock")
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 64).decode(errors="replace").strip()
+                return int(holder) if holder.isdigit() else 0
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def _read(self) -> Journal:
+        j, p = self, self.path
+        j.records = []
         lines = p.read_bytes().split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()

@@ -71,6 +71,8 @@ class Param:
             raise RegistrationError(f"{where}: a {self.type} always has a value: it cannot be required")
         if self.pick not in ("", "queues"):
             raise RegistrationError(f"{where}: unknown pick {self.pick!r}")
+        if not isinstance(self.help, str) or not self.help.strip():
+            raise RegistrationError(f"{where}: help is empty (it is the flag's line in `--help`)")
         if not self.dest:
             object.__setattr__(self, "dest", self.flag[2:].replace("-", "_"))
         if not self.dest.isidentifier():

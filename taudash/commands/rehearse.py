@@ -75,7 +75,7 @@ def run(args) -> int:
 
 def real_command(argv: list[str], rid: str) -> str:
     """The command line that runs the rehearsed workflow for real."""
-    args = [a for a in argv[1:] if a != "--rehearse"]
+    args = [a for a in argv[1:] if a not in ("--rehearse", "--read-only")]  # the real run writes
     return "taudash " + shlex.join([*args, "--after-rehearsal", rid])
 
 
@@ -110,10 +110,16 @@ async def run_rehearsal(args, params_of: Callable[[Any, Any], dict], run_for_rea
     command = real_command(argv if argv is not None else sys.argv, rid)
     print(f"rehearsal {rid} saved to {path}", file=sys.stderr)
     print(f"run it for real: {clean(command)}", file=sys.stderr)
+    from ..config import resolve_read_only
+
+    asked = resolve_read_only(bool(args.read_only), fork.context)
+    stays = resolve_read_only(False, fork.context)  # what the printed command (no --read-only) still meets
+    if stays:  # the rehearsal was allowed; the real run will be refused until read-only mode is off
+        print(clean(f"  (read-only now — {stays.why}: the real run is refused until that is off)"), file=sys.stderr)
     predicted = report["result"]["state"]
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    if run_for_real is not None and interactive and not args.read_only:
+    if run_for_real is not None and interactive and not asked:
         answer = ask("run it for real now? [y/N] ")
         if answer.strip().lower() in ("y", "yes"):
             args.rehearse = False

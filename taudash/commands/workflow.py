@@ -13,6 +13,7 @@ from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
 from taudash.engine.workflows import (
     Journal,
+    JournalBusy,
     JournalError,
     Param,
     ParamError,
@@ -20,6 +21,7 @@ from taudash.engine.workflows import (
     artifacts_dir,
     build,
     new_id,
+    overlap_refusal,
     registry,
     status,
     summaries,
@@ -125,6 +127,11 @@ def run(args) -> int:
             if journal.terminal:
                 print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
                 return EXIT_OK
+            pid = journal.runner_pid()
+            if pid is not None:  # marking it would not stop it: that process would go on writing
+                raise UsageError(f"workflow {journal.id} is running now in another taudash"
+                                 f"{f' (pid {pid})' if pid else ''}: stop it there (Ctrl-C in a terminal, "
+                                 "a in the dashboard's wizard); nothing was marked")
             journal.append("aborted", None, {"by": "operator"})
             print(f"workflow {journal.id} marked aborted; nothing in the cluster was changed", file=sys.stderr)
             return EXIT_OK
@@ -238,6 +245,9 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
 
                 rehearsal = after_rehearsal(args.after_rehearsal, args.wf_kind, params, live.target.context,
                                             live.identity)
+            refusal = overlap_refusal(params, live.target.context, live.identity)
+            if refusal:  # another unfinished run writes to the same queue, workspace or catalog
+                raise UsageError(refusal)
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -254,7 +264,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(),
                         poll=args.poll, wait_timeout=args.wait_timeout)
-        state = await runner.run()
+        try:
+            state = await runner.run()
+        except JournalBusy as exc:  # the dashboard or another terminal runs it now: this one writes nothing
+            raise UsageError(str(exc)) from None
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
     _print_deactivated(status(journal).get("deactivated") or [], journal.id)
     return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
@@ -286,8 +299,11 @@ def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = inpu
         for n in plan.notes:
             print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
-            answer = await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")
-            return answer.strip() == context
+            typed = (await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")).strip()
+            if typed != context:  # say why, so a typo is not mistaken for a refusal by the cluster
+                print(clean(f"  {typed!r} is not the context name {context!r}: not confirmed" if typed
+                            else "  nothing typed: not confirmed"))
+            return typed == context
         answer = await _prompt(ask, "apply? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 

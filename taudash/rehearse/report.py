@@ -478,6 +478,9 @@ def render_table(report: dict[str, Any]) -> list[str]:
         if c["verb"] == "delete":
             lines.append(f"  - {ref}: deleted" if c["deleted"] else f"  - {ref}: deleted (still finalizing)")
             continue
+        if not c["diff"]:  # e.g. a queue held, then put back: written, but no field differs at the end
+            lines.append(f"  ~ {ref}: written, ends as it was")
+            continue
         lines.append(f"  ~ {ref}: " + "; ".join(f"{d['path']}: {_short(d['before'], 30)} → {_short(d['after'])}"
                                                for d in c["diff"][:4]) + (" …" if len(c["diff"]) > 4 else ""))
     if report["fork"].get("partialKinds"):

@@ -186,6 +186,10 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
         state = await runner.run()
         run_wall = time.perf_counter() - run_wall0
         keeper.cancel()
+        # The controllers' first look at the run's last writes, with no time passing (as at the start): a
+        # queue the last step put back is Active again, not "Stopped" as of just before that write.
+        world.step(0)
+        standin.reconcile(world)
         refresh()
         after_view = ctx.view()
         return build_report(

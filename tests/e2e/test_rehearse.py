@@ -169,6 +169,12 @@ async def test_catalog_change_and_rollback_rehearsals_predict_the_real_runs(real
     assert report["result"]["state"] == "Completed", report["result"]["steps"]
     tc = next(c for c in report["result"]["changes"] if c["kind"] == "TauCluster")
     assert any(d["path"] == "spec.workloadProfiles" and d["after"] == new for d in tc["diff"])
+    shown = render_table(report)  # what `--rehearse` prints: a queue held, then restored, is not a blank diff
+    for q in params["cqs"]:
+        (line,) = [x for x in shown if x.startswith(f"  ~ ClusterQueue {q}:")]
+        assert line == f"  ~ ClusterQueue {q}: written, ends as it was", line
+    stopped = [(r["rule"], r["name"]) for r in report["result"]["findings"]["appeared"] if r["rule"] == "CQ-INACTIVE"]
+    assert not stopped, stopped  # the queues the last step put back are not predicted to stay stopped
     journal, state = await real.run("catalog", params)
     assert_predicted(real, report, journal, state)
 

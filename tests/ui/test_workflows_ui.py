@@ -475,3 +475,59 @@ async def test_a_real_run_started_after_a_rehearsal_journals_the_rehearsal_id(ri
         await wait_for(pilot, lambda: bool(summaries()), what="the journal of the started run")
         journal = Journal.open(summaries()[0]["id"])
         assert journal.header.get("rehearsal") == "r0a1b2"
+
+
+async def test_a_run_the_cli_is_running_is_not_resumed_here_too(rig):
+    """The CLI runs workflow c0ffee (it holds the run's lock); r → Confirm in the dashboard must not run its
+    steps a second time: it says so, and nothing is written."""
+    app, sim = rig.app, rig.sim
+    journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                             app.session.actions.context, cluster=app.session.cluster)
+    with journal.running():  # as the CLI's runner holds it
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("9")
+            await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                           what="the workflows screen, rendered")
+            app.screen.query_one("#workflows", KeyedTable).focus()
+            await pilot.press("r")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the confirmation")
+            await pilot.press("tab", "enter")
+            await wait_for(pilot, lambda: any("c0ffee is running now in another taudash" in str(n.message)
+                                              for n in app._notifications), what="the refusal")
+            assert not isinstance(app.screen, StepConfirmScreen)
+    assert sim.api.writes == {}, sim.api.writes
+    assert Journal.open(str(journal.path)).records == journal.records  # nothing journaled in its name
+
+
+async def test_a_second_hold_of_a_queue_an_unfinished_run_holds_is_refused_in_the_form(rig):
+    app, sim = rig.app, rig.sim
+    first = Journal.create("beef01", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                           app.session.actions.context, cluster=app.session.cluster)  # e.g. left by a crash
+    async with app.run_test(size=(120, 36)) as pilot:
+        form = await open_hold_form(pilot, app, "tau-ws-eval")
+        await pilot.click("#nw-start")
+        await wait_for(pilot, lambda: "not finished" in text_of(form.query_one("#nw-error", Static)),
+                       what="the refusal in the form")
+        said = text_of(form.query_one("#nw-error", Static))
+        assert "ClusterQueue tau-ws-eval: workflow beef01 (hold, InProgress)" in said
+        assert "taudash workflow abort beef01" in said
+        assert app.screen is form  # still on the form: another queue can be chosen
+    assert sim.api.writes == {}, sim.api.writes
+    assert [r["id"] for r in summaries()] == [first.id]  # no second journal
+
+
+async def test_abort_of_a_run_the_cli_is_running_is_refused_not_marked(rig):
+    app = rig.app
+    journal = Journal.create("c0ffee", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                             app.session.actions.context, cluster=app.session.cluster)
+    with journal.running():  # as the CLI's runner holds it: marking would not stop that process
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("9")
+            await wait_for(pilot, lambda: app.current_mode == "workflows" and app.screen.frame is not None,
+                           what="the workflows screen, rendered")
+            app.screen.query_one("#workflows", KeyedTable).focus()
+            await pilot.press("a")
+            await wait_for(pilot, lambda: any("c0ffee is running now in another taudash" in str(n.message)
+                                              for n in app._notifications), what="the refusal")
+            assert type(app.screen).__name__ != "ConfirmScreen"
+    assert Journal.open(str(journal.path)).state == "InProgress"

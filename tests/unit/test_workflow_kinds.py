@@ -11,7 +11,7 @@ from taudash.engine.workflows.kind import RegistrationError
 
 
 def valid(**over):
-    fields = dict(name="toy", label="Toy", help="a toy", steps="1 nothing", params=(Param("--cq"),),
+    fields = dict(name="toy", label="Toy", help="a toy", steps="1 nothing", params=(Param("--cq", "a queue"),),
                   make_params=lambda ctx, v, d: dict(v), build=hold_workflow)
     fields.update(over)
     return fields
@@ -37,9 +37,9 @@ def test_a_missing_field_fails_when_declared(missing):
     ({"name": "Toy Kind"}, "name must be"),
     ({"build": "hold_workflow"}, "build is not callable"),
     ({"make_params": None}, "make_params is not callable"),
-    ({"params": [Param("--cq")]}, "tuple of Param"),
-    ({"params": (Param("--cq"), Param("--cq", type="list"))}, "flag declared twice: --cq"),
-    ({"params": (Param("--cq"), Param("--queue", dest="cq"))}, "dest declared twice: cq"),
+    ({"params": [Param("--cq", "a queue")]}, "tuple of Param"),
+    ({"params": (Param("--cq", "a queue"), Param("--cq", "a queue", type="list"))}, "flag declared twice: --cq"),
+    ({"params": (Param("--cq", "a queue"), Param("--queue", "a queue", dest="cq"))}, "dest declared twice: cq"),
 ])
 def test_a_wrong_field_fails_loudly_naming_it(over, says):
     with pytest.raises(RegistrationError, match=says):
@@ -52,7 +52,9 @@ def test_a_wrong_field_fails_loudly_naming_it(over, says):
     ({"flag": "--mode", "type": "choice", "choices": ("A", "B")}, "default among them"),
     ({"flag": "--cq", "choices": ("A",)}, "only a choice"),
     ({"flag": "--on", "type": "flag", "required": True}, "cannot be required"),
-    ({"flag": "--cq", "pick": "nodes"}, "unknown pick"),
+    ({"flag": "--cq", "help": "a queue", "pick": "nodes"}, "unknown pick"),
+    ({"flag": "--cq"}, "help is empty"),
+    ({"flag": "--cq", "help": "  "}, "help is empty"),
 ])
 def test_a_wrong_parameter_fails_loudly(kwargs, says):
     with pytest.raises(RegistrationError, match=says):
