@@ -130,6 +130,12 @@ class DashScreen(Screen):
             message.refresh_styles = False
         return super().post_message(message)
 
+    def composed_off_screen(self) -> None:
+        """The app composed and laid this screen out before its first visit (app.py, background
+        composition): its widgets got their styles as they mounted, so its first resume need not restyle
+        them either (a theme change since reaches it through Textual's CSS update count)."""
+        self._resumed_once = True
+
     def on_screen_resume(self) -> None:
         self._resumed_once = True
         last = self.session.last_frame
