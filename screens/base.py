@@ -13,6 +13,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable
@@ -118,8 +119,15 @@ class DashScreen(Screen):
         pass
 
     def on_mount(self) -> None:
-        if self.session.last_frame is not None:
+        if self.session.last_frame is None:
+            return
+        try:
             self.show(self.session.last_frame)
+        except NoMatches:
+            # The app began to exit while this screen was being composed in the background (app.py): its
+            # widgets are being removed before they composed. Anything else is a real error.
+            if not getattr(self.app, "_exit", False):
+                raise
 
     def post_message(self, message: Message) -> bool:
         # Coming back to a screen (a number key) need not restyle every widget: nothing the CSS reads

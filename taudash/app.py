@@ -119,7 +119,7 @@ class TaudashApp(App):
         mounting and styling a screen's widgets (and building its rows for the newest frame) then happens
         while the operator reads the first one, not when a key first asks for it. One screen per step, so
         a key pressed meanwhile waits for at most one screen's composition (what it paid before anyway)."""
-        if not self.is_running or not self.precompose:
+        if not self.is_running or not self.precompose or getattr(self, "_exit", False):  # not while exiting
             return
         pending = [e for e in REGISTRY if e.name not in self._screen_stacks]
         if not pending:

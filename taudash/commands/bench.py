@@ -278,6 +278,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         with prof.phase("ui_first_paint"):
             first = {n: await switch(pilot, n) for n in keys if n != "overview"}
             first["overview"] = await switch(pilot, "overview")
+        fig(Figure("ui_screens", "screens visited (every registered one)", len(first), "screens",
+                   note=", ".join(first)))
         worst = max(first, key=first.__getitem__)
         fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
         rounds = [{n: await switch(pilot, n) for n in keys} for _ in range(3)]  # medians per screen
