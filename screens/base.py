@@ -143,8 +143,14 @@ class DashScreen(Screen):
         composition): its widgets got their styles as they mounted, so its first resume need not restyle
         them either (a theme change since reaches it through Textual's CSS update count)."""
         self._resumed_once = True
+        self._laid_out_hidden = True
 
     def on_screen_resume(self) -> None:
+        if self.__dict__.pop("_laid_out_hidden", False):
+            # Laid out once while hidden: a scrollbar that the first layout's content asked for appears
+            # only in a later pass, which a hidden screen never gets. One more pass now (cheap: the
+            # widgets exist; a table rebuilds only if its width changed).
+            self.refresh(layout=True)
         self._resumed_once = True
         last = self.session.last_frame
         if last is not None and last is not self.frame:

@@ -79,6 +79,7 @@ class TaudashApp(App):
                  notices: Iterable[str] = (), precompose: bool = True) -> None:
         super().__init__()
         self.precompose = precompose  # compose the other screens in the background after the first view
+        self._composing: str | None = None  # the screen being composed in the background now
         self.notices = tuple(notices)  # said once the dashboard shows (how to reach the demo cluster)
         self.session = session
         self.clock = clock or utc_now
@@ -112,7 +113,7 @@ class TaudashApp(App):
     @property
     def composed(self) -> bool:
         """Every registered screen is composed (shown once, or composed in the background)."""
-        return all(e.name in self._screen_stacks for e in REGISTRY)
+        return self._composing is None and all(e.name in self._screen_stacks for e in REGISTRY)
 
     async def _precompose_next(self) -> None:
         """Compose one registered screen not yet visited, off screen, then schedule the next: composing,
@@ -125,6 +126,7 @@ class TaudashApp(App):
         if not pending:
             return
         entry = pending[0]
+        self._composing = entry.name
         try:
             # Textual internals (what switch_mode does for a mode's first screen, without showing it):
             # if they move, screens are simply composed on first visit again.
@@ -141,6 +143,8 @@ class TaudashApp(App):
         except Exception:  # noqa: BLE001 - an optimisation only: the first visit composes it as before
             self.precompose = False
             return
+        finally:
+            self._composing = None
         if len(pending) > 1:
             self.set_timer(PRECOMPOSE_GAP, self._precompose_next, name="taudash-precompose")
 

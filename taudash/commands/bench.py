@@ -272,6 +272,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
             if app.composed or not app.precompose:
                 break
             await asyncio.sleep(0.001)
+        await pilot.pause()  # the last screen's widgets handle their resize (a table builds its first page)
         await _painted(app)
         fig(Figure("ui_composed_s", "every screen composed in the background (after start)",
                    time.perf_counter() - t, "s"))
