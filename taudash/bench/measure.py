@@ -460,12 +460,13 @@ class LatencyProbe:
 class ViewFollower:
     """Keeps the session's view current as events land: one refresh in flight, bursts coalesced.
 
-    `refresh(now)` derives the view and returns the store revision it reflects. By default every
-    refresh runs in a worker thread, as the dashboard's own derive does (app.py: timer → derive in a
-    thread → render): the event loop keeps serving input while a view is updated. `inline=True` runs
-    the small incremental updates on the event loop instead (how the bench measured before issue 23;
-    kept to compare). `durations` is the update itself: its CPU time in the thread (what waiting for
-    the GIL or the machine adds is not the update's cost), wall time when inline.
+    `refresh(now)` derives the view and returns the store revision it reflects. While `inline()` is true
+    (the next view is a small incremental update) it runs on the event loop; otherwise in a worker
+    thread, as the dashboard's own derive does (app.py: timer → derive in a thread → render). Measured at
+    L (issue 23, docs/decisions.md): the thread does not make input faster — its updates hold the GIL and
+    the event loop waits for it on every turn — so the bench runs small updates inline by default.
+    `durations` is the update itself: wall time inline, the thread's CPU time in a thread (what waiting
+    for the GIL or the machine adds is not the update's cost).
 
     Refreshes start at most every `period` seconds: events that land meanwhile coalesce into the next
     one (the dashboard renders once a second; a view per burst of a few events bought nothing but

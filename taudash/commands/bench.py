@@ -318,10 +318,13 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 session.view(now)
                 return store.revision
 
-        # How the view follows the events (decision in docs/decisions.md, issue 23): in a worker thread like the
-        # app's own derive, at most every 0.1 s. TAUDASH_BENCH_FOLLOW=inline[:period] measures the old way (inline
-        # on the event loop; period 0 = a refresh per burst) to compare.
-        follow = os.environ.get("TAUDASH_BENCH_FOLLOW", "thread")
+        # How the view follows the events (docs/decisions.md, issue 23): small incremental updates inline on the
+        # event loop, one per burst (the default: it measured best for input at L). TAUDASH_BENCH_FOLLOW=thread
+        # [:period] derives in a worker thread like the app's own tick, at most every period s (0.1 by default);
+        # inline:period coalesces inline updates the same way. Measuring only, to compare.
+        follow = os.environ.get("TAUDASH_BENCH_FOLLOW", "inline")
+        if os.environ.get("TAUDASH_BENCH_SWITCH"):  # measuring only: the GIL's switch interval (s) for this run
+            sys.setswitchinterval(float(os.environ["TAUDASH_BENCH_SWITCH"]))
         mode, _, period = follow.partition(":")
         follower = ViewFollower(store, refresh, lambda: datetime.now(UTC), probe,
                                 inline=(lambda: session.stats().incremental_ready) if mode == "inline" else None,
