@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import heap
@@ -169,6 +170,7 @@ class Session:
         # while the screen is open (engine/sources/ondemand.py; the live program sets KubeOnDemand); None: a
         # snapshot, nothing to ask.
         self.on_demand: OnDemand | None = None
+        self._labelled: dict[tuple[str, str], set[tuple[str, str]]] = {}  # see labelled()
         self._views = 0
         self._derive_last: float | None = None
         self._derive_total = 0.0
@@ -213,6 +215,34 @@ class Session:
                 self._cache_key = key
                 self._sample(now.timestamp(), self._cache)
             return self._cache
+
+    def labelled(self, kind: str, label: str) -> int:
+        """How many `kind` objects carry `label` (any value). The first call scans the kind once; the
+        count then follows the store's change feed, so a screen that asks every tick (the Fleet's
+        MultiKueue role over 100k Workloads) does not scan every tick."""
+        with self.lock:
+            keys = self._labelled.get((kind, label))
+            if keys is None:
+                keys = self._labelled[(kind, label)] = {
+                    (o.metadata.namespace or "", o.metadata.name) for o in self.store.list(kind)
+                    if label in (o.metadata.labels or {})}
+                self.store.subscribe(partial(self._follow_label, kind, label, keys))
+            return len(keys)
+
+    def _follow_label(self, kind: str, label: str, keys: set[tuple[str, str]], change: Any) -> None:
+        if change.kind != kind:
+            return
+        if change.type == "RESET":
+            keys.clear()
+            keys.update((o.metadata.namespace or "", o.metadata.name) for o in self.store.list(kind)
+                        if label in (o.metadata.labels or {}))
+            return
+        key = (change.namespace or "", change.name)
+        obj = self.store.get(kind, change.name, change.namespace or None) if change.type != "DELETED" else None
+        if obj is not None and label in (obj.metadata.labels or {}):
+            keys.add(key)
+        else:
+            keys.discard(key)
 
     def waiting_changes(self, old: list[Any], new: list[Any]) -> set[tuple[str, str]] | None:
         """(namespace, name) of the waiting rows that differ between two views' waiting lists, or None

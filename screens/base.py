@@ -13,6 +13,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable
@@ -118,8 +119,15 @@ class DashScreen(Screen):
         pass
 
     def on_mount(self) -> None:
-        if self.session.last_frame is not None:
+        if self.session.last_frame is None:
+            return
+        try:
             self.show(self.session.last_frame)
+        except NoMatches:
+            # The app began to exit while this screen was being composed in the background (app.py): its
+            # widgets are being removed before they composed. Anything else is a real error.
+            if not getattr(self.app, "_exit", False):
+                raise
 
     def post_message(self, message: Message) -> bool:
         # Coming back to a screen (a number key) need not restyle every widget: nothing the CSS reads
@@ -130,7 +138,19 @@ class DashScreen(Screen):
             message.refresh_styles = False
         return super().post_message(message)
 
+    def composed_off_screen(self) -> None:
+        """The app composed and laid this screen out before its first visit (app.py, background
+        composition): its widgets got their styles as they mounted, so its first resume need not restyle
+        them either (a theme change since reaches it through Textual's CSS update count)."""
+        self._resumed_once = True
+        self._laid_out_hidden = True
+
     def on_screen_resume(self) -> None:
+        if self.__dict__.pop("_laid_out_hidden", False):
+            # Laid out once while hidden: a scrollbar that the first layout's content asked for appears
+            # only in a later pass, which a hidden screen never gets. One more pass now (cheap: the
+            # widgets exist; a table rebuilds only if its width changed).
+            self.refresh(layout=True)
         self._resumed_once = True
         last = self.session.last_frame
         if last is not None and last is not self.frame:

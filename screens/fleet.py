@@ -46,7 +46,7 @@ def multikueue_role(session: Session, frame: Frame | None) -> str:
     """manager (it dispatches: MultiKueue workers listed), worker (holds mirror Workloads) or none."""
     if frame is not None and frame.view.multikueue.workers or is_manager(session.store, last_known=True):
         return "manager"
-    if any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in session.store.list("Workload")):
+    if session.labelled("Workload", ORIGIN_LABEL):  # counted once, then followed (not a scan per tick)
         return "worker"
     return "none"
 

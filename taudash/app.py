@@ -45,6 +45,11 @@ from taudash.screens.workflow_run import RunOptions, WorkflowHost
 from taudash.screens.workflows import WorkflowProvider
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
 
+# After the first view, the other screens are composed in the background, one every PRECOMPOSE_GAP
+# seconds (issue 23: a first visit paid 0.2–0.6 s of Textual composing and styling at fleet scale).
+PRECOMPOSE_AFTER = 0.5
+PRECOMPOSE_GAP = 0.05
+
 SCREENS: dict[str, type[DashScreen]] = {e.name: e.cls for e in REGISTRY}  # the registry by name (bench, tests)
 
 Clock = Callable[[], datetime]
@@ -71,8 +76,10 @@ class TaudashApp(App):
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
                  workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = (),
-                 notices: Iterable[str] = ()) -> None:
+                 notices: Iterable[str] = (), precompose: bool = True) -> None:
         super().__init__()
+        self.precompose = precompose  # compose the other screens in the background after the first view
+        self._composing: str | None = None  # the screen being composed in the background now
         self.notices = tuple(notices)  # said once the dashboard shows (how to reach the demo cluster)
         self.session = session
         self.clock = clock or utc_now
@@ -99,6 +106,47 @@ class TaudashApp(App):
             self.notify(text, markup=False, timeout=20)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self._schedule()
+        if self.precompose:
+            self.set_timer(PRECOMPOSE_AFTER, self._precompose_next, name="taudash-precompose")
+
+    # screens composed ahead of their first visit ---------------------------------------------------
+    @property
+    def composed(self) -> bool:
+        """Every registered screen is composed (shown once, or composed in the background)."""
+        return self._composing is None and all(e.name in self._screen_stacks for e in REGISTRY)
+
+    async def _precompose_next(self) -> None:
+        """Compose one registered screen not yet visited, off screen, then schedule the next: composing,
+        mounting and styling a screen's widgets (and building its rows for the newest frame) then happens
+        while the operator reads the first one, not when a key first asks for it. One screen per step, so
+        a key pressed meanwhile waits for at most one screen's composition (what it paid before anyway)."""
+        if not self.is_running or not self.precompose or getattr(self, "_exit", False):  # not while exiting
+            return
+        pending = [e for e in REGISTRY if e.name not in self._screen_stacks]
+        if not pending:
+            return
+        entry = pending[0]
+        self._composing = entry.name
+        try:
+            # Textual internals (what switch_mode does for a mode's first screen, without showing it):
+            # if they move, screens are simply composed on first visit again.
+            screen, mounted = self._get_screen(self._modes[entry.name]())
+            self._screen_stacks[entry.name] = [screen]
+            self._load_screen_css(screen)
+            await mounted
+            # Laid out at the app's size now, so its tables build their first page at their real width
+            # here rather than on the first visit (which then finds the screen at its size already).
+            if self.is_running and screen is not self.screen and screen.is_attached:
+                screen._refresh_layout(self.size)
+                if isinstance(screen, DashScreen):
+                    screen.composed_off_screen()
+        except Exception:  # noqa: BLE001 - an optimisation only: the first visit composes it as before
+            self.precompose = False
+            return
+        finally:
+            self._composing = None
+        if len(pending) > 1:
+            self.set_timer(PRECOMPOSE_GAP, self._precompose_next, name="taudash-precompose")
 
     def _theme_changed(self, _theme) -> None:
         """A theme picked (ctrl+p → theme): the visible screen redraws its cells (their colours come from the

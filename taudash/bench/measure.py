@@ -460,19 +460,29 @@ class LatencyProbe:
 class ViewFollower:
     """Keeps the session's view current as events land: one refresh in flight, bursts coalesced.
 
-    `refresh(now)` derives the view and returns the store revision it reflects. Small incremental updates run inline (they
-    are bounded by the changes since the last view); the first one, and any full re-derive, runs in
-    a thread so the event loop keeps serving input.
+    `refresh(now)` derives the view and returns the store revision it reflects. While `inline()` is true
+    (the next view is a small incremental update) it runs on the event loop; otherwise in a worker
+    thread, as the dashboard's own derive does (app.py: timer → derive in a thread → render). Measured at
+    L (issue 23, docs/decisions.md): the thread does not make input faster — its updates hold the GIL and
+    the event loop waits for it on every turn — so the bench runs small updates inline by default.
+    `durations` is the update itself: wall time inline, the thread's CPU time in a thread (what waiting
+    for the GIL or the machine adds is not the update's cost).
+
+    Refreshes start at most every `period` seconds: events that land meanwhile coalesce into the next
+    one (the dashboard renders once a second; a view per burst of a few events bought nothing but
+    fixed per-update work competing with input). 0 refreshes as soon as the previous one ends.
     """
 
     def __init__(self, store: Store, refresh: Callable[[datetime], int], clock: Callable[[], datetime],
-                 probe: LatencyProbe, inline: Callable[[], bool] | None = None) -> None:
+                 probe: LatencyProbe, inline: Callable[[], bool] | None = None, period: float = 0.1) -> None:
         self.store, self.refresh, self.clock, self.probe = store, refresh, clock, probe
         self.inline = inline or (lambda: False)
+        self.period = period
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.refreshes = 0
-        self.durations: list[float] = []  # the update itself (derive + assemble), inline ones only
+        self.durations: list[float] = []  # the update itself (derive + assemble)
+        self.walls: list[float] = []  # the same updates' wall time in the thread (incl. waiting for the GIL)
         store.subscribe(lambda _c: self._wake.set())
 
     def start(self) -> None:
@@ -486,19 +496,28 @@ class ViewFollower:
             except asyncio.CancelledError:
                 pass
 
+    def _timed(self, now: datetime) -> int:
+        c, t = time.thread_time(), time.perf_counter()
+        rev = self.refresh(now)
+        self.durations.append(time.thread_time() - c)
+        self.walls.append(time.perf_counter() - t)
+        return rev
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            started = time.perf_counter()
             if self.inline():
                 t = time.perf_counter()
                 rev = self.refresh(self.clock())
                 self.durations.append(time.perf_counter() - t)
+                self.walls.append(self.durations[-1])
             else:
-                rev = await asyncio.to_thread(self.refresh, self.clock())
+                rev = await asyncio.to_thread(self._timed, self.clock())
             self.refreshes += 1
             self.probe.ready(rev)
-            await asyncio.sleep(0)
+            await asyncio.sleep(max(0.0, self.period - (time.perf_counter() - started)))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import contextlib
 import copy
 import gc
 import json
+import os
 import random
 import sys
 import time
@@ -224,9 +225,12 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     from textual import events
 
     from taudash.app import SCREENS, TaudashApp
+    from taudash.screens.messages import Navigate
     from taudash.screens.registry import REGISTRY
 
-    keys = {e.name: e.key for e in REGISTRY.keyed() if e.key}
+    # Every registered screen: the numbered ones by their key, the rest (History, Fleet) the way the
+    # palette and `:` reach them (a Navigate message to the app).
+    keys = {e.name: e.key for e in REGISTRY}
     tick_costs: list[float] = []
     tick_screens: list[str] = []
 
@@ -235,19 +239,26 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         tick_costs.append(seconds)
         tick_screens.append(screen.nav or type(screen).__name__)
 
-    app = TaudashApp(session, tick=1.0, on_frame=[rendered])
+    # TAUDASH_BENCH_PRECOMPOSE=0 measures first visits without the background composition (to compare).
+    app = TaudashApp(session, tick=1.0, on_frame=[rendered],
+                     precompose=os.environ.get("TAUDASH_BENCH_PRECOMPOSE", "1") != "0")
+    # The UI thread's CPU time during each press (the event loop's work while the key waited and was
+    # served, whoever's it was): unlike the wall time it does not grow when the machine is busy.
+    press_cpu: list[float] = []
 
     async def switch(pilot, name: str) -> float:
         # The key enters like a terminal's (a Key event to the app) and the clock stops once the new
         # screen has rendered its data and the compositor has refreshed it. (Pilot.press would add
         # Textual's wait-for-idle: at least 40 ms, and up to seconds while events keep the app busy.)
-        t = time.perf_counter()
-        app.post_message(events.Key(keys[name], keys[name]))
+        t, c = time.perf_counter(), time.thread_time()
+        key = keys[name]
+        app.post_message(events.Key(key, key) if key else Navigate(name))
         for _ in range(60000):
             if isinstance(app.screen, SCREENS[name]) and app.screen.frame is not None:
                 break
             await asyncio.sleep(0.001)
         await _painted(app)
+        press_cpu.append(time.thread_time() - c)
         return time.perf_counter() - t
 
     progress(f"headless dashboard at {UI_SIZE[0]}x{UI_SIZE[1]}: first paint and switch of each screen")
@@ -255,9 +266,21 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     async with app.run_test(size=UI_SIZE) as pilot:
         await pilot.pause()
         fig(Figure("ui_start_s", "dashboard start (overview painted)", time.perf_counter() - t, "s"))
+        # The app composes the other screens in the background after the first view (issue 23); the
+        # operator's first visit to each comes after that. A key pressed before it pays one composition.
+        for _ in range(60000):
+            if app.composed or not app.precompose:
+                break
+            await asyncio.sleep(0.001)
+        await pilot.pause()  # the last screen's widgets handle their resize (a table builds its first page)
+        await _painted(app)
+        fig(Figure("ui_composed_s", "every screen composed in the background (after start)",
+                   time.perf_counter() - t, "s"))
         with prof.phase("ui_first_paint"):
             first = {n: await switch(pilot, n) for n in keys if n != "overview"}
             first["overview"] = await switch(pilot, "overview")
+        fig(Figure("ui_screens", "screens visited (every registered one)", len(first), "screens",
+                   note=", ".join(first)))
         worst = max(first, key=first.__getitem__)
         fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
         rounds = [{n: await switch(pilot, n) for n in keys} for _ in range(3)]  # medians per screen
@@ -295,14 +318,26 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 session.view(now)
                 return store.revision
 
+        # How the view follows the events (docs/decisions.md, issue 23): small incremental updates inline on the
+        # event loop, one per burst (the default: it measured best for input at L). TAUDASH_BENCH_FOLLOW=thread
+        # [:period] derives in a worker thread like the app's own tick, at most every period s (0.1 by default);
+        # inline:period coalesces inline updates the same way. Measuring only, to compare.
+        follow = os.environ.get("TAUDASH_BENCH_FOLLOW", "inline")
+        if os.environ.get("TAUDASH_BENCH_SWITCH"):  # measuring only: the GIL's switch interval (s) for this run
+            sys.setswitchinterval(float(os.environ["TAUDASH_BENCH_SWITCH"]))
+        mode, _, period = follow.partition(":")
         follower = ViewFollower(store, refresh, lambda: datetime.now(UTC), probe,
-                                inline=lambda: session.stats().incremental_ready)
+                                inline=(lambda: session.stats().incremental_ready) if mode == "inline" else None,
+                                period=float(period) if period else (0.0 if mode == "inline" else 0.1))
+        progress(f"  view follower: {mode}, a refresh at most every {follower.period:g} s")
         tick_costs.clear()
         tick_screens.clear()
         probe.active = True
         follower.start()
         stream = asyncio.create_task(sim.acommand(f"stream {rate} {secs}"))
         presses: list[float] = []
+        press_cpu.clear()
+        loop_cpu = time.thread_time()
         rng = random.Random(7)
         names = list(keys)
         with prof.phase("load"):
@@ -311,6 +346,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 presses.append(await switch(pilot, rng.choice([n for n in names if n != app.current_mode])))
                 await asyncio.sleep(0.2)
             answer = await stream
+        loop_cpu = time.thread_time() - loop_cpu
         await asyncio.sleep(0.5)  # the last events land and are derived
         probe.active = False
         await follower.stop()
@@ -319,10 +355,15 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                    note=f"{written} writes at the simulator"))
         fig(Figure("update_p50_s", "incremental update, p50", median(follower.durations), "s",
                    note=f"{len(follower.durations)} updates"))
-        fig(Figure("update_p99_s", "incremental update, p99", percentile(follower.durations, 99), "s", 0.010))
+        fig(Figure("update_p99_s", "incremental update, p99", percentile(follower.durations, 99), "s", 0.010,
+                   note="CPU time of the update in the follower's thread" if not mode == "inline" else "wall, inline"))
         fig(Figure("incr_p50_s", "event → view ready, p50 (incl. waiting behind renders)", median(probe.samples), "s"))
         fig(Figure("incr_p99_s", "event → view ready, p99 (incl. waiting behind renders)", percentile(probe.samples, 99), "s"))
         fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s", 0.100))
+        fig(Figure("key_cpu_p95_s", "key press → screen change, p95 UI-thread CPU (under load)",
+                   percentile(press_cpu, 95), "s", note="the event loop's work during the press; steadier than wall"))
+        fig(Figure("ui_cpu_share", "UI thread CPU under load (share of one core)", loop_cpu / secs, "x",
+                   note="decode + apply of watch events, renders, Textual; the follower's thread excluded"))
         fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s", 0.030))
         progress("  ticks under load: " + ", ".join(f"{n} {c * 1000:.0f} ms" for n, c in zip(tick_screens, tick_costs,
                                                                                             strict=True)))

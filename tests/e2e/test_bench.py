@@ -85,6 +85,7 @@ FIGURES = {
     "sync_s", "sync_cpu_s", "sync_server_cpu_s", "decode_s", "decode_cpu_s", "sync_vs_decode", "sync_vs_decode_cpu", "kubectl_s", "sync_vs_kubectl", "derive_full_s",
     "session_first_view_s", "ui_start_s", "first_paint_max_s", "switch_max_s", "tick_render_max_s",
     "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s", "peak_rss_mib", "sim_rss_mib",
+    "ui_composed_s", "ui_screens", "key_cpu_p95_s", "ui_cpu_share",
 }
 
 
@@ -114,3 +115,9 @@ def test_bench_small_end_to_end_json(capsys):
     assert len(figs["sync_vs_kubectl"]["runs"]) == 3  # each sync over the one kubectl run
     # Progress went to stderr, never into the JSON.
     assert "[bench" in out.err
+    # Every registered screen was visited, the ones without a number key (History, Fleet) too.
+    from taudash.screens.registry import REGISTRY
+
+    visited = doc["figures"]["ui_screens"]
+    assert visited["value"] == len(REGISTRY) and visited["note"].split(", ") == [*(e.name for e in REGISTRY)][1:] + [
+        REGISTRY.home.name]
