@@ -130,7 +130,10 @@ class TaudashApp(App):
         try:
             # Textual internals (what switch_mode does for a mode's first screen, without showing it):
             # if they move, screens are simply composed on first visit again.
-            screen, mounted = self._get_screen(self._modes[entry.name]())
+            factory = self._modes[entry.name]
+            if isinstance(factory, str):  # a mode named by a screen name: nothing of ours to compose
+                return
+            screen, mounted = self._get_screen(factory())
             self._screen_stacks[entry.name] = [screen]
             self._load_screen_css(screen)
             await mounted
