@@ -343,15 +343,25 @@ class ObjectDB:
     def encoded(self, r: Resource, key: tuple[str, str], version: str) -> bytes:
         """The stored object `key` in `version`, labelled with that version's apiVersion, as the
         compact JSON (orjson) a list page embeds; cached per object and version until it changes."""
-        stored = self._objects[r.key][key]
-        cache = self._encoded[r.key]
-        entry = cache.get(key)
-        rv = stored["metadata"].get("resourceVersion")
-        if entry is None or entry[0] is not stored or entry[1] != rv:
-            entry = cache[key] = (stored, rv, {})
-        out = entry[2].get(version)
-        if out is None:
-            out = entry[2][version] = _dumps(labelled(r, self._view(r, key, stored, version), version))
+        return self.encoded_many(r, [key], version)[0]
+
+    def encoded_many(self, r: Resource, keys: Iterable[tuple[str, str]], version: str) -> builtins.list[bytes]:
+        """`encoded` for each key, in order (one call per list page)."""
+        store, cache = self._objects[r.key], self._encoded[r.key]
+        out: builtins.list[bytes] = []
+        add = out.append
+        for key in keys:
+            stored = store[key]
+            entry = cache.get(key)
+            if entry is not None and entry[0] is stored and entry[1] == stored["metadata"].get("resourceVersion"):
+                b = entry[2].get(version)
+                if b is not None:
+                    add(b)
+                    continue
+            else:
+                entry = cache[key] = (stored, stored["metadata"].get("resourceVersion"), {})
+            b = entry[2][version] = _dumps(labelled(r, self._view(r, key, stored, version), version))
+            add(b)
         return out
 
     def counts(self) -> dict[str, int]:
