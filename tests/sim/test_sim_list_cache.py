@@ -95,12 +95,13 @@ def expected_page(sim: SimServer, plural_kind: str, version: str, ns: str | None
                   "items": [labelled(r, o, version) for o in objs]})
 
 
-@pytest.mark.parametrize(("kueue", "seed"), [("0.15", 1), ("0.19", 2), ("0.14", 3)])
-async def test_cached_list_pages_equal_the_whole_page_encoding(kueue, seed):
+@pytest.mark.parametrize(("kueue", "seed", "warm"), [("0.15", 1, True), ("0.19", 2, True), ("0.14", 3, False),
+                                                     ("0.15", 4, False)])
+async def test_cached_list_pages_equal_the_whole_page_encoding(kueue, seed, warm):
     rng = random.Random(seed)
     serial = [0]
     async with SimServer(snapshot=None, objects=seed_objects(rng), tls=False, kueue_version=kueue,
-                         kueue_crds=None) as sim:
+                         kueue_crds=None, warm_lists=warm) as sim:
         db = sim.db
         pages = writes = 0
         for _ in range(45):
@@ -161,3 +162,17 @@ async def test_a_write_replaces_the_cached_encoding_in_every_version():
         assert ("ns-a", "w-1") not in db._encoded[r.key]
         with pytest.raises(KeyError):
             db.encoded(r, ("ns-a", "w-1"), r.versions[0])
+
+
+async def test_start_warms_the_seeded_objects_in_the_preferred_version_only_when_asked():
+    objs = [namespace("ns-a"), workload("w-1", "ns-a"), cluster_queue("cq-1")]
+    async with SimServer(snapshot=None, objects=objs, tls=False, kueue_version="0.15", kueue_crds=None) as sim:
+        db = sim.db
+        r = db.resource("Workload")
+        entry = db._encoded[r.key][("ns-a", "w-1")]
+        assert set(entry[2]) == {r.versions[0]}
+        assert json.loads(entry[2][r.versions[0]])["apiVersion"] == r.api_version(r.versions[0])
+        assert ("", "cq-1") in db._encoded[db.resource("ClusterQueue").key]
+    async with SimServer(snapshot=None, objects=objs, tls=False, kueue_version="0.15", kueue_crds=None,
+                         warm_lists=False) as sim:
+        assert not any(sim.db._encoded.values())
