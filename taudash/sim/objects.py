@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from orjson import dumps as _dumps
+
 from taudash.engine.model.kinds import KUEUE, NEVER_READ
 from taudash.engine.sources.snapshot import LoadResult, load_snapshot
 from taudash.sim.conversion import convert
@@ -165,6 +167,12 @@ def _rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def labelled(r: Resource, obj: Obj, version: str) -> Obj:
+    """`obj` labelled with `version`'s apiVersion (a shallow copy when it names another)."""
+    want = r.api_version(version)
+    return obj if obj.get("apiVersion") == want else {**obj, "apiVersion": want}
+
+
 def _spec_of(obj: Obj) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in _SPEC_EXCLUDED}
 
@@ -192,6 +200,12 @@ class ObjectDB:
         # Sorted keys per resource until one is added or removed: a paged list of 100k objects would
         # otherwise sort (and scan) them all for each 500-item page.
         self._sorted: dict[tuple[str, str], list[tuple[str, str]] | None] = {r.key: None for r in self.registry.all}
+        # Each stored object's JSON encoding per served version, as a list page embeds it (`encoded`):
+        # (the stored dict it was encoded from, its resourceVersion, version → bytes). Dropped on every
+        # write and delete of the key, and checked against the stored dict's identity and
+        # resourceVersion on use, so a stale entry can never be served.
+        self._encoded: dict[tuple[str, str], dict[tuple[str, str], tuple[Obj, Any, dict[str, bytes]]]] = {
+            r.key: {} for r in self.registry.all}
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=max(1, history))
         self._floor = 0  # watches may resume from any RV >= this one
@@ -288,10 +302,9 @@ class ObjectDB:
     def _select(self, r: Resource, namespace: str | None, label_selector: str | None = None,
                 field_selector: str | None = None, version: str | None = None) -> builtins.list[Obj]:
         """Objects in `version` (default: internal), shared, sorted. Callers must not mutate them."""
-        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector, r.kind)
         store = self._objects[r.key]
-        keys = [k for k in self._keys(r) if namespace is None or not r.namespaced or k[0] == namespace]
-        return [self._view(r, k, store[k], version) for k in keys if labels(store[k]) and fields(store[k])]
+        return [self._view(r, k, store[k], version)
+                for k in self.select_keys(r, namespace, label_selector, field_selector)]
 
     def _keys(self, r: Resource) -> builtins.list[tuple[str, str]]:
         keys = self._sorted[r.key]
@@ -303,6 +316,13 @@ class ObjectDB:
              limit: int, version: str | None = None) -> tuple[builtins.list[Obj], int]:
         """An unfiltered list page: up to `limit` stored (shared) objects after key `after`, in key
         order, and how many remain after them. Callers must not mutate the objects."""
+        keys, remaining = self.page_keys(r, namespace, after, limit)
+        store = self._objects[r.key]
+        return [self._view(r, k, store[k], version) for k in keys], remaining
+
+    def page_keys(self, r: Resource, namespace: str | None, after: tuple[str, str] | None,
+                  limit: int) -> tuple[builtins.list[tuple[str, str]], int]:
+        """The keys of an unfiltered list page (see `page`) and how many remain after them."""
         keys = self._keys(r)
         lo, hi = 0, len(keys)
         if namespace is not None and r.namespaced:
@@ -310,8 +330,47 @@ class ObjectDB:
         if after is not None:
             lo = max(lo, bisect.bisect_right(keys, after))
         end = hi if not limit else min(hi, lo + limit)
+        return keys[lo:end], hi - end
+
+    def select_keys(self, r: Resource, namespace: str | None, label_selector: str | None = None,
+                    field_selector: str | None = None) -> builtins.list[tuple[str, str]]:
+        """The sorted keys of the objects `_select` returns (selectors match the stored form)."""
+        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector, r.kind)
         store = self._objects[r.key]
-        return [self._view(r, k, store[k], version) for k in keys[lo:end]], hi - end
+        return [k for k in self._keys(r) if (namespace is None or not r.namespaced or k[0] == namespace)
+                and labels(store[k]) and fields(store[k])]
+
+    def encoded(self, r: Resource, key: tuple[str, str], version: str) -> bytes:
+        """The stored object `key` in `version`, labelled with that version's apiVersion, as the
+        compact JSON (orjson) a list page embeds; cached per object and version until it changes."""
+        return self.encoded_many(r, [key], version)[0]
+
+    def encoded_many(self, r: Resource, keys: Iterable[tuple[str, str]], version: str) -> builtins.list[bytes]:
+        """`encoded` for each key, in order (one call per list page)."""
+        store, cache = self._objects[r.key], self._encoded[r.key]
+        out: builtins.list[bytes] = []
+        add = out.append
+        for key in keys:
+            stored = store[key]
+            entry = cache.get(key)
+            if entry is not None and entry[0] is stored and entry[1] == stored["metadata"].get("resourceVersion"):
+                b = entry[2].get(version)
+                if b is not None:
+                    add(b)
+                    continue
+            else:
+                entry = cache[key] = (stored, stored["metadata"].get("resourceVersion"), {})
+            b = entry[2][version] = _dumps(labelled(r, self._view(r, key, stored, version), version))
+            add(b)
+        return out
+
+    def warm_encodings(self) -> int:
+        """Encode every stored object in its resource's preferred served version (what discovery
+        points clients at) ahead of the first list, so that list pays no cold pass. Returns how many."""
+        n = 0
+        for r in self.registry.all:
+            n += len(self.encoded_many(r, self._objects[r.key], r.versions[0]))
+        return n
 
     def counts(self) -> dict[str, int]:
         return {r.kind: len(self._objects[r.key]) for r in self.registry.all}
@@ -535,6 +594,7 @@ class ObjectDB:
 
     def _put(self, r: Resource, key: tuple[str, str], stored: Obj) -> None:
         self._objects[r.key][key] = stored
+        self._encoded[r.key].pop(key, None)
         if r.converts:
             self._views[r.key][key] = convert(r.kind, stored, r.internal_version)
 
@@ -706,6 +766,7 @@ class ObjectDB:
         old_view = views.get(key) if views is not None else old
         if typ == "DELETED":
             self._objects[r.key].pop(key, None)
+            self._encoded[r.key].pop(key, None)
             if views is not None:
                 views.pop(key, None)
             self._sorted[r.key] = None

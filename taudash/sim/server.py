@@ -64,7 +64,9 @@ class SimServer:
     v1beta2 served by conversion) or "0.19" (default: v1beta2 stored, v1beta1 served); it picks the
     served and storage versions, the short names, the CRDs that validate writes and the condition
     reasons the controllers write (`sim.kueue`, taudash/sim/kueue_versions.py). `kueue_gates`
-    switches Kueue feature gates, e.g. {"UnadmittedWorkloadsObservability": False}.
+    switches Kueue feature gates, e.g. {"UnadmittedWorkloadsObservability": False}. `warm_lists`
+    (default) encodes the seeded objects for list pages at start (ObjectDB.warm_encodings), so the
+    first list is served from the cache like later ones.
     """
 
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
@@ -75,7 +77,7 @@ class SimServer:
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
                  simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,
                  kueue_gates: dict[str, bool] | None = None,
-                 kueue_crds: str | Path | None | object = _DEFAULT) -> None:
+                 kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         # `kueue_crds`: the `kueue` test-data folder whose CRDs validate writes (default: crd_root());
@@ -110,6 +112,7 @@ class SimServer:
         self.simulate = simulate
         self.scenario = scenario
         self.world: Any = None
+        self.warm_lists = warm_lists
 
     @property
     def url(self) -> str:
@@ -133,6 +136,8 @@ class SimServer:
         if self._objects:
             self.db.seed(self._objects)
         self._fresh_cluster_uid()
+        if self.warm_lists:
+            self.db.warm_encodings()  # the seeded objects' list encodings, before any client lists them
         self._tmpdir = tempfile.mkdtemp(prefix="taudash-sim-")  # 0700: the key and token stay private
         try:
             if self.tls:
