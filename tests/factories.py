@@ -853,3 +853,8 @@ def workload_holding_gpus(gpus: int, name: str = "local-job", ns: str = "train",
                     "requests": {"nvidia.com/gpu": str(gpus)}}}]}}}]},
             "status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
                                        "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}
+
+
+def list_response(api_version: str, kind: str, metadata: dict, items: list) -> dict:
+    """A Kubernetes List response (`<Kind>List`): what an API server's list endpoint returns."""
+    return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": metadata, "items": items}

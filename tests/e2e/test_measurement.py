@@ -46,6 +46,10 @@ def _session(**kw) -> Session:
 def clean_gc():
     """Whatever a test does to the collector and the heap policy is undone afterwards."""
     thresholds, enabled, previous = gc.get_threshold(), gc.isenabled(), heap.install(None)
+    # Start from a clean collector: earlier tests in this process (the CLI installs the policy) may have frozen
+    # objects, which refcounting then frees one by one: the freeze count would move under this test's feet.
+    gc.unfreeze()
+    gc.enable()
     yield
     heap.install(previous)
     gc.set_threshold(*thresholds)

@@ -10,7 +10,7 @@ import random
 
 import aiohttp
 import pytest
-from factories import cluster_queue, job, namespace, workload
+from factories import cluster_queue, job, list_response, namespace, workload
 from orjson import dumps
 
 from taudash.sim.apiserver import _encode_continue
@@ -91,8 +91,7 @@ def expected_page(sim: SimServer, plural_kind: str, version: str, ns: str | None
         meta["continue"] = _encode_continue(list_rv, key(objs[-1]))
         if labels is None and fields is None:
             meta["remainingItemCount"] = rest
-    return dumps({"apiVersion": r.api_version(version), "kind": f"{r.kind}List", "metadata": meta,
-                  "items": [labelled(r, o, version) for o in objs]})
+    return dumps(list_response(r.api_version(version), r.kind, meta, [labelled(r, o, version) for o in objs]))
 
 
 @pytest.mark.parametrize(("kueue", "seed", "warm"), [("0.15", 1, True), ("0.19", 2, True), ("0.14", 3, False),
