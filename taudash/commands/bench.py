@@ -58,7 +58,7 @@ def register(sub, add_source_args) -> None:
     b = sub.add_parser("bench", help="measure sync, derivation, UI and memory on a synthetic fleet-scale cluster")
     add_source_args(b, frozenset({"read_only"}))  # the bench brings its own cluster and never writes to one
     b.add_argument("--size", choices=sorted(SIZES), default="S", type=str.upper,
-                   help="S: 100 nodes/2k Workloads, M: 1k/20k, L: 5k/100k (default S)")
+                   help="S: 100 nodes/2k Workloads, M: 1k/20k, L: 5k/100k, XL: 10k/200k (default S)")
     b.add_argument("--seed", type=int, default=0, help="the synthetic cluster is deterministic per seed")
     b.add_argument("-o", "--output", choices=("table", "json"), default="table")
     b.add_argument("--rate", type=float, default=1000.0, help="events per second during the load phase")

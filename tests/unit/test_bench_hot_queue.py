@@ -4,7 +4,7 @@ the last Pod Workloads go pending to the first workspace's queue; the object cou
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 
 from taudash.bench.generate import SIZES, generate, hot_queue
@@ -34,3 +34,9 @@ def test_no_hot_queue_below_l():
     assert hot_queue("S") is None and hot_queue("M") is None
     assert SIZES["S"].hot_pending == SIZES["M"].hot_pending == 0
     assert SIZES["L"].hot_pending == 10_000 and hot_queue("L") == "tau-ws-ws-000"
+
+
+def test_xl_is_twice_l_in_every_kind_for_the_scaling_table():
+    counts = [f.name for f in fields(SIZES["L"]) if f.name not in ("name", "hot_pending")]
+    assert counts and all(getattr(SIZES["XL"], c) == 2 * getattr(SIZES["L"], c) for c in counts)
+    assert SIZES["XL"].hot_pending == SIZES["L"].hot_pending  # the queue view is measured at the same 10k
