@@ -83,15 +83,17 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
     fig(Figure("queue_positions_s", "queue view: Enter → positions on screen", shown, "s",
                note=f"{n} rows, {pos.label if pos is not None else 'none'}; the table holds one page"))
 
-    runs = []
+    runs, cpu = [], []
     for _ in range(3):
         f = session.frame(datetime.now(UTC))
         f = replace(f, view=copy.copy(f.view))  # as if the view had changed
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         app.render_frame(f)
         await painted(app)
         runs.append(time.perf_counter() - t)
+        cpu.append(time.thread_time() - c)
     fig(Figure("queue_tick_s", "queue view: per-tick render", median(runs), "s", 0.030))
+    fig(Figure("queue_tick_cpu_s", "queue view: per-tick render, UI-thread CPU", median(cpu), "s"))
 
     pending.focus()
     await painted(app)

@@ -368,9 +368,10 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         progress("  ticks under load: " + ", ".join(f"{n} {c * 1000:.0f} ms" for n, c in zip(tick_screens, tick_costs,
                                                                                             strict=True)))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
-                 f"{len(presses)} key presses, {len(tick_costs)} ticks)")
+                 f"{len(presses)} key presses, {len(tick_costs)} ticks; {_mem()})")
         with prof.phase("queue_view"):
-            await queue_view_phase(app, fig, progress, _painted)  # issue 19: the 10k ClusterQueue (bench/queue_view.py)
+            await queue_view_phase(app, fig, progress, _painted)
+        progress(f"  (after the queue view: {_mem()})")  # issue 19: the 10k ClusterQueue (bench/queue_view.py)
 
 
 class _GcPauses:

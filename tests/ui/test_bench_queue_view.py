@@ -15,7 +15,7 @@ from taudash.engine.sources.snapshot import load_documents
 from taudash.engine.view import SourceInfo
 from taudash.screens.queues import QueuesScreen
 
-FIGURES = {"queue_first_paint_s", "queue_positions_s", "queue_tick_s", "queue_key_p95_s"}
+FIGURES = {"queue_first_paint_s", "queue_positions_s", "queue_tick_s", "queue_tick_cpu_s", "queue_key_p95_s"}
 
 
 async def painted(app) -> None:
