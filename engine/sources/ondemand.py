@@ -29,7 +29,12 @@ from orjson import loads as _loads
 from ..model import BY_KIND
 from ..model.kinds import NEVER_READ
 from ..rules.base import ObjRef
-from .kube import ApiStatusError, ClusterTarget
+from .kube import (  # the live source's own wording of an API error and a failure
+    ApiStatusError,
+    ClusterTarget,
+    _status_message,
+    _why,
+)
 
 # Access words (the store's AccessState values, plus the two only on-demand reads have).
 SYNCED, FORBIDDEN, ERROR, NOT_FOUND = "Synced", "Forbidden", "Error", "NotFound"
@@ -127,17 +132,6 @@ def event_selector(ref: ObjRef, uid: str | None) -> str:
     if uid:
         parts.append(f"involvedObject.uid={uid}")
     return ",".join(parts)
-
-
-def _status_message(body: bytes) -> str:
-    try:
-        return str(_loads(body).get("message", ""))[:300]
-    except (ValueError, AttributeError):
-        return body[:200].decode("utf-8", "replace")
-
-
-def _why(exc: BaseException) -> str:
-    return (str(exc) or type(exc).__name__).splitlines()[0][:300]
 
 
 class KubeOnDemand:
