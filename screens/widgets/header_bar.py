@@ -77,6 +77,12 @@ class HeaderBar(Widget):
     HeaderBar.-problems #hb-problems { display: block; }
     """
     _shown: tuple = (None, None, None)  # the left, right and problems content last shown
+    _pending: Frame | None = None  # a frame that arrived before the children were composed
+
+    def on_mount(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.show(pending)
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -87,6 +93,11 @@ class HeaderBar(Widget):
         yield Static("", id="hb-problems")
 
     def show(self, frame: Frame) -> None:
+        if not self.query("#hb-problems"):
+            # Not composed yet (a screen composed in the background, or one closing while the app exits):
+            # the frame is shown once the children exist.
+            self._pending = frame
+            return
         tones = app_tones(self.app)
         problems = self._problems(frame, tones)
         shown = (self._left(frame, tones, self.size.width >= 140), self._right(frame, tones), problems or "")

@@ -399,3 +399,17 @@ async def test_a_tenth_screen_is_one_registry_line_reached_from_the_palette(monk
         app.post_message(Navigate("no-such-screen"))  # an unknown name changes nothing
         await pilot.pause()
         assert app.current_mode == "history"
+
+
+async def test_a_frame_shown_before_the_header_is_composed_waits_for_it_and_is_shown_then():
+    """A screen composed in the background, or one closing while the app exits, may be told a frame before its
+    header has children: nothing raises, and the frame is what the header shows once composed."""
+    app = dashboard_app(now=NOW)
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert await eventually(lambda: app.session.last_frame is not None)
+        frame = app.session.last_frame
+        header = HeaderBar(id="late-header")
+        header.show(frame)  # not mounted: no children to update yet
+        await app.screen.mount(header)
+        await pilot.pause()
+        assert "aks-eastus-prod-demo" in plain(header.query_one("#hb-left"))
