@@ -124,10 +124,19 @@ class DashScreen(Screen):
         try:
             self.show(self.session.last_frame)
         except NoMatches:
-            # The app began to exit while this screen was being composed in the background (app.py): its
-            # widgets are being removed before they composed. Anything else is a real error.
-            if not getattr(self.app, "_exit", False):
+            # A screen composed in the background (app.py) whose widgets are not all there: the app began to
+            # exit and is removing them. Its first visit renders the newest frame (on_screen_resume), so
+            # nothing is lost; a screen on show missing its widgets is a real error.
+            if self._is_on_screen():
                 raise
+            self.frame = None
+            self._shown_signature = None
+
+    def _is_on_screen(self) -> bool:
+        try:
+            return self.app.screen is self
+        except Exception:  # noqa: BLE001 - no screen stack any more (the app is shutting down)
+            return False
 
     def post_message(self, message: Message) -> bool:
         # Coming back to a screen (a number key) need not restyle every widget: nothing the CSS reads

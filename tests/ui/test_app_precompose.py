@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from factories import dashboard_app
 from tools.waiting import eventually
 
@@ -68,3 +69,22 @@ async def test_a_key_pressed_before_the_background_composition_shows_its_screen(
         stacks = {name: stack for name, stack in app._screen_stacks.items() if name in REGISTRY}
         assert len(stacks) == len(REGISTRY) and all(len(stack) == 1 for stack in stacks.values())
         assert stacks["sources"] == [app.screen]
+
+
+async def test_a_background_screen_whose_widgets_are_gone_skips_its_mount_render_and_a_shown_one_raises():
+    """The app exiting while a screen is composed in the background removes its widgets before its mount
+    handler runs: that screen renders nothing then (its first visit would render the newest frame); a screen
+    on show that misses its widgets is a real error and still raises."""
+    from textual.css.query import NoMatches
+
+    app = dashboard_app(now=NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await eventually(lambda: app.session.last_frame is not None)
+        await pilot.pause()
+        screen = REGISTRY.get("sources").cls(app.session)  # never composed: no widgets at all
+        screen._is_on_screen = lambda: False
+        screen.on_mount()
+        assert screen.frame is None and screen._shown_signature is None
+        screen._is_on_screen = lambda: True
+        with pytest.raises(NoMatches):
+            screen.on_mount()
