@@ -52,8 +52,10 @@ class Terminal:
     def _read(self, timeout: float) -> bool:
         import select
 
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
+        # poll, not select: late in a long suite the terminal's descriptor can be above select's 1024 limit
+        poller = select.poll()
+        poller.register(self.master, select.POLLIN)
+        if not poller.poll(timeout * 1000):
             return False
         try:
             chunk = os.read(self.master, 65536)
