@@ -138,6 +138,17 @@ def render_table(view: ClusterView) -> Group:
         parts.append(Text("QUEUES", style="bold"))
         parts.append(t)
 
+    if view.claims:
+        parts.append(Text("CLAIMS (workflows holding what they write)", style="bold"))
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in ("target", "held by", "who", "since", "renewed"):
+            t.add_column(col)
+        for claim in view.claims:
+            t.add_row(L(claim.target), L(f"workflow {claim.holder} ({claim.workflow or '?'})"),
+                      L(" on ".join(x for x in (claim.who, claim.host) if x) or "-"), L(claim.since or "-"),
+                      Text.assemble(L(claim.renewed or "-"), (" ⚠ stale" if claim.stale else "", "yellow")))
+        parts.append(t)
+
     prof = view.profiles
     pl = Text("PROFILES ", style="bold")
     if prof.profiles or prof.checks:
