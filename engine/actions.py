@@ -599,9 +599,10 @@ def _diff(before: dict[str, Any], after: dict[str, Any], top: bool = False, meta
         old, new = before.get(key), after.get(key)
         if key not in after:
             out[key] = None
-        elif isinstance(old, dict) and isinstance(new, dict):
-            sub = _diff(old, new, meta=top and key == "metadata")
-            if sub:
+        elif isinstance(new, dict) and (isinstance(old, dict) or key not in before):
+            # (a merge patch turns a missing or non-object value into an object before merging into it)
+            sub = _diff(old if isinstance(old, dict) else {}, new, meta=top and key == "metadata")
+            if sub or key not in before:
                 out[key] = sub
         elif key not in before or old != new:
             out[key] = copy.deepcopy(new)

@@ -349,6 +349,19 @@ class Claims:
                 self.journal.append("warning", None, {"message": f"claim renewal failed: {exc}"})
 
 
+async def release_finished(actions: Actions, store: Store, journal: Journal, system_namespace: str) -> list[str]:
+    """Give back the claims a finished run still holds, as the store shows them: for a host that marks a run
+    finished after its runner stopped (an abort from outside the runner). Returns what could not be given back."""
+    if not journal.terminal or not actions.writable:
+        return []
+    claims = Claims(actions, store, journal, system_namespace)
+    for target, holder in existing(store, journal.params, system_namespace):
+        if holder.workflow_id == journal.id:
+            namespace, _, name = holder.lease.partition("/")
+            claims._held.append((target, namespace, name))
+    return await claims.release()
+
+
 @asynccontextmanager
 async def holding(runner: Any) -> AsyncIterator[Claims | None]:
     """The run's claims while `runner` runs (Runner.run): taken first, renewed meanwhile, given back when
@@ -388,4 +401,4 @@ async def holding(runner: Any) -> AsyncIterator[Claims | None]:
 
 __all__ = ["CLAIM_MANAGER", "LEASE_SECONDS", "RENEW_EVERY", "ClaimRefused", "Claims", "Target", "about",
            "claim_targets", "existing", "holding", "judge", "lease_name", "lease_namespace", "local_journals",
-           "micro_time", "targets"]
+           "micro_time", "release_finished", "targets"]
