@@ -3,6 +3,7 @@ stop policy, Active reason and workload counts. The pane below details the highl
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import partial
 
 from rich import box
@@ -16,6 +17,7 @@ from textual.widgets import DataTable, Static
 
 from taudash.engine.model import ZERO
 from taudash.engine.rules.claims import ClaimView
+from taudash.engine.rules.queue_order import parse_time
 from taudash.engine.rules.queues import ClusterQueueView, CohortView
 from taudash.engine.session import Frame
 
@@ -59,9 +61,8 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones, claim: ClaimVie
         name.append(lit(f"  ws {q.workspace}", tones.muted))
     borrowed = _gpu_total(q.flavors, "borrowed")
     stop = stop_cell(q.stop_policy, tones)
-    if claim is not None:  # a workflow holds the queue: nobody else's workflow may write to it now
-        stop.append(f"  ⚠ stale {claim.holder}" if claim.stale else f"  ⚑ {claim.holder}",
-                    style=tones.warn if claim.stale else tones.accent)
+    if claim is not None:  # a workflow holds the queue (⚠: its run stopped renewing the claim)
+        stop.append(f"  {'⚠' if claim.stale else '⚑'} {claim.holder}", style=tones.warn if claim.stale else tones.accent)
     return (
         name,
         stop,
@@ -123,14 +124,28 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
-def claim_line(claim: ClaimView, tones: Tones) -> Text:
-    """"held by workflow ID (who, since)", or a stale claim and how to take it over."""
+def _when(value: str | None, now: datetime) -> str:
+    """A claim's time as "08:25 UTC, 40 min ago" (the date too when it is not today's)."""
+    t = parse_time(value)
+    if t is None:
+        return "unknown"
+    t = t.astimezone(UTC)
+    secs = max(0, int((now - t).total_seconds()))
+    ago = f"{secs} s" if secs < 120 else f"{secs // 60} min" if secs < 7200 else f"{secs // 3600} h"
+    day = "" if t.date() == now.astimezone(UTC).date() else f"{t:%Y-%m-%d} "
+    return f"{day}{t:%H:%M} UTC, {ago} ago"
+
+
+def claim_line(claim: ClaimView, tones: Tones, now: datetime) -> Text:
+    """"held by workflow ID (kind, who, since)", or a stale claim and how to resume or take it over."""
     who = " on ".join(x for x in (claim.who, claim.host) if x) or "unknown operator"
-    line = span("held by ", tones.muted)
+    line = span("⚑ held by ", tones.accent, end="\n")
     line.append(lit(f"workflow {claim.holder}", "bold"))
-    line.append(lit(f" ({claim.workflow or 'workflow'}, {who}, since {claim.since or '?'})"))
+    line.append(lit(f" ({claim.workflow or 'workflow'}, {who}, since {_when(claim.since, now)}): "
+                    "no other workflow may write to this queue"))
     if claim.stale:
-        line.append(f"\n⚠ stale claim: not renewed since {claim.renewed or '?'}: its run stopped. ", style=tones.warn)
+        line.append(f"\n⚠ stale claim: not renewed since {_when(claim.renewed, now)}: its run stopped. ",
+                    style=tones.warn)
         line.append(lit(f"Resume it where it was journaled (taudash workflow resume {claim.holder}), or take it "
                         f"over: taudash workflow start {claim.workflow or '…'} … --take-over {claim.holder}"))
     return line
@@ -159,8 +174,8 @@ GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue 
                                  usage, and borrowed = reservation above nominal.
 stop                             the stopPolicy: None admits; Hold and HoldAndDrain stop new admissions.
                                  ⚑ ID: workflow ID holds the queue (its claim, seen by every operator:
-                                 no other workflow may write to it); ⚠ stale ID: that run stopped
-                                 renewing its claim (the pane says how to resume or take it over).
+                                 no other workflow may write to it); ⚠ ID: a stale claim, that run
+                                 stopped renewing it (the pane says how to resume or take it over).
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
 pnd·rsv·adm                      pending, reserving and admitted Workloads from the queue status.
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
@@ -288,7 +303,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             q = next((x for x in view.cluster_queues if x.name == name), None)
             if q is not None:
                 claim = next((c for c in view.claims if c.target == f"ClusterQueue {name}"), None)
-                pane.update(self._cq_detail(q, tones, self.session.get("ClusterQueue", name), claim))
+                held = claim_line(claim, tones, self.frame.now) if claim is not None else None
+                pane.update(self._cq_detail(q, tones, self.session.get("ClusterQueue", name), held))
                 return
         if kind == "cohort":
             c = next((x for x in view.cohorts if x.name == name), None)
@@ -311,7 +327,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         return t
 
     @staticmethod
-    def _cq_detail(q: ClusterQueueView, tones: Tones, obj=None, claim: ClaimView | None = None) -> Group:
+    def _cq_detail(q: ClusterQueueView, tones: Tones, obj=None, claim: Text | None = None) -> Group:
         head = span("ClusterQueue ", tones.heading)
         head.append(lit(q.name, "bold"))
         head.append(" · cohort ")
@@ -357,7 +373,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                     _avail(r.available, r.potential_available, tones, u),
                 )
         facts = QueuesScreen._facts(obj, tones, skip=("limits",))  # the table has the limits
-        held = [claim_line(claim, tones)] if claim is not None else []
+        held = [claim] if claim is not None else []
         if not q.flavors:
             return Group(head, counts, *held, facts,
                          Text("no resource groups: this queue admits nothing", style=tones.warn))
