@@ -37,6 +37,8 @@ LEASES = "leases.coordination.k8s.io"
 EVAL = "azure.research.eval.gpu"
 HOST = socket.gethostname()
 
+pytestmark = pytest.mark.usefixtures("state_dir")  # the in-process runs' audit log: never the real home
+
 
 def holders(sim) -> dict[str, str]:
     """Claim target → holding workflow id, as the cluster stores them."""
@@ -137,7 +139,7 @@ def holders_of(op: Operator) -> set[tuple[str, str]]:
             for lease in op.live.store.list("Lease")}
 
 
-async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_side(tmp_path):
+async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_side(tmp_path, state_dir):
     async with SimServer(DEMO, users=("alice", "bob")) as sim:
         sim.db.patch_merge(CQ, "tau-ws-eval", {"spec": {"stopPolicy": "Hold"}})  # so a release has work to do
         async with LiveCluster(sim.context_of("alice"), str(sim.kubeconfig)) as a_live, \
@@ -176,6 +178,10 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
                             await stop(second, other, second_task, sim)
                         await stop(first, held, task, sim)
                         await eventually(lambda: holders(sim) == {} and marked(sim) == {}, "the claims given back")
+    # every claim write is on record under the user the cluster authenticated, from this host
+    records = AuditLog(state_dir / "audit.log").read_all()
+    assert {r["who"] for r in records} == {"alice", "bob"}
+    assert {r["identity"]["source"] for r in records} == {"SelfSubjectReview"} and {r["host"] for r in records} == {HOST}
 
 
 # --- separate processes: two operators, two state folders, one `sim serve`-like cluster -------------------------
