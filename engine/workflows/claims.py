@@ -367,7 +367,7 @@ async def holding(runner: Any) -> AsyncIterator[Claims | None]:
     """The run's claims while `runner` runs (Runner.run): taken first, renewed meanwhile, given back when
     the run ends finished. A run without a writing connection (read-only, a rehearsal's fork) claims nothing."""
     ctx = runner.ctx
-    if not getattr(runner, "claims", True) or not ctx.actions.writable:
+    if not getattr(runner, "claims", True) or not getattr(ctx.actions, "writable", False):
         yield None
         return
     claims = Claims(ctx.actions, ctx.store, runner.journal, ctx.config.system_namespace,
