@@ -128,7 +128,7 @@ def claim_views(found: list[Holder], now: datetime) -> tuple[list[ClaimView], li
         if stale:
             kind, name = _split_target(h.target)
             findings.append(finding(Severity.WARNING, "CLAIM-STALE", kind, name, None,
-                                    f"{h.target} is claimed by {h.describe(now)}: that run stopped unfinished, "
+                                    f"claimed by {h.describe(now)}: that run stopped unfinished, "
                                     "and no other workflow may write to it until it is resumed or its claim is "
                                     "taken over",
                                     _take_over_hint(h)))

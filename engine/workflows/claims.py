@@ -312,8 +312,8 @@ class Claims:
             try:
                 await self.actions.patch("Lease", name, namespace, self._take(t, op, None),
                                          self._reason(f"renew the claim on {t.ref}"), field_manager=CLAIM_MANAGER)
-            except PreconditionFailed as exc:
-                self.lost = f"{exc}: another workflow took this run's claim over; it writes nothing more"
+            except PreconditionFailed as exc:  # taken over (or its Lease deleted) while this run lived
+                self.lost = f"{exc}: workflow {self.id} no longer holds its claim on {t.ref} and writes nothing more"
                 return
 
     async def _give_back(self, entry: tuple[Target, str, str]) -> None:

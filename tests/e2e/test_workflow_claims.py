@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import io
 import json
 import os
 import signal
@@ -332,3 +333,52 @@ def test_a_crashed_runs_stale_claim_is_taken_over_only_when_named_and_confirmed(
     alice_log = AuditLog(Path(alice["TAUDASH_STATE_DIR"]) / "audit.log").read_all()
     assert {r["who"] for r in alice_log} == {"alice"} and all(r["host"] == HOST and r["osUser"] for r in alice_log)
     assert not [r for r in alice_log + bob_log if "before" in r or "after" in r]  # diffs, never whole objects
+
+
+async def test_a_run_renews_its_claims_and_writes_nothing_once_another_took_them(tmp_path):
+    async with SimServer(DEMO, users=("alice",)) as sim, LiveCluster(sim.context_of("alice"), str(sim.kubeconfig)) as live:
+        alice = Operator("alice", live, tmp_path / "alice")
+        params = alice.params("hold", {"cq": ["tau-ws-train"]})
+        journal = alice.journal("hold", params)
+        go = asyncio.Event()
+
+        async def confirm(step, plan, op):
+            await go.wait()
+            return True
+
+        runner = Runner(build("hold", params), alice.ctx(), journal, confirm, poll=0.05)
+        task = asyncio.create_task(runner.run())
+        await eventually(lambda: planning(journal), "the claim")
+        (lease,) = sim.db.list(LEASES)
+        before = lease["spec"]["renewTime"]
+        await asyncio.sleep(0.01)
+        await runner._claims.renew()  # what the run does every RENEW_EVERY seconds
+        (lease,) = sim.db.list(LEASES)
+        assert lease["spec"]["renewTime"] > before and lease["spec"]["holderIdentity"] == journal.id
+        # someone takes the claim while the run waits at its confirmation (a partition, a mistaken take-over)
+        sim.db.patch_merge(LEASES, lease["metadata"]["name"], {"spec": {"holderIdentity": "zzzzzz"}}, "tau-system")
+        await runner._claims.renew()
+        assert "no longer holds its claim on ClusterQueue tau-ws-train" in runner._claims.lost
+        go.set()
+        assert await task == "Failed"
+        assert "no longer holds its claim" in journal.steps()["hold"].failed
+        assert sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"  # not written
+        assert holders(sim) == {"ClusterQueue tau-ws-train": "zzzzzz"}  # and the other holder's claim untouched
+
+
+def test_status_lists_each_claim_whole_with_its_holder(fixtures_dir):
+    from rich.console import Console
+
+    from taudash.engine.sources.snapshot import load_snapshot
+    from taudash.engine.view import derive
+    from taudash.report import render_table
+
+    view = derive(load_snapshot(fixtures_dir / "claims.yaml").store, datetime(2026, 11, 30, 9, 30, tzinfo=UTC))
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(render_table(view))
+    text = " ".join(console.export_text().split())
+    assert ("⚑ ClusterQueue train-cq: workflow a1b2c3 (hold, alice@example.com on laptop-1), since 2026-11-30 "
+            "09:10:00 UTC, renewed 2026-11-30 09:29:45 UTC PROFILES") in text  # renewed 15 s ago: not stale
+    assert ("⚠ ClusterQueue eval-cq: workflow 0ld0ne (catalog, bob (kubeconfig user, not verified) on ops-2), since "
+            "2026-11-30 06:30:00 UTC, renewed 2026-11-30 07:30:00 UTC — stale: its run stopped renewing it") in text
+    assert "someone-elses" not in text  # another controller's Lease is never read
