@@ -308,7 +308,9 @@ def _dispatch(args) -> int:
     # The process's memory policy (docs/decisions.md, issue 16): every command lists or holds a
     # fleet-scale model; the engine itself never touches the collector.
     tune_gc_for_long_lived_model()
-    config.check()  # a malformed TAUDASH_READ_ONLY or config file is bad input for every command
+    settings = config.check()  # a malformed TAUDASH_ variable or config file is bad input for every command
+    if "pvc" in getattr(args, "_uses", ()):  # the config file's storage.claims add to --pvc
+        args.pvc = list(dict.fromkeys([*args.pvc, *settings.storage_claims]))
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,38 +46,20 @@ from taudash.engine.view import ClusterView
 from .errors import Unreachable, UsageError
 from .loading import Loaded, load_live_async, view_of
 
-
-def _fleet_config(environ: Mapping[str, str] | None) -> tuple[Path, object]:
-    """(the config file, its `fleet:` section or None)."""
-    from .config import config_path
-
-    path, _ = config_path(os.environ if environ is None else environ)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return path, None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"config file {path}: cannot read: {exc}"[:200]) from None
-    return path, (doc or {}).get("fleet") if isinstance(doc, dict) else None
-
-
 DEFAULT_FRESHNESS_BOUND = 15.0
 
 
 def freshness_bound(environ: Mapping[str, str] | None = None) -> float:
-    """Seconds within which a cluster that stops answering is shown stale (docs/fleet.md):
+    """Seconds within which a cluster that stops answering is shown stale (docs/fleet.md; the config
+    file's schema checks it is a number from 2 to 3600):
 
         fleet:
           freshnessBound: 15
     """
-    path, fleet = _fleet_config(environ)
-    value = fleet.get("freshnessBound") if isinstance(fleet, dict) else None
-    if value is None:
-        return DEFAULT_FRESHNESS_BOUND
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 2 <= value <= 3600:
-        raise UsageError(f"config file {path}: fleet.freshnessBound must be a number of seconds from 2 to 3600 "
-                         f"(got {value!r})")
-    return float(value)
+    from .config import load_config
+
+    bound = load_config(environ).freshness_bound
+    return DEFAULT_FRESHNESS_BOUND if bound is None else bound
 
 
 def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -88,15 +69,9 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
           multiKueueClusters:
             westus-2: prod-westus-2
     """
-    path, fleet = _fleet_config(environ)
-    if fleet is None:
-        return {}
-    mapping = fleet.get("multiKueueClusters") if isinstance(fleet, dict) else None
-    if mapping is None and isinstance(fleet, dict):
-        return {}
-    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
-        raise UsageError(f"config file {path}: fleet.multiKueueClusters must map MultiKueueCluster names to contexts")
-    return dict(mapping)
+    from .config import load_config
+
+    return dict(load_config(environ).multikueue_clusters)
 
 
 def worker_names(manager: Store) -> list[str]:

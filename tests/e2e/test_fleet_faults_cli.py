@@ -151,7 +151,7 @@ def test_the_freshness_bound_defaults_to_15_s_and_is_checked(cli_env):
 
     cfg = cli_env / "taudash.yaml"
     env = {"TAUDASH_CONFIG": str(cfg)}
-    assert freshness_bound(env) == 15.0  # no config file
+    assert freshness_bound({"XDG_CONFIG_HOME": str(cli_env / "none")}) == 15.0  # no config file
     cfg.write_text("fleet:\n  multiKueueClusters: {}\n")
     assert freshness_bound(env) == 15.0  # a fleet section without it
     cfg.write_text("fleet:\n  freshnessBound: 30\n")

@@ -204,7 +204,7 @@ def test_the_config_file_maps_multikueue_clusters_to_contexts(tmp_path, cli_env,
     with pytest.raises(UsageError, match="fleet.multiKueueClusters must map"):
         multikueue_mapping()
     cfg.write_text("fleet:\n  multiKueueClusters:\n    westus-2: 3\n")
-    with pytest.raises(UsageError, match="fleet.multiKueueClusters must map"):
+    with pytest.raises(UsageError, match="fleet.multiKueueClusters.westus-2 must be a kube context name, not 3"):
         multikueue_mapping()
     monkeypatch.delenv("TAUDASH_CONFIG")
     assert multikueue_mapping() == {}  # no config file at all
