@@ -25,9 +25,6 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-
-import yaml
 
 from taudash.engine.multikueue_join import (
     ORIGIN_LABEL,
@@ -126,20 +123,25 @@ class ClusterResult:
 
 
 def all_contexts(kubeconfig: str | None) -> list[str]:
-    """Every context of the kubeconfig (the first existing file of KUBECONFIG / --kubeconfig), in file order."""
-    path = kubeconfig_path(kubeconfig)
-    for p in path.split(":"):
-        f = Path(p).expanduser()
-        if p and f.is_file():
-            try:
-                doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError) as exc:
-                raise UsageError(f"kubeconfig {p}: {exc}") from None
-            names = [str(c["name"]) for c in doc.get("contexts") or () if isinstance(c, dict) and c.get("name")]
-            if not names:
-                raise UsageError(f"kubeconfig {p}: no contexts")
-            return list(dict.fromkeys(names))
-    raise UsageError(f"kubeconfig {path}: no such file (use --kubeconfig or KUBECONFIG)")
+    """Every context of the kubeconfig (every existing file of KUBECONFIG / --kubeconfig, merged), in file order."""
+    from taudash.engine.sources.kubeconfig import ConfigError, context_names
+
+    try:
+        return context_names(kubeconfig_path(kubeconfig))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_contexts(contexts: list[str], kubeconfig: str | None) -> None:
+    """Bad input before a fleet opens: each context must exist and its cluster and user be usable (the
+    kubeconfig's own checks; an exec plugin is only run when its cluster connects)."""
+    from taudash.engine.sources.kubeconfig import ConfigError, resolve
+
+    for context in contexts:
+        try:
+            resolve(kubeconfig_path(kubeconfig), context)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
 
 
 async def _load_one(context: str, kubeconfig: str | None, sync_timeout: float) -> ClusterResult:

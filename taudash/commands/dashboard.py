@@ -147,7 +147,7 @@ async def _demo_fleet(args) -> int:
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
                           retry: float = 5.0, mapping: dict[str, str] | None = None, on_app=None) -> int:
     """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
-    from ..fleet import Fleet, FleetMember, freshness_bound, multikueue_mapping
+    from ..fleet import Fleet, FleetMember, check_contexts, freshness_bound, multikueue_mapping
     from ..fleet_app import FleetApp
 
     fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts],
@@ -155,6 +155,7 @@ async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, sou
     fleet.start(kubeconfig, retry)
     try:
         app = FleetApp(fleet)
+    check_contexts(contexts, kubeconfig)  # a kubeconfig problem is exit 2 before the screen opens, not a row
         if on_app is not None:
             on_app(app)
         await app.run_async()
