@@ -84,6 +84,16 @@ def _exec_fails(doc: dict, directory: Path) -> None:
     doc["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}}
 
 
+def _cert_and_key_mismatch(doc: dict, directory: Path) -> None:
+    from taudash.sim.tls import make_cert
+
+    (directory / "a").mkdir(exist_ok=True)
+    (directory / "b").mkdir(exist_ok=True)
+    cert, other = make_cert(directory / "a"), make_cert(directory / "b")
+    _user(doc)["client-certificate-data"] = base64.b64encode(cert.pem()).decode()
+    _user(doc)["client-key-data"] = base64.b64encode(other.key.read_bytes()).decode()  # another certificate's key
+
+
 def _server_not_a_url(doc: dict, _: Path) -> None:
     _cluster(doc)["server"] = "localhost"
 
@@ -102,6 +112,8 @@ SHAPES: dict[str, tuple[Callable[[dict, Path], str], str]] = {
     "CA data not a certificate": (_doc(_ca_not_a_cert), "certificate-authority-data is not a PEM certificate"),
     "client cert bad base64": (_doc(_client_cert_bad_base64), "client-certificate-data is not valid base64"),
     "client cert not a certificate": (_doc(_client_cert_not_a_cert), "client-certificate-data is not a PEM certificate"),
+    "client cert and key do not match": (_doc(_cert_and_key_mismatch),
+                                         "the certificate or key cannot be loaded: KEY_VALUES_MISMATCH"),
     "CA file unreadable": (_doc(_ca_file_unreadable), "certificate-authority"),
     "exec plugin missing": (_doc(_exec_missing), "exec plugin command 'kubelogin-nope' not found on PATH"),
     "exec plugin fails": (_doc(_exec_fails), "failed (exit 4): error: token expired; run login"),
