@@ -152,19 +152,28 @@ def check_env_names(environ: Mapping[str, str] | None = None) -> None:
     """Refuse an environment variable that looks like a misspelling of one taudash reads (docs/decisions.md):
     equal to a known name ignoring case, `_` and `-`; or ≥ 90 % similar to one; or starting with TAUDASH_
     and ≥ 85 % similar. Other TAUDASH_ names are left alone (another version's, a script's own)."""
-    import difflib
+    from difflib import SequenceMatcher
 
     env = os.environ if environ is None else environ
+    # One matcher per known name (it indexes its second sequence once); the cheap upper bounds first:
+    # almost every other name fails them (this runs at every start).
+    matchers = [(k, SequenceMatcher(None, "", k)) for k in sorted(ENV_NAMES)]
+    squashed = {k.replace("_", ""): k for k in ENV_NAMES}
     for name in sorted(env):
         if name in ENV_NAMES:
             continue
         upper = name.upper()
-        squashed = upper.replace("_", "").replace("-", "")
-        best = max(ENV_NAMES, key=lambda k: difflib.SequenceMatcher(None, upper, k).ratio())
-        ratio = difflib.SequenceMatcher(None, upper, best).ratio()
-        same = next((k for k in ENV_NAMES if k.replace("_", "") == squashed), None)
-        if same or ratio >= 0.9 or (upper.startswith("TAUDASH_") and ratio >= 0.85):
-            raise UsageError(f"environment variable {name} is not one taudash reads (did you mean {same or best}?); "
+        meant = squashed.get(upper.replace("_", "").replace("-", ""))
+        floor = 0.85 if upper.startswith("TAUDASH_") else 0.9
+        if meant is None:
+            close = []
+            for known, m in matchers:
+                m.set_seq1(upper)
+                if m.real_quick_ratio() >= floor and m.quick_ratio() >= floor and m.ratio() >= floor:
+                    close.append((m.ratio(), known))
+            meant = max(close)[1] if close else None
+        if meant:
+            raise UsageError(f"environment variable {name} is not one taudash reads (did you mean {meant}?); "
                              "unset it or fix its name")
 
 
