@@ -416,7 +416,7 @@ class KubeSource:
         version = self.status[k.kind].version
         if version is None:
             raise ValueError(f"{k.kind}: no served version chosen yet")
-        query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+        query: list[tuple[str, Any]] = [("limit", LIST_PAGE), *_selected(k)]
         if token:
             query.append(("continue", token))
         return await self._get_bytes(self._path(k, version), query)
@@ -509,7 +509,7 @@ class KubeSource:
         ahead: _Page | None = None
 
         def start(token: str | None) -> _Page:
-            query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+            query: list[tuple[str, Any]] = [("limit", LIST_PAGE), *_selected(k)]
             if token:
                 query.append(("continue", token))
             page = _Page(token)
@@ -597,6 +597,7 @@ class KubeSource:
             ("allowWatchBookmarks", "true"),
             ("resourceVersion", st.resource_version),
             ("timeoutSeconds", timeout),
+            *_selected(k),
         ]
         # No total timeout: the server ends the watch; a silent connection is cut by sock_read.
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout + 60)
@@ -694,6 +695,11 @@ def _peek_continue(body: bytes) -> str | None:
         return head.metadata.continue_
     except msgspec.DecodeError:
         return None
+
+
+def _selected(k: ResourceKind) -> list[tuple[str, Any]]:
+    """The kind's label selector as a query parameter (lists and watches alike), when it has one."""
+    return [("labelSelector", k.label_selector)] if k.label_selector else []
 
 
 def _api_version(k: ResourceKind, version: str) -> str:

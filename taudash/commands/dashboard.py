@@ -222,17 +222,15 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"), versions=source.version_of)
-        from taudash.engine.workflows.journal import demo_workflows_dir
-        from taudash.screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
-
         from ..app import TaudashApp
 
         key = DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server)
         attach_history(session, HistoryReader.for_cluster(key), datetime.now(UTC))
         history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
         try:
-            await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None,
-                             notices=notices).run_async()
+            # The demo's runs share the CLI's journal folder: a CLI run on the demo cluster and one from the
+            # dashboard see each other (journals stay bound to the cluster's identity: docs/decisions.md 99).
+            await TaudashApp(session, notices=notices).run_async()
         finally:
             history.stop()
             session.history_reader.close()

@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
@@ -47,6 +47,9 @@ def register(sub, add_source_args) -> None:
         p.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
         p.add_argument("--wait-timeout", type=float, metavar="SECONDS",
                        help="give up a step's wait after this long (default: the step's own, 15 min for most)")
+        p.add_argument("--take-over", metavar="ID",
+                       help="take over the stale claim workflow ID holds on a target (its holder stopped renewing "
+                            "it: its process ended or its machine is gone); asks first unless --yes")
 
     def start_conn(p):
         conn(p)
@@ -236,6 +239,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = resume_refusal(journal.header, live.target.context, live.identity)
             if refusal:
                 raise UsageError(refusal)
+            await _check_claims(live, journal.params, config, args.take_over, journal.id, interactive)
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
@@ -248,6 +252,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = overlap_refusal(params, live.target.context, live.identity)
             if refusal:  # another unfinished run writes to the same queue, workspace or catalog
                 raise UsageError(refusal)
+            await _check_claims(live, params, config, args.take_over, None, interactive)  # any operator's run
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -263,7 +268,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         workflow = build(journal.kind, journal.params)
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(),
-                        poll=args.poll, wait_timeout=args.wait_timeout)
+                        poll=args.poll, wait_timeout=args.wait_timeout, take_over=args.take_over)
         try:
             state = await runner.run()
         except JournalBusy as exc:  # the dashboard or another terminal runs it now: this one writes nothing
@@ -271,6 +276,32 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
     print(f"workflow {journal.id}: {state}", file=sys.stderr)
     _print_deactivated(status(journal).get("deactivated") or [], journal.id)
     return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
+
+
+async def _check_claims(live, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
+                        ask: Callable[[str], str] = input) -> None:
+    """Before a journal is created (or a resumed run writes): refused, naming the holder, when another
+    workflow claims a target on the cluster (any operator, any machine); a --take-over is confirmed."""
+    from taudash.engine.workflows.claims import about, existing, judge, local_journals
+    from taudash.engine.workflows.journal import workflows_dir
+
+    now = datetime.now(UTC)
+    held = existing(live.store, params, config.system_namespace)
+    if take_over and not any(h.workflow_id == take_over for _, h in held):
+        raise UsageError(f"--take-over {take_over}: workflow {take_over} holds no claim on what this run writes; "
+                         "nothing was written")
+    local = local_journals(workflows_dir(), live.identity)
+    for target, holder in held:
+        why = judge(holder, target, me=me, about_ids=about(params), take_over=take_over, local=local, now=now)
+        if why:
+            raise UsageError(why)
+    taking = [(t, h) for t, h in held if h.workflow_id == take_over]
+    if taking and interactive:
+        for target, holder in taking:
+            print(clean(f"take over {target.ref} from {holder.describe(now)}"))
+        answer = await _prompt(ask, f"take over workflow {take_over}'s stale claim(s)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise UsageError(f"--take-over {take_over}: not confirmed; nothing was written")
 
 
 def _params(args, ctx: Context) -> dict:

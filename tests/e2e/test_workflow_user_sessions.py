@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tools.claims import claim_request
 from tools.paths import DEMO, REPO
 
 from taudash.cli import main
@@ -29,6 +30,12 @@ CQ = "clusterqueues.kueue.x-k8s.io"
 
 def total(writes) -> int:
     return sum(dict(writes).values())
+
+
+def step_writes_since(sim, t0: float) -> list[tuple[str, str]]:
+    """Write requests since `t0` other than the runs' claims (tests/tools/claims.py): what a step wrote."""
+    return [(r.verb, r.path) for r in sim.api.requests
+            if r.at >= t0 and r.verb in ("create", "update", "patch", "delete") and not claim_request(r)]
 
 
 class Terminal:
@@ -198,12 +205,12 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
 def test_a_mistyped_context_name_says_so_and_writes_nothing(env, demo_sim):
     term = Terminal(env, "workflow", "start", "hold", "--cq", "tau-ws-train")  # HoldAndDrain: destructive
     term.wait_for("type the context name (taudash-sim) to confirm:")
-    before = total(demo_sim.api.writes)
+    t0 = time.time()
     term.type("prod")
     shown = term.wait_for("not confirmed; workflow stopped")
     assert "'prod' is not the context name 'taudash-sim': not confirmed" in shown
     assert term.close() == 2
-    assert total(demo_sim.api.writes) == before
+    assert step_writes_since(demo_sim, t0) == []  # (its claims given back: Aborted)
     assert demo_sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
 
 
@@ -213,7 +220,7 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
     (it would only be refused), and read-only from the environment is named as what still refuses it."""
     argv = ["workflow", "start", "hold", "--cq", "tau-ws-train", "--rehearse"]
     env = {**env, "TAUDASH_READ_ONLY": "1"} if how == "env" else env
-    before = total(demo_sim.api.writes)
+    before, t0 = total(demo_sim.api.writes), time.time()
     done = cli(env, *(["--read-only", *argv] if how == "flag" else argv))
     assert done.returncode == 0, done.stderr
     assert total(demo_sim.api.writes) == before
@@ -230,7 +237,7 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
     finally:
         term.type("no")
         term.close()
-    assert total(demo_sim.api.writes) == before
+    assert step_writes_since(demo_sim, t0) == []  # the real run claimed the queue, declined, gave it back
 
 
 def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo_sim):
