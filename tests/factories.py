@@ -891,3 +891,10 @@ def workload_holding_gpus(gpus: int, name: str = "local-job", ns: str = "train",
 def list_response(api_version: str, kind: str, metadata: dict, items: list) -> dict:
     """A Kubernetes List response (`<Kind>List`): what an API server's list endpoint returns."""
     return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": metadata, "items": items}
+
+
+def kubeconfig_doc(clusters: dict[str, dict], user: dict, contexts: dict[str, str], current: str) -> dict:
+    """A kubeconfig document: clusters by name, one user entry, contexts as name -> cluster name."""
+    return {"apiVersion": "v1", "kind": "Config", "current-context": current, "users": [user],
+            "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
+            "contexts": [{"name": n, "context": {"cluster": c, "user": user["name"]}} for n, c in contexts.items()]}

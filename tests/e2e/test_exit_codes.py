@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from factories import kubeconfig_doc
 from tools.paths import DEMO, SIM_CLUSTER
 
 from taudash.cli import main
@@ -119,10 +120,8 @@ def places(demo_sim, tmp_path_factory) -> dict[str, str]:
     good = yaml.safe_load(Path(demo_sim.kubeconfig).read_text())
     cluster, user = good["clusters"][0], good["users"][0]
     down = {**cluster["cluster"], "server": f"https://127.0.0.1:{closed_port()}"}
-    fleet = {"apiVersion": "v1", "kind": "Config", "current-context": "up-a", "users": [user],
-             "clusters": [{"name": "up", "cluster": cluster["cluster"]}, {"name": "down", "cluster": down}],
-             "contexts": [{"name": n, "context": {"cluster": n.split("-")[0], "user": user["name"]}}
-                          for n in ("up-a", "up-b", "down-a", "down-b")]}
+    fleet = kubeconfig_doc({"up": cluster["cluster"], "down": down}, user,
+                           {n: n.split("-")[0] for n in ("up-a", "up-b", "down-a", "down-b")}, "up-a")
     files = {"FLEET": fleet, "DOWN": {**good, "clusters": [{"name": cluster["name"], "cluster": down}]}}
     out = {"KC": str(demo_sim.kubeconfig), "SNAP": str(DEMO), "CLEAN": str(SIM_CLUSTER), "MISSING": str(d / "none.yaml")}
     for name, doc in files.items():
