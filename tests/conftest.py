@@ -19,7 +19,6 @@ depth). The fixtures here wrap both for the common cases:
 """
 
 import asyncio
-import os
 import sys
 import threading
 from pathlib import Path
@@ -39,15 +38,6 @@ from tools import paths  # noqa: E402
 
 pytest_plugins = ("pytester", "tools.hermetic")
 
-
-def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto` (pyproject.toml): one worker more than the cores. A worker spends about 40% of its time waiting
-    (Pilot's idle checks, subprocesses, the simulator's network), which the extra worker fills; on two cores three
-    workers ran the suite in 489 s where two took 528 s, on the same busy machine. PYTEST_XDIST_AUTO_NUM_WORKERS
-    overrides it, as with xdist's own count."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").isdigit():
-        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
-    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture
