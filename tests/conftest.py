@@ -39,7 +39,6 @@ from tools import paths  # noqa: E402
 pytest_plugins = ("pytester", "tools.hermetic")
 
 
-
 @pytest.fixture
 def repo_root() -> Path:
     return paths.REPO
