@@ -1,5 +1,9 @@
 """Shared fixtures for every test level (tests/unit, tests/ui, tests/sim, tests/e2e).
 
+Every test is hermetic (tests/tools/hermetic.py, loaded here before any project module is imported): its own
+empty HOME and XDG folders, an empty KUBECONFIG, no TAUDASH_* variable from the caller, and a guard that fails
+a test touching the real home. Tests that want a variable set it with monkeypatch.
+
 Objects are built with tests/factories.py; paths come from tests/tools/paths.py (never from a test file's own
 depth). The fixtures here wrap both for the common cases:
 
@@ -15,7 +19,6 @@ depth). The fixtures here wrap both for the common cases:
 """
 
 import asyncio
-import os
 import sys
 import threading
 from pathlib import Path
@@ -25,12 +28,15 @@ import pytest
 # Tests import small helpers (tests/factories.py, tests/tools/) by module name.
 sys.path.insert(0, str(Path(__file__).parent))
 
+from tools import hermetic  # noqa: E402
+
+# Before anything reads the environment or the home: the project's modules, the test modules, the fixtures.
+hermetic.isolate_process()
+
 import factories  # noqa: E402
 from tools import paths  # noqa: E402
 
-# A simulated controller's write the Kueue CRDs refuse raises in tests instead of being logged and
-# dropped (taudash/sim/controllers/base.py): a controller bug fails loudly.
-os.environ.setdefault("TAUDASH_SIM_STRICT", "1")
+pytest_plugins = ("pytester", "tools.hermetic")
 
 
 @pytest.fixture

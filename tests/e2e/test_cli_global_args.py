@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tools import yamlc
 from tools.paths import DEMO
 
 from taudash.cli import build_parser, main, merge_global_options
@@ -236,7 +237,7 @@ def test_a_snapshot_with_nothing_loadable_prints_nothing(capsys, tmp_path, no_te
 
 def test_one_bad_object_still_shows_the_rest(capsys, tmp_path):
     mixed = tmp_path / "mixed.yaml"
-    good = yaml.safe_load(DEMO.read_text())["objects"][0]
+    good = yamlc.load(DEMO.read_text())["objects"][0]
     mixed.write_text(yaml.safe_dump(good) + "--- just a string\n")
     assert main(["status", "--snapshot", str(mixed), "-o", "json"]) == 2
     out, err = capsys.readouterr()
@@ -246,12 +247,12 @@ def test_one_bad_object_still_shows_the_rest(capsys, tmp_path):
 def test_export_to_stdout_writes_no_file_named_dash(capsys, tmp_path):
     assert main(["--snapshot", str(DEMO), "export", "-o", "-"]) == 0
     out, err = capsys.readouterr()
-    doc = yaml.safe_load(out)
-    assert doc["kind"] == "ClusterSnapshot" and len(doc["objects"]) == len(yaml.safe_load(DEMO.read_text())["objects"])
+    doc = yamlc.load(out)
+    assert doc["kind"] == "ClusterSnapshot" and len(doc["objects"]) == len(yamlc.load(DEMO.read_text())["objects"])
     assert err.strip() == f"wrote {len(doc['objects'])} objects to stdout"
     assert not (tmp_path / "-").exists()
     assert main(["export", "--snapshot", str(DEMO), "-o", "copy.yaml"]) == 0  # a file is still a file
-    assert yaml.safe_load((tmp_path / "copy.yaml").read_text())["objects"] == doc["objects"]
+    assert yamlc.load((tmp_path / "copy.yaml").read_text())["objects"] == doc["objects"]
 
 
 def test_profiles_export_to_stdout_writes_no_file_named_dash(capsys, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import yaml
+from tools import yamlc
 
 from taudash.cli import main
 from taudash.loading import DEMO_SNAPSHOT
@@ -60,13 +60,13 @@ def test_not_found_and_bad_name_exit_2_in_one_line(capsys):
 
 
 def _snapshot_without(tmp_path, resource: str, kind: str):
-    doc = yaml.safe_load(DEMO_SNAPSHOT.read_text())
+    doc = yamlc.load(DEMO_SNAPSHOT.read_text())
     doc["objects"] = [o for o in doc["objects"] if o["kind"] != kind]
     for a in doc["access"]:
         if a["resource"] == resource:
             a["state"] = "Forbidden"
     path = tmp_path / "snap.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yamlc.dump(doc))
     return path
 
 

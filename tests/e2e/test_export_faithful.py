@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import factories as f
 import pytest
 import yaml
+from tools import yamlc
 from tools.simhttp import list_served
 
 from taudash.cli import main
@@ -43,7 +44,7 @@ def _contract(loaded) -> dict:
 
 
 def _objects(path) -> tuple[dict, list[dict]]:
-    doc = yaml.safe_load(path.read_text())
+    doc = yamlc.load(path.read_text())
     return doc, doc["objects"]
 
 
@@ -159,7 +160,7 @@ def test_export_to_stdout_from_a_snapshot_is_the_file(tmp_path):
     with contextlib.redirect_stdout(buf):
         assert main(["export", "--snapshot", str(DEMO_SNAPSHOT), "-o", "-"]) == 0
     assert main(["export", "--snapshot", str(DEMO_SNAPSHOT), "-o", str(tmp_path / "f.yaml")]) == 0
-    assert yaml.safe_load(buf.getvalue()) == yaml.safe_load((tmp_path / "f.yaml").read_text())
+    assert yamlc.load(buf.getvalue()) == yamlc.load((tmp_path / "f.yaml").read_text())
 
 
 async def test_reread_follows_continue_tokens_page_by_page(tmp_path):

@@ -1,8 +1,8 @@
 """`taudash serve --metrics` scraped by a real Prometheus, with the example alert rules loaded.
 
 The simulator (the demo cluster, no controllers: only the test changes it) runs in-process; serve
-and Prometheus are subprocesses on free loopback ports. Prometheus must be installed (.ci/run
-installs it): a missing binary fails the test, it never skips.
+and Prometheus are subprocesses on loopback, each binding port 0 and logging the port it got.
+Prometheus must be installed (.ci/run installs it): a missing binary fails the test, it never skips.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import asyncio
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -34,12 +33,6 @@ def tool(name: str) -> str:
     path = shutil.which(name)
     assert path, f"{name} is not installed: .ci/run installs it (Debian package `prometheus`)"
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_example_rules_pass_promtool():
@@ -115,15 +108,24 @@ async def until(check, what: str, procs: list[Proc]):
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
+async def logged_port(proc: Proc, pattern: str, procs: list[Proc]) -> int:
+    """The port a process bound (it was given port 0), read from its log: no port is picked and then raced for."""
+    async def found() -> int | None:
+        m = re.search(pattern, proc.text())
+        return int(m.group(1)) if m else None
+
+    return await until(found, f"the port in {proc.log.name}", procs)
+
+
 async def test_prometheus_scrapes_serve_and_fires_the_drain_alert(tmp_path):
     prometheus = tool("prometheus")
     procs: list[Proc] = []
     async with SimServer() as sim, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
-        metrics_port, prom_port = free_port(), free_port()
         try:
             serve = Proc([sys.executable, "-m", "taudash.cli", "serve", "--kubeconfig", str(sim.kubeconfig),
-                          "--metrics", f"127.0.0.1:{metrics_port}", "--interval", "0.5"], tmp_path / "serve.log")
+                          "--metrics", "127.0.0.1:0", "--interval", "0.5"], tmp_path / "serve.log")
             procs.append(serve)
+            metrics_port = await logged_port(serve, r"metrics on http://127\.0\.0\.1:(\d+)/", procs)
             rules = tmp_path / "rules.yml"
             rules.write_text(short_for(RULES.read_text()))
             config = tmp_path / "prometheus.yml"
@@ -134,8 +136,9 @@ async def test_prometheus_scrapes_serve_and_fires_the_drain_alert(tmp_path):
                                     "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}],
             }))
             prom = Proc([prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                         f"--web.listen-address=127.0.0.1:{prom_port}"], tmp_path / "prometheus.log")
+                         "--web.listen-address=127.0.0.1:0"], tmp_path / "prometheus.log")
             procs.append(prom)
+            prom_port = await logged_port(prom, r'msg="Listening on" address=127\.0\.0\.1:(\d+)', procs)
             api = f"http://127.0.0.1:{prom_port}/api/v1"
 
             async def query(expr: str) -> dict[frozenset, float]:

@@ -12,6 +12,7 @@ import json
 
 import aiohttp
 import pytest
+from tools import yamlc
 from tools.paths import DEMO
 from tools.simhttp import request as _request
 
@@ -69,9 +70,7 @@ def test_the_version_table():
 
 
 def _short_names(folder, plural) -> list[str]:
-    import yaml
-
-    doc = yaml.safe_load((folder / f"{KUEUE}_{plural}.yaml").read_text())
+    doc = yamlc.load((folder / f"{KUEUE}_{plural}.yaml").read_text())
     return doc["spec"]["names"].get("shortNames") or []
 
 

@@ -96,12 +96,19 @@ async def press_all(pilot, app, back: list[str]) -> None:
 
 
 async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
+    import textual._wait
+
     from taudash.engine.workflows import Journal
     from taudash.screens.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
     from taudash.screens.wizard import StepConfirmScreen, WizardScreen
     from taudash.screens.workflows import NewWorkflowScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
+    # Pilot waits for idle after each of the ~1,700 keys and pauses here by sleeping 20 ms at a time until a sleep
+    # passes with under 1 ms of CPU (textual/_wait.py): most of this test was those sleeps. The same check on a 5 ms
+    # grain (this test takes no screenshot; what it asserts is the writes, counted by the simulator).
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 1 / 200)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 1 / 200 / 20)
     # journals a read-only session must never act on: an InProgress hold and a Failed drain
     Journal.create("a0a0a0", "hold", {"cqs": ["tau-ws-train"], "mode": "HoldAndDrain"}, "taudash-sim")
     failed = Journal.create("b1b1b1", "drain", {"workspace": "eval"}, "taudash-sim")

@@ -73,8 +73,9 @@ async def test_a_forbidden_kind_and_a_down_cluster_stay_on_their_own_rows():
                 assert await eventually(lambda: mgr.state == "live" and w2.state == "live")
                 assert await eventually(lambda: w1.state == "unreachable")
                 assert await eventually(lambda: "stale" in row(app, MANAGER))  # its Workloads are forbidden
-                assert mgr.session.last_frame is not None
-                assert [p.kind for p in mgr.session.last_frame.freshness.problems] == ["Workload"]
+                # (a frame derived before the other kinds synced lists them too: wait for the synced one)
+                assert await eventually(lambda: mgr.session.last_frame is not None and [
+                    p.kind for p in mgr.session.last_frame.freshness.problems] == ["Workload"])
                 assert "unreachable" in row(app, W1)
                 assert await eventually(lambda: "live" in row(app, W2))
                 assert "stale" not in row(app, W2)

@@ -63,7 +63,9 @@ def test_fleet_screen_snapshot(snap_compare):
 async def test_enter_makes_a_cluster_the_subject_of_every_screen_on_snapshots():
     app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
     async with app.run_test(size=SIZE) as pilot:
-        assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None)
+        # the rows, not only the frame: on a busy machine the table is filled a moment after the frame arrives
+        assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None
+                                and app.screen.query_one("#fleet", KeyedTable).row_count == 3)
         assert "▶ prod-manager" in row_text(app, "prod-manager")
         assert "unreachable" in row_text(app, "westus-2")
         # an unreachable cluster cannot become the subject: nothing to show

@@ -4,6 +4,7 @@ quitting with the same confirmation as q while a workflow runs."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 from factories import dashboard_app
 from textual.widgets import Input
@@ -90,7 +91,8 @@ async def test_ctrl_c_quits_at_once_when_idle():
 async def test_ctrl_c_asks_first_while_a_workflow_runs():
     app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        app.workflows._active["wf-test"] = object()  # a run in progress, as far as quitting is concerned
+        # a run in progress, as far as quitting is concerned (and as 9 Workflows reads it, should it be composed)
+        app.workflows._active["wf-test"] = SimpleNamespace(model=SimpleNamespace(state="InProgress"))
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen) and not app._exit

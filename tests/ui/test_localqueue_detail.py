@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-import yaml
 from factories import dashboard_app, local_queue
 from test_queue_detail import open_queue, plain
+from tools import yamlc
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import RuleContext
@@ -30,14 +30,14 @@ SECOND = "train/job-second-lq-probe"  # the one Workload of LocalQueue train/sec
 
 def two_local_queues(tmp_path):
     """The demo with a second LocalQueue feeding tau-ws-train, holding one pending Workload (a copy of a pending one)."""
-    doc = yaml.safe_load(DEMO_SNAPSHOT.read_text())
+    doc = yamlc.load(DEMO_SNAPSHOT.read_text())
     src = next(o for o in doc["objects"] if o["kind"] == "Workload" and o["metadata"]["name"] == "job-sweep-lr-3e-4-81fce")
     wl = copy.deepcopy(src)
     wl["metadata"].update(name=SECOND.split("/")[1], uid="0f0f0f0f-0000-4000-8000-000000000019")
     wl["spec"]["queueName"] = "second"
     doc["objects"] += [local_queue("second", "train", CQ), wl]
     path = tmp_path / "two-lq.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yamlc.dump(doc, sort_keys=False))
     return path
 
 

@@ -439,7 +439,7 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
     app = rig.app
 
     async def frozen(_dt):  # the world does not move: the drain waits until aborted
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.25)  # each check redraws the wizard: few checks, cheap redraws
 
     app.workflows.options.sleep = frozen
     async with app.run_test(size=(120, 36)) as pilot:

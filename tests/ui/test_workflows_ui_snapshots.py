@@ -7,12 +7,12 @@ path so the "journal dir" line is the same on every machine. Review changes with
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from factories import dashboard_app
+from tools.fixed_state import fixed_state_dir
 from tools.paths import FIXTURES
 
 from taudash.engine.workflows.base import RunnerEvent
@@ -26,11 +26,8 @@ SIZE = (120, 36)
 
 @pytest.fixture(autouse=True)
 def state_dir(monkeypatch):
-    shutil.rmtree(STATE, ignore_errors=True)
-    shutil.copytree(FIXTURE_STATE, STATE)
-    monkeypatch.setenv("TAUDASH_STATE_DIR", str(STATE))
-    yield
-    shutil.rmtree(STATE, ignore_errors=True)
+    with fixed_state_dir(monkeypatch, STATE, FIXTURE_STATE):
+        yield
 
 
 def test_workflows_screen_read_only(snap_compare):
