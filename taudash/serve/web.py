@@ -263,6 +263,8 @@ class WallboardApp(TaudashApp):
         self.set_interval(self.options.kiosk_interval, self._rotate, name="kiosk")
 
     def _rotate(self) -> None:
+        if not self.is_running or getattr(self, "_exit", False) or not self._screen_stack:
+            return  # the timer can fire while the app exits: there is no screen stack to switch on
         screens = self.options.kiosk
         self._kiosk_at = (self._kiosk_at + 1) % len(screens)
         self.action_go(screens[self._kiosk_at])
