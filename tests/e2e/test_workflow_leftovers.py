@@ -103,7 +103,7 @@ def plain_ctx(h) -> Context:
     return Context(store=h.live.store, actions=h.live.actions)
 
 
-def new_catalog(h, tmp_path) -> dict:
+def catalog_change(h, tmp_path) -> dict:
     profiles = copy.deepcopy(h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"])
     next(p for p in profiles if p["name"] == EVAL)["placement"] = "same-host"
     path = tmp_path / f"catalog-{new_id()}.yaml"
@@ -176,7 +176,7 @@ async def test_a_mistyped_context_name_pauses_with_nothing_left(h):
 
 
 async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_workloads(h, tmp_path, capsys):
-    params = new_catalog(h, tmp_path)
+    params = catalog_change(h, tmp_path)
     journal, state = await run(h, "catalog", params, answers={"reactivate": ["n"]})
     assert state == "Paused" and journal.last("paused")["data"]["step"] == "reactivate"
     doc = await status_json(journal, "--kubeconfig", str(h.sim.kubeconfig))
@@ -193,7 +193,7 @@ async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_w
 
 
 async def test_catalog_declined_before_the_apply_leaves_the_queue_held_not_the_catalog(h, tmp_path):
-    params = new_catalog(h, tmp_path)
+    params = catalog_change(h, tmp_path)
     journal, state = await run(h, "catalog", params, answers={"apply": ["n"]})
     assert state == "Paused" and journal.last("paused")["data"]["step"] == "apply"
     doc = await status_json(journal)
@@ -202,7 +202,7 @@ async def test_catalog_declined_before_the_apply_leaves_the_queue_held_not_the_c
 
 
 async def test_rollback_stopped_before_the_restore_says_the_change_still_stays(h, tmp_path, capsys):
-    params = new_catalog(h, tmp_path)
+    params = catalog_change(h, tmp_path)
     change, state = await run(h, "catalog", params, answers={"reactivate": ["n"]})
     assert state == "Paused"
     assert await asyncio.to_thread(main, ["workflow", "abort", change.id, "--yes"]) == 0
