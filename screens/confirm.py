@@ -8,6 +8,8 @@ typed into the input, which has the focus; Enter there confirms only with the ri
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,8 +19,29 @@ from textual.widgets import Button, Input, Static
 
 from .text import lit
 
+R = TypeVar("R")
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class TypedConfirm(ModalScreen[R]):
+    """A confirmation whose #confirm button waits for a text typed into its input (`typed_ok`): typing
+    enables the button, and Enter in the input confirms only once the text is right."""
+
+    def typed_ok(self) -> bool:
+        return True
+
+    def confirmed(self) -> R:
+        raise NotImplementedError
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#confirm", Button).disabled = not self.typed_ok()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.typed_ok():
+            self.dismiss(self.confirmed())
+
+
+class ConfirmScreen(TypedConfirm[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
@@ -66,19 +89,14 @@ class ConfirmScreen(ModalScreen[bool]):
         else:
             self.query_one("#cancel", Button).focus()
 
-    def _typed_ok(self) -> bool:
+    def typed_ok(self) -> bool:
         return self.typed is None or self.query_one("#confirm-typed", Input).value.strip() == self.typed
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.query_one("#confirm", Button).disabled = not self._typed_ok()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if self._typed_ok():
-            self.dismiss(True)
+    def confirmed(self) -> bool:
+        return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm" and self._typed_ok())
+        self.dismiss(event.button.id == "confirm" and self.typed_ok())
 
     def action_cancel(self) -> None:
         self.dismiss(False)

@@ -18,7 +18,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from taudash.engine.session import Frame, Session
@@ -27,6 +26,7 @@ from taudash.engine.workflows import Journal, JournalError
 from taudash.engine.workflows.base import PAUSE
 
 from .base import DashScreen
+from .confirm import TypedConfirm
 from .messages import AbortWorkflow, NewWorkflow, PauseWorkflow, ResumeWorkflow
 from .presenters import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack, workflows_of
 from .text import Tones, app_tones, lit, span
@@ -95,7 +95,7 @@ def targets_of(operations: list[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
-class StepConfirmScreen(ModalScreen[bool | str]):
+class StepConfirmScreen(TypedConfirm[bool | str]):
     """The answer to one confirmation: True (confirm), PAUSE (pause the run here, resumable) or, for one
     operation of a confirm-each plan, False (skip it). No button ends a run for good.
 
@@ -250,18 +250,13 @@ class StepConfirmScreen(ModalScreen[bool | str]):
         else:
             self.query_one("#pause", Button).focus()  # safe, and says what enter does
 
-    def _typed_ok(self) -> bool:
+    def typed_ok(self) -> bool:
         if not self.request.destructive:
             return True
         return self.query_one("#sc-context", Input).value.strip() == self.request.context
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.query_one("#confirm", Button).disabled = not self._typed_ok()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if self._typed_ok():
-            self.dismiss(True)
+    def confirmed(self) -> bool | str:
+        return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -269,7 +264,7 @@ class StepConfirmScreen(ModalScreen[bool | str]):
             self.dismiss(PAUSE)
         elif event.button.id == "cancel":
             self.dismiss(False)  # skip this one (confirm-each)
-        elif self._typed_ok():
+        elif self.typed_ok():
             self.dismiss(True)
 
     def action_cancel(self) -> None:

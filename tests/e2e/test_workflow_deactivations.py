@@ -9,22 +9,15 @@ reactivation — by the run itself (a rollback's last step, a catalog change's),
 from __future__ import annotations
 
 import asyncio
-import copy
 
 import pytest
-import yaml
-from tools.workflows import harness
+from tools.workflows import WL, harness
 
 from taudash.cli import main
 from taudash.engine.workflows import Journal, Runner, build, new_id, status
-from taudash.engine.workflows.base import Context
 from taudash.engine.workflows.hold import deactivated_by
-from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
+from taudash.engine.workflows.params import release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY
-
-TC = "clusters.tau.azure.com"
-WL = "workloads.kueue.x-k8s.io"
-EVAL = "azure.research.eval.gpu"
 
 pytestmark = pytest.mark.usefixtures("state_dir")
 
@@ -33,10 +26,6 @@ pytestmark = pytest.mark.usefixtures("state_dir")
 async def h():
     async with harness() as it:
         yield it
-
-
-def ctx_of(h) -> Context:
-    return Context(store=h.live.store, actions=h.live.actions)
 
 
 async def run(h, kind: str, params: dict, decline: str = "") -> tuple[Journal, str]:
@@ -66,16 +55,8 @@ def ever_deactivated(journal: Journal) -> set[tuple[str, str]]:
     return out
 
 
-def catalog(h, tmp_path) -> dict:
-    profiles = copy.deepcopy(h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"])
-    next(p for p in profiles if p["name"] == EVAL)["placement"] = "same-host"
-    path = tmp_path / f"catalog-{new_id()}.yaml"
-    path.write_text(yaml.safe_dump(profiles))
-    return catalog_params(ctx_of(h), str(path))
-
-
 async def test_a_completed_catalog_change_leaves_no_workload_deactivated(h, tmp_path):
-    journal, state = await run(h, "catalog", catalog(h, tmp_path))
+    journal, state = await run(h, "catalog", h.eval_placement_change(tmp_path))
     assert state == "Completed"
     ever = ever_deactivated(journal)
     assert ever  # HoldAndDrain evicted running jobs and the drain deactivated them as they came back pending
@@ -92,7 +73,7 @@ async def test_status_of_a_hold_after_its_release_lists_nothing_deactivated(h, c
     assert state == "Completed"
     before = set(map(tuple, deactivated_by(hold)))
     assert before and before == annotated(h, hold.id)  # stamped in the patch that deactivated each
-    _, state = await run(h, "release", release_params([], hold.id, ctx=ctx_of(h)))
+    _, state = await run(h, "release", release_params([], hold.id, ctx=h.context()))
     assert state == "Completed" and annotated(h, hold.id) == set()
     assert deactivated_by(hold) == [] and status(hold)["deactivated"] == [] and status(hold).get("leftovers") == []
     capsys.readouterr()
@@ -101,17 +82,17 @@ async def test_status_of_a_hold_after_its_release_lists_nothing_deactivated(h, c
     assert "deactivated" not in out.split("what this run leaves", 1)[1].split("journal:")[0]
     assert not any(f"{ns}/{name}" in out.split("what this run leaves", 1)[1] for ns, name in before)
     # a second release of the same hold has nothing left to reactivate
-    assert release_params([], hold.id, ctx=ctx_of(h))["reactivate"] == []
+    assert release_params([], hold.id, ctx=h.context())["reactivate"] == []
 
 
 async def test_a_completed_rollback_lists_nothing_it_reactivated_and_advises_no_release(h, tmp_path, capsys):
-    change, state = await run(h, "catalog", catalog(h, tmp_path))
+    change, state = await run(h, "catalog", h.eval_placement_change(tmp_path))
     assert state == "Completed"
-    _, state = await run(h, "release", release_params([], change.id, ctx=ctx_of(h)))  # whatever the change left
+    _, state = await run(h, "release", release_params([], change.id, ctx=h.context()))  # whatever the change left
     assert state == "Completed" and annotated(h, change.id) == set()
     for _ in range(4):  # the work is admitted again: the rollback's HoldAndDrain evicts it
         await h.sleep(0)
-    rb, state = await run(h, "rollback", rollback_params(ctx_of(h), change.id))
+    rb, state = await run(h, "rollback", rollback_params(h.context(), change.id))
     assert state == "Completed"
     assert ever_deactivated(rb)  # its own drain deactivated the work its HoldAndDrain evicted; its last step undid it
     assert annotated(h, rb.id) == set() and annotated(h, change.id) == set()

@@ -22,21 +22,17 @@ from pathlib import Path
 import pytest
 import yaml
 from tools.paths import REPO
+from tools.workflows import EVAL, QUIET, TC, WL
 
 from taudash.cli import main
 from taudash.engine.actions import AuditLog
 from taudash.engine.workflows import Journal
 from taudash.engine.workflows.ops import DONE, NOT_DONE, UNCONFIRMED, operation_records
 from taudash.sim.apiserver import WRITE_VERBS
-from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.errors import ApiError
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
-TC = "clusters.tau.azure.com"
-WL = "workloads.kueue.x-k8s.io"
-EVAL = "azure.research.eval.gpu"
-QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
 # Writes of an uninterrupted run on the demo cluster (checked against a real run below): the hold sets
 # tau-ws-eval's stopPolicy and deactivates its 3 Workloads; the catalog change also patches the TauCluster,
 # restores the queue and reactivates the three.
@@ -103,6 +99,19 @@ def end_state(sim: SimServer) -> dict:
             "catalog": sim.db.get(TC, "cluster")["spec"]["workloadProfiles"]}
 
 
+async def killed_at(gate: AnswerGate, env: dict, args: list[str]) -> None:
+    """Run `taudash ARGS --yes` and SIGKILL it while the server holds the answer to the gated write."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", *args, "--yes", "--poll", "0.1", env=env, cwd=REPO,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await asyncio.wait_for(gate.reached.wait(), 120)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    gate.release.set()
+
+
 def env_of(tmp: Path, sim: SimServer) -> dict:
     keep = {k: v for k, v in os.environ.items() if k not in ("TAUDASH_READ_ONLY", "TAUDASH_CONFIG")}
     return {**keep, "TAUDASH_STATE_DIR": str(tmp / "state"), "XDG_CONFIG_HOME": str(tmp / "xdg"),
@@ -146,16 +155,7 @@ async def test_kill_9_between_a_write_and_its_answer_then_resume_records_it_once
     async with SimServer(simulate=True, speed=60, scenario=QUIET) as sim:
         env = env_of(tmp_path, sim)
         gate = AnswerGate(sim, n, applied)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "taudash.cli", *start_args(kind, sim, tmp_path), "--yes", "--poll", "0.1",
-            env=env, cwd=REPO, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL)
-        try:
-            await asyncio.wait_for(gate.reached.wait(), 120)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            await proc.wait()
-        gate.release.set()
+        await killed_at(gate, env, start_args(kind, sim, tmp_path))
         (path,) = (tmp_path / "state" / "workflows").glob("*.jsonl")
         wid = path.stem
         [flying] = [r for r in operation_records(Journal.open(str(path))) if r.state == UNCONFIRMED]
@@ -214,16 +214,7 @@ async def test_a_write_in_flight_is_unconfirmed_until_read_and_never_planned(tmp
     async with SimServer(simulate=True, speed=60, scenario=QUIET) as sim:
         env = env_of(tmp_path, sim)
         gate = AnswerGate(sim, 2, applied=True)  # the first deactivation
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "taudash.cli", "workflow", "start", "hold", "--cq", "tau-ws-eval", "--yes",
-            "--poll", "0.1", env=env, cwd=REPO, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        try:
-            await asyncio.wait_for(gate.reached.wait(), 120)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            await proc.wait()
-        gate.release.set()
+        await killed_at(gate, env, ["workflow", "start", "hold", "--cq", "tau-ws-eval"])
         (path,) = (tmp_path / "state" / "workflows").glob("*.jsonl")
         _, out, _ = await cli(env, "workflow", "status", path.stem)
         lines = out.splitlines()

@@ -13,24 +13,17 @@ or aborted.
 from __future__ import annotations
 
 import asyncio
-import copy
 import io
 import json
 
 import pytest
-import yaml
-from tools.workflows import CQ, harness
+from tools.workflows import CQ, WL, harness
 
 from taudash.cli import main
 from taudash.commands import workflow as wfcli
 from taudash.engine.workflows import Journal, Runner, build, new_id
-from taudash.engine.workflows.base import Context
-from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
+from taudash.engine.workflows.params import release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY
-
-TC = "clusters.tau.azure.com"
-WL = "workloads.kueue.x-k8s.io"
-EVAL = "azure.research.eval.gpu"
 
 pytestmark = pytest.mark.usefixtures("state_dir")
 
@@ -99,18 +92,6 @@ def release(wid: str) -> str:
     return f"taudash workflow start release --reactivate-from {wid} --context taudash-sim"
 
 
-def plain_ctx(h) -> Context:
-    return Context(store=h.live.store, actions=h.live.actions)
-
-
-def catalog_change(h, tmp_path) -> dict:
-    profiles = copy.deepcopy(h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"])
-    next(p for p in profiles if p["name"] == EVAL)["placement"] = "same-host"
-    path = tmp_path / f"catalog-{new_id()}.yaml"
-    path.write_text(yaml.safe_dump(profiles))
-    return catalog_params(plain_ctx(h), str(path))
-
-
 def inactive(h, wid: str) -> set[str]:
     return {f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in h.sim.db.list(WL)
             if (w["metadata"].get("annotations") or {}).get(DEACTIVATED_BY) == wid and not w["spec"].get("active", True)}
@@ -176,7 +157,7 @@ async def test_a_mistyped_context_name_pauses_with_nothing_left(h):
 
 
 async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_workloads(h, tmp_path, capsys):
-    params = catalog_change(h, tmp_path)
+    params = h.eval_placement_change(tmp_path)
     journal, state = await run(h, "catalog", params, answers={"reactivate": ["n"]})
     assert state == "Paused" and journal.last("paused")["data"]["step"] == "reactivate"
     doc = await status_json(journal, "--kubeconfig", str(h.sim.kubeconfig))
@@ -193,7 +174,7 @@ async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_w
 
 
 async def test_catalog_declined_before_the_apply_leaves_the_queue_held_not_the_catalog(h, tmp_path):
-    params = catalog_change(h, tmp_path)
+    params = h.eval_placement_change(tmp_path)
     journal, state = await run(h, "catalog", params, answers={"apply": ["n"]})
     assert state == "Paused" and journal.last("paused")["data"]["step"] == "apply"
     doc = await status_json(journal)
@@ -202,11 +183,11 @@ async def test_catalog_declined_before_the_apply_leaves_the_queue_held_not_the_c
 
 
 async def test_rollback_stopped_before_the_restore_says_the_change_still_stays(h, tmp_path, capsys):
-    params = catalog_change(h, tmp_path)
+    params = h.eval_placement_change(tmp_path)
     change, state = await run(h, "catalog", params, answers={"reactivate": ["n"]})
     assert state == "Paused"
     assert await asyncio.to_thread(main, ["workflow", "abort", change.id, "--yes"]) == 0
-    rb_params = rollback_params(plain_ctx(h), change.id)
+    rb_params = rollback_params(h.context(), change.id)
     rb, state = await run(h, "rollback", rb_params, answers={"restore-catalog": ["n"]})
     assert state == "Paused" and rb.last("paused")["data"]["step"] == "restore-catalog"
     doc = await status_json(rb)
@@ -219,11 +200,11 @@ async def test_rollback_stopped_before_the_restore_says_the_change_still_stays(h
     assert await asyncio.to_thread(main, ["workflow", "abort", rb.id, "--yes"]) == 0
     said = " ".join(capsys.readouterr().err.split())
     assert f"undo: taudash workflow start rollback --from {change.id}" in said and "workflow resume" not in said
-    _, state = await run(h, "release", release_params([], rb.id, ctx=plain_ctx(h)))
+    _, state = await run(h, "release", release_params([], rb.id, ctx=h.context()))
     assert state == "Completed" and h.sim.db.get(CQ, "tau-ws-eval")["spec"].get("stopPolicy", "None") == "None"
     # a new rollback, its destructive hold answered with a typo: paused, none of its own changes stay,
     # the change it undoes still does — and finishing this rollback is what undoes it
-    rb2, state = await run(h, "rollback", rollback_params(plain_ctx(h), change.id), answers={"hold": ["prod"]})
+    rb2, state = await run(h, "rollback", rollback_params(h.context(), change.id), answers={"hold": ["prod"]})
     assert state == "Paused" and rb2.last("paused")["data"]["reason"] == "context-name"
     doc = await status_json(rb2)
     assert {(it["kind"], it.get("of"), it["undo"]) for it in doc["leftovers"]} == {
