@@ -9,6 +9,7 @@ context name to be typed (its input has the focus).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -342,7 +343,26 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
         super().show(frame)
 
     def render_frame(self, frame: Frame) -> None:
+        self._follow_journal()
         self.render_run()
+
+    def _follow_journal(self) -> None:
+        """A run not running here is read again when its journal changes (the CLI resumed, paused or
+        aborted it meanwhile): its state and what it leaves stay true (a stat per tick, no parse)."""
+        if self._is_running():
+            return
+        try:
+            st = os.stat(self.model.journal_path)
+        except OSError:
+            return
+        key = (st.st_mtime_ns, st.st_size)
+        seen, self._journal_key = getattr(self, "_journal_key", None), key
+        if seen is None or seen == key:
+            return
+        try:
+            self.model = RunModel.from_journal(Journal.open(self.model.journal_path), store=self.model.store)
+        except (JournalError, OSError, KeyError, ValueError):
+            return
 
     # actions ------------------------------------------------------------------------------
     def _is_running(self) -> bool:

@@ -179,3 +179,18 @@ def test_abort_confirmation_snapshot(snap_compare, paused_state):
         await pilot.press(*"5a0e")  # half the run's id typed: Abort for good stays disabled
 
     assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)
+
+
+async def test_the_wizard_follows_a_run_the_cli_aborts_meanwhile(rig):
+    app = rig.app
+    journal = Journal.create("c11ab0", "hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False},
+                             app.session.actions.context, cluster=app.session.cluster)
+    journal.append("paused", None, {"step": "hold", "reason": "declined", "message": "not confirmed"})
+    async with app.run_test(size=SIZE) as pilot:
+        app.post_message(OpenWorkflow("c11ab0"))
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Paused",
+                       what="the paused run's wizard")
+        await pilot.pause(0.5)  # a tick or two: the wizard has read the journal as it is
+        Journal.open("c11ab0").append("aborted", None, {"by": "operator"})  # `taudash workflow abort` elsewhere
+        await wait_for(pilot, lambda: app.screen.model.state == "Aborted", what="the wizard to read the abort")
+        assert "a abort" not in text_of(app.screen.query_one("#wz-mode", Static))
