@@ -505,7 +505,8 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
             if not ops:
                 parts.append(Text("  nothing to change in the cluster", style=tones.muted))
             # once sent, the plan gives way to the progress (small terminals): its first lines, then a count
-            sent = m.step(m.plan_step).state in ("Waiting", "Done")
+            step = m.step(m.plan_step)
+            sent = step.state in ("Waiting", "Done") or bool(ops) and all(op.get("diff") in step.sent for op in ops)
             shown = 3 if sent else 30
             for op in ops[:shown]:
                 parts.append(op_line(op, tones))

@@ -35,6 +35,7 @@ class StepLine:
     title: str
     state: str = "Pending"
     note: str = ""  # what it did or is doing, in a few words
+    sent: set[str] = field(default_factory=set)  # diffs of its operations sent (done or in flight), from the journal
 
 
 @dataclass
@@ -111,7 +112,8 @@ class RunModel:
                 note = f"{len(sent)} change(s) sent before it stopped" + (f", {len(left)} planned, not sent" if left else "")
             elif s["plan"]:
                 note = f"{len(s['plan'])} change(s)"
-            steps.append(StepLine(s["id"], s["title"], state, note))
+            steps.append(StepLine(s["id"], s["title"], state, note,
+                                  {o.get("diff", "") for o in sent if o["state"] in ("done", "unconfirmed")}))
         model = cls(id=journal.id, kind=journal.kind, title=title, about=describe(journal.kind, journal.params),
                     context=journal.header.get("context"), journal_path=str(journal.path), steps=steps,
                     state=journal.state, artifacts=doc.get("artifacts") or {}, params=dict(journal.params),
