@@ -27,11 +27,11 @@ from taudash.engine.workflows import Journal, JournalError
 from taudash.engine.workflows.base import PAUSE
 
 from .base import DashScreen
-from .confirm import TypedConfirm
 from .messages import AbortWorkflow, NewWorkflow, PauseWorkflow, ResumeWorkflow
 from .presenters import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack, workflows_of
 from .text import Tones, app_tones, lit, span
 from .widgets.bars import bar
+from .widgets.gated import TypedConfirm
 from .widgets.header_bar import HeaderBar
 from .workflow_model import STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
 

@@ -33,6 +33,8 @@ from taudash.sim.errors import ApiError
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
+SPEED = 10  # simulated seconds per second: waits end in moments, and no demo job finishes during a run
+RESOURCE = {"ClusterQueue": CQ, "Workload": WL, "TauCluster": TC}
 # Writes of an uninterrupted run on the demo cluster (checked against a real run below): the hold sets
 # tau-ws-eval's stopPolicy and deactivates its 3 Workloads; the catalog change also patches the TauCluster,
 # restores the queue and reactivates the three.
@@ -103,13 +105,20 @@ async def killed_at(gate: AnswerGate, env: dict, args: list[str]) -> None:
     """Run `taudash ARGS --yes` and SIGKILL it while the server holds the answer to the gated write."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "taudash.cli", *args, "--yes", "--poll", "0.1", env=env, cwd=REPO,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    reached = asyncio.ensure_future(gate.reached.wait())
+    ended = asyncio.ensure_future(proc.wait())
     try:
-        await asyncio.wait_for(gate.reached.wait(), 120)
+        await asyncio.wait([reached, ended], timeout=120, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        proc.send_signal(signal.SIGKILL)
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGKILL)
         await proc.wait()
+        reached.cancel()
     gate.release.set()
+    if not gate.reached.is_set():  # say why, rather than a timeout: the run made fewer writes than counted
+        err = (await proc.stderr.read()).decode() if proc.stderr else ""
+        raise AssertionError(f"write {gate.n} never came ({gate.seen} seen); taudash ended {proc.returncode}:\n{err}")
 
 
 def env_of(tmp: Path, sim: SimServer) -> dict:
@@ -123,7 +132,7 @@ def uninterrupted(tmp_path_factory) -> dict:
     """Each kind run once without a kill: the writes the simulator applied and the end state."""
     async def run(kind: str) -> dict:
         tmp = tmp_path_factory.mktemp(f"baseline-{kind}")
-        async with SimServer(simulate=True, speed=60, scenario=QUIET) as sim:
+        async with SimServer(simulate=True, speed=SPEED, scenario=QUIET) as sim:
             code, _, err = await cli(env_of(tmp, sim), *start_args(kind, sim, tmp), "--yes", "--poll", "0.1")
             assert code == 0, err
             return {"writes": applied_writes(sim), "end": end_state(sim)}
@@ -152,7 +161,7 @@ async def in_process(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, s
 @pytest.mark.parametrize(("kind", "n", "applied"), CASES)
 async def test_kill_9_between_a_write_and_its_answer_then_resume_records_it_once(tmp_path, monkeypatch, capsys,
                                                                                  uninterrupted, kind, n, applied):
-    async with SimServer(simulate=True, speed=60, scenario=QUIET) as sim:
+    async with SimServer(simulate=True, speed=SPEED, scenario=QUIET) as sim:
         env = env_of(tmp_path, sim)
         gate = AnswerGate(sim, n, applied)
         await killed_at(gate, env, start_args(kind, sim, tmp_path))
@@ -204,14 +213,18 @@ async def test_kill_9_between_a_write_and_its_answer_then_resume_records_it_once
         assert all(outcomes[a["request"]] == 1 for a in intents), [a for a in intents if outcomes[a["request"]] != 1]
         [late] = [a for a in audit if a.get("reconciled")]
         assert late["name"] == flying.name and late["result"] == ("ok" if applied else "not-applied")
-        # no write twice: the simulator applied exactly the writes of an uninterrupted run, and it ends the same
+        # no write twice: every write the simulator applied is one the journal records done, once, and the run
+        # ends where an uninterrupted one does
+        applied = Counter((r.resource, r.namespace, r.name) for r in sim.api.requests
+                          if r.verb in WRITE_VERBS and not r.dry_run and 0 < r.status < 400)
+        assert applied == Counter((RESOURCE[r.kind], r.namespace, r.name) for r in records if r.state == DONE)
         assert applied_writes(sim) == uninterrupted[kind]["writes"]
         assert end_state(sim) == uninterrupted[kind]["end"]
 
 
 async def test_a_write_in_flight_is_unconfirmed_until_read_and_never_planned(tmp_path):
     """The status of a run killed mid-write, without resuming: the table says so in words."""
-    async with SimServer(simulate=True, speed=60, scenario=QUIET) as sim:
+    async with SimServer(simulate=True, speed=SPEED, scenario=QUIET) as sim:
         env = env_of(tmp_path, sim)
         gate = AnswerGate(sim, 2, applied=True)  # the first deactivation
         await killed_at(gate, env, ["workflow", "start", "hold", "--cq", "tau-ws-eval"])
