@@ -251,3 +251,51 @@ def test_paused_and_failed_exit_4_completed_and_aborted_exit_0_and_help_says_so(
     text = " ".join(capsys.readouterr().out.split())
     assert "exit codes: 0 the run completed, or was aborted on request" in text
     assert "4 the run paused" in text and "or failed: it is resumable" in text
+
+
+# --- every kind, every way of stopping: what stays is listed, and abort lists it again ------------------------
+
+RELEASE, ROLLBACK, RESUME = "release", "rollback", "resume"
+STOPS = [  # kind, answers by step, interrupted at, pause reason, what stays → what undoes each (by command word)
+    pytest.param("catalog", {"hold": ["prod"]}, "", "context-name", {}, id="catalog-mistyped-context"),
+    pytest.param("catalog", {}, "apply:op0", "interrupted",
+                 {"queue-held": RELEASE, "workloads-deactivated": RELEASE, "catalog-changed": ROLLBACK},
+                 id="catalog-ctrl-c-after-the-apply"),
+    pytest.param("rollback", {}, "restore-catalog:op0", "interrupted",
+                 {"queue-held": RELEASE, "workloads-deactivated": RELEASE}, id="rollback-ctrl-c-after-the-restore"),
+    pytest.param("rollback", {"restore": ["n"]}, "", "declined",
+                 {"queue-held": RELEASE, "workloads-deactivated": RELEASE}, id="rollback-declined-at-restore"),
+    pytest.param("drain", {"blockers": ["taudash-sim", ""]}, "", "context-name", {"deleted": None},
+                 id="drain-nothing-typed-at-the-second-deletion"),
+    pytest.param("drain", {}, "blockers:op0", "interrupted", {"deleted": None}, id="drain-ctrl-c-after-a-deletion"),
+]
+
+
+@pytest.mark.parametrize(("kind", "answers", "at", "reason", "stays"), STOPS)
+async def test_each_kind_stopped_each_way_lists_what_stays_and_abort_lists_it_again(h, tmp_path, capsys, kind,
+                                                                                   answers, at, reason, stays):
+    if kind == "catalog":
+        params = h.eval_placement_change(tmp_path)
+    elif kind == "rollback":
+        change, state = await run(h, "catalog", h.eval_placement_change(tmp_path))
+        assert state == "Completed"
+        params = rollback_params(h.context(), change.id)
+    else:
+        params = {"workspace": "eval"}
+    journal, _ = await run(h, kind, params, answers=answers, interrupt_at=at)
+    assert journal.state == "Paused" and journal.last("paused")["data"]["reason"] == reason
+    doc = await status_json(journal, "--kubeconfig", str(h.sim.kubeconfig))
+    words = {it["kind"]: (it["undo"].split()[3] if it["undo"] and "start" in it["undo"] else
+                          RESUME if it["undo"] else None) for it in doc["leftovers"]}
+    assert words == stays, doc["leftovers"]
+    assert all(f"-from {journal.id} " in it["undo"] + " " for it in doc["leftovers"] if it["undo"])
+    assert all(it["checked"] == "cluster" for it in doc["leftovers"])
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["workflow", "abort", journal.id, "--yes"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert Journal.open(journal.id).state == "Aborted"
+    for it in doc["leftovers"]:
+        assert " ".join(it["message"].split()) in err
+        assert (f"undo: {it['undo']}" if it["undo"] else "(not reversible by taudash)") in err
+    if not stays:
+        assert "what this run leaves in the cluster: nothing" in err
