@@ -10,6 +10,7 @@ context name to be typed (its input has the focus).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,9 +357,13 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
         except OSError:
             return
         key = (st.st_mtime_ns, st.st_size)
-        seen, self._journal_key = getattr(self, "_journal_key", None), key
-        if seen is None or seen == key:
-            return
+        seen = getattr(self, "_journal_key", None)
+        if seen is None:
+            self._journal_key = key
+        now = time.monotonic()
+        if seen is None or seen == key or now - getattr(self, "_journal_read_at", 0.0) < 1.0:
+            return  # unchanged, or read a moment ago (a run another process runs changes it at every record)
+        self._journal_key, self._journal_read_at = key, now
         try:
             self.model = RunModel.from_journal(Journal.open(self.model.journal_path), store=self.model.store)
         except (JournalError, OSError, KeyError, ValueError):

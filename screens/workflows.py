@@ -46,6 +46,7 @@ from taudash.engine.workflows import (
     status,
 )
 from taudash.engine.workflows.base import Context
+from taudash.engine.workflows.hold import about
 from taudash.engine.workflows.journal import workflows_dir
 from taudash.engine.workflows.params import ParamError, describe
 
@@ -134,6 +135,7 @@ class JournalIndex:
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int], Entry]] = {}
+        self._journals: dict[str, Journal] = {}  # parsed once per change: what a run leaves reads the runs undoing it
 
     def load(self, directory: Path, here: ClusterIdentity | None = None, context: str | None = None,
              store: Any = None) -> list[Entry]:
@@ -147,45 +149,59 @@ class JournalIndex:
         return entries
 
     def _load(self, directory: Path, store: Any = None, ours: Any = None) -> list[Entry]:
-        out, seen, fresh = [], set(), []
+        seen: dict[str, tuple[int, int]] = {}
         try:
             paths = sorted(directory.glob("*.jsonl"))
         except OSError:
             paths = []
-        for p in paths:
+        for path in paths:
             try:
-                st = p.stat()
+                st = path.stat()
             except OSError:
                 continue
-            key = (st.st_mtime_ns, st.st_size)
-            seen.add(str(p))
-            hit = self._cache.get(str(p))
-            if hit is None or hit[0] != key:
-                hit = (key, _entry(p, store, ours))
-                self._cache[str(p)] = hit
-                fresh.append(hit[1])
-        for e in fresh:  # a release or rollback that changed: the run it undoes leaves less behind
-            ref = e.params.get("reactivate_from") or (e.params.get("from") if e.kind == "rollback" else None)
-            target = str(directory / f"{ref}.jsonl") if ref else ""
-            if target in self._cache and target in seen:
-                self._cache[target] = (self._cache[target][0], _entry(Path(target), store, ours))
-        for gone in set(self._cache) - seen:
+            seen[str(path)] = (st.st_mtime_ns, st.st_size)
+        stale = {p for p, key in seen.items() if p not in self._cache or self._cache[p][0] != key}
+        for gone in set(self._cache) - set(seen):
             del self._cache[gone]
+            self._journals.pop(gone, None)
+        failed: dict[str, str] = {}
+        for p in stale:
+            try:
+                self._journals[p] = Journal.open(p)
+            except (JournalError, OSError) as exc:
+                self._journals.pop(p, None)
+                failed[p] = str(exc)
+        undoing: dict[str, list[Journal]] = {}
+        for j in self._journals.values():
+            ref = about(j)
+            if ref:
+                undoing.setdefault(ref, []).append(j)
+        # a release or rollback that changed: the run it undoes leaves less behind
+        stale |= {str(directory / f"{about(self._journals[p])}.jsonl") for p in list(stale)
+                  if p in self._journals and about(self._journals[p])} & set(seen)
+        for p in stale:
+            run = self._journals.get(p)
+            entry = _entry(run, undoing.get(run.id, []), store, ours) if run is not None else \
+                _unreadable(Path(p), failed.get(p, "not a journal"))
+            self._cache[p] = (seen[p], entry)
         out = [self._cache[p][1] for p in sorted(seen)]
         out.sort(key=lambda e: (-e.started, e.id))
         return out
 
 
-def _entry(path: Path, store: Any = None, ours: Any = None) -> Entry:
+def _unreadable(path: Path, error: str) -> Entry:
+    return Entry(path.stem, "?", "Unreadable", 0, 0, None, 0.0, "", str(path), error=error)
+
+
+def _entry(j: Journal, later: list[Journal], store: Any = None, ours: Any = None) -> Entry:
     try:
-        j = Journal.open(str(path))
-        doc = status(j, store=store if store is not None and (ours is None or ours(j.header)) else None)
+        doc = status(j, later, store=store if store is not None and (ours is None or ours(j.header)) else None)
     except (JournalError, KeyError, ValueError, TypeError) as exc:
-        return Entry(path.stem, "?", "Unreadable", 0, 0, None, 0.0, "", str(path), error=str(exc))
+        return _unreadable(j.path, str(exc))
     steps = doc["steps"]
     err = next((s["error"] for s in steps if s.get("error")), "") if j.state == "Failed" else ""
     return Entry(j.id, j.kind, j.state, sum(1 for s in steps if s["state"] == "Done"), len(steps),
-                 j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(path),
+                 j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(j.path),
                  error=err or "", steps=steps, leftovers=doc.get("leftovers") or [], paused=doc.get("paused"),
                  deactivated=len(doc.get("deactivated") or []), artifacts=doc.get("artifacts") or {},
                  params=j.params, header=dict(j.header))

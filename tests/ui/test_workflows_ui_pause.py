@@ -194,3 +194,35 @@ async def test_the_wizard_follows_a_run_the_cli_aborts_meanwhile(rig):
         Journal.open("c11ab0").append("aborted", None, {"by": "operator"})  # `taudash workflow abort` elsewhere
         await wait_for(pilot, lambda: app.screen.model.state == "Aborted", what="the wizard to read the abort")
         assert "a abort" not in text_of(app.screen.query_one("#wz-mode", Static))
+
+
+def test_the_list_reads_each_journal_once_and_a_release_refreshes_the_run_it_undoes(tmp_path, monkeypatch):
+    from taudash.screens.workflows import JournalIndex
+
+    directory = tmp_path / "workflows"
+    shutil.copytree(FIXTURES / "workflow-state" / "workflows", directory)
+    opened: list[str] = []
+    real_open = Journal.open.__func__
+
+    def counting(cls, ref, directory=None):
+        opened.append(Path(ref).stem)
+        return real_open(cls, ref, directory)
+
+    monkeypatch.setattr(Journal, "open", classmethod(counting))
+    index = JournalIndex()
+    held = {e.id: e for e in index.load(directory)}["a1b2c3"]  # a completed HoldAndDrain of tau-ws-vision
+    assert [it["kind"] for it in held.leftovers] == ["queue-held"]
+    assert sorted(opened) == sorted(p.stem for p in directory.glob("*.jsonl"))  # each once, not once per entry
+    opened.clear()
+    assert index.load(directory) and opened == []  # nothing changed: nothing parsed
+    # a release of it, from another terminal, puts the queue back: the hold's entry no longer lists it
+    release = Journal.create("e1ea5e", "release", {"cqs": ["tau-ws-vision"], "reactivate_from": "a1b2c3",
+                                                  "restore_to": {"tau-ws-vision": "None"}}, "aks-eastus-prod-demo",
+                             directory=directory)
+    op = {"verb": "patch", "kind": "ClusterQueue", "namespace": None, "name": "tau-ws-vision",
+          "patch": {"spec": {"stopPolicy": "None"}}, "diff": "~ ClusterQueue tau-ws-vision: stopPolicy HoldAndDrain → None"}
+    release.append("executing", "restore", {"op": op})
+    release.append("executed", "restore", {"op": op, "result": {"changed": True}})
+    opened.clear()
+    held = {e.id: e for e in index.load(directory)}["a1b2c3"]
+    assert held.leftovers == [] and opened == ["e1ea5e"]  # the hold's entry is made again from its parsed journal
