@@ -19,6 +19,7 @@ from .model import ClusterQueue
 from .model.kinds import DRAIN_KINDS
 from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
 from .rules.base import Finding, Rule, RuleContext, ViewField
+from .rules.claims import ClaimsPart, ClaimView, local_queue_print, workload_print
 from .rules.cluster import (
     AccessEntry,
     ClusterSummary,
@@ -105,6 +106,9 @@ RULES: tuple[Rule, ...] = (
          (ViewField("multikueue", MultiKueueView, MultiKueueView()),), derive=derive_multikueue, needs=("profiles",)),
     Rule("workloads", frozenset({"Workload", "LocalQueue"}), (ViewField("waiting", list[WaitingWorkload], []),),
          part=WorkloadsPart),
+    # Claims go stale with the clock alone: every view; the Workload scan only when what it reads moved.
+    Rule("claims", frozenset({"Lease", "Workload", "LocalQueue"}), (ViewField("claims", list[ClaimView], []),),
+         part=ClaimsPart, every_view=True, fingerprints={"Workload": workload_print, "LocalQueue": local_queue_print}),
 )
 
 __all__ = ["RULES", "drain_print", "pool_print"]

@@ -40,6 +40,7 @@ class ClusterViewBase(ViewModel):
 
 
 if TYPE_CHECKING:
+    from .rules.claims import ClaimView
     from .rules.cluster import ClusterSummary, TeamSummary
     from .rules.multikueue import MultiKueueView
     from .rules.pool import PoolView
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
         profiles: ProfilesView
         multikueue: MultiKueueView
         waiting: list[WaitingWorkload]
+        claims: list[ClaimView]
         findings: list[Finding]
 else:
     _FIELDS: dict[str, Any] = {f.name: (f.type, f.default) for r in RULES for f in r.fields}

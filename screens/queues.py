@@ -3,6 +3,7 @@ stop policy, Active reason and workload counts. The pane below details the highl
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import partial
 
 from rich import box
@@ -15,6 +16,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from taudash.engine.model import ZERO
+from taudash.engine.rules.claims import ClaimView
+from taudash.engine.rules.queue_order import parse_time
 from taudash.engine.rules.queues import ClusterQueueView, CohortView
 from taudash.engine.session import Frame
 
@@ -51,15 +54,18 @@ def _gpu_total(flavors, field: str) -> float:
     return total
 
 
-def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
+def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones, claim: ClaimView | None = None) -> tuple:
     name = span(f"  {branch}", tones.muted)
     name.append(lit(q.name))
     if q.workspace and q.workspace not in q.name:  # "tau-ws-eval" names its workspace already
         name.append(lit(f"  ws {q.workspace}", tones.muted))
     borrowed = _gpu_total(q.flavors, "borrowed")
+    stop = stop_cell(q.stop_policy, tones)
+    if claim is not None:  # a workflow holds the queue (⚠: its run stopped renewing the claim)
+        stop.append(f"  {'⚠' if claim.stale else '⚑'} {claim.holder}", style=tones.warn if claim.stale else tones.accent)
     return (
         name,
-        stop_cell(q.stop_policy, tones),
+        stop,
         active_cell(q, tones),
         f"{q.pending}·{q.reserving}·{q.admitted}",
         _inactive_cell(q, tones),
@@ -70,8 +76,8 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones) -> tuple:
     )
 
 
-def _queue_row(q: ClusterQueueView, branch: str, tones: Tones) -> Row:
-    return Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones),
+def _queue_row(q: ClusterQueueView, branch: str, tones: Tones, claim: ClaimView | None = None) -> Row:
+    return Row(f"cq:{q.name}", partial(_queue_cells, q, branch, tones, claim),
                RowMeta(kind="ClusterQueue", name=q.name, text=" ".join(filter(None, [q.cohort, q.workspace, q.team]))))
 
 
@@ -118,6 +124,33 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
+def _when(value: str | None, now: datetime) -> str:
+    """A claim's time as "08:25 UTC, 40 min ago" (the date too when it is not today's)."""
+    t = parse_time(value)
+    if t is None:
+        return "unknown"
+    t = t.astimezone(UTC)
+    secs = max(0, int((now - t).total_seconds()))
+    ago = f"{secs} s" if secs < 120 else f"{secs // 60} min" if secs < 7200 else f"{secs // 3600} h"
+    day = "" if t.date() == now.astimezone(UTC).date() else f"{t:%Y-%m-%d} "
+    return f"{day}{t:%H:%M} UTC, {ago} ago"
+
+
+def claim_line(claim: ClaimView, tones: Tones, now: datetime) -> Text:
+    """"held by workflow ID (kind, who, since)", or a stale claim and how to resume or take it over."""
+    who = " on ".join(x for x in (claim.who, claim.host) if x) or "unknown operator"
+    line = span("⚑ held by ", tones.accent, end="\n")
+    line.append(lit(f"workflow {claim.holder}", "bold"))
+    line.append(lit(f" ({claim.workflow or 'workflow'}, {who}, since {_when(claim.since, now)}): "
+                    "no other workflow may write to this queue"))
+    if claim.stale:
+        line.append(f"\n⚠ stale claim: not renewed since {_when(claim.renewed, now)}: its run stopped. ",
+                    style=tones.warn)
+        line.append(lit(f"Resume it where it was journaled (taudash workflow resume {claim.holder}), or take it "
+                        f"over: taudash workflow start {claim.workflow or '…'} … --take-over {claim.holder}"))
+    return line
+
+
 def stop_cell(stop: str, tones: Tones) -> Text:
     if stop == "None":
         return Text("None", style=tones.muted)
@@ -140,6 +173,9 @@ member ClusterQueues.
 GPU nom / resv / used / borrow   GPUs summed over flavors: nominal quota, Kueue reservations,
                                  usage, and borrowed = reservation above nominal.
 stop                             the stopPolicy: None admits; Hold and HoldAndDrain stop new admissions.
+                                 ⚑ ID: workflow ID holds the queue (its claim, seen by every operator:
+                                 no other workflow may write to it); ⚠ ID: a stale claim, that run
+                                 stopped renewing it (the pane says how to resume or take it over).
 Active                           the ClusterQueue's Active condition reason (✖ admits nothing).
 pnd·rsv·adm                      pending, reserving and admitted Workloads from the queue status.
 inact                            deactivated Workloads (spec.active false) routed here: not pending,
@@ -178,6 +214,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         view, tones = frame.view, self.tones
         cache = self.row_cache("queues")
         queues = {q.name: q for q in view.cluster_queues}
+        claims = {c.target: c for c in view.claims}
         rows: list[Row] = []
         grouped: list[tuple[CohortView | None, list[ClusterQueueView]]] = [
             (c, [queues[m] for m in c.members if m in queues]) for c in cohort_tree_order(view.cohorts)
@@ -218,7 +255,9 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                 branch = indent + ("└ " if i == len(members) - 1 else "├ ")
                 # An incremental view keeps the same object for a queue that did not change: so does
                 # its row (the table skips redrawing it; 300 queues rebuilt every tick cost ~0.1 s).
-                rows.append(cache.row(f"cq:{q.name}", q, partial(_queue_row, q, branch, tones), (branch, tones)))
+                claim = claims.get(f"ClusterQueue {q.name}")
+                rows.append(cache.row(f"cq:{q.name}", q, partial(_queue_row, q, branch, tones, claim),
+                                      (branch, tones, claim)))
         cache.done()
         table = self.query_one("#queues", KeyedTable)
         table.sync(rows)
@@ -263,7 +302,9 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         if kind == "cq":
             q = next((x for x in view.cluster_queues if x.name == name), None)
             if q is not None:
-                pane.update(self._cq_detail(q, tones, self.session.get("ClusterQueue", name)))
+                claim = next((c for c in view.claims if c.target == f"ClusterQueue {name}"), None)
+                held = claim_line(claim, tones, self.frame.now) if claim is not None else None
+                pane.update(self._cq_detail(q, tones, self.session.get("ClusterQueue", name), held))
                 return
         if kind == "cohort":
             c = next((x for x in view.cohorts if x.name == name), None)
@@ -286,7 +327,7 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         return t
 
     @staticmethod
-    def _cq_detail(q: ClusterQueueView, tones: Tones, obj=None) -> Group:
+    def _cq_detail(q: ClusterQueueView, tones: Tones, obj=None, claim: Text | None = None) -> Group:
         head = span("ClusterQueue ", tones.heading)
         head.append(lit(q.name, "bold"))
         head.append(" · cohort ")
@@ -332,9 +373,11 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                     _avail(r.available, r.potential_available, tones, u),
                 )
         facts = QueuesScreen._facts(obj, tones, skip=("limits",))  # the table has the limits
+        held = [claim] if claim is not None else []
         if not q.flavors:
-            return Group(head, counts, facts, Text("no resource groups: this queue admits nothing", style=tones.warn))
-        return Group(head, counts, facts, t)
+            return Group(head, counts, *held, facts,
+                         Text("no resource groups: this queue admits nothing", style=tones.warn))
+        return Group(head, counts, *held, facts, t)
 
     @staticmethod
     def _cohort_detail(c: CohortView, tones: Tones, obj=None) -> Group:

@@ -36,6 +36,7 @@ from taudash.engine.workflows import (
     overlap_refusal,
 )
 from taudash.engine.workflows.base import PAUSE, RETRY, STOP, Context, Operation, Pause, Plan, RunnerEvent, Step
+from taudash.engine.workflows.claims import release_finished
 from taudash.engine.workflows.journal import RESUMABLE, workflows_dir
 
 from .confirm import ConfirmScreen
@@ -307,9 +308,22 @@ class WorkflowHost:
                     if known is not None:
                         known.finished("Aborted", "", self.clock())
                     self._refresh_screens(wid, lists=True)
+                    self.app.run_worker(self._give_back(j), group="workflow-claims", exit_on_error=False)
 
         self.app.push_screen(ConfirmScreen(f"Abort workflow {wid} for good", targets, False, typed=wid,
                                            confirm_label="Abort for good", cancel_label="Keep the run"), answered)
+
+    async def _give_back(self, journal: Journal) -> None:
+        """The claims an aborted run still holds on the cluster go back (engine/workflows/claims.py)."""
+        if self._resume_refusal(journal):
+            return  # another cluster's run: its claims are not on this one
+        try:
+            problems = await release_finished(self.session.actions, self.session.store, journal,
+                                              self.session.config.system_namespace)
+        except Exception as exc:  # noqa: BLE001 - the abort stands; the claims go stale instead
+            problems = [f"could not give back the claims of workflow {journal.id}: {exc}"]
+        for problem in problems:
+            self._notify(problem, "warning")
 
     def pause(self, workflow_id: str) -> None:
         """Pause a workflow running here at its next wait or confirmation (PauseWorkflow): no question asked,
@@ -401,6 +415,7 @@ class WorkflowHost:
         except _Stop:
             journal.append("aborted", None, {"by": "operator"})
             state = "Aborted"
+            await self._give_back(journal)  # its runner kept its claims: the run was not finished when it stopped
         except JournalBusy as exc:  # the CLI (or another dashboard) runs it now: this one wrote nothing
             state, error = journal.state, str(exc)
         except Exception as exc:  # an API failure outside a step's action: the journal stays resumable

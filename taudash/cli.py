@@ -35,7 +35,9 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
                                     "help": "kubeconfig path (default: $KUBECONFIG, then ~/.kube/config)"}),
     "snapshot": ("--snapshot", {"action": "append", "metavar": "FILE",
                                 "help": "read a cluster snapshot file (always read-only)"}),
-    "demo": ("--demo", {"action": "append_const", "const": True, "help": "use the embedded demo cluster"}),
+    "demo": ("--demo", {"action": "append_const", "const": True,
+                        "help": "use the embedded demo cluster (without a command: the dashboard on the simulated "
+                                "demo cluster, as `taudash demo`)"}),
     "system_namespace": ("--system-namespace", {"action": "append", "metavar": "NS",
                                                 "help": "where TauGrid objects live (default tau-system)"}),
     "pvc": ("--pvc", {"action": "append", "metavar": "CLAIM",
@@ -48,7 +50,7 @@ DEFAULT_SYSTEM_NAMESPACE = "tau-system"
 SOURCE = frozenset({"read_only", "context", "kubeconfig", "snapshot", "demo", "system_namespace", "pvc"})
 LIVE = frozenset({"read_only", "context", "kubeconfig", "system_namespace"})
 LOCAL = frozenset({"read_only"})  # no cluster at all; read-only is trivially honoured
-DASHBOARD = SOURCE - {"demo"}
+DASHBOARD = SOURCE  # `taudash --demo` is `taudash demo`
 
 _parsers = 0
 
@@ -77,9 +79,12 @@ def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, s
 def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     """Fold every placement of the global options into one value each (args.context, args.read_only, …)."""
     given: dict[str, list] = {name: [] for name in GLOBAL_OPTIONS}
+    places: dict[str, int] = dict.fromkeys(GLOBAL_OPTIONS, 0)  # how many placements gave the option
     for key in [k for k in vars(args) if k.startswith("_g")]:
         name = key.split("_", 2)[2]
-        given[name] += getattr(args, key)
+        values = getattr(args, key)
+        given[name] += values
+        places[name] += bool(values)
         delattr(args, key)
     uses: frozenset[str] = getattr(args, "_uses", frozenset())
     command = getattr(args, "_command", "this command")
@@ -91,8 +96,12 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
         distinct = list(dict.fromkeys(given[name]))
         if len(distinct) > 1 and name not in repeatable:
             raise UsageError(f"conflicting values for {GLOBAL_OPTIONS[name][0]}: {', '.join(distinct)}")
-    # `--context` is repeatable for status and check (a fleet: one entry per cluster); elsewhere,
-    # two different values were refused above. `args.context` keeps the single-cluster meaning.
+        if len(distinct) > 1 and places[name] > 1:  # `--context a status --context b`: a conflict, not a fleet
+            flag, words = GLOBAL_OPTIONS[name][0], "" if command == "the dashboard" else f"{command} "
+            raise UsageError(f"conflicting values for {flag}: {', '.join(distinct)} (several clusters: give every "
+                             f"{flag} in one place, `taudash {words}{flag} {distinct[0]} {flag} {distinct[1]}`)")
+    # `--context` is repeatable for status, check and the dashboard (a fleet: one entry per cluster), all in
+    # one place; elsewhere two different values were refused above. `args.context` keeps the single-cluster meaning.
     args.contexts = list(dict.fromkeys(given["context"]))
     args.context = args.contexts[0] if len(args.contexts) == 1 else None
     args.kubeconfig = next(iter(given["kubeconfig"]), None)
@@ -164,7 +173,9 @@ def cmd_fleet_status(args, contexts: list[str]) -> int:
             else:
                 print(f"unreachable: {_one_line(r.error or '')}")
         _print_join(joins, verbose=True)
-    return EXIT_UNREACHABLE if not any(r.reachable for r in results) else EXIT_OK
+    # The document covers every cluster that answered; the exit code says that not every one did (a
+    # status cannot vouch for a cluster it did not read, as a partly unreadable snapshot is exit 2).
+    return EXIT_UNREACHABLE if not all(r.reachable for r in results) else EXIT_OK
 
 
 def _print_join(joins, verbose: bool) -> int:
@@ -308,7 +319,9 @@ def _dispatch(args) -> int:
     # The process's memory policy (docs/decisions.md, issue 16): every command lists or holds a
     # fleet-scale model; the engine itself never touches the collector.
     tune_gc_for_long_lived_model()
-    config.check()  # a malformed TAUDASH_READ_ONLY or config file is bad input for every command
+    settings = config.check()  # a malformed TAUDASH_ variable or config file is bad input for every command
+    if "pvc" in getattr(args, "_uses", ()):  # the config file's storage.claims add to --pvc
+        args.pvc = list(dict.fromkeys([*args.pvc, *settings.storage_claims]))
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default
 

@@ -22,13 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-
-import yaml
 
 from taudash.engine.multikueue_join import (
     ORIGIN_LABEL,
@@ -47,38 +43,20 @@ from taudash.engine.view import ClusterView
 from .errors import Unreachable, UsageError
 from .loading import Loaded, load_live_async, view_of
 
-
-def _fleet_config(environ: Mapping[str, str] | None) -> tuple[Path, object]:
-    """(the config file, its `fleet:` section or None)."""
-    from .config import config_path
-
-    path, _ = config_path(os.environ if environ is None else environ)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return path, None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"config file {path}: cannot read: {exc}"[:200]) from None
-    return path, (doc or {}).get("fleet") if isinstance(doc, dict) else None
-
-
 DEFAULT_FRESHNESS_BOUND = 15.0
 
 
 def freshness_bound(environ: Mapping[str, str] | None = None) -> float:
-    """Seconds within which a cluster that stops answering is shown stale (docs/fleet.md):
+    """Seconds within which a cluster that stops answering is shown stale (docs/fleet.md; the config
+    file's schema checks it is a number from 2 to 3600):
 
         fleet:
           freshnessBound: 15
     """
-    path, fleet = _fleet_config(environ)
-    value = fleet.get("freshnessBound") if isinstance(fleet, dict) else None
-    if value is None:
-        return DEFAULT_FRESHNESS_BOUND
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 2 <= value <= 3600:
-        raise UsageError(f"config file {path}: fleet.freshnessBound must be a number of seconds from 2 to 3600 "
-                         f"(got {value!r})")
-    return float(value)
+    from .config import load_config
+
+    bound = load_config(environ).freshness_bound
+    return DEFAULT_FRESHNESS_BOUND if bound is None else bound
 
 
 def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -88,15 +66,9 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
           multiKueueClusters:
             westus-2: prod-westus-2
     """
-    path, fleet = _fleet_config(environ)
-    if fleet is None:
-        return {}
-    mapping = fleet.get("multiKueueClusters") if isinstance(fleet, dict) else None
-    if mapping is None and isinstance(fleet, dict):
-        return {}
-    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
-        raise UsageError(f"config file {path}: fleet.multiKueueClusters must map MultiKueueCluster names to contexts")
-    return dict(mapping)
+    from .config import load_config
+
+    return dict(load_config(environ).multikueue_clusters)
 
 
 def worker_names(manager: Store) -> list[str]:
@@ -151,20 +123,25 @@ class ClusterResult:
 
 
 def all_contexts(kubeconfig: str | None) -> list[str]:
-    """Every context of the kubeconfig (the first existing file of KUBECONFIG / --kubeconfig), in file order."""
-    path = kubeconfig_path(kubeconfig)
-    for p in path.split(":"):
-        f = Path(p).expanduser()
-        if p and f.is_file():
-            try:
-                doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError) as exc:
-                raise UsageError(f"kubeconfig {p}: {exc}") from None
-            names = [str(c["name"]) for c in doc.get("contexts") or () if isinstance(c, dict) and c.get("name")]
-            if not names:
-                raise UsageError(f"kubeconfig {p}: no contexts")
-            return list(dict.fromkeys(names))
-    raise UsageError(f"kubeconfig {path}: no such file (use --kubeconfig or KUBECONFIG)")
+    """Every context of the kubeconfig (every existing file of KUBECONFIG / --kubeconfig, merged), in file order."""
+    from taudash.engine.sources.kubeconfig import ConfigError, context_names
+
+    try:
+        return context_names(kubeconfig_path(kubeconfig))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_contexts(contexts: list[str], kubeconfig: str | None) -> None:
+    """Bad input before a fleet opens: each context must exist and its cluster and user be usable (the
+    kubeconfig's own checks; an exec plugin is only run when its cluster connects)."""
+    from taudash.engine.sources.kubeconfig import ConfigError, resolve
+
+    for context in contexts:
+        try:
+            resolve(kubeconfig_path(kubeconfig), context)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
 
 
 async def _load_one(context: str, kubeconfig: str | None, sync_timeout: float) -> ClusterResult:

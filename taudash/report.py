@@ -31,6 +31,13 @@ def _gpu_resource(keys) -> str:
     return "nvidia.com/gpu"
 
 
+def _stamp(value: str | None) -> str:
+    """A Lease's MicroTime as people read it: "2026-11-30 06:30:00 UTC"."""
+    if not value:
+        return "never"
+    return value.replace("T", " ").split(".")[0].rstrip("Z") + " UTC"
+
+
 def render_table(view: ClusterView) -> Group:
     parts: list[RenderableType] = []
     src = view.source
@@ -137,6 +144,21 @@ def render_table(view: ClusterView) -> Group:
                       str(q.admitted), "?" if q.inactive is None else str(q.inactive))
         parts.append(Text("QUEUES", style="bold"))
         parts.append(t)
+
+    if view.claims:
+        parts.append(Text("CLAIMS (workflows holding what they write; no other workflow may write to it)", style="bold"))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=1)
+        grid.add_column(ratio=1)
+        for claim in view.claims:
+            who = " on ".join(x for x in (claim.who, claim.host) if x) or "unknown operator"
+            line = Text.assemble((clean(claim.target), "bold"), clean(
+                f": workflow {claim.holder} ({claim.workflow or '?'}, {who}), since {_stamp(claim.since)}, "
+                f"renewed {_stamp(claim.renewed)}"))
+            if claim.stale:
+                line.append(" — stale: its run stopped renewing it", style="yellow")
+            grid.add_row(Text("⚠" if claim.stale else "⚑", style="yellow" if claim.stale else "cyan"), line)
+        parts.append(grid)
 
     prof = view.profiles
     pl = Text("PROFILES ", style="bold")

@@ -182,6 +182,15 @@ def workload(name: str, ns: str, *, queue: str = "jobqueue", admitted_to: str | 
             "spec": {"queueName": queue, "active": active, "podSets": [{"name": "main", "count": 1}]}, "status": status}
 
 
+def deactivated_workload(name: str, ns: str, *, by: str, queue: str = "jobqueue", state: str = "pending") -> dict:
+    """A Workload a taudash workflow (run `by`) deactivated: spec.active false and the deactivated-by annotation."""
+    from taudash.engine.model.names import DEACTIVATED_BY_ANNOTATION
+
+    wl = workload(name, ns, queue=queue, state=state, active=False)
+    wl["metadata"]["annotations"] = {DEACTIVATED_BY_ANNOTATION: by}
+    return wl
+
+
 def workload_request(name: str = "w", ns: str = "ns", *, queue: str = "jobqueue", labels: dict | None = None,
                      pod_sets: bool = False, **status: Any) -> dict:
     """A Workload as a client creates it (no uid; status only if given): for the simulator's API."""
@@ -502,6 +511,30 @@ def storage_class(name: str = "azureblob-fuse", provisioner: str = "blob.csi.azu
 def csinode(name: str, *drivers: str) -> dict:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
             "spec": {"drivers": [{"name": d, "nodeID": name} for d in drivers]}}
+
+
+def claim_lease(target: str, holder: str, *, workflow: str = "hold", who: str = "alice", host: str = "laptop-1",
+                acquired: datetime | None = None, renewed: datetime | None = NOW, duration: int | None = 120,
+                ns: str = SYS, labelled: bool = True) -> dict:
+    """A workflow's claim on `target` ("ClusterQueue tau-ws-train"), as engine/workflows/claims.py writes it:
+    a Lease held by workflow `holder`, renewed at `renewed` (None: never)."""
+    from taudash.engine.model import names
+    from taudash.engine.workflows.claims import Target, lease_name, micro_time
+
+    kind, _, name = target.partition(" ")
+    key, _, value = names.CLAIM_SELECTOR.partition("=")
+    spec: dict[str, Any] = {"holderIdentity": holder, "leaseTransitions": 0,
+                            "acquireTime": micro_time((acquired or renewed or NOW).timestamp())}
+    if renewed is not None:
+        spec["renewTime"] = micro_time(renewed.timestamp())
+    if duration is not None:
+        spec["leaseDurationSeconds"] = duration
+    meta: dict[str, Any] = {"name": lease_name(Target(kind, name)), "namespace": ns,
+                            "annotations": {names.CLAIM_TARGET_ANNOTATION: target, names.CLAIM_WORKFLOW_ANNOTATION: workflow,
+                                            names.CLAIM_WHO_ANNOTATION: who, names.CLAIM_HOST_ANNOTATION: host}}
+    if labelled:
+        meta["labels"] = {key: value}
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
 
 
 def raw_object(kind: str, name: str, *, api_version: str = "v1", namespace: str | None = None,
@@ -858,3 +891,10 @@ def workload_holding_gpus(gpus: int, name: str = "local-job", ns: str = "train",
 def list_response(api_version: str, kind: str, metadata: dict, items: list) -> dict:
     """A Kubernetes List response (`<Kind>List`): what an API server's list endpoint returns."""
     return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": metadata, "items": items}
+
+
+def kubeconfig_doc(clusters: dict[str, dict], user: dict, contexts: dict[str, str], current: str) -> dict:
+    """A kubeconfig document: clusters by name, one user entry, contexts as name -> cluster name."""
+    return {"apiVersion": "v1", "kind": "Config", "current-context": current, "users": [user],
+            "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
+            "contexts": [{"name": n, "context": {"cluster": c, "user": user["name"]}} for n, c in contexts.items()]}

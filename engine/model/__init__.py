@@ -4,6 +4,7 @@ from .base import Condition, KubeObject, LabelSelector, ObjectMeta, find_conditi
 from .core import (
     CSIDriver,
     Deployment,
+    Lease,
     Namespace,
     PersistentVolumeClaim,
     PriorityClass,
@@ -47,6 +48,7 @@ __all__ = [
     "Job",
     "KubeObject",
     "LabelSelector",
+    "Lease",
     "LocalQueue",
     "MultiKueueCluster",
     "MultiKueueConfig",

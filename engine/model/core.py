@@ -210,11 +210,26 @@ class RayService(KubeObject):
     status: RayServiceStatus = RayServiceStatus()
 
 
+class LeaseSpec(KModel):
+    holder_identity: str | None = None
+    lease_duration_seconds: int | None = None
+    acquire_time: str | None = None  # MicroTime, RFC 3339 with microseconds
+    renew_time: str | None = None
+    lease_transitions: int | None = None
+
+
+class Lease(KubeObject):
+    """coordination.k8s.io/v1 Lease: taudash reads only its own (the claims of running workflows)."""
+
+    spec: LeaseSpec = LeaseSpec()
+
+
 __all__ = [
     "CSIDriver",
     "CSINode",
     "Deployment",
     "Job",
+    "Lease",
     "Namespace",
     "Node",
     "ObjectMeta",

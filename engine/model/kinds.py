@@ -8,11 +8,13 @@ its old namespace; the codec that decodes it (a msgspec struct or a pydantic mod
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from . import core, fast, kueue, tau
 from .base import KubeObject
+from .names import CLAIM_SELECTOR
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class ResourceKind:
     drain: bool = False
     # Work Kueue admits through a Workload it owns (a Job, a RayJob, ...): a drain may delete it.
     workload_source: bool = False
+    # Only the objects this label selector matches are read (lists and watches send it): a kind most of
+    # whose objects belong to others (the Leases of every node and controller) is read for taudash's own.
+    label_selector: str = ""
 
     @property
     def codec(self) -> str:
@@ -48,6 +53,14 @@ class ResourceKind:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.versions[0]}" if self.group else self.versions[0]
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether an object with these labels is one taudash reads (the label selector's key=value terms)."""
+        for term in filter(None, self.label_selector.split(",")):
+            key, _, value = term.partition("=")
+            if labels.get(key) != value:
+                return False
+        return True
 
 
 KUEUE = "kueue.x-k8s.io"
@@ -90,6 +103,8 @@ KINDS: tuple[ResourceKind, ...] = (
                  short_names=("mkconf",)),
     ResourceKind("MultiKueueCluster", KUEUE, _KQ, "multikueueclusters", False, kueue.MultiKueueCluster,
                  short_names=("mkc",)),
+    # The claims of running workflows (engine/workflows/claims.py), wherever they are: never the other Leases.
+    ResourceKind("Lease", "coordination.k8s.io", ("v1",), "leases", True, core.Lease, label_selector=CLAIM_SELECTOR),
     ResourceKind("TauCluster", TAU, ("v1alpha1",), "clusters", False, tau.TauCluster, short_names=("tc",)),
     ResourceKind("TauTeam", TAU, ("v1alpha1",), "teams", True, tau.TauTeam, short_names=("tt",)),
     ResourceKind("TauWorkspace", TAU, ("v1alpha1",), "workspaces", True, tau.TauWorkspace, short_names=("tw",)),

@@ -51,3 +51,12 @@ MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"  # an AdmissionCheck's contr
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_INSTANCE_LABEL = "app.kubernetes.io/instance"
 DEACTIVATED_BY_ANNOTATION = "taudash.io/deactivated-by"  # set by taudash workflows that deactivate a Workload
+HELD_BY_ANNOTATION = "taudash.io/held-by"  # on each object a running workflow claims: the workflow id
+
+# --- taudash claims: a coordination.k8s.io Lease per object a workflow writes (engine/workflows/claims.py) ---
+CLAIM_SELECTOR = "app.kubernetes.io/managed-by=taudash"  # every claim Lease carries this label (and only those are read)
+CLAIM_TARGET_ANNOTATION = "taudash.io/claim-target"  # "ClusterQueue tau-ws-train": the object claimed
+CLAIM_WORKFLOW_ANNOTATION = "taudash.io/claim-workflow"  # the holder's workflow kind (hold, catalog, ...)
+CLAIM_WHO_ANNOTATION = "taudash.io/claim-who"  # the holder's authenticated user (or its kubeconfig user, marked)
+CLAIM_HOST_ANNOTATION = "taudash.io/claim-host"  # the host the holder runs on
+CLAIM_TAKEN_FROM_ANNOTATION = "taudash.io/claim-taken-from"  # the workflow a take-over replaced

@@ -12,6 +12,8 @@ import asyncio
 import logging
 import os
 import random
+import re
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable
@@ -33,6 +35,9 @@ from ..model import KINDS, ResourceKind
 from ..model.fast import FastCodec, FastObject, ListMeta
 from ..model.slim import share_raw, slim
 from ..store import AccessState, Store, StoredObject
+from .kubeconfig import ConfigError as ConfigError  # re-exported: callers catch it from here
+from .kubeconfig import Resolved as KubeconfigContext
+from .kubeconfig import resolve as resolve_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -153,39 +158,60 @@ def kubeconfig_path(explicit: str | None = None) -> str:
 
 
 async def connect(context: str | None = None, kubeconfig: str | None = None) -> ClusterTarget:
-    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context)."""
+    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context). Every kubeconfig or
+    credential problem is a ConfigError of one line (engine/sources/kubeconfig.py checks the file first);
+    the server is not contacted here."""
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
     path = kubeconfig_path(kubeconfig)
-    existing = _existing_files(path)
-    if not existing:
-        raise ConfigError(f"kubeconfig {path}: no such file (use --kubeconfig or KUBECONFIG, or try `taudash demo`)")
+    resolved = resolve_kubeconfig(path, context)
     cfg = client.Configuration()
+    _quiet_library_log()
     try:
-        contexts, current = config.list_kube_config_contexts(existing[0])
-        name = context or (current or {}).get("name")
-        entry = next((c for c in contexts if c["name"] == name), None) or {}
-        user = (entry.get("context") or {}).get("user", "")
-        if context and context not in {c["name"] for c in contexts}:
-            known = ", ".join(sorted(c["name"] for c in contexts)) or "none"
-            raise ConfigException(f"context {context!r} is not in {path} (known: {known})")
-        await config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+        # The context resolved above, by name: kubectl's choice of current-context (the first file's).
+        await config.load_kube_config(config_file=path, context=resolved.context, client_configuration=cfg)
+        api_client = client.ApiClient(configuration=cfg)  # loads the CA and client certificate and key
     except ConfigException as exc:
-        raise ConfigError(f"kubeconfig {path}: {exc}") from None
-    except FileNotFoundError:
-        raise ConfigError(f"kubeconfig {path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"kubeconfig {path}: {exc.strerror}") from None
-    return ClusterTarget(context=name or "?", server=str(cfg.host), api_client=client.ApiClient(configuration=cfg), user=user)
+        raise ConfigError(f"kubeconfig {path}: {_credential_problem(str(exc), resolved)}") from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"kubeconfig {path}: {_tls_problem(exc, resolved)}") from None
+    except Exception as exc:  # noqa: BLE001 - a shape the check missed: still one line, never a traceback
+        raise ConfigError(f"kubeconfig {path}: context {resolved.context!r} cannot be used: "
+                          f"{type(exc).__name__}: {_first_line(str(exc))}") from None
+    return ClusterTarget(context=resolved.context, server=str(cfg.host), api_client=api_client, user=resolved.user)
 
 
-def _existing_files(path: str) -> list[str]:
-    return [p for p in path.split(os.pathsep) if p and Path(p).expanduser().exists()]
+def _credential_problem(message: str, resolved: KubeconfigContext) -> str:
+    """The library's ConfigException in the kubeconfig's words (an exec plugin's failure names it)."""
+    if resolved.exec_command and message.startswith("exec:"):
+        failed = re.match(r"exec: process returned (-?\d+)\.? ?(.*)", message, re.S)
+        plugin = f"user {resolved.user!r}: exec plugin {resolved.exec_command!r}"
+        if failed:
+            said = _first_line(failed.group(2))
+            return f"{plugin} failed (exit {failed.group(1)})" + (f": {said}" if said else "")
+        return f"{plugin}: {_first_line(message.removeprefix('exec:').strip())}"
+    return f"context {resolved.context!r}: {_first_line(message)}"
 
 
-class ConfigError(Exception):
-    """The kubeconfig or context is unusable: bad input."""
+def _tls_problem(exc: OSError, resolved: KubeconfigContext) -> str:
+    if resolved.exec_command and isinstance(exc, FileNotFoundError | PermissionError):
+        return f"user {resolved.user!r}: exec plugin {resolved.exec_command!r} cannot run: {exc.strerror}"
+    reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
+    who = f"user {resolved.user!r}" if resolved.user else f"context {resolved.context!r}"
+    return f"{who}: the certificate or key cannot be loaded: {_first_line(str(reason))}"
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:200]
+
+
+def _quiet_library_log() -> None:
+    """The client library logs an exec plugin's failure before raising it; taudash words the raised error
+    once (ConfigError), so the log record is not printed as well (Python's last-resort handler would)."""
+    log = logging.getLogger("kubernetes_asyncio.config")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -390,7 +416,7 @@ class KubeSource:
         version = self.status[k.kind].version
         if version is None:
             raise ValueError(f"{k.kind}: no served version chosen yet")
-        query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+        query: list[tuple[str, Any]] = [("limit", LIST_PAGE), *_selected(k)]
         if token:
             query.append(("continue", token))
         return await self._get_bytes(self._path(k, version), query)
@@ -483,7 +509,7 @@ class KubeSource:
         ahead: _Page | None = None
 
         def start(token: str | None) -> _Page:
-            query: list[tuple[str, Any]] = [("limit", LIST_PAGE)]
+            query: list[tuple[str, Any]] = [("limit", LIST_PAGE), *_selected(k)]
             if token:
                 query.append(("continue", token))
             page = _Page(token)
@@ -571,6 +597,7 @@ class KubeSource:
             ("allowWatchBookmarks", "true"),
             ("resourceVersion", st.resource_version),
             ("timeoutSeconds", timeout),
+            *_selected(k),
         ]
         # No total timeout: the server ends the watch; a silent connection is cut by sock_read.
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout + 60)
@@ -668,6 +695,11 @@ def _peek_continue(body: bytes) -> str | None:
         return head.metadata.continue_
     except msgspec.DecodeError:
         return None
+
+
+def _selected(k: ResourceKind) -> list[tuple[str, Any]]:
+    """The kind's label selector as a query parameter (lists and watches alike), when it has one."""
+    return [("labelSelector", k.label_selector)] if k.label_selector else []
 
 
 def _api_version(k: ResourceKind, version: str) -> str:

@@ -157,6 +157,9 @@ def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", 
         if not meta.get("name"):
             result.issues.append(LoadIssue(path, line, f"{prefix}{kind} has no metadata.name"))
             continue
+        labels = meta.get("labels")
+        if info.label_selector and not info.selects(labels if isinstance(labels, dict) else {}):
+            continue  # not one of the objects taudash reads of this kind (another controller's Lease)
         if info.namespaced and not meta.get("namespace"):
             result.issues.append(LoadIssue(path, line, f"{prefix}{label} is namespaced but has no metadata.namespace"))
             continue

@@ -8,6 +8,7 @@ from typing import Any
 from ..identity import ClusterIdentity, resume_refusal
 from . import registry
 from .base import Context, Runner, Workflow
+from .claims import ClaimRefused, targets
 from .journal import TERMINAL, Journal, JournalBusy, JournalError, new_id, workflows_dir
 from .kind import Param, ParamError, WorkflowKind
 from .params import describe
@@ -46,15 +47,6 @@ def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def targets(params: dict[str, Any]) -> set[str]:
-    """The objects a run writes to, as far as its journaled parameters name them: its ClusterQueues, the
-    workspace it drains, the TauCluster a catalog change or rollback rewrites."""
-    out = {f"ClusterQueue {q}" for q in [*(params.get("cqs") or []), *(params.get("restore_to") or {})]}
-    if params.get("workspace"):
-        out.add(f"TauWorkspace {params['workspace']}")
-    if "catalog" in params or "previous_catalog" in params:
-        out.add("TauCluster cluster")
-    return out
 
 
 def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterIdentity | None,
@@ -84,6 +76,6 @@ def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterId
     return None
 
 
-__all__ = ["TERMINAL", "Context", "Journal", "JournalBusy", "JournalError", "Param", "ParamError", "Runner", "Workflow",
-           "WorkflowKind", "artifacts_dir", "build", "cluster_of", "leftovers", "new_id", "overlap_refusal", "registry",
-           "status", "summaries", "targets"]
+__all__ = ["TERMINAL", "ClaimRefused", "Context", "Journal", "JournalBusy", "JournalError", "Param", "ParamError",
+           "Runner", "Workflow", "WorkflowKind", "artifacts_dir", "build", "cluster_of", "leftovers", "new_id",
+           "overlap_refusal", "registry", "status", "summaries", "targets"]

@@ -24,6 +24,7 @@ from ..incremental import IncrementalDeriver
 from ..rules.base import RuleConfig
 from ..store import AccessState, Store
 from ..view import ClusterView
+from .claims import Claims, holding
 from .journal import Journal, StepRecord
 from .ops import in_flight, landed
 
@@ -252,7 +253,7 @@ class Runner:
     def __init__(self, workflow: Workflow, ctx: Context, journal: Journal, confirm: Confirm,
                  on_event: Callable[[RunnerEvent], None] | None = None, poll: float = 0.5,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, wait_timeout: float | None = None,
-                 settle_timeout: float = SETTLE_TIMEOUT) -> None:
+                 settle_timeout: float = SETTLE_TIMEOUT, take_over: str | None = None, claims: bool = True) -> None:
         self.workflow = workflow
         self.ctx = ctx
         self.journal = journal
@@ -265,6 +266,11 @@ class Runner:
         self._written: list[_Written] = []
         self._current: str | None = None  # the step being run (where a pause or interruption stops it)
         ctx.journal = journal
+        # The run's claims on the cluster (claims.py): `take_over` names a stale holder to replace;
+        # `claims=False` for a run on a throwaway copy of the cluster (a rehearsal's fork).
+        self.take_over = take_over
+        self.claims = claims
+        self._claims: Claims | None = None
 
     def _emit(self, kind: str, step: str | None, message: str, **data: Any) -> None:
         self.on_event(RunnerEvent(kind, step, message, data))
@@ -278,11 +284,13 @@ class Runner:
             self.journal.reload()  # what another process did before this one took the run over
             if self.journal.terminal:
                 return self.journal.state
-            try:
-                return await self._run()
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                self._pause(Pause("interrupted", "interrupted (Ctrl-C, a closed terminal or the dashboard quit)"))
-                raise
+            async with holding(self) as claims:  # ClaimRefused: another workflow holds a target
+                self._claims = claims
+                try:
+                    return await self._run()
+                except (asyncio.CancelledError, KeyboardInterrupt):  # journaled before the claims are let go
+                    self._pause(Pause("interrupted", "interrupted (Ctrl-C, a closed terminal or the dashboard quit)"))
+                    raise
 
     async def _run(self) -> str:
         if len(self.journal.records) > 1:
@@ -450,6 +458,8 @@ class Runner:
     async def _execute(self, step: Step, op: Operation) -> Result:
         from ..actions import ConflictPersisted, PermissionDenied, PreconditionFailed, WriteRefused
 
+        if self._claims is not None and self._claims.lost:
+            raise StepFailed(self._claims.lost)
         try:
             return await op.execute(self.ctx.actions, f"{self.workflow.kind} {self.journal.id}: {step.title}")
         except (WriteRefused, PermissionDenied, PreconditionFailed, ConflictPersisted) as exc:

@@ -36,14 +36,6 @@ def workflows_dir() -> Path:
     return d
 
 
-def demo_workflows_dir() -> Path:
-    """The demo's own journals: a demo run is a throwaway cluster, its list stays apart from `sim serve`'s
-    and a real cluster's (the identity check would refuse them anyway)."""
-    d = state_dir() / "demo" / "workflows"
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
-
-
 # States a run never leaves: nothing to resume. Paused (declined, Ctrl-C, paused by the operator), Failed
 # and InProgress (a run whose process died) resume; Aborted is the operator's explicit end (`workflow abort`).
 TERMINAL = ("Completed", "RolledBack", "Aborted", "Abandoned")

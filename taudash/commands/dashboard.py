@@ -46,6 +46,11 @@ def register(sub, add_source_args) -> None:
     d.set_defaults(func=run_demo)
 
 
+# What `taudash demo` parses, for `taudash --demo` (the dashboard's parser has none of these options).
+DEMO_DEFAULTS = {"status": False, "output": "table", "speed": 10.0, "seed": 1, "snapshot_only": False, "fleet": None,
+                 "fault": None}
+
+
 def _config(args) -> RuleConfig:
     return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
 
@@ -147,9 +152,10 @@ async def _demo_fleet(args) -> int:
 async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, source_type: str = "kube",
                           retry: float = 5.0, mapping: dict[str, str] | None = None, on_app=None) -> int:
     """One live source per cluster, each in its own task (docs/fleet.md); every session read-only."""
-    from ..fleet import Fleet, FleetMember, freshness_bound, multikueue_mapping
+    from ..fleet import Fleet, FleetMember, check_contexts, freshness_bound, multikueue_mapping
     from ..fleet_app import FleetApp
 
+    check_contexts(contexts, kubeconfig)  # a kubeconfig problem is exit 2 before the screen opens, not a row
     fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts],
                   mapping=multikueue_mapping() if mapping is None else mapping, freshness_bound=freshness_bound())
     fleet.start(kubeconfig, retry)
@@ -164,6 +170,12 @@ async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, sou
 
 
 def run_default(args) -> int:
+    if args.demo:  # `taudash --demo` is `taudash demo` with its defaults
+        if args.snapshot or args.contexts or args.kubeconfig:
+            raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")
+        for name, value in DEMO_DEFAULTS.items():
+            setattr(args, name, getattr(args, name, value))
+        return run_demo(args)
     if args.snapshot:
         return open_snapshot_dashboard(args, demo=False)
     if len(getattr(args, "contexts", None) or ()) > 1:
@@ -210,17 +222,15 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         else:
             session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
                                            AuditLog(state_dir() / "audit.log"), versions=source.version_of)
-        from taudash.engine.workflows.journal import demo_workflows_dir
-        from taudash.screens.workflow_run import RunOptions  # the demo keeps its own journals, apart from `sim serve`'s
-
         from ..app import TaudashApp
 
         key = DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server)
         attach_history(session, HistoryReader.for_cluster(key), datetime.now(UTC))
         history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
         try:
-            await TaudashApp(session, workflows=RunOptions(directory=demo_workflows_dir()) if demo else None,
-                             notices=notices).run_async()
+            # The demo's runs share the CLI's journal folder: a CLI run on the demo cluster and one from the
+            # dashboard see each other (journals stay bound to the cluster's identity: docs/decisions.md 99).
+            await TaudashApp(session, notices=notices).run_async()
         finally:
             history.stop()
             session.history_reader.close()

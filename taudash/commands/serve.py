@@ -116,16 +116,22 @@ class Serve:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
-        # Bound before connecting: a port in use fails at once, not after a 30 s sync.
-        self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot else "kube")
+        # A kubeconfig problem is said before anything is bound or announced (one line, exit 2); the ports
+        # are bound before the sync: a port in use fails at once, not after a 30 s sync.
+        live = not (self.args.demo or self.args.snapshot)
+        target = await _connect(self.args.context, self.args.kubeconfig) if live else None
+        self.metrics = None
         try:
+            self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot else "kube")
             await self._start_web()
             if self.args.demo:
                 return await self._demo()
             if self.args.snapshot:
                 return await self._snapshot()
-            return await self._live(self.args.context, self.args.kubeconfig, "kube", demo=False)
+            return await self._live(target, "kube", demo=False)
         finally:
+            if target is not None:
+                await target.close()
             if self.web is not None:
                 await self.web.stop()
             if self.metrics is not None:
@@ -139,7 +145,11 @@ class Serve:
         if not DEMO_SNAPSHOT.exists():
             raise UsageError(f"{DEMO_SNAPSHOT}: the demo cluster is missing from this installation")
         async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=self.args.speed, seed=self.args.seed) as sim:
-            return await self._live(None, str(sim.kubeconfig), "sim", demo=True)
+            target = await _connect(None, str(sim.kubeconfig))
+            try:
+                return await self._live(target, "sim", demo=True)
+            finally:
+                await target.close()
 
     async def _snapshot(self) -> int:
         loaded = await asyncio.to_thread(load_from_args, self.args)
@@ -149,14 +159,10 @@ class Serve:
         session.actions = Actions.read_only(READ_ONLY_REASON)
         return await self._run(session)
 
-    async def _live(self, context, kubeconfig, source_type: str, demo: bool) -> int:
-        from taudash.engine.sources.kube import ConfigError, KubeSource, connect
+    async def _live(self, target, source_type: str, demo: bool) -> int:
+        from taudash.engine.sources.kube import KubeSource
         from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 
-        try:
-            target = await connect(context, kubeconfig)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
         session = Session(
             Store(),
             SourceInfo(type=source_type, context=target.context, path=target.server,
@@ -184,7 +190,6 @@ class Serve:
                 await asyncio.to_thread(recorder.stop)
         finally:
             await source.stop()
-            await target.close()
 
     def _record(self, key: str) -> QueuedRecorder:
         """Continuous history for a live cluster (never a snapshot): collected in the tick hook, written on
@@ -283,6 +288,15 @@ class Serve:
         except Exception as exc:
             self.latest.failed()
             _say(f"derive failed: {type(exc).__name__}: {exc}")
+
+
+async def _connect(context, kubeconfig):
+    from taudash.engine.sources.kube import ConfigError, connect
+
+    try:
+        return await connect(context, kubeconfig)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _say(text: str) -> None:

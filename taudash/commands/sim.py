@@ -88,6 +88,9 @@ def register(sub, add_source_args) -> None:
                    help="write the kubeconfig here (mode 0600; default: a private temp dir removed on exit)")
     s.add_argument("--context-name", default="taudash-sim", metavar="NAME", help="context name in the kubeconfig")
     s.add_argument("--no-ray", action="store_true", help="do not serve the ray.io API (an optional API, absent)")
+    s.add_argument("--user", action="append", default=[], metavar="NAME",
+                   help="one more operator (repeatable): a token of its own and a kubeconfig context "
+                        "<context-name>-NAME; SelfSubjectReview (the audit log's \"who\") answers NAME")
     s.add_argument("--kueue-version", choices=KUEUE_VERSIONS, default=DEFAULT_KUEUE_VERSION, metavar="VERSION",
                    help="the Kueue release to play: 0.14 (v1beta1 only), 0.15 (v1beta1 stored, v1beta2 served "
                         f"by conversion) or 0.19 (v1beta2 stored, v1beta1 served); default {DEFAULT_KUEUE_VERSION}")
@@ -117,9 +120,23 @@ def cmd_serve(args) -> int:
     if fleet is not None and fleet < 1:
         raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
     args.faults = faults_of(args, fleet)
+    _users(args)  # refused before serving
     if fleet is not None:
         return asyncio.run(_serve_fleet(args))
     return asyncio.run(_serve(args))
+
+
+def _users(args) -> list[str]:
+    """The --user names: each a DNS label (it becomes part of a context name), the administrator's excluded."""
+    import re
+
+    users = list(dict.fromkeys(getattr(args, "user", None) or []))
+    for u in users:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", u):
+            raise UsageError(f"--user {u!r}: lower-case letters, digits and '-' (up to 32)")
+    if users and getattr(args, "fleet", None) is not None:
+        raise UsageError("--user: one simulated cluster only (not with --fleet)")
+    return users
 
 
 async def _wait_for_signal() -> None:
@@ -179,7 +196,7 @@ async def _serve(args) -> int:
     sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
                     simulate=not getattr(args, "no_controllers", False), scenario=scenario,
-                    kueue_version=getattr(args, "kueue_version", None))
+                    kueue_version=getattr(args, "kueue_version", None), users=_users(args))
     try:
         await sim.start()
     except SnapshotError as exc:
@@ -205,6 +222,8 @@ async def _serve(args) -> int:
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
         print(f"or:         {second_terminal(sim.kubeconfig)}   (in a second terminal: kubectl and taudash "
               "then reach this cluster)", flush=True)
+        for user in sim.user_tokens:
+            print(f"user:       {user:<12} --context {sim.context_of(user)}", flush=True)
         k = sim.kueue
         print(f"kueue:      {k.name} ({k.release}): serves {', '.join(k.served)}, stores {k.storage}", flush=True)
         print(f"validation: {sim.validation}", flush=True)

@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
@@ -70,6 +70,9 @@ def register(sub, add_source_args) -> None:
         p.add_argument("--poll", type=float, default=0.5, help=argparse_hidden())
         p.add_argument("--wait-timeout", type=float, metavar="SECONDS",
                        help="give up a step's wait after this long (default: the step's own, 15 min for most)")
+        p.add_argument("--take-over", metavar="ID",
+                       help="take over the stale claim workflow ID holds on a target (its holder stopped renewing "
+                            "it: its process ended or its machine is gone); asks first unless --yes")
 
     def start_conn(p):
         conn(p)
@@ -195,6 +198,8 @@ def _abort(args, journal: Journal, given: bool) -> int:
     """End a run for good: confirmed by its id typed (or --yes); says what it leaves and how to undo each."""
     if journal.terminal:
         print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
+        if given:  # the claims it may have left behind go back too
+            asyncio.run(_live_status(args, journal, give_back=True))
         return EXIT_OK
     pid = journal.runner_pid()
     if pid is not None:  # marking it would not stop it: that process would go on writing
@@ -218,26 +223,36 @@ def _abort(args, journal: Journal, given: bool) -> int:
     print(f"workflow {journal.id} aborted: it will not be resumed; nothing in the cluster was changed or undone",
           file=sys.stderr)
     # again: what undoes a leftover can depend on this run being resumable ("finish the rollback")
-    _print_leftovers((asyncio.run(_live_status(args, journal)) if given else status(journal))["leftovers"], sys.stderr)
+    _print_leftovers((asyncio.run(_live_status(args, journal, give_back=True)) if given else status(journal))["leftovers"],
+                     sys.stderr)
+    if not given:
+        print(clean(f" its claims on the cluster, if it holds any, stay until they go stale (or `taudash workflow abort "
+                    f"{journal.id} --context {journal.header.get('context') or 'C'}` gives them back)"), file=sys.stderr)
     return EXIT_OK
 
 
-async def _live_status(args, journal: Journal) -> dict:
+async def _live_status(args, journal: Journal, give_back: bool = False) -> dict:
     """The status of a run checked against the cluster it ran on: writes in flight read back (a GET each,
     nothing journaled) and the leftovers kept only where the live objects still show them. A connection
-    that cannot write: reading is all it does."""
+    that cannot write: reading is all it does — except with `give_back` (an abort): then the claims the
+    ended run still holds on the cluster are given back (claim writes only; not in read-only mode)."""
     from taudash.engine.identity import resume_refusal as other_cluster
     from taudash.engine.rules.base import ObjRef
     from taudash.engine.sources.ondemand import NOT_FOUND, SYNCED, KubeOnDemand
+    from taudash.engine.workflows.claims import release_finished
 
     from ..config import ReadOnly
 
     reading = ReadOnly.asked(f"workflow {args.wf_command} only reads the cluster", "reads only")
-    async with LiveCluster(args.context, args.kubeconfig, read_only=reading) as live:
+    async with LiveCluster(args.context, args.kubeconfig, read_only=args.read_only if give_back else reading) as live:
         refusal = other_cluster(journal.header, live.target.context, live.identity)
         if refusal:  # another cluster's objects say nothing about this run
             print(clean(f"taudash: not checked against the cluster: {refusal}"), file=sys.stderr)
             return status(journal)
+        if give_back and live.actions.writable:
+            namespace = getattr(args, "system_namespace", None) or "tau-system"
+            for problem in await release_finished(live.actions, live.store, journal, namespace):
+                print(clean(f"taudash: {problem}"), file=sys.stderr)
         records = operation_records(journal)
         workflow = build(journal.kind, journal.params)
         reader = KubeOnDemand.for_source(live.source)
@@ -321,6 +336,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = resume_refusal(journal.header, live.target.context, live.identity)
             if refusal:
                 raise UsageError(refusal)
+            await _check_claims(live, journal.params, config, args.take_over, journal.id, interactive)
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
@@ -333,6 +349,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = overlap_refusal(params, live.target.context, live.identity)
             if refusal:  # another unfinished run writes to the same queue, workspace or catalog
                 raise UsageError(refusal)
+            await _check_claims(live, params, config, args.take_over, None, interactive)  # any operator's run
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -348,7 +365,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         workflow = build(journal.kind, journal.params)
         ctx = Context(store=live.store, actions=live.actions, config=config, artifacts_dir=artifacts_dir(journal))
         runner = Runner(workflow, ctx, journal, _confirmer(interactive, live.target.context), _printer(),
-                        poll=args.poll, wait_timeout=args.wait_timeout)
+                        poll=args.poll, wait_timeout=args.wait_timeout, take_over=args.take_over)
         try:
             state = await runner.run()
         except JournalBusy as exc:  # the dashboard or another terminal runs it now: this one writes nothing
@@ -357,6 +374,32 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
         doc = status(journal, store=live.store)
     _print_end(doc)
     return EXIT_OK if state in ("Completed", "Aborted") else EXIT_PAUSED
+
+
+async def _check_claims(live, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
+                        ask: Callable[[str], str] = input) -> None:
+    """Before a journal is created (or a resumed run writes): refused, naming the holder, when another
+    workflow claims a target on the cluster (any operator, any machine); a --take-over is confirmed."""
+    from taudash.engine.workflows.claims import about, existing, judge, local_journals
+    from taudash.engine.workflows.journal import workflows_dir
+
+    now = datetime.now(UTC)
+    held = existing(live.store, params, config.system_namespace)
+    if take_over and not any(h.workflow_id == take_over for _, h in held):
+        raise UsageError(f"--take-over {take_over}: workflow {take_over} holds no claim on what this run writes; "
+                         "nothing was written")
+    local = local_journals(workflows_dir(), live.identity)
+    for target, holder in held:
+        why = judge(holder, target, me=me, about_ids=about(params), take_over=take_over, local=local, now=now)
+        if why:
+            raise UsageError(why)
+    taking = [(t, h) for t, h in held if h.workflow_id == take_over]
+    if taking and interactive:
+        for target, holder in taking:
+            print(clean(f"take over {target.ref} from {holder.describe(now)}"))
+        answer = await _prompt(ask, f"take over workflow {take_over}'s stale claim(s)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise UsageError(f"--take-over {take_over}: not confirmed; nothing was written")
 
 
 def _params(args, ctx: Context) -> dict:

@@ -181,7 +181,7 @@ async def rehearse(kind: str, params: dict[str, Any], fork: Fork, *, config: Rul
             return WAIT_ANYWAY if plan.question else True  # yes to every change; a stuck wait runs out
 
         runner = Runner(build(kind, params), ctx, journal, confirm, record, poll=step, sleep=sleep,
-                        wait_timeout=wait_timeout)
+                        wait_timeout=wait_timeout, claims=False)  # a throwaway copy: nobody else to hold off
         sim_start, run_wall0 = world.clock.now(), time.perf_counter()
         state = await runner.run()
         run_wall = time.perf_counter() - run_wall0

@@ -52,6 +52,8 @@ KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim"
                 "compiler": "gc", "platform": "linux/amd64"}
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
+SELF_REVIEW_PATH = f"/apis/{AUTHENTICATION_GROUP}/v1/selfsubjectreviews"
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
 _MERGE = "application/merge-patch+json"
@@ -76,6 +78,19 @@ class RequestRecord:
     status: int
     dry_run: bool
     at: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class SimUser:
+    """Whom a bearer token authenticates as (SelfSubjectReview answers it)."""
+
+    name: str
+    groups: tuple[str, ...] = ("system:authenticated",)
+
+
+# The kubeconfig's own token: the cluster's administrator. `add_user` gives other operators their own.
+ADMIN = SimUser("sim-admin", ("system:masters", "system:authenticated"))
+OPERATOR_GROUPS = ("taudash:operators", "system:authenticated")
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class ApiServer:
         self._requested_port = port
         self.port: int | None = None
         self.token = token or secrets.token_urlsafe(32)
+        self.users: dict[str, SimUser] = {self.token: ADMIN}  # bearer token -> its user
         self.disabled_groups: set[str] = set() if ray else {"ray.io"}
         self.disabled_resources: set[tuple[str, str]] = set()
         self.faults = faults or Faults(db.registry)
@@ -161,6 +177,12 @@ class ApiServer:
             await asyncio.sleep(down)
         self._requested_port = port or 0
         await self.start()
+
+    def add_user(self, name: str, groups: tuple[str, ...] = OPERATOR_GROUPS, token: str | None = None) -> str:
+        """Another identity on this cluster: a bearer token of its own, answered by SelfSubjectReview."""
+        token = token or secrets.token_urlsafe(32)
+        self.users[token] = SimUser(name, tuple(groups))
+        return token
 
     def set_group_enabled(self, group: str, enabled: bool) -> None:
         """Install or remove an API group at runtime (ray.io for the optional-API paths)."""
@@ -212,6 +234,8 @@ class ApiServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if request.path.rstrip("/") == ACCESS_REVIEW_PATH:
             return await self._access_review(request)
+        if request.path.rstrip("/") == SELF_REVIEW_PATH and AUTHENTICATION_GROUP not in self.disabled_groups:
+            return await self._self_review(request)
         q = request.rel_url.query
         method = request.method
         target: _Target | None = None
@@ -307,11 +331,39 @@ class ApiServer:
             record.status = exc.code
             return self._json(exc.status(), exc.code)
 
-    def _authenticate(self, request: web.Request) -> None:
+    async def _self_review(self, request: web.Request) -> web.StreamResponse:
+        """SelfSubjectReview (authentication.k8s.io/v1): who the request's token authenticates as.
+        Nothing is stored: logged as verb "whoami", never counted in `writes`. Hidden (404, as on a
+        cluster older than 1.28) with `set_group_enabled("authentication.k8s.io", False)`."""
+        record = RequestRecord(request.method, request.path, request.query_string, "whoami", None, None, None,
+                               None, 0, False, time.time())
+        self.requests.append(record)
+        try:
+            user = self._authenticate(request)
+            if request.method != "POST":
+                raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({request.method})")
+            await request.read()  # a review carries nothing to read (kubectl sends it as protobuf)
+            out = {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
+                   "metadata": {"creationTimestamp": None},
+                   "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}
+            record.status = 201
+            return self._json(out, 201)
+        except ApiError as exc:
+            record.status = exc.code
+            return self._json(exc.status(), exc.code)
+
+    def _authenticate(self, request: web.Request) -> SimUser:
+        """The user the bearer token belongs to; 401 without a known one (every token compared in constant time)."""
         header = request.headers.get("Authorization", "")
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token.encode()):
+        given = value.strip().encode()
+        found = None
+        for token, user in self.users.items():
+            if hmac.compare_digest(given, token.encode()):
+                found = user
+        if scheme.lower() != "bearer" or found is None:
             raise Unauthorized("Unauthorized")
+        return found
 
     @staticmethod
     def _verb(method: str, t: _Target | None, q: Any) -> str:

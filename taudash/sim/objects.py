@@ -70,6 +70,27 @@ _ENUMS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 }
 
 
+def _lease_causes(obj: Obj) -> list[tuple[str, str, str]]:
+    """What the API server's Lease validation refuses: a non-positive duration, negative transitions, a
+    time that is not RFC 3339."""
+    spec = obj.get("spec") or {}
+    causes = []
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and (not isinstance(duration, int) or duration <= 0):
+        causes.append(("spec.leaseDurationSeconds", "FieldValueInvalid", f"Invalid value: {duration!r}: must be greater than 0"))
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
+        causes.append(("spec.leaseTransitions", "FieldValueInvalid", f"Invalid value: {transitions!r}: must be greater than or equal to 0"))
+    for f in ("acquireTime", "renewTime"):
+        value = spec.get(f)
+        try:
+            if value is not None:
+                datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            causes.append((f"spec.{f}", "FieldValueInvalid", f"Invalid value: {value!r}: not an RFC 3339 time"))
+    return causes
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     type: str  # ADDED | MODIFIED | DELETED
@@ -632,7 +653,7 @@ class ObjectDB:
                 version = r.storage_version
             self._check_schema(r, obj, old, version, field_validation)
             return self._to_storage(r, obj)
-        causes = []
+        causes = _lease_causes(obj) if r.kind == "Lease" else []
         for dotted, allowed in _ENUMS.get(r.kind, ()):
             cur: Any = obj
             for part in dotted.split("."):

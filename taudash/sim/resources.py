@@ -80,7 +80,8 @@ class Resource:
         return self.group in _BUILTIN_GROUPS
 
 
-_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "rbac.authorization.k8s.io", "storage.k8s.io", "scheduling.k8s.io"})
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "rbac.authorization.k8s.io", "storage.k8s.io", "scheduling.k8s.io",
+                             "coordination.k8s.io"})
 
 
 # --- table cells ---------------------------------------------------------------------------------
@@ -134,6 +135,7 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
                  Column("Reserved in", "string", path("status.admission.clusterQueue")),
                  Column("Admitted", "string", path("status.conditions[Admitted]")),
                  Column("Finished", "string", path("status.conditions[Finished]"))),
+    "Lease": (Column("Holder", "string", path("spec.holderIdentity")),),
     "TauCluster": (Column("Mode", "string", path("spec.managementMode")),
                    Column("Phase", "string", path("status.phase"))),
     "TauTeam": (Column("Phase", "string", path("status.phase")),
@@ -146,7 +148,7 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
 # Kinds whose real API has no /status subresource.
 _NO_STATUS = frozenset({
     "ServiceAccount", "RoleBinding", "StorageClass", "CSIDriver", "CSINode", "PriorityClass",
-    "ResourceFlavor", "WorkloadPriorityClass", "Topology", "MultiKueueConfig",
+    "ResourceFlavor", "WorkloadPriorityClass", "Topology", "MultiKueueConfig", "Lease",
 })
 
 

@@ -26,7 +26,7 @@ from taudash.engine.sources.snapshot import LoadResult
 from taudash.engine.store import AccessState
 from taudash.sim.apiserver import LOOPBACK, ApiServer
 from taudash.sim.faults import Faults
-from taudash.sim.kubeconfig import DEFAULT_CONTEXT, write_kubeconfig
+from taudash.sim.kubeconfig import DEFAULT_CONTEXT, user_context, write_kubeconfig
 from taudash.sim.kueue_versions import KueueVersion
 from taudash.sim.kueue_versions import kueue_version as _kueue_version
 from taudash.sim.objects import ObjectDB
@@ -66,7 +66,8 @@ class SimServer:
     reasons the controllers write (`sim.kueue`, taudash/sim/kueue_versions.py). `kueue_gates`
     switches Kueue feature gates, e.g. {"UnadmittedWorkloadsObservability": False}. `warm_lists`
     (default) encodes the seeded objects for list pages at start (ObjectDB.warm_encodings), so the
-    first list is served from the cache like later ones.
+    first list is served from the cache like later ones. `users`: operators besides the administrator,
+    each with a token of its own (SelfSubjectReview answers its name) and a context `<context>-<user>`.
     """
 
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
@@ -77,7 +78,8 @@ class SimServer:
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
                  simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,
                  kueue_gates: dict[str, bool] | None = None,
-                 kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True) -> None:
+                 kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True,
+                 users: Iterable[str] = ()) -> None:
         self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         # `kueue_crds`: the `kueue` test-data folder whose CRDs validate writes (default: crd_root());
@@ -113,6 +115,8 @@ class SimServer:
         self.scenario = scenario
         self.world: Any = None
         self.warm_lists = warm_lists
+        # Operators besides the administrator: each its own token, identity and kubeconfig context.
+        self.user_tokens = {u: self.api.add_user(u) for u in dict.fromkeys(users)}
 
     @property
     def url(self) -> str:
@@ -121,6 +125,12 @@ class SimServer:
     @property
     def token(self) -> str:
         return self.api.token
+
+    def context_of(self, user: str) -> str:
+        """The kubeconfig context an operator given in `users` connects with."""
+        if user not in self.user_tokens:
+            raise KeyError(f"no simulated user {user!r} (users: {', '.join(self.user_tokens) or 'none'})")
+        return user_context(self.context, user)
 
     def add_controller(self, controller: Controller) -> None:
         """Run `await controller(sim)` as a task while the server runs (now, if it already does)."""
@@ -146,7 +156,7 @@ class SimServer:
             await self.api.start()
             target = self._kubeconfig_arg or Path(self._tmpdir) / "kubeconfig"
             self.kubeconfig = write_kubeconfig(target, self.api.url, self.api.token, self.context, self.namespace,
-                                               ca_pem=self.cert.pem() if self.cert else None)
+                                               ca_pem=self.cert.pem() if self.cert else None, users=self.user_tokens)
         except BaseException:
             await self.api.stop()
             shutil.rmtree(self._tmpdir, ignore_errors=True)

@@ -27,6 +27,8 @@ def test_demo_opens_the_simulator_through_the_live_source(no_terminal_ui, tmp_pa
     assert s.mode == "DEMO" and s.source.type == "sim" and s.source.path.startswith("https://127.0.0.1:")
     assert not s.read_only and s.actions.writable  # a simulator is safe to rehearse on
     assert s.store.count("TauWorkspace") == 3 and s.store.readable("ClusterQueue")
+    # its runs are journaled where the CLI's are: a CLI run on the demo cluster and the demo's see each other
+    assert app.workflows.directory() == tmp_path / "workflows"
 
 
 def test_demo_read_only_has_no_write_path(no_terminal_ui):

@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
 SOURCE = {"read_only", "context", "kubeconfig", "snapshot", "demo", "system_namespace", "pvc"}
 LIVE = {"read_only", "context", "kubeconfig", "system_namespace"}
 USES: dict[str, set[str]] = {
-    "the dashboard": SOURCE - {"demo"},
+    "the dashboard": SOURCE,  # `taudash --demo` is `taudash demo`
     "status": SOURCE,
     "check": SOURCE,
     "export": {"read_only", "context", "kubeconfig", "snapshot", "demo"},
@@ -136,8 +136,8 @@ def test_a_refused_option_is_one_line_exit_2_and_nothing_runs(capsys):
     assert main(["bench", "--context", "prod"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.strip() == "taudash: --context does not apply to bench"
-    assert main(["--demo"]) == 2
-    assert capsys.readouterr().err.strip() == "taudash: --demo does not apply to the dashboard"
+    assert main(["--demo", "--snapshot", "x.yaml"]) == 2  # the dashboard takes one source
+    assert capsys.readouterr().err.strip() == "taudash: choose one source: --snapshot FILE, --context NAME or --demo"
 
 
 # --- effects against a simulated cluster ------------------------------------------------------

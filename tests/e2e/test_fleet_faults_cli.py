@@ -104,8 +104,9 @@ async def _status(kubeconfig: str, config: str) -> dict:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO,
         env={"PATH": "/usr/bin:/bin", "TAUDASH_CONFIG": config, "HOME": "/nonexistent"})
     out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode == 0, err.decode()
-    return {c["context"]: c["reachable"] for c in json.loads(out)["clusters"]}
+    reachable = {c["context"]: c["reachable"] for c in json.loads(out)["clusters"]}
+    assert proc.returncode == (0 if all(reachable.values()) else 3), err.decode()  # 3: a cluster did not answer
+    return reachable
 
 
 async def test_sim_serve_fleet_faults_and_the_control_file(tmp_path):
@@ -150,8 +151,8 @@ def test_the_freshness_bound_defaults_to_15_s_and_is_checked(cli_env):
     from taudash.fleet import freshness_bound
 
     cfg = cli_env / "taudash.yaml"
+    assert freshness_bound({"XDG_CONFIG_HOME": str(cli_env / "none")}) == 15.0  # no config file
     env = {"TAUDASH_CONFIG": str(cfg)}
-    assert freshness_bound(env) == 15.0  # no config file
     cfg.write_text("fleet:\n  multiKueueClusters: {}\n")
     assert freshness_bound(env) == 15.0  # a fleet section without it
     cfg.write_text("fleet:\n  freshnessBound: 30\n")

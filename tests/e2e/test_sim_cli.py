@@ -111,3 +111,42 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
             proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 10)
     assert code == 0
+
+
+def test_user_names_are_checked_before_serving(capsys):
+    assert main(["sim", "serve", "--user", "Alice!"]) == 2
+    assert "--user 'Alice!': lower-case letters, digits and '-'" in capsys.readouterr().err
+    assert main(["sim", "serve", "--fleet", "1", "--user", "alice"]) == 2
+    assert "one simulated cluster only" in capsys.readouterr().err
+
+
+async def test_serve_with_users_gives_each_operator_a_context_and_an_identity(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--snapshot", str(FIXTURE), "--no-controllers",
+        "--user", "alice", "--user", "bob", "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        users = []
+        while True:
+            line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+            assert line, (await proc.stderr.read()).decode()
+            if line.startswith("user:"):
+                users.append(line.split())
+            if line.startswith("Ctrl-C"):
+                break
+        assert users == [["user:", "alice", "--context", "taudash-sim-alice"],
+                         ["user:", "bob", "--context", "taudash-sim-bob"]]
+        env = {**os.environ, "HOME": str(tmp_path)}
+        for context, want in (("taudash-sim-alice", "alice"), ("taudash-sim-bob", "bob"), ("taudash-sim", "sim-admin")):
+            kubectl = await asyncio.create_subprocess_exec(
+                "kubectl", "--kubeconfig", str(kubeconfig), "--context", context, "auth", "whoami",
+                "-o", "jsonpath={.status.userInfo.username}", stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env)
+            out, err = await asyncio.wait_for(kubectl.communicate(), 20)
+            assert kubectl.returncode == 0, err.decode()
+            assert out.decode().strip() == want
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 10) == 0

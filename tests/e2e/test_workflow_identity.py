@@ -12,6 +12,7 @@ import json
 from collections import Counter
 
 import pytest
+from tools.claims import claim_request
 
 from taudash.cli import parse_args
 from taudash.commands import workflow as wfcli
@@ -48,8 +49,10 @@ pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 def writes(sim: SimServer) -> list[tuple[str, str]]:
-    """Every write request the server received (applied or not, dry-run or not)."""
-    return [(r.verb, r.path) for r in sim.api.requests if r.verb in ("create", "update", "patch", "delete")]
+    """Every write request of the workflows' steps the server received (applied or not, dry-run or not;
+    the runs' claims on their targets left out: tests/tools/claims.py)."""
+    return [(r.verb, r.path) for r in sim.api.requests
+            if r.verb in ("create", "update", "patch", "delete") and not claim_request(r)]
 
 
 # --- identity rules -----------------------------------------------------------------------------

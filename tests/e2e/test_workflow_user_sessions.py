@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tools.claims import LEASES, claim_request
 from tools.paths import DEMO, REPO
 
 from taudash.cli import main
@@ -29,6 +30,12 @@ CQ = "clusterqueues.kueue.x-k8s.io"
 
 def total(writes) -> int:
     return sum(dict(writes).values())
+
+
+def step_writes_since(sim, t0: float) -> list[tuple[str, str]]:
+    """Write requests since `t0` other than the runs' claims (tests/tools/claims.py): what a step wrote."""
+    return [(r.verb, r.path) for r in sim.api.requests
+            if r.at >= t0 and r.verb in ("create", "update", "patch", "delete") and not claim_request(r)]
 
 
 class Terminal:
@@ -87,6 +94,13 @@ def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
+def end_for_good(env: dict, workflow_id: str) -> None:
+    """`workflow abort ID --yes` on its cluster: the run is over and its claims go back (the module's tests
+    share one simulated cluster, each with its own state folder, as separate operators would)."""
+    done = cli(env, "workflow", "abort", workflow_id, "--yes", "--kubeconfig", env["KUBECONFIG"])
+    assert done.returncode == 0, done.stderr
+
+
 def journals(env: dict) -> list[Path]:
     return sorted((Path(env["TAUDASH_STATE_DIR"]) / "workflows").glob("*.jsonl"))
 
@@ -115,6 +129,7 @@ def test_resuming_a_run_another_terminal_is_running_is_refused_and_writes_nothin
     # once that process is gone its lock is too: the paused run is resumable from any terminal
     after = Journal.open(str(journal.path))
     assert after.state == "Paused" and after.resumable and after.runner_pid() is None
+    end_for_good(env, journal.id)
 
 
 def test_a_second_run_on_a_queue_an_unfinished_run_holds_is_refused(env, demo_sim):
@@ -135,7 +150,7 @@ def test_a_second_run_on_a_queue_an_unfinished_run_holds_is_refused(env, demo_si
     # declined, the first run is Paused: still unfinished, so still refused — until it is ended for good
     paused = cli(env, "workflow", "start", "hold", "--cq", "tau-ws-vision", "--yes")
     assert paused.returncode == 2 and f"workflow {first.id} (hold, Paused) is not finished" in paused.stderr
-    assert cli(env, "workflow", "abort", first.id, "--yes").returncode == 0
+    end_for_good(env, first.id)
     again = cli(env, "workflow", "start", "hold", "--cq", "tau-ws-vision", "--mode", "Hold", "--yes",
                 "--wait-timeout", "1")
     assert "not finished" not in again.stderr
@@ -205,13 +220,14 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
 def test_a_mistyped_context_name_says_so_and_writes_nothing(env, demo_sim):
     term = Terminal(env, "workflow", "start", "hold", "--cq", "tau-ws-train")  # HoldAndDrain: destructive
     term.wait_for("type the context name (taudash-sim) to confirm:")
-    before = total(demo_sim.api.writes)
+    t0 = time.time()
     term.type("prod")
     shown = term.wait_for("or end it for good")
     assert "'prod' is not the context name 'taudash-sim': not confirmed" in shown
     assert "Paused" in shown and "what this run leaves in the cluster: nothing" in shown
     assert term.close() == 4  # paused, resumable: not the critical-findings 1, not a usage error
-    assert total(demo_sim.api.writes) == before
+    assert step_writes_since(demo_sim, t0) == []  # (a paused run keeps its claims: only those were written)
+    end_for_good(env, journals(env)[0].stem)
     assert demo_sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
 
 
@@ -221,7 +237,7 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
     (it would only be refused), and read-only from the environment is named as what still refuses it."""
     argv = ["workflow", "start", "hold", "--cq", "tau-ws-train", "--rehearse"]
     env = {**env, "TAUDASH_READ_ONLY": "1"} if how == "env" else env
-    before = total(demo_sim.api.writes)
+    before, t0 = total(demo_sim.api.writes), time.time()
     done = cli(env, *(["--read-only", *argv] if how == "flag" else argv))
     assert done.returncode == 0, done.stderr
     assert total(demo_sim.api.writes) == before
@@ -237,8 +253,9 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
         term.wait_for("type the context name (taudash-sim) to confirm:")
     finally:
         term.type("no")
-        term.close()
-    assert total(demo_sim.api.writes) == before
+        assert term.close() == 4  # not the context name: paused, keeping its claim on the queue
+    assert step_writes_since(demo_sim, t0) == []  # the real run claimed the queue and wrote nothing else
+    end_for_good(env, journals(env)[0].stem)
 
 
 def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo_sim):
@@ -260,4 +277,7 @@ def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo
     assert Journal.open(str(journal.path)).state == "Paused"
     done = cli(env, "workflow", "abort", journal.id, "--yes")
     assert done.returncode == 0 and f"workflow {journal.id} aborted" in done.stderr
+    assert "its claims on the cluster, if it holds any, stay until they go stale" in done.stderr  # no cluster given
     assert cli(env, "workflow", "abort", journal.id, "--yes").stderr.strip() == f"workflow {journal.id} is already Aborted"
+    end_for_good(env, journal.id)  # given its cluster, an abort (even of an aborted run) gives its claims back
+    assert not [lease for lease in demo_sim.db.list(LEASES) if lease["spec"]["holderIdentity"] == journal.id]

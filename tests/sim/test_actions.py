@@ -45,9 +45,13 @@ async def test_patch_checks_access_dry_runs_then_writes_and_audits(sim_server, t
     again = await actions.patch("ClusterQueue", "tau-ws-train", None, hold, "again")
     assert not again.changed and sim_server.api.writes["patch"] == 2
     lines = [json.loads(x) for x in (tmp_path / "audit.log").read_text().splitlines()]
-    assert lines[-1]["who"] == "alice" and lines[-1]["result"] == "ok" and lines[-1]["name"] == "tau-ws-train"
-    assert lines[-1]["before"]["spec"].get("stopPolicy", "None") != "HoldAndDrain"
-    assert lines[-1]["after"]["spec"]["stopPolicy"] == "HoldAndDrain"
+    assert lines[-1]["result"] == "ok" and lines[-1]["name"] == "tau-ws-train"
+    # who the cluster says wrote (its SelfSubjectReview), not the kubeconfig entry's name ("alice")
+    assert lines[-1]["who"] == "sim-admin" and lines[-1]["identity"]["source"] == "SelfSubjectReview"
+    # what changed, not the objects: the one field, and the resourceVersion it moved from and to
+    assert lines[-1]["diff"] == {"spec": {"stopPolicy": "HoldAndDrain"}}
+    before_rv, after_rv = lines[-1]["versions"]
+    assert int(after_rv) > int(before_rv) and "before" not in lines[-1] and "after" not in lines[-1]
     assert oct(os.stat(tmp_path / "audit.log").st_mode & 0o777) == "0o600"
     assert sim_server.token not in (tmp_path / "audit.log").read_text()
     await target.close()

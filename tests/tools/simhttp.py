@@ -12,8 +12,9 @@ from taudash.sim.server import SimServer
 
 
 async def request(sim: SimServer, method: str, path: str, body, ctype: str = "application/merge-patch+json",
-                   warnings: list[str] | None = None):
-    headers = {"Authorization": f"Bearer {sim.token}", "Content-Type": ctype}
+                   warnings: list[str] | None = None, token: str | None = None):
+    """One request as `token` (default: the kubeconfig's own, the administrator's) → (status, JSON body)."""
+    headers = {"Authorization": f"Bearer {token or sim.token}", "Content-Type": ctype}
     async with aiohttp.ClientSession() as s, s.request(method, sim.url + path, data=json.dumps(body), headers=headers,
                                                         ssl=sim.cert.client_context()) as r:
         if warnings is not None:

@@ -13,6 +13,7 @@ from taudash.live import LiveCluster
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer
 from taudash.sim.world import World
+from tools.claims import claim_request
 
 CQ = "clusterqueues.kueue.x-k8s.io"
 TC = "clusters.tau.azure.com"
@@ -57,7 +58,7 @@ class Harness:
                        artifacts_dir=artifacts_dir(journal), hooks=hooks)
 
     async def run(self, kind, params, hooks=None, journal=None):
-        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context)
+        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context, cluster=self.live.identity)
         runner = Runner(build(kind, journal.params), self.ctx(journal, hooks), journal, self.confirm, poll=0.0,
                         sleep=self.sleep)
         return journal, await runner.run()
@@ -68,8 +69,15 @@ class Harness:
         await asyncio.sleep(0.1)
 
     def real_writes(self):
-        """(verb, path) of every non-dry-run write the server received."""
-        return [(r.verb, r.path) for r in self.sim.api.requests if r.verb in ("patch", "delete", "create") and not r.dry_run]
+        """(verb, path) of every non-dry-run write of the workflow's steps the server received (the run's
+        claims on its targets are left out: `claim_writes`)."""
+        return [(r.verb, r.path) for r in self.sim.api.requests
+                if r.verb in ("patch", "delete", "create") and not r.dry_run and not claim_request(r)]
+
+    def claim_writes(self):
+        """(verb, path) of every non-dry-run write of the run's claims (engine/workflows/claims.py)."""
+        return [(r.verb, r.path) for r in self.sim.api.requests
+                if r.verb in ("patch", "delete", "create") and not r.dry_run and claim_request(r)]
 
 
 @asynccontextmanager

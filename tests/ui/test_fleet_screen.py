@@ -134,8 +134,12 @@ def test_several_contexts_open_the_fleet_dashboard(monkeypatch, tmp_path, cli_en
 
     monkeypatch.setattr(FleetApp, "run_async", run_async)
     kc = tmp_path / "kc"
-    kc.write_text("apiVersion: v1\nkind: Config\n")
+    kc.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                  "contexts: [{name: a, context: {cluster: x}}, {name: b, context: {cluster: x}}]\n")
     assert main(["--context", "a", "--kubeconfig", str(kc), "--context", "b"]) == 0
+    assert seen == [["a", "b"]]
+    kc.write_text("apiVersion: v1\nkind: Config\n")  # a context the kubeconfig lacks: exit 2, the screen never opens
+    assert main(["--context", "a", "--kubeconfig", str(kc), "--context", "b"]) == 2
     assert seen == [["a", "b"]]
     assert main(["demo", "--fleet", "0"]) == 2
     assert main(["demo", "--fleet", "1"]) == 0  # the demo as manager and one simulated worker

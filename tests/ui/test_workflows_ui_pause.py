@@ -20,6 +20,7 @@ import pytest
 from factories import dashboard_app
 from test_workflows_ui import open_rig, text_of, wait_for
 from textual.widgets import Button, Input, Static
+from tools.claims import LEASES
 from tools.paths import FIXTURES
 
 from taudash.engine.workflows import Journal, summaries
@@ -83,9 +84,15 @@ async def test_enter_on_a_step_confirmation_pauses_and_the_wizard_says_what_stay
         await pilot.press("escape")  # escape pauses too
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Paused",
                        what="Paused again")
+        # paused, the run keeps its claim on the queue; ended for good, it gives it back
+        assert [lease["spec"]["holderIdentity"] for lease in sim.db.list(LEASES)] == [wid]
+        await pilot.press("a")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
+        await pilot.press(*wid, "enter")
+        await wait_for(pilot, lambda: not sim.db.list(LEASES), what="the claim given back")
     assert sim.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "HoldAndDrain"
     [row] = summaries()
-    assert row["state"] == "Paused"
+    assert row["state"] == "Aborted"
 
 
 async def test_p_pauses_a_waiting_run_and_quitting_a_running_one_pauses_it(rig):

@@ -9,6 +9,7 @@ import json
 from decimal import Decimal
 
 import pytest
+from factories import claim_lease
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -19,11 +20,17 @@ from taudash.engine.store import Store
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DEMO = demo_objects()
-SAMPLES = {k.kind: [o for o in DEMO if o["kind"] in (k.kind, k.kind.removeprefix("Tau"))] for k in KINDS}
+# A workflow's claim is taudash's own state while a run lives: a cluster snapshot holds none (one in the demo
+# would stand stale in every demo and hold its queue), so its samples come from the factory.
+NOT_IN_A_SNAPSHOT = {"Lease": [claim_lease("ClusterQueue tau-ws-train", "1a2b3c"),
+                               claim_lease("TauWorkspace eval", "c0ffee", renewed=None, duration=None)]}
+SAMPLES = {k.kind: [o for o in DEMO if o["kind"] in (k.kind, k.kind.removeprefix("Tau"))] or
+           NOT_IN_A_SNAPSHOT.get(k.kind, []) for k in KINDS}
 
 
 def test_the_demo_has_every_kind():
     assert all(SAMPLES.values()), [k for k, v in SAMPLES.items() if not v]
+    assert not [o for o in DEMO if o["kind"] in NOT_IN_A_SNAPSHOT]  # the exemption is still needed
 
 
 def validate_or_refuse(kind, raw):

@@ -1,4 +1,5 @@
-"""Read-only mode, resolved in one place from every source that can ask for it.
+"""The config file and the environment, checked strictly; read-only mode, resolved in one place from
+every source that can ask for it.
 
 Sources: the `--read-only` flag (anywhere on the command line), `TAUDASH_READ_ONLY=1|true|yes`, and
 the config file (`$TAUDASH_CONFIG`, else `$XDG_CONFIG_HOME/taudash/config.yaml`, else
@@ -11,21 +12,36 @@ the config file (`$TAUDASH_CONFIG`, else `$XDG_CONFIG_HOME/taudash/config.yaml`,
 
 Sources only ever add up: there is no setting that turns read-only off again once one asked for it.
 `ReadOnly` keeps the names of the sources that asked so every refusal can say who did.
+
+The file's other keys (`fleet.multiKueueClusters`, `fleet.freshnessBound`, `storage.claims`) are in
+its schema (schema.py) too: an unknown or misspelt key, or a value of the wrong type, is exit 2 — a
+typo never silently means "not asked". Likewise an environment variable that looks like a misspelt
+TAUDASH_ name (`check_env_names`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .errors import UsageError
+from ..errors import UsageError
 
 ENV_READ_ONLY = "TAUDASH_READ_ONLY"
 ENV_CONFIG = "TAUDASH_CONFIG"
+# Every environment variable taudash reads (tests/unit/test_config_strict.py checks the sources name no other):
+# a name close to one of these is refused as a misspelling (check_env_names).
+ENV_NAMES = frozenset({
+    ENV_READ_ONLY, ENV_CONFIG,
+    "TAUDASH_STATE_DIR",  # journals, audit log, history (engine/paths.py)
+    "TAUDASH_WEB_TOKEN",  # the wallboard's access token (taudash/serve/web.py)
+    "TAUDASH_KUEUE_CRDS",  # the simulator's Kueue CRDs (taudash/sim/schema)
+    "TAUDASH_SIM_STRICT",  # the simulator's controllers raise on a refused write (tests)
+    "TAUDASH_BENCH_FOLLOW", "TAUDASH_BENCH_PRECOMPOSE", "TAUDASH_BENCH_SWITCH",  # bench measuring knobs
+})
 FLAG_SOURCE = "--read-only flag"
 
 _TRUE = ("1", "true", "yes", "on")
@@ -67,9 +83,14 @@ class ReadOnly:
 
 @dataclass(frozen=True)
 class Config:
+    """The config file's settings (schema: taudash/config/schema.py; every key in the README)."""
+
     path: Path | None  # None: no config file
     read_only: bool = False
     read_only_contexts: frozenset[str] = frozenset()
+    multikueue_clusters: Mapping[str, str] = field(default_factory=dict)  # MultiKueueCluster → kube context
+    freshness_bound: float | None = None  # fleet.freshnessBound, seconds
+    storage_claims: tuple[str, ...] = ()
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -94,31 +115,26 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UsageError(f"config file {path}: invalid YAML: {str(exc).splitlines()[0][:120]}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"config file {path}: invalid YAML: {what[:120]}{where}") from None
     if doc is None:
         return Config(path)
     if not isinstance(doc, dict):
         raise UsageError(f"config file {path}: expected a mapping, found a {type(doc).__name__}")
-    read_only = _flag(doc, "readOnly", path, "readOnly")
-    contexts = doc.get("contexts", {})
-    if contexts is None:
-        contexts = {}
-    if not isinstance(contexts, dict):
-        raise UsageError(f"config file {path}: contexts must be a mapping of context name to settings")
-    names = set()
-    for name, settings in contexts.items():
-        if not isinstance(settings, dict):
-            raise UsageError(f"config file {path}: contexts.{name} must be a mapping")
-        if _flag(settings, "readOnly", path, f"contexts.{name}.readOnly"):
-            names.add(str(name))
-    return Config(path, read_only, frozenset(names))
+    from .schema import parse  # pydantic models are built only when a file has content (start-up time)
 
-
-def _flag(doc: dict, key: str, path: Path, where: str) -> bool:
-    value = doc.get(key, False)
-    if not isinstance(value, bool):
-        raise UsageError(f"config file {path}: {where} must be true or false, not {value!r}"[:200])
-    return value
+    cfg = parse(doc, path, text)
+    fleet, storage = cfg.fleet, cfg.storage
+    return Config(
+        path,
+        cfg.readOnly,
+        frozenset(name for name, ctx in (cfg.contexts or {}).items() if ctx.readOnly),
+        dict(fleet.multiKueueClusters or {}) if fleet else {},
+        float(fleet.freshnessBound) if fleet and fleet.freshnessBound is not None else None,
+        tuple(dict.fromkeys(storage.claims or ())) if storage else (),
+    )
 
 
 def env_read_only(environ: Mapping[str, str] | None = None) -> bool:
@@ -132,10 +148,40 @@ def env_read_only(environ: Mapping[str, str] | None = None) -> bool:
     raise UsageError(f"{ENV_READ_ONLY}={env[ENV_READ_ONLY]!r}: expected 1, true or yes (or 0, false, no)"[:200])
 
 
-def check(environ: Mapping[str, str] | None = None) -> None:
-    """Validate the environment and the config file up front (exit 2 on a malformed one)."""
+def check_env_names(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse an environment variable that looks like a misspelling of one taudash reads (docs/decisions.md):
+    equal to a known name ignoring case, `_` and `-`; or ≥ 90 % similar to one; or starting with TAUDASH_
+    and ≥ 85 % similar. Other TAUDASH_ names are left alone (another version's, a script's own)."""
+    from difflib import SequenceMatcher
+
+    env = os.environ if environ is None else environ
+    # One matcher per known name (it indexes its second sequence once); the cheap upper bounds first:
+    # almost every other name fails them (this runs at every start).
+    matchers = [(k, SequenceMatcher(None, "", k)) for k in sorted(ENV_NAMES)]
+    squashed = {k.replace("_", ""): k for k in ENV_NAMES}
+    for name in sorted(env):
+        if name in ENV_NAMES:
+            continue
+        upper = name.upper()
+        meant = squashed.get(upper.replace("_", "").replace("-", ""))
+        floor = 0.85 if upper.startswith("TAUDASH_") else 0.9
+        if meant is None:
+            close = []
+            for known, m in matchers:
+                m.set_seq1(upper)
+                if m.real_quick_ratio() >= floor and m.quick_ratio() >= floor and m.ratio() >= floor:
+                    close.append((m.ratio(), known))
+            meant = max(close)[1] if close else None
+        if meant:
+            raise UsageError(f"environment variable {name} is not one taudash reads (did you mean {meant}?); "
+                             "unset it or fix its name")
+
+
+def check(environ: Mapping[str, str] | None = None) -> Config:
+    """Validate the environment and the config file up front (exit 2 on a malformed one); the file's settings."""
+    check_env_names(environ)
     env_read_only(environ)
-    load_config(environ)
+    return load_config(environ)
 
 
 def resolve_read_only(flag: bool | ReadOnly = False, context: str | None = None,
