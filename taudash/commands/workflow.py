@@ -220,7 +220,7 @@ def _abort(args, journal: Journal, given: bool) -> int:
                                    f"(it stays {journal.state}; `taudash workflow resume {journal.id}` continues it)"
                                    if typed else "nothing typed: not aborted"))
     journal.append("aborted", None, {"by": "operator"})
-    print(f"workflow {journal.id} aborted: it will not be resumed; nothing in the cluster was changed or undone",
+    print(f"workflow {journal.id} aborted: it will not be resumed; nothing it changed in the cluster is undone",
           file=sys.stderr)
     # again: what undoes a leftover can depend on this run being resumable ("finish the rollback")
     _print_leftovers((asyncio.run(_live_status(args, journal, give_back=True)) if given else status(journal))["leftovers"],
@@ -249,10 +249,16 @@ async def _live_status(args, journal: Journal, give_back: bool = False) -> dict:
         if refusal:  # another cluster's objects say nothing about this run
             print(clean(f"taudash: not checked against the cluster: {refusal}"), file=sys.stderr)
             return status(journal)
-        if give_back and live.actions.writable:
+        if give_back and not live.actions.writable:
+            print(clean(f" its claims on the cluster, if it holds any, stay until they go stale: "
+                        f"{live.actions.why_read_only}"), file=sys.stderr)
+        elif give_back:
             namespace = getattr(args, "system_namespace", None) or "tau-system"
-            for problem in await release_finished(live.actions, live.store, journal, namespace):
+            problems = await release_finished(live.actions, live.store, journal, namespace)
+            for problem in problems:
                 print(clean(f"taudash: {problem}"), file=sys.stderr)
+            if not problems:
+                print(" its claims on the cluster, if it held any, were given back", file=sys.stderr)
         records = operation_records(journal)
         workflow = build(journal.kind, journal.params)
         reader = KubeOnDemand.for_source(live.source)

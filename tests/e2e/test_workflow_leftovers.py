@@ -123,7 +123,7 @@ async def test_hold_declined_at_the_drain_pauses_and_says_the_queue_stays_held(h
     capsys.readouterr()
     assert await asyncio.to_thread(main, ["workflow", "abort", journal.id, "--yes"]) == 0
     err = capsys.readouterr().err
-    assert f"workflow {journal.id} aborted: it will not be resumed; nothing in the cluster was changed or undone" in err
+    assert f"workflow {journal.id} aborted: it will not be resumed; nothing it changed in the cluster is undone" in err
     assert "ClusterQueue tau-ws-eval is on stopPolicy HoldAndDrain" in err and f"undo: {release(journal.id)}" in err
     assert Journal.open(journal.id).state == "Aborted"
     assert h.sim.db.get(CQ, "tau-ws-eval")["spec"]["stopPolicy"] == "HoldAndDrain"
