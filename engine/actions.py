@@ -204,6 +204,36 @@ class AuditLog:
         """The complete records of the current file, oldest first; torn lines are skipped."""
         return _records(self.path)
 
+    def reconciled(self, verb: str, kind: str, namespace: str | None, name: str, applied: bool, note: str,
+                   since: float, at: float) -> int:
+        """The outcome of this object's writes whose answer never came (the process died or was interrupted
+        between the request and its answer), found by re-reading the object: one record per such intent
+        at or after `since`, under the intent's request id, result "ok" when the write is found applied and
+        "not-applied" otherwise, marked `reconciled`. An intent with a real answer is left alone (a "no
+        answer" failure is not one). Returns how many intents it closed."""
+        intents: dict[str, dict[str, Any]] = {}
+        answered: set[str] = set()
+        for rec in self.read_all():  # every kept generation: a rotation may have come between
+            request = rec.get("request")
+            if not request:
+                continue
+            if rec.get("result") == "intent":
+                same = (rec.get("verb"), rec.get("kind"), rec.get("namespace"), rec.get("name")) == \
+                    (verb, kind, namespace, name)
+                if same and float(rec.get("at") or 0.0) >= since:
+                    intents[str(request)] = rec
+            elif not (rec.get("result") == "failed" and str(rec.get("note") or "").startswith("no answer")):
+                answered.add(str(request))
+        closed = 0
+        for request, intent in intents.items():
+            if request in answered:
+                continue
+            same_writer = {k: v for k, v in intent.items() if k not in ("at", "result", "note", "patch", "diff")}
+            self.record({**same_writer, "at": at, "request": request, "result": "ok" if applied else "not-applied",
+                         "note": note, "reconciled": True})
+            closed += 1
+        return closed
+
 
 def _records(path: Path) -> list[dict[str, Any]]:
     try:
@@ -219,7 +249,6 @@ def _records(path: Path) -> list[dict[str, Any]]:
         if isinstance(rec, dict):
             out.append(rec)
     return out
-
 
 @dataclass
 class Actions:

@@ -94,7 +94,14 @@ class ResumeWorkflow(Message):
 
 @dataclass
 class AbortWorkflow(Message):
-    """Mark a workflow aborted in its journal (stopping it at its next wait if it runs here)."""
+    """End a workflow for good (asks for its id first), stopping it at its next wait if it runs here."""
+
+    workflow_id: str
+
+
+@dataclass
+class PauseWorkflow(Message):
+    """Pause a workflow running here at its next wait or confirmation (Paused: resumable)."""
 
     workflow_id: str
 
@@ -116,7 +123,7 @@ class WorkflowEvent(Message):
 
 @dataclass
 class WorkflowFinished(Message):
-    """The runner stopped: Completed, Failed, Aborted, or Interrupted (an error; resumable)."""
+    """The runner stopped: Completed, Paused, Failed, Aborted, or Interrupted (an error; resumable)."""
 
     workflow_id: str
     state: str

@@ -9,6 +9,8 @@ context name to be typed (its input has the focus).
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,18 +20,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from taudash.engine.session import Frame, Session
 from taudash.engine.text import plural
 from taudash.engine.workflows import Journal, JournalError
+from taudash.engine.workflows.base import PAUSE
 
 from .base import DashScreen
-from .messages import AbortWorkflow, NewWorkflow, ResumeWorkflow
+from .messages import AbortWorkflow, NewWorkflow, PauseWorkflow, ResumeWorkflow
 from .presenters import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack, workflows_of
 from .text import Tones, app_tones, lit, span
 from .widgets.bars import bar
+from .widgets.gated import TypedConfirm
 from .widgets.header_bar import HeaderBar
 from .workflow_model import STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
 
@@ -70,6 +73,7 @@ class ConfirmRequest:
     op_total: int | None = None  # … of how many
     written: list[str] | None = None  # changes the workflow already made (None: read from its journal)
     covered: int = 0  # operations this confirmation approves in advance (named in the notes), for later rounds
+    question: bool = False  # a stuck wait: confirming runs the blocking step again (no operation listed)
 
     @property
     def destructive(self) -> bool:
@@ -93,9 +97,13 @@ def targets_of(operations: list[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
-class StepConfirmScreen(ModalScreen[bool]):
-    """A destructive step focuses the context-name input (its Confirm stays disabled until the name is
-    typed; enter there confirms); any other step focuses Cancel, so enter alone never writes."""
+class StepConfirmScreen(TypedConfirm[bool | str]):
+    """The answer to one confirmation: True (confirm), PAUSE (pause the run here, resumable) or, for one
+    operation of a confirm-each plan, False (skip it). No button ends a run for good.
+
+    A destructive step focuses the context-name input (its Confirm stays disabled until the name is
+    typed; enter there confirms); any other step focuses "Pause (resume later)", so enter alone never
+    writes and never ends the run. Escape pauses (skips, for one operation of a confirm-each plan)."""
 
     DEFAULT_CSS = """
     StepConfirmScreen { align: center middle; }
@@ -150,9 +158,20 @@ class StepConfirmScreen(ModalScreen[bool]):
             if r.destructive:
                 yield Input(placeholder=f"type {r.context} to confirm", id="sc-context", select_on_focus=False)
             with Horizontal():
-                yield Button("Skip this one" if r.each else "Cancel — stop here", id="cancel", variant="primary")
-                yield Button("Delete" if r.each and any(op.get("verb") == "delete" for op in r.operations) else "Confirm",
-                             id="confirm", variant="error" if r.destructive else "warning", disabled=r.destructive)
+                if r.each:
+                    yield Button("Skip this one", id="cancel", variant="default")
+                yield Button("Pause (resume later)", id="pause", variant="primary")
+                yield Button(self.confirm_label, id="confirm", variant="error" if r.destructive else "warning",
+                             disabled=r.destructive)
+
+    @property
+    def confirm_label(self) -> str:
+        r = self.request
+        if r.question:
+            return f"Retry step {r.step_no}"
+        if r.each:
+            return "Delete" if any(op.get("verb") == "delete" for op in r.operations) else "Confirm"
+        return f"Confirm step {r.step_no}"
 
     def _body(self, tones: Tones) -> RenderableType:
         r = self.request
@@ -177,7 +196,7 @@ class StepConfirmScreen(ModalScreen[bool]):
             parts.append(line)
         if self.written:
             head = span(f"ALREADY WRITTEN by this workflow ({len(self.written)})", tones.heading)
-            head.append("  cancelling here does not undo these", style=tones.muted)
+            head.append("  pausing here does not undo these", style=tones.muted)
             parts.append(head)
             for diff in self.written[:WRITTEN_SHOWN]:
                 parts.append(lit(f"  ✓ {diff}", tones.muted))
@@ -201,7 +220,7 @@ class StepConfirmScreen(ModalScreen[bool]):
             t = span(f"⚠ Destructive: {count} on {targets} — type the context name ", tones.bad)
             t.append(lit(r.context, "bold"))
             t.append(" to enable ", style=tones.bad)
-            t.append("Confirm" if not r.each else "Delete", style="bold")
+            t.append(self.confirm_label, style="bold")
             t.append(" (enter confirms). Each write is a server dry-run first, then the request with a "
                      "resourceVersion precondition. ", style=tones.muted)
         else:
@@ -216,41 +235,42 @@ class StepConfirmScreen(ModalScreen[bool]):
     def _if_not(self) -> str:
         """What answering no leaves behind — true for this step and what the workflow already wrote."""
         r, written = self.request, self.written
+        pause = (f"Pause stops the workflow here, resumable (r in the wizard, or `taudash workflow resume "
+                 f"{r.workflow_id}`)")
         if r.each:
-            return "Skip leaves this object as it is and asks about the next one."
+            return f"Skip leaves this object as it is and asks about the next one. {pause}."
         if written:
-            return (f"Cancel stops the workflow here: this step writes nothing, and the {plural(len(written), 'change')} "
-                    "already written (listed above) stay as they are.")
+            return (f"{pause}: this step writes nothing, and the {plural(len(written), 'change')} already written "
+                    "(listed above) stay as they are.")
         if written is None and r.step_no > 1:  # no journal to read: say only what is certain
-            return (f"Cancel stops the workflow here: this step writes nothing; whatever steps 1–{r.step_no - 1} "
-                    "changed stays as it is.")
-        return "Cancel stops the workflow here; nothing has been written."
+            return f"{pause}: this step writes nothing; whatever steps 1–{r.step_no - 1} changed stays as it is."
+        return f"{pause}; nothing has been written."
 
     def on_mount(self) -> None:
         if self.request.destructive:
             self.query_one("#sc-context", Input).focus()  # type the context name at once
         else:
-            self.query_one("#cancel", Button).focus()
+            self.query_one("#pause", Button).focus()  # safe, and says what enter does
 
-    def _typed_ok(self) -> bool:
+    def typed_ok(self) -> bool:
         if not self.request.destructive:
             return True
         return self.query_one("#sc-context", Input).value.strip() == self.request.context
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.query_one("#confirm", Button).disabled = not self._typed_ok()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if self._typed_ok():
-            self.dismiss(True)
+    def confirmed(self) -> bool | str:
+        return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "confirm" and self._typed_ok())
+        if event.button.id == "pause":
+            self.dismiss(PAUSE)
+        elif event.button.id == "cancel":
+            self.dismiss(False)  # skip this one (confirm-each)
+        elif self.typed_ok():
+            self.dismiss(True)
 
     def action_cancel(self) -> None:
-        self.dismiss(False)
+        self.dismiss(False if self.request.each else PAUSE)
 
 
 # --- the wizard --------------------------------------------------------------------------
@@ -262,22 +282,28 @@ class WizardScreen(DashScreen):
     HELP = """\
 Workflow wizard: one guided operation, step by step, as its journal and the runner report it.
 
-STEPS      ✓ done · ▶ current · ◐ waiting for the cluster · ✖ failed · ■ stopped (declined or aborted).
+STEPS      ✓ done · ▶ current · ◐ waiting for the cluster · ◑ partly sent · ✖ failed · ‖ paused · ■ aborted.
 PLAN       the current step's changes as a diff (⚠ marks a destructive one), its notes and its
            preconditions. Nothing is written before you confirm: the dialog names every target, and a
            destructive step asks you to type the context name. Plans that delete confirm each object.
 PROGRESS   what the step waits for, each count falling to its target, a bar and an ETA from the rate.
 LOG        every plan, confirmation, change, observation and verification, oldest first.
-DEACTIVATED  once a hold, catalog change or rollback stopped: the Workloads it deactivated
-           (spec.active=false) — they stay out of admission until reactivated.
+WHAT STAYS once the run stopped (paused, failed, aborted or done): what it leaves in the cluster — queues
+           on Hold/HoldAndDrain, Workloads still deactivated, the catalog it applied, objects it deleted —
+           each with the command that undoes it; checked against the cluster this dashboard shows.
 
+A confirmation's "Pause (resume later)" (the focused button), Esc and q pause the run: it is Paused and
+resumes where it stopped. Only a (typing the run's id) ends a run for good.
+
+p      pause the running workflow at its next wait (resumable)
 r      resume this workflow (asks first; each remaining step still asks before it writes)
-a      abort: mark it aborted in its journal and stop at its next wait (changes already made stay)
+a      abort: end it for good — type its id to confirm; nothing in the cluster is undone (see WHAT STAYS)
 l      release and reactivate: opens the release form with reactivate-from this run (each step asks)
 esc    back to the list (a running workflow keeps running)
-In a read-only session r, a and l only say why they are disabled: the wizard only shows."""
+In a read-only session p, r, a and l only say why they are disabled: the wizard only shows."""
 
     BINDINGS = [
+        Binding("p", "pause", "pause", show=False),
         Binding("r", "resume", "resume", show=False),
         Binding("a", "abort", "abort", show=False),
         Binding("l", "reactivate", "release / reactivate…", show=False),
@@ -301,7 +327,7 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
             yield Static(id="wz-steps", classes="tile")
             yield Static(id="wz-plan", classes="detail")
             yield Static(id="wz-progress", classes="detail")
-            yield Static(id="wz-deactivated", classes="detail")
+            yield Static(id="wz-leftovers", classes="detail")
             yield Static(id="wz-log", classes="tile")
 
     def on_mount(self) -> None:
@@ -318,25 +344,55 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
         super().show(frame)
 
     def render_frame(self, frame: Frame) -> None:
+        self._follow_journal()
         self.render_run()
+
+    def _follow_journal(self) -> None:
+        """A run not running here is read again when its journal changes (the CLI resumed, paused or
+        aborted it meanwhile): its state and what it leaves stay true (a stat per tick, no parse)."""
+        if self._is_running():
+            return
+        try:
+            st = os.stat(self.model.journal_path)
+        except OSError:
+            return
+        key = (st.st_mtime_ns, st.st_size)
+        seen = getattr(self, "_journal_key", None)
+        if seen is None:
+            self._journal_key = key
+        now = time.monotonic()
+        if seen is None or seen == key or now - getattr(self, "_journal_read_at", 0.0) < 1.0:
+            return  # unchanged, or read a moment ago (a run another process runs changes it at every record)
+        self._journal_key, self._journal_read_at = key, now
+        try:
+            self.model = RunModel.from_journal(Journal.open(self.model.journal_path), store=self.model.store)
+        except (JournalError, OSError, KeyError, ValueError):
+            return
 
     # actions ------------------------------------------------------------------------------
     def _is_running(self) -> bool:
         return self.model.state in ("Running", "Confirm")
 
     def _can_reactivate(self) -> bool:
-        return bool(self.model.deactivated) and not self._is_running()
+        return any(it.get("kind") in ("queue-held", "workloads-deactivated") and "release" in (it.get("undo") or "")
+                   for it in self.model.leftovers) and not self._is_running()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("resume", "abort", "reactivate"):
+        if action in ("pause", "resume", "abort", "reactivate"):
             if not operations_enabled(self.session)[0]:
                 return True  # bound, so that the key says why it is disabled
+            if action == "pause":
+                return self._is_running()
             if action == "resume":
                 return not self._is_running() and self.model.resumable
             if action == "reactivate":
                 return self._can_reactivate()
-            return self.model.state not in ("Completed", "Aborted")
+            return self.model.state not in ("Completed", "Aborted", "RolledBack", "Abandoned")
         return True
+
+    def action_pause(self) -> None:
+        if not refuse_read_only(self, f"pausing workflow {self.model.id}"):
+            self.post_message(PauseWorkflow(self.model.id))
 
     def action_resume(self) -> None:
         if not refuse_read_only(self, f"resuming workflow {self.model.id}"):
@@ -366,10 +422,10 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
         prog = self.query_one("#wz-progress", Static)
         prog.display = bool(m.items) or bool(m.progress and m.progress != "nothing to wait for" and m.current)
         prog.update(self._progress(m, tones))
-        gone = self.query_one("#wz-deactivated", Static)
-        gone.display = self._can_reactivate()
-        if gone.display:
-            gone.update(self._deactivated(m, tones))
+        stays = self.query_one("#wz-leftovers", Static)
+        stays.display = not self._is_running() and (bool(m.leftovers) or m.state in ("Paused", "Aborted", "Failed"))
+        if stays.display:
+            stays.update(self._leftovers(m, tones))
         self.query_one("#wz-log", Static).update(self._log(m, tones))
         self.refresh_bindings()
 
@@ -398,15 +454,17 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
             return t
         keys: list[tuple[str, str]] = []
         if self._is_running():
-            keys.append(("a", "abort at the next wait"))
+            keys.append(("p", "pause at the next wait"))
+            keys.append(("a", "abort for good…"))
             keys.append(("esc", "back to the list (it keeps running)"))
         else:
             if m.resumable:
                 keys.append(("r", "resume (asks first)"))
-            if m.state not in ("Completed", "Aborted"):
-                keys.append(("a", "abort (journal only)"))
+            if m.state not in ("Completed", "Aborted", "RolledBack", "Abandoned"):
+                keys.append(("a", "abort for good… (type its id)"))
             if self._can_reactivate():
-                keys.append(("l", f"release / reactivate the {plural(len(m.deactivated), 'Workload')}…"))
+                keys.append(("l", f"release / reactivate the {plural(len(m.deactivated), 'Workload')}…"
+                             if m.deactivated else "release the held queues…"))
             keys.append(("esc", "back to the list"))
         for i, (k, word) in enumerate(keys):
             if i:
@@ -452,7 +510,8 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
             if not ops:
                 parts.append(Text("  nothing to change in the cluster", style=tones.muted))
             # once sent, the plan gives way to the progress (small terminals): its first lines, then a count
-            sent = m.step(m.plan_step).state in ("Waiting", "Done")
+            step = m.step(m.plan_step)
+            sent = step.state in ("Waiting", "Done") or bool(ops) and all(op.get("diff") in step.sent for op in ops)
             shown = 3 if sent else 30
             for op in ops[:shown]:
                 parts.append(op_line(op, tones))
@@ -502,28 +561,59 @@ In a read-only session r, a and l only say why they are disabled: the wizard onl
             parts.append(total)
         return stack(*parts)
 
-    def _deactivated(self, m: RunModel, tones: Tones) -> RenderableType:
-        head = span(f"DEACTIVATED by this run · {plural(len(m.deactivated), 'Workload')}", tones.heading)
-        head.append("  spec.active=false: out of admission until reactivated", style=tones.muted)
-        names = [f"{ns}/{name}" for ns, name in m.deactivated]
-        shown = names[:DEACTIVATED_SHOWN]
-        flow = Text(end="")  # whole names, wrapped between them (never cut: they are what to look for)
-        for i, name in enumerate(shown):
-            flow.append("   " if i else "  ")
-            flow.append(lit(name))
-        if len(names) > len(shown):
-            flow.append(f"  … and {len(names) - len(shown)} more (the release form reactivates all)",
-                        style=tones.muted)
-        parts: list[RenderableType] = [head, flow]
-        how = Text(end="")
-        if operations_enabled(self.session)[0]:
-            how.append("l", style=tones.accent)
-            how.append(f" release and reactivate them: opens the release form with reactivate-from {m.id} "
-                       "(each step asks before it writes)", style=tones.muted)
-        else:
-            how.append(lit(f"reactivate them from a writable session: taudash workflow start release "
-                           f"--reactivate-from {m.id}", tones.muted))
-        parts.append(how)
+    def _leftovers(self, m: RunModel, tones: Tones) -> RenderableType:
+        """WHAT STAYS: what the stopped run leaves in the cluster, each under the command that undoes it."""
+        head = span("WHAT STAYS in the cluster", tones.heading)
+        head.append("  checked against the cluster now" if m.checked_live else "  from the run's journal",
+                    style=tones.muted)
+        parts: list[RenderableType] = [head]
+        if m.paused:
+            where = m.index(m.paused.get("step")) if m.paused.get("step") else 0
+            said = span("‖ paused", tones.warn)
+            said.append(f" at step {where}" if where else "", style=tones.warn)
+            said.append(lit(f": {m.paused.get('message') or m.paused.get('reason') or ''}", tones.warn))
+            parts.append(said)
+        if not m.leftovers:
+            parts.append(Text("  nothing: no change this run made remains in the cluster", style=tones.muted))
+        groups: dict[str | None, list[dict[str, Any]]] = {}
+        for it in m.leftovers:
+            groups.setdefault(it.get("undo"), []).append(it)
+        writable = operations_enabled(self.session)[0]
+        for undo, items in groups.items():
+            for it in items:
+                line = span("  • ", tones.warn)
+                if it.get("kind") == "workloads-deactivated":
+                    names = list(it.get("objects") or [])
+                    line.append(lit(f"{len(names)} Workload(s) deactivated (spec.active=false: out of admission "
+                                    "until reactivated)"))
+                    parts.append(line)
+                    flow = Text(end="")  # whole names, wrapped between them (never cut: they are what to look for)
+                    for i, name in enumerate(names[:DEACTIVATED_SHOWN]):
+                        flow.append("     " if not i else "   ")
+                        flow.append(lit(name))
+                    if len(names) > DEACTIVATED_SHOWN:
+                        flow.append(f"  … and {len(names) - DEACTIVATED_SHOWN} more (the release form reactivates all)",
+                                    style=tones.muted)
+                    parts.append(flow)
+                    continue
+                line.append(lit(it.get("message", "")))
+                if it.get("of"):
+                    line.append(lit(f"  [change {it['of']}]", tones.muted))
+                parts.append(line)
+            how = Text("    undo: " if undo else "    not reversible by taudash", style=tones.muted)
+            if undo:
+                how.append(lit(undo, "bold"))
+                if writable and "release --reactivate-from" in undo and self._can_reactivate():
+                    how.append("   ", style=tones.muted)
+                    how.append("l", style=tones.accent)
+                    how.append(" opens this release form (each step asks)", style=tones.muted)
+            parts.append(how)
+        if m.resumable:
+            more = Text("  r", style=tones.accent)
+            more.append(f" resumes where it stopped (or `taudash workflow resume {m.id}`) · ", style=tones.muted)
+            more.append("a", style=tones.accent)
+            more.append(" ends it for good (these stay as listed)", style=tones.muted)
+            parts.append(more)
         return stack(*parts)
 
     def _log(self, m: RunModel, tones: Tones) -> RenderableType:

@@ -9,18 +9,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from taudash.engine.workflows import Journal, JournalError, build, registry, status
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows import Journal, JournalError, build, status
+from taudash.engine.workflows.ops import DONE, UNCONFIRMED, operation_records
 from taudash.engine.workflows.params import describe
 
 # step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
-STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Failed": "✖", "Stopped": "■", "Pending": " "}
-STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Failed": "bad", "Stopped": "warn", "Pending": "muted"}
-RUN_MARK = {"Completed": "✓", "Running": "▶", "Confirm": "◐", "InProgress": "◐", "Failed": "✖", "Aborted": "■",
-            "Interrupted": "✖", "Unreadable": "?", "RolledBack": "↶", "Abandoned": "■"}
-RUN_TONE = {"Completed": "ok", "Running": "info", "Confirm": "warn", "InProgress": "partial", "Failed": "bad",
-            "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown", "RolledBack": "muted", "Abandoned": "muted"}
-RESUMABLE = ("InProgress", "Failed", "Interrupted")
+STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Partial": "◑", "Failed": "✖", "Paused": "‖",
+             "Stopped": "■", "Pending": " "}
+STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Partial": "partial", "Failed": "bad",
+             "Paused": "warn", "Stopped": "warn", "Pending": "muted"}
+RUN_MARK = {"Completed": "✓", "Running": "▶", "Confirm": "◐", "InProgress": "◐", "Paused": "‖", "Failed": "✖",
+            "Aborted": "■", "Interrupted": "✖", "Unreadable": "?", "RolledBack": "↶", "Abandoned": "■"}
+RUN_TONE = {"Completed": "ok", "Running": "info", "Confirm": "warn", "InProgress": "partial", "Paused": "warn",
+            "Failed": "bad", "Aborted": "warn", "Interrupted": "bad", "Unreadable": "unknown", "RolledBack": "muted",
+            "Abandoned": "muted"}
+RESUMABLE = ("InProgress", "Paused", "Failed", "Interrupted")
+# A journaled step state (engine.workflows.summary) as the wizard shows it
+STEP_OF_STATUS = {"Done": "Done", "Failed": "Failed", "Waiting": "Waiting", "Partial": "Partial", "Planned": "Current"}
 LOG_LINES = 400
 
 
@@ -30,6 +35,7 @@ class StepLine:
     title: str
     state: str = "Pending"
     note: str = ""  # what it did or is doing, in a few words
+    sent: set[str] = field(default_factory=set)  # diffs of its operations sent (done or in flight), from the journal
 
 
 @dataclass
@@ -78,28 +84,40 @@ class RunModel:
     artifacts: dict[str, str] = field(default_factory=dict)
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     params: dict[str, Any] = field(default_factory=dict)
-    # Workloads (namespace, name) this run deactivated, read from its journal once it stopped running
+    # Workloads (namespace, name) this run deactivated and still deactivated, read once it stopped running
     deactivated: list[tuple[str, str]] = field(default_factory=list)
+    # What the run leaves in the cluster (engine.workflows.summary.leftovers), read once it stopped running
+    leftovers: list[dict[str, Any]] = field(default_factory=list)
+    paused: dict[str, Any] | None = None  # where and why it paused (the journal's last "paused" record)
+    store: Any = field(default=None, repr=False, compare=False)  # the live store its leftovers are checked against
 
     # construction ------------------------------------------------------------------------
     @classmethod
-    def from_journal(cls, journal: Journal) -> RunModel:
-        doc = status(journal)
+    def from_journal(cls, journal: Journal, store: Any = None) -> RunModel:
+        """`store`: a live store of the cluster the run is bound to (its leftovers are checked against it)."""
+        doc = status(journal, store=store)
         title = build(journal.kind, journal.params).title
         recs = journal.steps()
         steps = []
         for s in doc["steps"]:
-            state = {"Done": "Done", "Failed": "Failed", "Waiting": "Waiting", "Planned": "Current"}.get(s["state"], "Pending")
+            state = STEP_OF_STATUS.get(s["state"], "Pending")
             note = ""
             obs = s.get("observed") or {}
+            sent = [o for o in s.get("operations") or [] if o["state"] != "skipped"]
             if obs.get("message") and obs["message"] != "nothing to wait for":
                 note = obs["message"]
+            elif s["state"] == "Partial":
+                diffs = {o.get("diff") for o in sent}
+                left = [op for op in s["plan"] if op.get("diff") not in diffs]
+                note = f"{len(sent)} change(s) sent before it stopped" + (f", {len(left)} planned, not sent" if left else "")
             elif s["plan"]:
                 note = f"{len(s['plan'])} change(s)"
-            steps.append(StepLine(s["id"], s["title"], state, note))
+            steps.append(StepLine(s["id"], s["title"], state, note,
+                                  {o.get("diff", "") for o in sent if o["state"] in ("done", "unconfirmed")}))
         model = cls(id=journal.id, kind=journal.kind, title=title, about=describe(journal.kind, journal.params),
                     context=journal.header.get("context"), journal_path=str(journal.path), steps=steps,
-                    state=journal.state, artifacts=doc.get("artifacts") or {}, params=dict(journal.params))
+                    state=journal.state, artifacts=doc.get("artifacts") or {}, params=dict(journal.params),
+                    store=store)
         # the step that is not done yet: its last plan is what a resume starts from
         for s in steps:
             if s.state != "Done":
@@ -112,20 +130,30 @@ class RunModel:
                 break
         if model.state == "Aborted" and model.current:
             model.step(model.current).state = "Stopped"
+        if model.state == "Paused" and model.current:
+            model.step(model.current).state = "Paused"
         for r in journal.records:
             line = _journal_line(r)
             if line is not None:
                 model.log.append(line)
-        model._read_deactivated(journal)
+        model._take(doc)
         return model
 
-    def _read_deactivated(self, journal: Journal | None = None) -> None:
-        if self.kind not in registry.deactivating():
-            return
+    def _take(self, doc: dict[str, Any]) -> None:
+        self.deactivated = [(ref.split("/", 1)[0], ref.split("/", 1)[1]) for ref in doc.get("deactivated") or []]
+        self.leftovers = list(doc.get("leftovers") or [])
+        self.paused = doc.get("paused")
+
+    def read_leftovers(self, journal: Journal | None = None) -> None:
+        """What the run leaves in the cluster, read again from its journal (and the live store)."""
         try:
-            self.deactivated = deactivated_by(journal or Journal.open(self.journal_path))
-        except (JournalError, OSError):
+            self._take(status(journal or Journal.open(self.journal_path), store=self.store))
+        except (JournalError, OSError, KeyError, ValueError):
             pass  # the journal went away: keep what was read before
+
+    @property
+    def checked_live(self) -> bool:
+        return bool(self.leftovers) and all(it.get("checked") == "cluster" for it in self.leftovers)
 
     def step(self, step_id: str | None) -> StepLine:
         return next((s for s in self.steps if s.id == step_id), StepLine(step_id or "?", step_id or "?"))
@@ -196,6 +224,11 @@ class RunModel:
             self.state, self.current = "Completed", None
             self.plan, self.plan_step, self.checks, self.asking = None, None, [], ""
             self._log(at, "✓", msg, "ok")
+        elif kind == "paused":
+            if s is not None and s.state != "Done":
+                s.state = "Paused"
+            self.state, self.asking = "Paused", ""
+            self._log(at, "‖", msg, "warn")
         elif kind == "aborted":
             if s is not None:
                 s.state = "Stopped"
@@ -203,23 +236,26 @@ class RunModel:
             self._log(at, "■", msg, "warn")
 
     def started(self, at: datetime, resumed: bool) -> None:
-        self.state, self.error, self.asking = "Running", "", ""
+        self.state, self.error, self.asking, self.paused = "Running", "", "", None
         if self.current:
             st = self.step(self.current)
-            if st.state in ("Failed", "Stopped"):
+            if st.state in ("Failed", "Stopped", "Paused", "Partial"):
                 st.state = "Current"
         self._log(at, "▶", "resumed in the dashboard" if resumed else "started in the dashboard", "info")
 
     def finished(self, state: str, error: str, at: datetime) -> None:
         if state == "Aborted" and self.current and self.step(self.current).state != "Done":
             self.step(self.current).state = "Stopped"
+        if state == "Paused" and self.current and self.step(self.current).state != "Done":
+            self.step(self.current).state = "Paused"
         if state == "Aborted" and self.state != "Aborted":
-            self._log(at, "■", "aborted by the operator: nothing more is changed", "warn")
+            self._log(at, "■", "aborted by the operator: it will not be resumed; nothing in the cluster is undone",
+                      "warn")
         if state == "Interrupted":
             self.error = error
             self._log(at, "✖", f"interrupted: {error} (resumable)", "bad")
         self.state, self.asking = state, ""
-        self._read_deactivated()  # the journal now holds every write the run made
+        self.read_leftovers()  # the journal now holds every write the run made
 
     def _log(self, at: datetime, mark: str, text: str, tone: str = "") -> None:
         self.log.append(LogLine(at, mark, text, tone))
@@ -235,6 +271,7 @@ _JOURNAL_WORDS = {
     "observed": ("…", "observed", "muted"),
     "verified": ("✓", "verified", "ok"),
     "failed": ("✖", "failed", "bad"),
+    "paused": ("‖", "paused", "warn"),
     "aborted": ("■", "aborted", "warn"),
     "completed": ("✓", "completed", "ok"),
     "replan": ("…", "new work appeared: planned again", "muted"),
@@ -271,32 +308,22 @@ def _journal_line(r: dict[str, Any]) -> LogLine | None:
         text += f" {data.get('name', '')}: {data.get('path', '')}"
     elif ev == "aborted" and data.get("by"):
         text += f" by the {data['by']}"
+    elif ev == "paused":
+        text += f" at step {data.get('step')}: {data.get('message') or data.get('reason') or ''}" if data.get("step") \
+            else f": {data.get('message') or data.get('reason') or ''}"
     return LogLine(at, mark, text, tone)
 
 
 def written_by(journal: Journal) -> list[str]:
     """The cluster changes a workflow made so far, as diff lines, oldest first: operations the server
-    changed, and operations sent whose result was never recorded (the process died in between, so
-    the server may have applied them). Skipped and no-op operations are not writes."""
-    out: list[str] = []
-    in_flight: dict[tuple, str] = {}
-    for r in journal.records:
-        event, data = r.get("event"), r.get("data") or {}
-        if event == "resumed":
-            out.extend(f"{diff} (sent; its result was never recorded)" for diff in in_flight.values())
-            in_flight.clear()
-            continue
-        op = data.get("op")
-        if not isinstance(op, dict):  # "confirmed" of a confirm-each step names its object as a string
-            continue
-        key = (op.get("verb"), op.get("kind"), op.get("namespace"), op.get("name"))
-        if event == "executing":
-            in_flight[key] = op.get("diff", "")
-        elif event == "executed":
-            in_flight.pop(key, None)
-            if not data.get("skipped") and (data.get("result") or {}).get("changed"):
-                out.append(op.get("diff", ""))
-    out.extend(f"{diff} (sent; no result yet)" for diff in in_flight.values())
+    changed, and operations sent whose answer never came (the process died in between, so the server may
+    have applied them). Skipped and no-op operations are not writes."""
+    out = []
+    for rec in operation_records(journal):
+        if rec.state == DONE:
+            out.append(rec.diff)
+        elif rec.state == UNCONFIRMED:
+            out.append(f"{rec.diff} (sent; its answer never came)")
     return out
 
 

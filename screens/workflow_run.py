@@ -35,8 +35,9 @@ from taudash.engine.workflows import (
     new_id,
     overlap_refusal,
 )
-from taudash.engine.workflows.base import RETRY, STOP, Context, Operation, Plan, RunnerEvent, Step
-from taudash.engine.workflows.journal import workflows_dir
+from taudash.engine.workflows.base import PAUSE, RETRY, STOP, Context, Operation, Pause, Plan, RunnerEvent, Step
+from taudash.engine.workflows.claims import release_finished
+from taudash.engine.workflows.journal import RESUMABLE, workflows_dir
 
 from .confirm import ConfirmScreen
 from .messages import NewWorkflow, StartWorkflow, WorkflowEvent, WorkflowFinished
@@ -75,14 +76,30 @@ class SessionContext(Context):
 
 
 class _Stop(Exception):
-    """The operator aborted: stop at this wait or confirmation."""
+    """The operator aborted: stop at this wait or confirmation, for good."""
 
 
 @dataclass
 class _Active:
     journal: Journal
     model: RunModel
-    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    aborting: bool = False  # end for good at the next wait or confirmation
+    pausing: bool = False  # pause (resumable) at the next wait or confirmation
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # cuts a wait's sleep short
+
+    def abort(self) -> None:
+        self.aborting = True
+        self.wake.set()
+
+    def pause(self) -> None:
+        self.pausing = True
+        self.wake.set()
+
+    def stop_here(self) -> None:
+        if self.aborting:
+            raise _Stop
+        if self.pausing:
+            raise Pause("operator", "paused by the operator")
 
 
 class WorkflowHost:
@@ -129,11 +146,15 @@ class WorkflowHost:
             self._notify(str(exc), "error")
             return None
 
+    def _store_for(self, journal: Journal) -> object | None:
+        """The live store to check a run's leftovers against: only when the run is of this cluster."""
+        return None if self._resume_refusal(journal) else self.session.store
+
     def _model(self, journal: Journal) -> RunModel:
         active = self._active.get(journal.id)
         if active is not None:
             return active.model
-        model = RunModel.from_journal(journal)
+        model = RunModel.from_journal(journal, store=self._store_for(journal))
         self.models[journal.id] = model
         return model
 
@@ -210,7 +231,7 @@ class WorkflowHost:
         journal = self._open(workflow_id)
         if journal is None:
             return
-        if journal.state not in ("InProgress", "Failed"):
+        if journal.state not in RESUMABLE:
             self._notify(f"workflow {journal.id} is {journal.state}: nothing to resume")
             return
         here = self._context_name()
@@ -224,7 +245,7 @@ class WorkflowHost:
         def answered(ok: bool | None) -> None:
             if ok and self.writable and not self._active:
                 again = self._open(journal.id)  # re-read: the CLI may have moved it meanwhile
-                if again is not None and again.state in ("InProgress", "Failed") and not self._resume_refusal(again):
+                if again is not None and again.state in RESUMABLE and not self._resume_refusal(again):
                     self._launch(again, resumed=True)
 
         self._show_wizard(model)
@@ -237,9 +258,10 @@ class WorkflowHost:
         """Only a run journaled on the cluster this dashboard shows resumes here (engine.identity)."""
         return resume_refusal(journal.header, self._context_name(), self.session.cluster)
 
-    # abort -----------------------------------------------------------------------------------------
+    # abort / pause ----------------------------------------------------------------------------------
     def abort(self, workflow_id: str) -> None:
-        """Ask, then mark a workflow aborted (AbortWorkflow); a running one stops at its next wait."""
+        """Ask (the run's id typed), then end a workflow for good (AbortWorkflow); a running one stops at its
+        next wait. Nothing in the cluster is undone: the confirmation lists what stays and each undo command."""
         if self._refused(f"aborting workflow {workflow_id}"):
             return
         wid = workflow_id
@@ -253,33 +275,71 @@ class WorkflowHost:
         pid = journal.runner_pid() if active is None else None
         if pid is not None:  # the CLI runs it: marking the journal would not stop that process writing
             self._notify(f"workflow {wid} is running now in another taudash{f' (pid {pid})' if pid else ''}: "
-                         "stop it there (Ctrl-C); nothing was marked", "error")
+                         "pause it there (Ctrl-C); nothing was marked", "error")
             return
-        targets = [f"workflow {wid} ({journal.kind}) is marked aborted in its journal",
-                   "nothing in the cluster is changed or undone (release held queues with a release workflow)"]
-        if active is not None:
-            targets.insert(1, "it stops at its next wait or confirmation")
+        model = self._model(journal)
+        model.read_leftovers(journal)
+        targets = [f"workflow {wid} ({journal.kind}) ends for good: it can no longer be resumed"
+                   + (" — it stops at its next wait or confirmation" if active is not None else ""),
+                   "nothing in the cluster is changed or undone; what stays there:"]
+        groups: dict[str | None, list[str]] = {}
+        for it in model.leftovers:
+            groups.setdefault(it.get("undo"), []).append(it["message"])
+        for undo, messages in groups.items():
+            targets += [f"  {m}" for m in messages]
+            targets.append(f"    undo: {undo}" if undo else "    (not reversible by taudash)")
+        if not model.leftovers:
+            targets.append("  nothing: no change of this run remains in the cluster")
+        if journal.resumable:
+            targets.append(f"to continue it instead: Keep the run, then r (or `taudash workflow resume {wid}`)")
+        targets.append(f"type the run's id {wid} below to enable Abort for good (enter there confirms)")
 
         def answered(ok: bool | None) -> None:
             if not ok:
                 return
             now = self._active.get(wid)
             if now is not None:
-                now.abort.set()
+                now.abort()
             else:
                 j = self._open(wid)
                 if j is not None and not j.terminal:
                     j.append("aborted", None, {"by": "operator"})
-                    model = self.models.get(wid)
-                    if model is not None:
-                        model.finished("Aborted", "", self.clock())
+                    known = self.models.get(wid)
+                    if known is not None:
+                        known.finished("Aborted", "", self.clock())
                     self._refresh_screens(wid, lists=True)
+                    self.app.run_worker(self._give_back(j), group="workflow-claims", exit_on_error=False)
 
-        self.app.push_screen(ConfirmScreen(f"Abort workflow {wid}", targets, True), answered)
+        self.app.push_screen(ConfirmScreen(f"Abort workflow {wid} for good", targets, False, typed=wid,
+                                           confirm_label="Abort for good", cancel_label="Keep the run"), answered)
+
+    async def _give_back(self, journal: Journal) -> None:
+        """The claims an aborted run still holds on the cluster go back (engine/workflows/claims.py)."""
+        if self._resume_refusal(journal):
+            return  # another cluster's run: its claims are not on this one
+        try:
+            problems = await release_finished(self.session.actions, self.session.store, journal,
+                                              self.session.config.system_namespace)
+        except Exception as exc:  # noqa: BLE001 - the abort stands; the claims go stale instead
+            problems = [f"could not give back the claims of workflow {journal.id}: {exc}"]
+        for problem in problems:
+            self._notify(problem, "warning")
+
+    def pause(self, workflow_id: str) -> None:
+        """Pause a workflow running here at its next wait or confirmation (PauseWorkflow): no question asked,
+        nothing is undone, and it resumes where it stopped."""
+        if self._refused(f"pausing workflow {workflow_id}"):
+            return
+        active = self._active.get(workflow_id)
+        if active is None:
+            self._notify(f"workflow {workflow_id} is not running here: nothing to pause")
+            return
+        active.pause()
+        self._notify(f"workflow {workflow_id}: pausing at its next wait or confirmation")
 
     # running -----------------------------------------------------------------------------------------
     def _launch(self, journal: Journal, resumed: bool) -> None:
-        model = RunModel.from_journal(journal)
+        model = RunModel.from_journal(journal, store=self._store_for(journal))
         self.models[journal.id] = model
         active = _Active(journal, model)
         self._active[journal.id] = active
@@ -301,27 +361,24 @@ class WorkflowHost:
         index = {s.id: i for i, s in enumerate(workflow.steps, start=1)}
 
         async def sleep(dt: float) -> None:
-            if active.abort.is_set():
-                raise _Stop
+            active.stop_here()
             if opts.sleep is not None:
                 await opts.sleep(dt)
             else:
                 try:
-                    await asyncio.wait_for(active.abort.wait(), dt)
+                    await asyncio.wait_for(active.wake.wait(), dt)
                 except TimeoutError:
                     pass
-            if active.abort.is_set():
-                raise _Stop
+            active.stop_here()
 
         async def confirm(step: Step, plan: Plan, op: Operation | None) -> bool | str:
-            if active.abort.is_set():
-                raise _Stop
+            active.stop_here()
             if not operations_enabled(session)[0]:
                 return STOP if plan.question else False  # never reached from a read-only session
             question = plan.question
-            if question:  # a stuck wait: Confirm runs the blocking step again, Cancel stops (Failed)
-                plan = Plan([], [question, "Confirm: plan that step again (each change asks again) · "
-                                 "Cancel: stop here (the workflow is Failed and can be resumed)"])
+            if question:  # a stuck wait: Retry runs the blocking step again, Pause stops here (resumable)
+                plan = Plan([], [question, f"Retry step {index.get(step.id, 0)}: plan that step again (each change "
+                                 "asks again) · Pause: stop here (the workflow is Paused and can be resumed)"])
             checks = [] if question else [(c.ok, c.message) for c in step.preconditions(ctx, plan)]
             ops = [op] if op is not None else plan.operations
             request = ConfirmRequest(
@@ -331,20 +388,21 @@ class WorkflowHost:
                 op_no=plan.operations.index(op) + 1 if op is not None else None,
                 op_total=len(plan.operations) if op is not None else None,
                 covered=len(set(plan.covers) - set(plan.signature())) if op is None else 0,
+                question=bool(question),
             )
             post(WorkflowEvent(wid, RunnerEvent("checks", step.id, "", {"checks": checks})))
             post(WorkflowEvent(wid, RunnerEvent("confirm", step.id, request.summary())))
             answer = await app.push_screen_wait(StepConfirmScreen(request))
-            ok = bool(answer)
-            word = ("confirmed" if ok else ("skipped" if op is not None else "declined")) + f": {request.summary()}"
+            ok = answer is True
+            paused = not ok and (answer == PAUSE or op is None)  # a no to a whole plan pauses; to one operation, skips
+            word = ("confirmed" if ok else ("paused" if paused else "skipped")) + f": {request.summary()}"
             if question:
-                word = f"{'retry' if ok else 'stop'}: {question}"
+                word = f"{'retry' if ok else 'pause'}: {question}"
             post(WorkflowEvent(wid, RunnerEvent("answer", step.id, word, {"ok": ok})))
-            if active.abort.is_set():
-                raise _Stop
+            active.stop_here()
             if question:
-                return RETRY if ok else STOP
-            return ok
+                return RETRY if ok else PAUSE
+            return True if ok else (PAUSE if paused else False)
 
         def on_event(event: RunnerEvent) -> None:
             post(WorkflowEvent(wid, event))
@@ -357,10 +415,12 @@ class WorkflowHost:
         except _Stop:
             journal.append("aborted", None, {"by": "operator"})
             state = "Aborted"
+            await self._give_back(journal)  # its runner kept its claims: the run was not finished when it stopped
         except JournalBusy as exc:  # the CLI (or another dashboard) runs it now: this one wrote nothing
             state, error = journal.state, str(exc)
         except Exception as exc:  # an API failure outside a step's action: the journal stays resumable
             error = f"{exc.__class__.__name__}: {exc}"
+        await runner.settle_writes()  # what the run leaves is checked against the store: it must show its writes
         post(WorkflowFinished(wid, state, error))
         return state
 
@@ -380,9 +440,11 @@ class WorkflowHost:
         model = self.models.get(wid)
         if model is not None:
             model.finished(state, error, self.clock())
-        levels: dict[str, SeverityLevel] = {"Completed": "information", "Aborted": "warning"}
+        levels: dict[str, SeverityLevel] = {"Completed": "information", "Aborted": "warning", "Paused": "warning"}
         severity = levels.get(state, "error")
-        self._notify(f"workflow {wid}: {state}" + (f" — {error}" if error else ""), severity)
+        stays = len(model.leftovers) if model is not None else 0
+        said = f" — {stays} thing(s) stay in the cluster: see WHAT STAYS" if stays and state != "Completed" else ""
+        self._notify(f"workflow {wid}: {state}" + (f" — {error}" if error else "") + said, severity)
         self._refresh_screens(wid, lists=True)
 
     # quitting while a workflow runs ---------------------------------------------------------------------
@@ -400,6 +462,7 @@ class WorkflowHost:
 
         app.push_screen(ConfirmScreen(
             f"Quit while workflow {wid} runs?",
-            [f"workflow {wid} stops where it is; its journal keeps every step done",
+            [f"workflow {wid} pauses where it is (Paused); its journal keeps every step done, and what it "
+             "changed so far stays in the cluster",
              "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
              else f"resume it from {WORKFLOWS.label} or with `taudash workflow resume {wid}`"], True), answered)

@@ -46,7 +46,7 @@ from taudash.engine.workflows import (
     status,
 )
 from taudash.engine.workflows.base import Context
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.hold import about
 from taudash.engine.workflows.journal import workflows_dir
 from taudash.engine.workflows.params import ParamError, describe
 
@@ -66,7 +66,7 @@ from .text import Tones, lit, span
 from .widgets.choices import ChoiceSet, MarkedCheckbox, MarkedRadioButton, MarkedSelectionList
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
-from .workflow_model import RESUMABLE, STEP_MARK, STEP_TONE, age_text
+from .workflow_model import RESUMABLE, STEP_MARK, STEP_OF_STATUS, STEP_TONE, age_text
 
 
 def kind_labels() -> dict[str, str]:
@@ -111,6 +111,9 @@ class Entry:
     path: str
     error: str = ""
     steps: list[dict[str, Any]] = field(default_factory=list)  # status(journal)["steps"]
+    leftovers: list[dict[str, Any]] = field(default_factory=list)  # status(journal)["leftovers"]
+    paused: dict[str, Any] | None = None
+    deactivated: int = 0  # Workloads it deactivated that are still deactivated
     artifacts: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     header: dict[str, Any] = field(default_factory=dict)  # the journal's first record (id, context, cluster)
@@ -123,57 +126,85 @@ class Entry:
 
 
 class JournalIndex:
-    """The journal directory as entries, re-read only for files that changed (stat per tick, no parse).
+    """The journal directory as entries, re-read only for files that changed (stat per tick, no parse) —
+    and, when a release or rollback changed, for the run it undoes (what that run leaves depends on it).
 
     Given the shown cluster (`here`), an entry journaled on another cluster — or one that cannot be
-    shown to be on this one — carries `elsewhere` (listed greyed as "other cluster", never resumable)."""
+    shown to be on this one — carries `elsewhere` (listed greyed as "other cluster", never resumable).
+    With `store` (the shown cluster, live) the leftovers of this cluster's runs are checked against it."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int], Entry]] = {}
+        self._journals: dict[str, Journal] = {}  # parsed once per change: what a run leaves reads the runs undoing it
 
-    def load(self, directory: Path, here: ClusterIdentity | None = None, context: str | None = None) -> list[Entry]:
-        entries = self._load(directory)
+    def load(self, directory: Path, here: ClusterIdentity | None = None, context: str | None = None,
+             store: Any = None) -> list[Entry]:
+        def ours(header: dict[str, Any]) -> bool:  # only this cluster's runs are checked against its store
+            return here is not None and resume_refusal(header, context, here) is None
+
+        entries = self._load(directory, store, ours)
         for e in entries:
             e.elsewhere = "" if here is None or e.state == "Unreadable" else \
                 (resume_refusal(e.header, context, here) or "")
         return entries
 
-    def _load(self, directory: Path) -> list[Entry]:
-        out, seen = [], set()
+    def _load(self, directory: Path, store: Any = None, ours: Any = None) -> list[Entry]:
+        seen: dict[str, tuple[int, int]] = {}
         try:
             paths = sorted(directory.glob("*.jsonl"))
         except OSError:
             paths = []
-        for p in paths:
+        for path in paths:
             try:
-                st = p.stat()
+                st = path.stat()
             except OSError:
                 continue
-            key = (st.st_mtime_ns, st.st_size)
-            seen.add(str(p))
-            hit = self._cache.get(str(p))
-            if hit is None or hit[0] != key:
-                hit = (key, _entry(p))
-                self._cache[str(p)] = hit
-            out.append(hit[1])
-        for gone in set(self._cache) - seen:
+            seen[str(path)] = (st.st_mtime_ns, st.st_size)
+        stale = {p for p, key in seen.items() if p not in self._cache or self._cache[p][0] != key}
+        for gone in set(self._cache) - set(seen):
             del self._cache[gone]
+            self._journals.pop(gone, None)
+        failed: dict[str, str] = {}
+        for p in stale:
+            try:
+                self._journals[p] = Journal.open(p)
+            except (JournalError, OSError) as exc:
+                self._journals.pop(p, None)
+                failed[p] = str(exc)
+        undoing: dict[str, list[Journal]] = {}
+        for j in self._journals.values():
+            ref = about(j)
+            if ref:
+                undoing.setdefault(ref, []).append(j)
+        # a release or rollback that changed: the run it undoes leaves less behind
+        stale |= {str(directory / f"{about(self._journals[p])}.jsonl") for p in list(stale)
+                  if p in self._journals and about(self._journals[p])} & set(seen)
+        for p in stale:
+            run = self._journals.get(p)
+            entry = _entry(run, undoing.get(run.id, []), store, ours) if run is not None else \
+                _unreadable(Path(p), failed.get(p, "not a journal"))
+            self._cache[p] = (seen[p], entry)
+        out = [self._cache[p][1] for p in sorted(seen)]
         out.sort(key=lambda e: (-e.started, e.id))
         return out
 
 
-def _entry(path: Path) -> Entry:
+def _unreadable(path: Path, error: str) -> Entry:
+    return Entry(path.stem, "?", "Unreadable", 0, 0, None, 0.0, "", str(path), error=error)
+
+
+def _entry(j: Journal, later: list[Journal], store: Any = None, ours: Any = None) -> Entry:
     try:
-        j = Journal.open(str(path))
-        doc = status(j)
+        doc = status(j, later, store=store if store is not None and (ours is None or ours(j.header)) else None)
     except (JournalError, KeyError, ValueError, TypeError) as exc:
-        return Entry(path.stem, "?", "Unreadable", 0, 0, None, 0.0, "", str(path), error=str(exc))
+        return _unreadable(j.path, str(exc))
     steps = doc["steps"]
     err = next((s["error"] for s in steps if s.get("error")), "") if j.state == "Failed" else ""
     return Entry(j.id, j.kind, j.state, sum(1 for s in steps if s["state"] == "Done"), len(steps),
-                 j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(path),
-                 error=err or "", steps=steps, artifacts=doc.get("artifacts") or {}, params=j.params,
-                 header=dict(j.header))
+                 j.header.get("context"), float(j.records[0].get("at", 0)), describe(j.kind, j.params), str(j.path),
+                 error=err or "", steps=steps, leftovers=doc.get("leftovers") or [], paused=doc.get("paused"),
+                 deactivated=len(doc.get("deactivated") or []), artifacts=doc.get("artifacts") or {},
+                 params=j.params, header=dict(j.header))
 
 
 # --- the screen ---------------------------------------------------------------------------
@@ -187,11 +218,13 @@ first — its kind, state, steps done, the context it ran against and what it is
 n       new workflow: a form (hold or release ClusterQueues, catalog change from a file, rollback of a
         catalog change, drain supervision of a workspace); nothing is written by the form
 enter   open the highlighted workflow's wizard: steps, plan, progress, log
-r       resume the highlighted workflow (InProgress or Failed); asks first
-a       abort the highlighted workflow: marks its journal aborted (nothing in the cluster changes)
+r       resume the highlighted workflow (Paused, Failed or InProgress); asks first
+a       abort the highlighted workflow: ends it for good once you type its id (nothing in the cluster is
+        undone: the detail lists what it leaves there and the command that undoes each)
 
 Every step of a running workflow shows its plan and asks before it writes: the confirmation names
-each target, and a destructive step (HoldAndDrain, deletions) asks for the context name.
+each target, and a destructive step (HoldAndDrain, deletions) asks for the context name. Declining a
+step pauses the run (Paused, resumable); so does quitting while it runs.
 Also: 3 Queues → w on a ClusterQueue or cohort, and 4 → enter → w on a draining workspace.
 In a read-only session guided operations are disabled: n, r and a only say why."""
 
@@ -235,7 +268,7 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             return  # not composed yet: the first frame renders it
         tones, now = self.tones, self.frame.now.timestamp()
         directory = journal_dir_of(self.app)
-        entries = self.index.load(directory, self.session.cluster, self._shown_context())
+        entries = self.index.load(directory, self.session.cluster, self._shown_context(), self.session.store)
         self.entries = {e.id: e for e in entries}
         live = self.live_states()
         self.query_one("#wf-mode", Static).update(self._mode(tones, directory))
@@ -270,7 +303,7 @@ In a read-only session guided operations are disabled: n, r and a only say why."
         else:
             t = Text(end="")
             for i, (k, word) in enumerate((("n", "new workflow"), ("enter", "open"), ("r", "resume"),
-                                           ("a", "abort (journal only)"))):
+                                           ("a", "abort for good…"))):
                 if i:
                     t.append(" · ", style=tones.muted)
                 t.append(k, style=tones.accent)
@@ -314,7 +347,7 @@ In a read-only session guided operations are disabled: n, r and a only say why."
         grid.add_column(no_wrap=True, max_width=60, overflow="ellipsis")
         grid.add_column(overflow="fold")
         for i, s in enumerate(e.steps, start=1):
-            st = {"Done": "Done", "Failed": "Failed", "Waiting": "Waiting", "Planned": "Current"}.get(s["state"], "Pending")
+            st = STEP_OF_STATUS.get(s["state"], "Pending")
             tone = tones.of(STEP_TONE.get(st, "muted"))
             obs = (s.get("observed") or {}).get("message", "")
             note = s.get("error") or (obs if obs and obs != "nothing to wait for" else
@@ -324,6 +357,21 @@ In a read-only session guided operations are disabled: n, r and a only say why."
         parts: list[RenderableType] = [head, grid]
         if e.elsewhere:
             parts.append(lit(e.elsewhere, tones.muted))
+        if e.paused:
+            parts.append(lit(f"‖ paused: {e.paused.get('message') or e.paused.get('reason') or ''}", tones.warn))
+        if e.leftovers:
+            checked = all(it.get("checked") == "cluster" for it in e.leftovers)
+            title = span("WHAT STAYS in the cluster", tones.heading)
+            title.append("  checked against the cluster now" if checked else "  from the run's journal",
+                         style=tones.muted)
+            parts.append(title)
+            undos: dict[str | None, None] = {}
+            for it in e.leftovers:
+                parts.append(lit(f"  • {it.get('message', '')}" + (f"  [change {it['of']}]" if it.get("of") else "")))
+                undos[it.get("undo")] = None
+            for undo in undos:
+                parts.append(lit(f"    undo: {undo}" if undo else "    (a deletion is not reversible by taudash)",
+                                 tones.muted))
         for name, path in e.artifacts.items():
             parts.append(lit(f"artifact {name}: {path}", tones.muted))
         return stack(*parts)
@@ -347,7 +395,7 @@ In a read-only session guided operations are disabled: n, r and a only say why."
                 return None  # another cluster's run: neither resumed nor marked from here
             if action == "resume":
                 return state in RESUMABLE or None
-            return state not in ("Completed", "Aborted", "Unreadable") or None
+            return state not in ("Completed", "Aborted", "RolledBack", "Abandoned", "Unreadable") or None
         return True
 
     def action_new(self) -> None:
@@ -486,10 +534,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         for e in self.journals:
             if e.kind not in registry.deactivating():
                 continue
-            try:
-                out[e.id] = (e, len(deactivated_by(Journal.open(e.path))))
-            except JournalError:
-                continue
+            out[e.id] = (e, e.deactivated)
         return out
 
     def _reactivation_options(self) -> list[tuple[Text, str]]:

@@ -29,6 +29,7 @@ from taudash.screens.messages import (
     OpenObject,
     OpenQueue,
     OpenWorkflow,
+    PauseWorkflow,
     RehearseWorkflow,
     RequestOperation,
     ResumeWorkflow,
@@ -327,6 +328,9 @@ class TaudashApp(App):
 
     def on_abort_workflow(self, message: AbortWorkflow) -> None:
         self.workflows.abort(message.workflow_id)
+
+    def on_pause_workflow(self, message: PauseWorkflow) -> None:
+        self.workflows.pause(message.workflow_id)
 
     def on_workflow_event(self, message: WorkflowEvent) -> None:
         self.workflows.event(message.workflow_id, message.event)

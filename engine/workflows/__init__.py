@@ -9,10 +9,10 @@ from ..identity import ClusterIdentity, resume_refusal
 from . import registry
 from .base import Context, Runner, Workflow
 from .claims import ClaimRefused, targets
-from .hold import deactivated_by
 from .journal import TERMINAL, Journal, JournalBusy, JournalError, new_id, workflows_dir
 from .kind import Param, ParamError, WorkflowKind
 from .params import describe
+from .summary import cluster_of, leftovers, status
 
 
 def build(kind: str, params: dict[str, Any]) -> Workflow:
@@ -22,13 +22,6 @@ def build(kind: str, params: dict[str, Any]) -> Workflow:
 
 def artifacts_dir(journal: Journal) -> Path:
     return journal.path.parent / journal.id
-
-
-def cluster_of(journal: Journal) -> dict[str, Any]:
-    """Where a run ran: its context and the cluster identity it was bound to (None when journaled before)."""
-    ident = journal.cluster
-    return {"context": journal.header.get("context"), "server": ident.server if ident else None,
-            "uid": ident.uid if ident else None}
 
 
 def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
@@ -54,35 +47,6 @@ def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def status(journal: Journal) -> dict[str, Any]:
-    wf = build(journal.kind, journal.params)
-    recs = journal.steps()
-    steps = []
-    for s in wf.steps:
-        r = recs.get(s.id)
-        if r is None:
-            state = "Pending"
-        elif r.failed:
-            state = "Failed"
-        elif r.verified:
-            state = "Done"
-        elif r.observed is not None or r.executed_done:
-            state = "Waiting"
-        elif r.planned is not None:
-            state = "Planned"
-        else:
-            state = "Pending"
-        steps.append({
-            "id": s.id, "title": s.title, "state": state,
-            "plan": (r.planned or {}).get("operations", []) if r else [],
-            "executed": [e.get("result") or e.get("local") for e in (r.executed if r else [])],
-            "observed": r.observed if r else None, "error": r.failed if r else None,
-        })
-    return {"apiVersion": "taudash/v1", "kind": "WorkflowStatus", "id": journal.id, "workflow": journal.kind,
-            "context": journal.header.get("context"), "cluster": cluster_of(journal), "state": journal.state, "params": _public_params(journal.params),
-            "artifacts": journal.artifacts(), "steps": steps, "journal": str(journal.path),
-            "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal)]
-            if journal.kind in registry.deactivating() else []}
 
 
 def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterIdentity | None,
@@ -108,18 +72,10 @@ def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterId
         if common:
             return (f"{', '.join(common)}: workflow {j.id} ({j.kind}, {j.state}) is not finished and writes to "
                     f"{'it' if len(common) == 1 else 'them'} too: resume it (`taudash workflow resume {j.id}`) or "
-                    f"mark it aborted (`taudash workflow abort {j.id}`) first; nothing was written")
+                    f"end it for good (`taudash workflow abort {j.id}`) first; nothing was written")
     return None
 
 
-def _public_params(params: dict[str, Any]) -> dict[str, Any]:
-    out = dict(params)
-    for key in ("catalog", "previous_catalog"):
-        if key in out:
-            out[key] = [p.get("name") for p in out[key]]
-    return out
-
-
-__all__ = ["TERMINAL", "ClaimRefused", "Context", "Journal", "JournalBusy", "JournalError", "Param", "ParamError", "Runner", "Workflow",
-           "WorkflowKind", "artifacts_dir", "build", "cluster_of", "new_id", "overlap_refusal", "registry", "status",
-           "summaries", "targets"]
+__all__ = ["TERMINAL", "ClaimRefused", "Context", "Journal", "JournalBusy", "JournalError", "Param", "ParamError",
+           "Runner", "Workflow", "WorkflowKind", "artifacts_dir", "build", "cluster_of", "leftovers", "new_id",
+           "overlap_refusal", "registry", "status", "summaries", "targets"]

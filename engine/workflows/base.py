@@ -26,10 +26,21 @@ from ..store import AccessState, Store
 from ..view import ClusterView
 from .claims import Claims, holding
 from .journal import Journal, StepRecord
+from .ops import in_flight, landed
 
 
 class StepFailed(Exception):
     pass
+
+
+class Pause(Exception):  # noqa: N818 - an instruction to the runner, not an error
+    """Stop the run where it is, resumable (state Paused): raised by a confirm callback (a mistyped context
+    name) or a front end's sleep (the operator paused it). The runner journals it; nothing is undone."""
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+        self.message = message or reason
 
 
 class Crash(BaseException):
@@ -134,6 +145,9 @@ Confirm = Callable[["Step", Plan, Operation | None], Awaitable[bool | str]]
 # Answers to a stuck wait (Plan.question): run the blocking step's action again, keep waiting until
 # the deadline, or stop (the run is Failed and stays resumable).
 RETRY, WAIT_ANYWAY, STOP = "retry", "wait", "stop"
+# An answer to any confirmation: pause the run here (Paused, resumable). A plain no to a plan pauses too;
+# to one operation of a confirm-each plan a no skips that operation and PAUSE pauses.
+PAUSE = "pause"
 
 DEFAULT_WAIT_TIMEOUT = 900.0  # per step: minutes, not hours; `--wait-timeout` overrides it
 SETTLE_TIMEOUT = 10.0  # how long a plan waits for the watch to show the run's own writes
@@ -198,6 +212,11 @@ class Step:
     def verify(self, ctx: Context) -> list[Check] | Awaitable[list[Check]]:  # a step may verify asynchronously
         return []
 
+    def landed(self, op: dict[str, Any], obj: Obj | None) -> bool:
+        """Whether the object as read now (None: gone) shows this step's journaled operation `op` applied:
+        how a write in flight when the run stopped is found done or not done."""
+        return landed(op, obj)
+
     def describe(self) -> str:
         return self.title
 
@@ -212,7 +231,7 @@ class Workflow:
 
 @dataclass
 class RunnerEvent:
-    kind: str  # step-start | plan | confirm | executed | progress | observed | verified | failed | completed | aborted
+    kind: str  # step-start | plan | confirm | executed | progress | observed | verified | failed | completed | paused
     step: str | None
     message: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -245,6 +264,7 @@ class Runner:
         self.wait_timeout = wait_timeout  # None: each step's own
         self.settle_timeout = settle_timeout
         self._written: list[_Written] = []
+        self._current: str | None = None  # the step being run (where a pause or interruption stops it)
         ctx.journal = journal
         # The run's claims on the cluster (claims.py): `take_over` names a stale holder to replace;
         # `claims=False` for a run on a throwaway copy of the cluster (a rehearsal's fork).
@@ -256,35 +276,43 @@ class Runner:
         self.on_event(RunnerEvent(kind, step, message, data))
 
     async def run(self) -> str:
-        """Run (or resume) to the end. Returns the final state: Completed, Aborted or Failed (or the state
-        another process left it in). JournalBusy when another runner runs it now: nothing is written."""
+        """Run (or resume) to the end. Returns the final state: Completed, Paused (declined, or paused by
+        the operator; resumable) or Failed (resumable), or the state another process left it in.
+        JournalBusy when another runner runs it now: nothing is written. Interrupted (Ctrl-C, the task
+        cancelled), the run is journaled Paused and the interruption goes on."""
         with self.journal.running():
             self.journal.reload()  # what another process did before this one took the run over
             if self.journal.terminal:
                 return self.journal.state
             async with holding(self) as claims:  # ClaimRefused: another workflow holds a target
                 self._claims = claims
-                return await self._run()
+                try:
+                    return await self._run()
+                except (asyncio.CancelledError, KeyboardInterrupt):  # journaled before the claims are let go
+                    self._pause(Pause("interrupted", "interrupted (Ctrl-C, a closed terminal or the dashboard quit)"))
+                    raise
 
     async def _run(self) -> str:
         if len(self.journal.records) > 1:
             self.journal.append("resumed", None, {})
+            try:
+                await self._reconcile()
+            except StepFailed as exc:
+                return self._failed(self._current, str(exc))
         records = self.journal.steps()
         for step in self.workflow.steps:
             rec = records.get(step.id)
             if rec is not None and rec.verified:
                 continue
+            self._current = step.id
             self._emit("step-start", step.id, step.title)
             try:
                 if rec is None or not rec.executed_done:
-                    outcome = await self._plan_and_execute(step, rec)
-                    if outcome == "aborted":
-                        return "Aborted"
+                    await self._plan_and_execute(step, rec)
                 if rec is None or rec.observed is None:
                     while (outcome := await self._wait(step)) != "done":
                         again = step if outcome == "replan" else self._step(outcome)
-                        if await self._plan_and_execute(again, None) == "aborted":
-                            return "Aborted"
+                        await self._plan_and_execute(again, None)
                 verified = step.verify(self.ctx)
                 checks = verified if isinstance(verified, list) else await verified
                 bad = [c for c in checks if not c.ok]
@@ -294,13 +322,59 @@ class Runner:
                 self.ctx.hook(f"{step.id}:verified")
                 self._emit("verified", step.id, f"{step.title}: done")
             except StepFailed as exc:
-                self.journal.append("failed", step.id, {"error": str(exc)})
-                self._emit("failed", step.id, str(exc))
-                return "Failed"
+                return self._failed(step.id, str(exc))
+            except Pause as pause:
+                self._pause(pause)
+                return "Paused"
+        self._current = None
         self.journal.append("completed", None, {})
         self._emit("completed", None, f"{self.workflow.title}: completed")
         self._mark_rolled_back()
         return "Completed"
+
+    def _failed(self, step_id: str | None, error: str) -> str:
+        self.journal.append("failed", step_id, {"error": error})
+        self._emit("failed", step_id, error)
+        return "Failed"
+
+    def _pause(self, pause: Pause) -> None:
+        """Journal the pause (once: an interruption that follows the operator's pause adds nothing)."""
+        last = self.journal.records[-1] if self.journal.records else {}
+        if last.get("event") == "paused":
+            return
+        step = self._current
+        title = self._step(step).title if step else ""
+        self.journal.append("paused", None, {"step": step, "reason": pause.reason, "message": pause.message})
+        where = f"{title}: " if title else ""
+        self._emit("paused", step, f"{where}{pause.message}; paused (resume with `taudash workflow resume "
+                                   f"{self.journal.id}`)", reason=pause.reason)
+
+    async def _reconcile(self) -> None:
+        """Writes in flight when the run stopped (sent, never answered): re-read each object and record, in
+        the journal and in the audit log, whether the server applied it, before anything is planned again."""
+        audit = getattr(self.ctx.actions, "audit", None)
+        for rec in in_flight(self.journal):
+            step = self._find(rec.step)
+            self._current = rec.step
+            try:
+                obj = await self.ctx.actions.read(rec.kind, rec.name, rec.namespace)
+            except Exception as exc:  # noqa: BLE001 - unreadable: nothing can be confirmed, so nothing is planned
+                raise StepFailed(f"cannot re-read {rec.ref} to find out whether the write in flight when the run "
+                                 f"stopped was applied ({exc}); resume again once the cluster answers") from None
+            done = step.landed(rec.op, obj) if step is not None else landed(rec.op, obj)
+            note = ("applied" if done else "not applied") + ": found by re-reading the object after the run stopped"
+            self.journal.append("executed", rec.step, {"op": rec.op, "result": {
+                "verb": rec.verb, "kind": rec.kind, "namespace": rec.namespace, "name": rec.name,
+                "changed": done, "note": note, "reconciled": True}})
+            if audit is not None and rec.sent_at is not None:
+                audit.reconciled(rec.verb, rec.kind, rec.namespace, rec.name, done, note, since=rec.sent_at,
+                                 at=time.time())
+            self._emit("executed", rec.step, f"{rec.diff} ({'done' if done else 'not done'}: the write was in "
+                                             "flight when the run stopped; re-read now)")
+        self._current = None
+
+    def _find(self, step_id: str | None) -> Step | None:
+        return next((s for s in self.workflow.steps if s.id == step_id), None)
 
     def _step(self, step_id: str) -> Step:
         return next(s for s in self.workflow.steps if s.id == step_id)
@@ -318,7 +392,7 @@ class Runner:
         if source.state != "RolledBack":  # whatever it was (even Completed or Aborted), it is undone now
             source.append("rolled-back", None, {"by": self.journal.id})
 
-    async def _plan_and_execute(self, step: Step, rec: StepRecord | None) -> str:
+    async def _plan_and_execute(self, step: Step, rec: StepRecord | None) -> None:
         self.ctx.hook(f"{step.id}:before-plan")
         await self._settle(step)
         plan = await step.plan(self.ctx)
@@ -340,15 +414,16 @@ class Runner:
             elif not plan.confirm_each and not confirmed_before:
                 if not _approved(await self.confirm(step, plan, None)):
                     self.journal.append("declined", step.id, {})
-                    self.journal.append("aborted", None, {"step": step.id})
-                    self._emit("aborted", step.id, f"{step.title}: not confirmed; workflow stopped")
-                    return "aborted"
+                    raise Pause("declined", "not confirmed")
                 self.journal.append("confirmed", step.id, {"signature": plan.signature(),
                                                            "covers": sorted(set(plan.covers) | set(plan.signature()))})
                 self.ctx.hook(f"{step.id}:confirmed")
             for i, op in enumerate(plan.operations):
                 if plan.confirm_each:
-                    if not _approved(await self.confirm(step, plan, op)):
+                    answer = await self.confirm(step, plan, op)
+                    if answer == PAUSE:
+                        raise Pause("declined", f"paused before {op.ref}")
+                    if not _approved(answer):
                         self.journal.append("executed", step.id, {"op": op.to_dict(), "skipped": True})
                         self._emit("executed", step.id, f"skipped: {op.diff_line()}")
                         continue
@@ -370,7 +445,6 @@ class Runner:
                 self._emit("executed", step.id, said, local=local)
         self.journal.append("executed-all", step.id, {})
         self.ctx.hook(f"{step.id}:executed")
-        return "ok"
 
     def _covered(self, step: Step, plan: Plan) -> bool:
         """Every operation of `plan` was approved in advance by an earlier confirmation of this step (its
@@ -412,7 +486,12 @@ class Runner:
         have = getattr(getattr(obj, "metadata", None), "resource_version", "") or ""
         return version_reached(have, w.resource_version, w.before_version)
 
-    async def _settle(self, step: Step) -> None:
+    async def settle_writes(self) -> None:
+        """Wait (bounded) until the store shows this run's own writes: a front end that reads the store once
+        the run stopped (what it leaves behind) sees them too."""
+        await self._settle(None)
+
+    async def _settle(self, step: Step | None) -> None:
         """Wait (bounded) until the store, fed by the watch, shows this run's own writes, so that a plan
         or a progress check never acts on the state from before them (e.g. proposes the same change twice)."""
         if not self._written:
@@ -426,8 +505,8 @@ class Runner:
                 refs = ", ".join(f"{w.kind} {w.namespace + '/' if w.namespace else ''}{w.name}" for w in unseen[:5])
                 message = (f"the watch did not show {len(unseen)} of this run's writes within "
                            f"{self.settle_timeout:g} s ({refs}); planning from what it shows")
-                self.journal.append("warning", step.id, {"message": message})
-                self._emit("warning", step.id, message)
+                self.journal.append("warning", step.id if step else None, {"message": message})
+                self._emit("warning", step.id if step else None, message)
                 break
             await asyncio.sleep(0.02)  # the watch is real time even when the runner's sleep is simulated
         self._written.clear()
@@ -435,6 +514,9 @@ class Runner:
     async def _ask(self, step: Step, prog: Progress) -> str:
         plan = Plan([], [prog.stuck], question=prog.stuck, choices=(RETRY, WAIT_ANYWAY, STOP))
         answer = await self.confirm(step, plan, None)
+        if answer == PAUSE:
+            self.journal.append("stuck", step.id, {"message": prog.stuck, "answer": PAUSE})
+            raise Pause("declined", prog.stuck)
         # A yes/no callback (e.g. `--yes`) cannot choose: stopping is the only answer that never waits forever.
         choice = answer if answer in (RETRY, WAIT_ANYWAY, STOP) else STOP
         self.journal.append("stuck", step.id, {"message": prog.stuck, "answer": choice})

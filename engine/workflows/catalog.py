@@ -593,6 +593,10 @@ class ApplyCatalog(Step):
             return [Check(False, "TauCluster cluster not found")]
         return [Check(True, "TauCluster present")]
 
+    def landed(self, op: dict[str, Any], obj: dict[str, Any] | None) -> bool:
+        # The journaled patch only counts the profiles: the live catalog is compared with the one applied.
+        return obj is not None and _same_catalog((obj.get("spec") or {}).get("workloadProfiles") or [], self.catalog)
+
     def progress(self, ctx: Context) -> Progress:
         tc = _tau_cluster(ctx)
         declared = (ctx.store.raw("TauCluster", "cluster") or {}).get("spec", {}).get("workloadProfiles", [])
@@ -659,6 +663,9 @@ def catalog_workflow(params: dict[str, Any]) -> Workflow:
         ExportCurrent(),
         ApplyCatalog("apply", params["catalog"], "Apply the new catalog and wait for it to be Ready"),
         RestoreStopPolicy("restore", cqs),
+        # The drain deactivated what was pending and what HoldAndDrain evicted (jobs that were running):
+        # with admission restored they come back, confirmed on their own (declining pauses the run).
+        Reactivate("reactivate", [], own=True, title="Reactivate the Workloads this change deactivated"),
     ], params)
 
 
@@ -841,7 +848,7 @@ CATALOG = WorkflowKind(
     name="catalog", label="Catalog change",
     help="the five-step workload profile catalog change",
     steps="1 hold (HoldAndDrain) · 2 drain · 3 export the TauCluster and profile snapshot · 4 apply the new "
-          "catalog (server dry-run), wait until Ready · 5 restore admission",
+          "catalog (server dry-run), wait until Ready · 5 restore admission · 6 reactivate what the drain deactivated",
     params=(
         Param("--catalog", "new catalog: profile list, {workloadProfiles}, or a TauCluster", metavar="FILE",
               required=True),

@@ -6,9 +6,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from .base import Context, Step, Workflow
-from .journal import Journal
+from .journal import Journal, JournalError
 from .kind import Param, ParamError, WorkflowKind, open_journal, profile_queues, unknown_queues
+from .ops import DONE, operation_records
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy, previous_stop_policies
 
 HOLD_MODES = ("HoldAndDrain", "Hold")
@@ -40,29 +42,66 @@ def _is_deactivation(op: dict[str, Any]) -> bool:
     return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is False
 
 
-def deactivated_by(journal: Journal) -> list[tuple[str, str]]:
-    """Workloads a workflow (hold, catalog change or rollback) deactivated, read from its journal:
-    those executed with a change, and those whose write was started but whose result was never
-    recorded (the process died in between: the server may have applied it; a resume then finds it
-    already inactive). Reactivating one the server never changed is a no-op: it is still active."""
-    out: dict[tuple[str, str], None] = {}
-    open_: dict[tuple[str, str], None] = {}
-    for r in journal.records:
-        if r["event"] == "resumed":  # whatever was in flight when the process died stays a candidate
-            out.update(open_)
-            open_.clear()
+def _is_reactivation(op: dict[str, Any]) -> bool:
+    return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is True
+
+
+def about(journal: Journal) -> str | None:
+    """The run a release or rollback undoes (`--reactivate-from`, `--from`), else None."""
+    p = journal.params
+    ref = p.get("reactivate_from") or (p.get("from") if journal.kind == "rollback" else None)
+    return str(ref) if ref else None
+
+
+def later_runs(journal: Journal, directory: Path | None = None) -> list[Journal]:
+    """The runs in the journal directory that undo this one (a release --reactivate-from it, its rollback)."""
+    out = []
+    for p in sorted((directory or journal.path.parent).glob("*.jsonl")):
+        if p == journal.path:
             continue
-        op = (r.get("data") or {}).get("op")
-        if not isinstance(op, dict) or not _is_deactivation(op):  # a confirm-each record names its op as a string
+        try:
+            other = Journal.open(str(p))
+        except (JournalError, OSError):
             continue
-        key = (op["namespace"], op["name"])
-        if r["event"] == "executing":
-            open_[key] = None
-        elif r["event"] == "executed":
-            open_.pop(key, None)
-            if ((r.get("data") or {}).get("result") or {}).get("changed"):
-                out[key] = None
-    return list({**out, **open_})
+        if about(other) == journal.id:
+            out.append(other)
+    return out
+
+
+def deactivated_by(journal: Journal, later: Iterable[Journal] | None = None, store: Any = None) -> list[tuple[str, str]]:
+    """Workloads this run (a hold, catalog change or rollback) deactivated that are still deactivated, as
+    (namespace, name): its deactivations — done, or in flight when the process died (the server may have
+    applied them; reactivating an active Workload is a no-op) — minus what it reactivated itself and what
+    the runs that undo it reactivated since (`later`: by default read from the journal directory). With
+    `store` (a live store of the same cluster) only those still inactive there and annotated
+    `taudash.io/deactivated-by: <this run>` are kept."""
+    events: list[tuple[float, int, tuple[str, str], bool]] = []  # (when, order, workload, deactivated?)
+    runs = [journal, *(later_runs(journal) if later is None else later)]
+    for rank, run in enumerate(runs):
+        for rec in operation_records(run):
+            if rec.kind != "Workload" or not rec.namespace:
+                continue
+            key = (rec.namespace, rec.name)
+            if run is journal and _is_deactivation(rec.op) and rec.wrote:
+                events.append((rec.sent_at or rec.at, rank, key, True))  # when sent (a resume may close it later)
+            elif _is_reactivation(rec.op) and rec.state == DONE:  # one in flight may not have landed
+                events.append((rec.at, rank, key, False))
+    still: dict[tuple[str, str], None] = {}
+    for _at, _rank, key, deactivated in sorted(events, key=lambda e: (e[0], e[1])):
+        if deactivated:
+            still[key] = None
+        else:
+            still.pop(key, None)
+    out = list(still)
+    if store is not None:
+        out = [key for key in out if _still_ours(store, key, journal.id)]
+    return out
+
+
+def _still_ours(store: Any, key: tuple[str, str], workflow_id: str) -> bool:
+    wl = store.get("Workload", key[1], key[0])
+    return wl is not None and not wl.finished and not wl.spec.active and \
+        wl.metadata.annotations.get(DEACTIVATED_BY) == workflow_id
 
 
 # --- parameters -------------------------------------------------------------------------------------

@@ -36,10 +36,12 @@ def workflows_dir() -> Path:
     return d
 
 
-# States a run never leaves: nothing to resume. Failed and InProgress (a run whose process died) resume.
+# States a run never leaves: nothing to resume. Paused (declined, Ctrl-C, paused by the operator), Failed
+# and InProgress (a run whose process died) resume; Aborted is the operator's explicit end (`workflow abort`).
 TERMINAL = ("Completed", "RolledBack", "Aborted", "Abandoned")
-_STATE_OF_EVENT = {"failed": "Failed", "resumed": "InProgress", "aborted": "Aborted", "completed": "Completed",
-                   "rolled-back": "RolledBack", "abandoned": "Abandoned"}
+RESUMABLE = ("InProgress", "Paused", "Failed")
+_STATE_OF_EVENT = {"failed": "Failed", "resumed": "InProgress", "paused": "Paused", "aborted": "Aborted",
+                   "completed": "Completed", "rolled-back": "RolledBack", "abandoned": "Abandoned"}
 
 
 def new_id() -> str:
@@ -236,6 +238,10 @@ class Journal:
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL
+
+    @property
+    def resumable(self) -> bool:
+        return self.state in RESUMABLE
 
     def artifacts(self) -> dict[str, str]:
         out: dict[str, str] = {}

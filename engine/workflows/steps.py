@@ -63,6 +63,14 @@ def _stop_policy_op(name: str, current: str, target: str) -> Operation:
     )
 
 
+def stop_policy_written(op: dict[str, Any]) -> str | None:
+    """The stopPolicy a journaled operation sets on a ClusterQueue (None: it is not such an operation)."""
+    if op.get("kind") != "ClusterQueue" or op.get("verb") != "patch":
+        return None
+    policy = ((op.get("patch") or {}).get("spec") or {}).get("stopPolicy")
+    return str(policy) if policy else None
+
+
 def _held_work(ctx: Context, cqs: set[str]) -> dict[str, tuple[list[str], list[str]]]:
     """Per queue: (admitted, reserving-but-not-admitted) unfinished Workloads, as ns/name."""
     out: dict[str, tuple[list[str], list[str]]] = {n: ([], []) for n in cqs}
@@ -140,6 +148,12 @@ class SetStopPolicy(Step):
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         return _cq_checks(ctx, self.cqs)
+
+    def landed(self, op: dict[str, Any], obj: dict[str, Any] | None) -> bool:
+        target = stop_policy_written(op)
+        if target is None or obj is None:
+            return super().landed(op, obj)
+        return bool(((obj.get("spec") or {}).get("stopPolicy") or "None") == target)  # absent means None
 
     def _target(self, name: str) -> str:
         return self.policy
@@ -320,7 +334,8 @@ class Reactivate(Step):
         from .hold import deactivated_by  # hold builds on these steps
 
         ops, notes, gone, others = [], [], 0, []
-        workloads, allowed = list(self.workloads), {self.source}
+        workloads = list(self.workloads)
+        allowed = {self.source} if self.source else set()
         if self.own and ctx.journal is not None:
             workloads = sorted(set(workloads) | {(w[0], w[1]) for w in deactivated_by(ctx.journal)})
             allowed.add(ctx.journal.id)
@@ -332,7 +347,7 @@ class Reactivate(Step):
             if wl.spec.active:
                 continue
             by = wl.metadata.annotations.get(DEACTIVATED_BY)
-            if self.source and by and by not in allowed:
+            if allowed and by and by not in allowed:
                 others.append(f"{ns}/{name} ({by})")
                 continue
             ops.append(Operation(

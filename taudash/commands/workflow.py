@@ -26,16 +26,39 @@ from taudash.engine.workflows import (
     status,
     summaries,
 )
-from taudash.engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step
+from taudash.engine.workflows.base import (
+    RETRY,
+    STOP,
+    WAIT_ANYWAY,
+    Context,
+    Operation,
+    Pause,
+    Plan,
+    RunnerEvent,
+    Step,
+)
+from taudash.engine.workflows.ops import UNCONFIRMED, operation_records
 
-from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
+from ..errors import EXIT_OK, UsageError
 from ..live import LiveCluster
+
+EXIT_PAUSED = 4  # the run stopped before its end (paused or failed) and can be resumed: `workflow resume ID`
+EXIT_INTERRUPTED = 130  # Ctrl-C: the run is Paused too (the shell's convention for SIGINT)
+
+EXIT_CODES = """\
+exit codes: 0 the run completed, or was aborted on request (`workflow abort`);
+  4 the run paused (a step declined, a mistyped context name, the dashboard's pause) or failed: it is
+    resumable with `taudash workflow resume ID` and the lines before say what it leaves in the cluster;
+  2 bad input or usage (nothing written); 3 cluster unreachable; 130 interrupted (Ctrl-C: Paused, resumable)."""
 
 
 def register(sub, add_source_args) -> None:
+    import argparse
+
     from ..cli import LIVE, LOCAL
 
-    w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain")
+    w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_source_args(w, frozenset(), shown=False)  # global options may stand between the words too
     wsub = w.add_subparsers(dest="wf_command", metavar="ACTION", required=True)
 
@@ -70,20 +93,24 @@ def register(sub, add_source_args) -> None:
         start_conn(k)
 
     # list/status/abort read or append to the local journal only: --read-only is honoured trivially
-    # (abort writes nothing to the cluster, so it stays allowed in read-only mode).
+    # (abort writes nothing to the cluster, so it stays allowed in read-only mode). Given a cluster
+    # (--context/--kubeconfig), status and abort read it — never write — to check what the run left.
     lst = wsub.add_parser("list", help="list workflows in the journal directory")
     add_source_args(lst, LOCAL)
     lst.add_argument("-o", "--output", choices=("table", "json"), default="table")
-    st = wsub.add_parser("status", help="a workflow's steps and state")
-    add_source_args(st, LOCAL)
+    st = wsub.add_parser("status", help="a workflow's steps, every operation it sent, and what it leaves in the "
+                                        "cluster (read from the cluster with --context/--kubeconfig)")
+    add_source_args(st, LIVE)
     st.add_argument("id")
     st.add_argument("-o", "--output", choices=("table", "json"), default="table")
-    rs = wsub.add_parser("resume", help="continue a workflow after a crash or a closed terminal")
+    rs = wsub.add_parser("resume", help="continue a paused, failed or interrupted workflow")
     rs.add_argument("id")
     conn(rs)
-    ab = wsub.add_parser("abort", help="mark a workflow aborted (changes nothing in the cluster)")
-    add_source_args(ab, LOCAL)
+    ab = wsub.add_parser("abort", help="end a workflow for good (type its id, or --yes); changes nothing in the "
+                                       "cluster and says what the run leaves there and how to undo it")
+    add_source_args(ab, LIVE)
     ab.add_argument("id")
+    ab.add_argument("--yes", action="store_true", help="end it without typing its id (needed from a script)")
     w.set_defaults(func=run)
 
 
@@ -109,9 +136,6 @@ def argparse_hidden():
     return argparse.SUPPRESS
 
 
-EXIT_INTERRUPTED = 130
-
-
 def run(args) -> int:
     cmd = args.wf_command
     if cmd == "list":
@@ -126,19 +150,10 @@ def run(args) -> int:
         return EXIT_OK
     if cmd in ("status", "abort"):
         journal = _open(args.id)
+        given = bool(getattr(args, "context", None) or getattr(args, "kubeconfig", None))
         if cmd == "abort":
-            if journal.terminal:
-                print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
-                return EXIT_OK
-            pid = journal.runner_pid()
-            if pid is not None:  # marking it would not stop it: that process would go on writing
-                raise UsageError(f"workflow {journal.id} is running now in another taudash"
-                                 f"{f' (pid {pid})' if pid else ''}: stop it there (Ctrl-C in a terminal, "
-                                 "a in the dashboard's wizard); nothing was marked")
-            journal.append("aborted", None, {"by": "operator"})
-            print(f"workflow {journal.id} marked aborted; nothing in the cluster was changed", file=sys.stderr)
-            return EXIT_OK
-        doc = status(journal)
+            return _abort(args, journal, given)
+        doc = asyncio.run(_live_status(args, journal)) if given else status(journal)
         if journal.header.get("rehearsal"):  # prediction beside reality (docs/rehearsal.md)
             doc["rehearsal"] = _prediction(journal)
         if args.output == "json":
@@ -162,15 +177,103 @@ def run(args) -> int:
 
 
 def interrupted(workflow_id: str | None, context: str | None, kubeconfig: str | None = None, err=None) -> int:
-    """Ctrl-C: the journal keeps every step done; say how to continue (stderr) and exit 130."""
+    """Ctrl-C: the run is journaled Paused with every step done; say what it leaves in the cluster (from its
+    journal: the connection is gone) and how to continue (stderr), and exit 130."""
     err = err or sys.stderr
     if workflow_id:
         hint = f"taudash workflow resume {workflow_id}" + (f" --context {context}" if context else "") + \
             (f" --kubeconfig {kubeconfig}" if kubeconfig else "")
-        print(clean(f"taudash: interrupted; resume with: {hint}"), file=err)
+        print(clean(f"taudash: interrupted; the workflow is paused; resume with: {hint}"), file=err)
+        try:
+            journal = Journal.open(workflow_id)
+        except JournalError:
+            return EXIT_INTERRUPTED
+        _print_leftovers(status(journal)["leftovers"], err)
     else:
         print("taudash: interrupted before a workflow was started; nothing was written", file=err)
     return EXIT_INTERRUPTED
+
+
+def _abort(args, journal: Journal, given: bool) -> int:
+    """End a run for good: confirmed by its id typed (or --yes); says what it leaves and how to undo each."""
+    if journal.terminal:
+        print(f"workflow {journal.id} is already {journal.state}", file=sys.stderr)
+        if given:  # the claims it may have left behind go back too
+            asyncio.run(_live_status(args, journal, give_back=True))
+        return EXIT_OK
+    pid = journal.runner_pid()
+    if pid is not None:  # marking it would not stop it: that process would go on writing
+        raise UsageError(f"workflow {journal.id} is running now in another taudash"
+                         f"{f' (pid {pid})' if pid else ''}: pause it there (Ctrl-C in a terminal, "
+                         "p in the dashboard's wizard); nothing was marked")
+    left = (asyncio.run(_live_status(args, journal)) if given else status(journal))["leftovers"]
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"workflow abort {journal.id}: ending a run for good needs its id typed, or --yes "
+                             "from a script; nothing was marked")
+        print(f"workflow {journal.id} ({journal.kind}, {journal.state}): aborting ends it for good (it can no "
+              f"longer be resumed); nothing in the cluster is changed or undone.", file=sys.stderr)
+        _print_leftovers(left, sys.stderr, heading="it leaves in the cluster")
+        typed = input(f"type the workflow id ({journal.id}) to abort it for good: ").strip()
+        if typed != journal.id:
+            raise UsageError(clean(f"{typed!r} is not the workflow id {journal.id!r}: not aborted "
+                                   f"(it stays {journal.state}; `taudash workflow resume {journal.id}` continues it)"
+                                   if typed else "nothing typed: not aborted"))
+    journal.append("aborted", None, {"by": "operator"})
+    print(f"workflow {journal.id} aborted: it will not be resumed; nothing it changed in the cluster is undone",
+          file=sys.stderr)
+    # again: what undoes a leftover can depend on this run being resumable ("finish the rollback")
+    _print_leftovers((asyncio.run(_live_status(args, journal, give_back=True)) if given else status(journal))["leftovers"],
+                     sys.stderr)
+    if not given:
+        print(clean(f" its claims on the cluster, if it holds any, stay until they go stale (or `taudash workflow abort "
+                    f"{journal.id} --context {journal.header.get('context') or 'C'}` gives them back)"), file=sys.stderr)
+    return EXIT_OK
+
+
+async def _live_status(args, journal: Journal, give_back: bool = False) -> dict:
+    """The status of a run checked against the cluster it ran on: writes in flight read back (a GET each,
+    nothing journaled) and the leftovers kept only where the live objects still show them. A connection
+    that cannot write: reading is all it does — except with `give_back` (an abort): then the claims the
+    ended run still holds on the cluster are given back (claim writes only; not in read-only mode)."""
+    from taudash.engine.identity import resume_refusal as other_cluster
+    from taudash.engine.rules.base import ObjRef
+    from taudash.engine.sources.ondemand import NOT_FOUND, SYNCED, KubeOnDemand
+    from taudash.engine.workflows.claims import release_finished
+
+    from ..config import ReadOnly
+
+    reading = ReadOnly.asked(f"workflow {args.wf_command} only reads the cluster", "reads only")
+    async with LiveCluster(args.context, args.kubeconfig, read_only=args.read_only if give_back else reading) as live:
+        refusal = other_cluster(journal.header, live.target.context, live.identity)
+        if refusal:  # another cluster's objects say nothing about this run
+            print(clean(f"taudash: not checked against the cluster: {refusal}"), file=sys.stderr)
+            return status(journal)
+        if give_back and not live.actions.writable:
+            print(clean(f" its claims on the cluster, if it holds any, stay until they go stale: "
+                        f"{live.actions.why_read_only}"), file=sys.stderr)
+        elif give_back:
+            namespace = getattr(args, "system_namespace", None) or "tau-system"
+            problems = await release_finished(live.actions, live.store, journal, namespace)
+            for problem in problems:
+                print(clean(f"taudash: {problem}"), file=sys.stderr)
+            if not problems:
+                print(" its claims on the cluster, if it held any, were given back", file=sys.stderr)
+        records = operation_records(journal)
+        workflow = build(journal.kind, journal.params)
+        reader = KubeOnDemand.for_source(live.source)
+        probed: dict[int, tuple[bool, str]] = {}
+        for rec in records:
+            if rec.state != UNCONFIRMED:
+                continue
+            got = await reader.full_object(ObjRef(kind=rec.kind, namespace=rec.namespace, name=rec.name))
+            if got.access not in (SYNCED, NOT_FOUND):
+                continue  # unreadable: it stays unconfirmed
+            step = next((s for s in workflow.steps if s.id == rec.step), None)
+            done = step.landed(rec.op, got.document) if step is not None else False
+            probed[id(rec)] = (done, ("applied" if done else "not applied") + ": read from the cluster now "
+                               "(the journal records it when the run is resumed)")
+        return status(journal, store=live.store, probed=probed, records=records)
 
 
 def _resumable(journal: Journal) -> None:
@@ -273,9 +376,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             state = await runner.run()
         except JournalBusy as exc:  # the dashboard or another terminal runs it now: this one writes nothing
             raise UsageError(str(exc)) from None
-    print(f"workflow {journal.id}: {state}", file=sys.stderr)
-    _print_deactivated(status(journal).get("deactivated") or [], journal.id)
-    return EXIT_OK if state == "Completed" else (EXIT_CRITICAL if state == "Failed" else EXIT_BAD_INPUT)
+        await runner.settle_writes()  # the leftovers are checked against the store: it must show our writes
+        doc = status(journal, store=live.store)
+    _print_end(doc)
+    return EXIT_OK if state in ("Completed", "Aborted") else EXIT_PAUSED
 
 
 async def _check_claims(live, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
@@ -330,12 +434,16 @@ def _confirmer(interactive: bool, context: str, ask: Callable[[str], str] = inpu
         for n in plan.notes:
             print(f"  note: {clean(n)}")
         if any(o.destructive for o in targets):
-            typed = (await _prompt(ask, f"destructive: type the context name ({context}) to confirm: ")).strip()
+            each = op is not None
+            typed = (await _prompt(ask, f"destructive: type the context name ({context}) to confirm"
+                                   + (", or `skip`" if each else "") + ": ")).strip()
+            if each and typed.lower() == "skip":
+                return False
             if typed != context:  # say why, so a typo is not mistaken for a refusal by the cluster
-                print(clean(f"  {typed!r} is not the context name {context!r}: not confirmed" if typed
-                            else "  nothing typed: not confirmed"))
-            return typed == context
-        answer = await _prompt(ask, "apply? [y/N] ")
+                raise Pause("context-name", f"{typed!r} is not the context name {context!r}: not confirmed"
+                            if typed else "nothing typed: not confirmed")
+            return True
+        answer = await _prompt(ask, "apply? [y/N] (anything else pauses the run) ")
         return answer.strip().lower() in ("y", "yes")
 
     return confirm
@@ -395,11 +503,15 @@ def _printer(now: Callable[[], datetime] = datetime.now, err=None):
             return
         if e.kind == "step-start":
             last["msg"] = None
-        mark = {"step-start": "▶", "verified": "✓", "failed": "✖", "completed": "✓", "aborted": "■",
-                "executed": " ", "plan": " ", "warning": "!"}.get(e.kind, " ")
+        mark = {"step-start": "▶", "verified": "✓", "failed": "✖", "completed": "✓", "paused": "‖",
+                "aborted": "■", "executed": " ", "plan": " ", "warning": "!"}.get(e.kind, " ")
         print(f"{mark} {clean(e.message)}", file=stream)
 
     return on_event
+
+
+OP_MARK = {"done": "✓", "not-done": "✗", "skipped": "-", "unconfirmed": "?"}
+OP_WORD = {"done": "done", "not-done": "not done", "skipped": "skipped", "unconfirmed": "in flight, unconfirmed"}
 
 
 def _print_status(doc: dict) -> None:
@@ -407,25 +519,70 @@ def _print_status(doc: dict) -> None:
     cluster = doc.get("cluster") or {}
     out(f"workflow {doc['id']} ({doc['workflow']}) · context {doc.get('context') or '-'} · "
         f"server {cluster.get('server') or 'unknown'} · {doc['state']}")
-    marks = {"Done": "✓", "Failed": "✖", "Waiting": "◐", "Planned": "▶", "Pending": " "}
+    if doc.get("paused"):
+        out(f" {_paused_line(doc)}")
+    marks = {"Done": "✓", "Failed": "✖", "Waiting": "◐", "Partial": "◑", "Planned": "▶", "Pending": " "}
     for i, s in enumerate(doc["steps"], 1):
         out(f" {marks.get(s['state'], ' ')} {i} {s['title']}  [{s['state']}]")
-        for op in s["plan"]:
-            out(f"      {op.get('diff', '')}")
+        sent = set()
+        for op in s.get("operations") or []:
+            sent.add(op.get("diff"))
+            note = f" ({op['note']})" if op.get("note") else ""
+            out(f"      {OP_MARK.get(op['state'], ' ')} {op.get('diff', '')}  {OP_WORD.get(op['state'], op['state'])}{note}")
+        if s["state"] not in ("Done", "Waiting"):  # what its last plan would still do (not sent)
+            for op in s["plan"]:
+                if op.get("diff") not in sent:
+                    out(f"        {op.get('diff', '')}  planned, not sent")
         if s.get("error"):
             out(f"      error: {s['error']}")
-    for ref in doc.get("deactivated") or []:
-        out(f" deactivated Workload {ref}")
     _print_prediction(doc.get("rehearsal"))
     for name, path in doc.get("artifacts", {}).items():
         out(f" artifact {name}: {path}")
+    _print_leftovers(doc.get("leftovers") or [], sys.stdout, all_names=True)
+    if doc.get("resume"):
+        out(f" continue it: {doc['resume']}")
     out(f" journal: {doc['journal']}")
 
 
-def _print_deactivated(refs: list[str], wid: str) -> None:
-    if refs:
-        print(f"deactivated {len(refs)} Workload(s): {clean(', '.join(refs))}; reactivate them with "
-              f"`taudash workflow start release --reactivate-from {wid}`", file=sys.stderr)
+def _paused_line(doc: dict) -> str:
+    p = doc.get("paused") or {}
+    n = next((i for i, s in enumerate(doc["steps"], 1) if s["id"] == p.get("step")), None)
+    where = f" at step {n} ({doc['steps'][n - 1]['title']})" if n else ""
+    return f"paused{where}: {p.get('message') or p.get('reason') or ''}"
+
+
+def _print_leftovers(items: list[dict], stream, heading: str = "what this run leaves in the cluster",
+                     all_names: bool = False) -> None:
+    """Each thing the run leaves, grouped under the command that undoes it (none: not reversible)."""
+    def say(line: str) -> None:
+        print(clean(line), file=stream)
+
+    if not items:
+        say(f" {heading}: nothing (no change of this run remains)")
+        return
+    checked = all(it.get("checked") == "cluster" for it in items)
+    say(f" {heading} ({'checked against the cluster now' if checked else 'from its journal'}):")
+    groups: dict[str | None, list[dict]] = {}
+    for it in items:
+        groups.setdefault(it.get("undo"), []).append(it)
+    for undo, group in groups.items():
+        for it in group:
+            say(f"   • {it['message']}" + (f" [change {it['of']}]" if it.get("of") else ""))
+            if all_names and len(it.get("objects") or []) > 10:
+                for ref in it["objects"]:
+                    say(f"       Workload {ref}")
+        say(f"     undo: {undo}" if undo else "     (not reversible by taudash)")
+
+
+def _print_end(doc: dict) -> None:
+    """The run's end: its state, why it stopped, what it leaves in the cluster, and how to continue."""
+    err = sys.stderr
+    state = doc["state"]
+    print(clean(f"workflow {doc['id']}: {state}" + (f" — {_paused_line(doc)}" if doc.get("paused") else "")), file=err)
+    _print_leftovers(doc.get("leftovers") or [], err)
+    if doc.get("resume"):
+        print(clean(f" continue it: {doc['resume']}   (or end it for good: taudash workflow abort {doc['id']})"),
+              file=err)
 
 
 def out(line: str) -> None:

@@ -57,9 +57,9 @@ USES: dict[str, set[str]] = {
     "workflow start rollback": LIVE,
     "workflow start drain": LIVE,
     "workflow list": {"read_only"},
-    "workflow status": {"read_only"},
+    "workflow status": LIVE,  # given a cluster, status and abort read it (never write) to check the leftovers
     "workflow resume": LIVE,
-    "workflow abort": {"read_only"},
+    "workflow abort": LIVE,
     "demo": {"read_only", "system_namespace", "pvc", "demo"},
     "sim serve": {"snapshot"},
     "bench": {"read_only"},

@@ -242,7 +242,7 @@ def test_no_config_file_is_fine_and_empty_means_nothing(tmp_path):
 def test_abort_only_writes_the_local_journal_and_stays_allowed(capsys, monkeypatch):
     monkeypatch.setenv("TAUDASH_READ_ONLY", "1")
     journal = Journal.create(new_id(), "hold", {"cqs": ["q"], "mode": "Hold"}, CONTEXT)
-    assert main(["workflow", "abort", journal.id, "--read-only"]) == 0
+    assert main(["workflow", "abort", journal.id, "--read-only", "--yes"]) == 0
     assert Journal.open(journal.id).state == "Aborted"
     assert main(["--read-only", "workflow", "list"]) == 0
     assert journal.id in capsys.readouterr().out

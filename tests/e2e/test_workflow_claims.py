@@ -267,7 +267,12 @@ def test_two_processes_of_two_operators_refuse_each_other_and_show_the_holder(cl
                 first.id, "hold", me_name, HOST, False)
         finally:
             term.type("n")
-            assert term.close() == 2  # declined: Aborted, its claim given back
+            assert term.close() == 4  # declined: Paused, resumable — and so still claimed
+        (kept,) = [c for c in claims_seen_by(them, them_name) if c["target"] == f"ClusterQueue {queue}"]
+        assert kept["holder"] == first.id
+        # ended for good on its cluster: the claim goes back
+        ended = taudash(me, "--context", f"taudash-sim-{me_name}", "workflow", "abort", first.id, "--yes")
+        assert ended.returncode == 0, ended.stderr
         assert [c for c in claims_seen_by(them, them_name) if c["target"] == f"ClusterQueue {queue}"] == []
         for state_dir in (me, them):  # cleaned for the next side
             for p in (Path(state_dir["TAUDASH_STATE_DIR"]) / "workflows").glob("*"):

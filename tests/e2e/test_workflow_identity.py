@@ -266,7 +266,8 @@ async def test_a_completed_rollback_marks_its_source_rolled_back(tmp_path):
 def test_ctrl_c_prints_how_to_resume():
     err = io.StringIO()
     assert wfcli.interrupted("abc123", "prod", None, err=err) == 130
-    assert err.getvalue().strip() == "taudash: interrupted; resume with: taudash workflow resume abc123 --context prod"
+    assert err.getvalue().strip() == ("taudash: interrupted; the workflow is paused; resume with: "
+                                      "taudash workflow resume abc123 --context prod")
     err = io.StringIO()
     assert wfcli.interrupted(None, None, err=err) == 130
     assert "nothing was written" in err.getvalue()

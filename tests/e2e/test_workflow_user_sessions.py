@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tools.claims import claim_request
+from tools.claims import LEASES, claim_request
 from tools.paths import DEMO, REPO
 
 from taudash.cli import main
@@ -94,6 +94,13 @@ def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
+def end_for_good(env: dict, workflow_id: str) -> None:
+    """`workflow abort ID --yes` on its cluster: the run is over and its claims go back (the module's tests
+    share one simulated cluster, each with its own state folder, as separate operators would)."""
+    done = cli(env, "workflow", "abort", workflow_id, "--yes", "--kubeconfig", env["KUBECONFIG"])
+    assert done.returncode == 0, done.stderr
+
+
 def journals(env: dict) -> list[Path]:
     return sorted((Path(env["TAUDASH_STATE_DIR"]) / "workflows").glob("*.jsonl"))
 
@@ -117,11 +124,12 @@ def test_resuming_a_run_another_terminal_is_running_is_refused_and_writes_nothin
         assert journal.path.read_text() == lines  # and nothing journaled in the first one's name
     finally:
         term.type("n")
-        assert term.close() == 2  # declined: Aborted
+        assert term.close() == 4  # declined: Paused (resumable)
     assert demo_sim.db.get(CQ, "tau-ws-eval")["spec"].get("stopPolicy", "None") == "None"
-    # once that run is over, the lock is gone with its process: resuming says its state instead
-    after = cli(env, "workflow", "resume", journal.id, "--yes")
-    assert after.returncode == 2 and "is Aborted: a finished run cannot be resumed" in after.stderr
+    # once that process is gone its lock is too: the paused run is resumable from any terminal
+    after = Journal.open(str(journal.path))
+    assert after.state == "Paused" and after.resumable and after.runner_pid() is None
+    end_for_good(env, journal.id)
 
 
 def test_a_second_run_on_a_queue_an_unfinished_run_holds_is_refused(env, demo_sim):
@@ -139,7 +147,10 @@ def test_a_second_run_on_a_queue_an_unfinished_run_holds_is_refused(env, demo_si
     finally:
         term.type("n")
         term.close()
-    # the first run is over (Aborted): the same queue can be held again
+    # declined, the first run is Paused: still unfinished, so still refused — until it is ended for good
+    paused = cli(env, "workflow", "start", "hold", "--cq", "tau-ws-vision", "--yes")
+    assert paused.returncode == 2 and f"workflow {first.id} (hold, Paused) is not finished" in paused.stderr
+    end_for_good(env, first.id)
     again = cli(env, "workflow", "start", "hold", "--cq", "tau-ws-vision", "--mode", "Hold", "--yes",
                 "--wait-timeout", "1")
     assert "not finished" not in again.stderr
@@ -195,8 +206,12 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
         rest = (await asyncio.wait_for(proc.stderr.read(), 60)).decode()
         assert await proc.wait() == 130
         (path,) = (tmp_path / "state" / "workflows").glob("*.jsonl")
-        assert f"interrupted; resume with: taudash workflow resume {path.stem}" in rest
-        assert Journal.open(str(path)).state == "InProgress"
+        assert f"interrupted; the workflow is paused; resume with: taudash workflow resume {path.stem}" in rest
+        assert Journal.open(str(path)).state == "Paused"
+        # what it leaves, from its journal (the connection is gone), with the command that undoes it
+        assert "what this run leaves in the cluster (from its journal):" in rest
+        assert "ClusterQueue tau-ws-train is on stopPolicy HoldAndDrain (it was None before the run)" in rest
+        assert f"undo: taudash workflow start release --reactivate-from {path.stem}" in rest
     finally:
         if not stopped:
             await sim.stop()
@@ -207,10 +222,12 @@ def test_a_mistyped_context_name_says_so_and_writes_nothing(env, demo_sim):
     term.wait_for("type the context name (taudash-sim) to confirm:")
     t0 = time.time()
     term.type("prod")
-    shown = term.wait_for("not confirmed; workflow stopped")
+    shown = term.wait_for("or end it for good")
     assert "'prod' is not the context name 'taudash-sim': not confirmed" in shown
-    assert term.close() == 2
-    assert step_writes_since(demo_sim, t0) == []  # (its claims given back: Aborted)
+    assert "Paused" in shown and "what this run leaves in the cluster: nothing" in shown
+    assert term.close() == 4  # paused, resumable: not the critical-findings 1, not a usage error
+    assert step_writes_since(demo_sim, t0) == []  # (a paused run keeps its claims: only those were written)
+    end_for_good(env, journals(env)[0].stem)
     assert demo_sim.db.get(CQ, "tau-ws-train")["spec"].get("stopPolicy", "None") == "None"
 
 
@@ -236,8 +253,9 @@ def test_the_run_it_for_real_hint_of_a_read_only_rehearsal_runs_for_real(env, de
         term.wait_for("type the context name (taudash-sim) to confirm:")
     finally:
         term.type("no")
-        term.close()
-    assert step_writes_since(demo_sim, t0) == []  # the real run claimed the queue, declined, gave it back
+        assert term.close() == 4  # not the context name: paused, keeping its claim on the queue
+    assert step_writes_since(demo_sim, t0) == []  # the real run claimed the queue and wrote nothing else
+    end_for_good(env, journals(env)[0].stem)
 
 
 def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo_sim):
@@ -253,5 +271,13 @@ def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo
     finally:
         term.type("n")
         term.close()
-    done = cli(env, "workflow", "abort", journal.id)  # once it stopped: abort says it is already over
-    assert done.returncode == 0 and "already Aborted" in done.stderr
+    # once it stopped (declined: Paused), a script must say --yes to end it; then it is over
+    refused = cli(env, "workflow", "abort", journal.id)
+    assert refused.returncode == 2 and "needs its id typed, or --yes" in refused.stderr
+    assert Journal.open(str(journal.path)).state == "Paused"
+    done = cli(env, "workflow", "abort", journal.id, "--yes")
+    assert done.returncode == 0 and f"workflow {journal.id} aborted" in done.stderr
+    assert "its claims on the cluster, if it holds any, stay until they go stale" in done.stderr  # no cluster given
+    assert cli(env, "workflow", "abort", journal.id, "--yes").stderr.strip() == f"workflow {journal.id} is already Aborted"
+    end_for_good(env, journal.id)  # given its cluster, an abort (even of an aborted run) gives its claims back
+    assert not [lease for lease in demo_sim.db.list(LEASES) if lease["spec"]["holderIdentity"] == journal.id]

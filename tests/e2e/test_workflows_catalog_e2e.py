@@ -17,7 +17,7 @@ from tools.workflows import harness
 from taudash.cli import main
 from taudash.engine.workflows import Journal, status
 from taudash.engine.workflows.base import Context, Crash
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.ops import operation_records
 from taudash.engine.workflows.params import catalog_params, release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY, previous_stop_policies
 
@@ -146,24 +146,38 @@ async def test_catalog_holds_only_affected_queues_restores_hold_then_reactivates
     assert "tau-ws-eval: " + params["why"]["tau-ws-eval"][0] in hold_plan["notes"]
     assert any(n.startswith("evicts ") and " admitted Workload(s) in tau-ws-eval: " in n for n in hold_plan["notes"])
     assert any("server dry-run of the TauCluster update accepted" in n for n in hold_plan["notes"])
-    # the evicted work came back pending and was deactivated, annotated with this run's id, and listed
-    doc = status(journal)
-    listed = {tuple(ref.split("/")) for ref in doc["deactivated"]}
-    assert listed and listed == deactivated_workloads(h, journal.id)
+    # the evicted work came back pending and was deactivated, annotated with this run's id; the change's last
+    # step reactivated all of it once admission was restored: nothing is left deactivated, nothing listed
+    ever = {(r.namespace, r.name) for r in operation_records(journal)
+            if r.kind == "Workload" and r.step == "drain" and r.state == "done"}
     verify = next(r for r in journal.records if r["event"] == "verified" and r["step"] == "drain")
-    assert any(c["message"].startswith(f"deactivated {len(listed)} Workload(s): ") for c in verify["data"]["checks"])
-    # release --reactivate-from the catalog run: active again, annotation gone
-    rel = release_params([], journal.id, ctx=ctx_of(h))
-    assert rel["cqs"] == ["tau-ws-eval"] and {tuple(x) for x in rel["reactivate"]} == listed
-    writes = len(writes_to(h, "tau-ws-eval"))
-    _, state = await h.run("release", rel)
-    assert state == "Completed"
-    # the queue is back where the operator had it: releasing the change does not open it
-    assert policy(h, "tau-ws-eval") == "Hold" and len(writes_to(h, "tau-ws-eval")) == writes
-    for ns, name in listed:
+    assert ever and any(c["message"].startswith(f"deactivated {len(ever)} Workload(s): ")
+                        for c in verify["data"]["checks"])
+    assert ("reactivate", None) in h.confirmations  # its own confirmation
+    assert {(r.namespace, r.name) for r in operation_records(journal)
+            if r.step == "reactivate" and r.state == "done"} == ever - gone_or_finished(h, ever)
+    assert status(journal)["deactivated"] == [] and deactivated_workloads(h, journal.id) == set()
+    for ns, name in ever:
         wl = h.sim.db.get(WL, name, ns)
         assert wl is None or (wl["spec"].get("active", True)
                               and DEACTIVATED_BY not in (wl["metadata"].get("annotations") or {}))
+    # a release of the change then has nothing to reactivate, and leaves the queue where the operator had it
+    rel = release_params([], journal.id, ctx=ctx_of(h))
+    assert rel["cqs"] == ["tau-ws-eval"] and rel["reactivate"] == []
+    writes = len(writes_to(h, "tau-ws-eval"))
+    _, state = await h.run("release", rel)
+    assert state == "Completed"
+    assert policy(h, "tau-ws-eval") == "Hold" and len(writes_to(h, "tau-ws-eval")) == writes
+
+
+def gone_or_finished(h, refs) -> set[tuple[str, str]]:
+    out = set()
+    for ns, name in refs:
+        wl = h.sim.db.get(WL, name, ns)
+        if wl is None or any(c.get("type") == "Finished" and c.get("status") == "True"
+                             for c in (wl.get("status") or {}).get("conditions") or []):
+            out.add((ns, name))
+    return out
 
 
 async def test_hold_annotates_lists_and_release_reactivates(h, capsys):
@@ -172,10 +186,12 @@ async def test_hold_annotates_lists_and_release_reactivates(h, capsys):
     listed = {tuple(ref.split("/")) for ref in status(journal)["deactivated"]}
     assert listed and listed == deactivated_workloads(h, journal.id)
     assert previous_stop_policies(journal) == {"tau-ws-train": "None"}
-    # the CLI shows them in `workflow status`
+    # the CLI shows them in `workflow status`, with the command that undoes the hold
     assert await asyncio.to_thread(cli, "workflow", "status", journal.id) == 0
     out = capsys.readouterr().out
-    assert all(f"deactivated Workload {ns}/{name}" in out for ns, name in listed)
+    assert f"{len(listed)} Workload(s) deactivated" in out
+    assert all(f"{ns}/{name}" in out for ns, name in listed)
+    assert f"undo: taudash workflow start release --reactivate-from {journal.id}" in out
     rel = release_params([], journal.id, ctx=ctx_of(h))
     _, state = await h.run("release", rel)
     assert state == "Completed" and policy(h, "tau-ws-train") == "None"
@@ -212,10 +228,17 @@ async def test_rollback_restores_hold_and_offers_reactivation(h, tmp_path):
     await h.settle()
     new = catalog(h)
     next(p for p in new if p["name"] == EVAL)["placement"] = "same-host"
+    real_confirm = h.confirm
+
+    async def keep_them_deactivated(step, plan, op):  # the operator declines the change's reactivation
+        return False if step.id == "reactivate" else await real_confirm(step, plan, op)
+
+    h.confirm = keep_them_deactivated
     journal, state = await h.run("catalog", catalog_params(ctx_of(h), _file(tmp_path, new)))
-    assert state == "Completed", journal.records[-3:]
+    h.confirm = real_confirm
+    assert state == "Paused", journal.records[-3:]
     by_catalog = deactivated_workloads(h, journal.id)
-    assert by_catalog
+    assert by_catalog and {tuple(ref.split("/")) for ref in status(journal)["deactivated"]} == by_catalog
     rb_params = rollback_params(ctx_of(h), journal.id)
     assert rb_params["cqs"] == ["tau-ws-eval"] and {tuple(x) for x in rb_params["reactivate"]} == by_catalog
     assert rb_params["diff"] == [f"~ {EVAL}: placement same-host → unconstrained"]
@@ -226,7 +249,8 @@ async def test_rollback_restores_hold_and_offers_reactivation(h, tmp_path):
     assert ("reactivate", None) in h.confirmations  # its own confirmation
     assert deactivated_workloads(h, journal.id) == set()  # what the catalog run deactivated is active again
     assert deactivated_workloads(h, rb.id) == set()  # and what the rollback's own drain deactivated
-    for ns, name in by_catalog | {tuple(w) for w in deactivated_by(rb)}:
+    assert status(rb)["deactivated"] == [] and status(journal)["deactivated"] == []
+    for ns, name in by_catalog:
         wl = h.sim.db.get(WL, name, ns)
         assert wl is None or wl["spec"].get("active", True)
     assert h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"] == yaml.safe_load(

@@ -16,6 +16,9 @@ from taudash.sim.world import World
 from tools.claims import claim_request
 
 CQ = "clusterqueues.kueue.x-k8s.io"
+TC = "clusters.tau.azure.com"
+WL = "workloads.kueue.x-k8s.io"
+EVAL = "azure.research.eval.gpu"  # a demo profile whose change holds only tau-ws-eval
 QUIET = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0))
 
 
@@ -32,12 +35,30 @@ class Harness:
         self.confirmations.append((step.id, op.ref if op else None))
         return True
 
+    def context(self) -> Context:
+        """A context for parameter builders (no journal): the live store and write path."""
+        return Context(store=self.live.store, actions=self.live.actions)
+
+    def eval_placement_change(self, directory) -> dict:
+        """Catalog-change parameters that move the demo's eval profile to same-host (holds tau-ws-eval only)."""
+        import copy
+
+        import yaml
+
+        from taudash.engine.workflows.params import catalog_params
+
+        profiles = copy.deepcopy(self.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"])
+        next(p for p in profiles if p["name"] == EVAL)["placement"] = "same-host"
+        path = directory / f"catalog-{new_id()}.yaml"
+        path.write_text(yaml.safe_dump(profiles))
+        return catalog_params(self.context(), str(path))
+
     def ctx(self, journal, hooks=None):
         return Context(store=self.live.store, actions=self.live.actions, clock=self.world.clock.now,
                        artifacts_dir=artifacts_dir(journal), hooks=hooks)
 
     async def run(self, kind, params, hooks=None, journal=None):
-        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context)
+        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context, cluster=self.live.identity)
         runner = Runner(build(kind, journal.params), self.ctx(journal, hooks), journal, self.confirm, poll=0.0,
                         sleep=self.sleep)
         return journal, await runner.run()

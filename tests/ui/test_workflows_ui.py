@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from rich.console import Console
 from textual.widgets import Button, Input, RadioButton, Select, SelectionList, Static
-from tools.claims import LEASES, claim_request
+from tools.claims import claim_request
 from tools.waiting import palette_results
 
 from taudash.app import TaudashApp
@@ -178,7 +178,9 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
             body = modal_text(modal)
             assert "active true → active false" in body and modal.request.step_no == 2
             assert not modal.query_one("#confirm", Button).disabled and not modal.query("#sc-context")
-            assert modal.focused is modal.query_one("#cancel", Button)  # not destructive: enter alone declines
+            # not destructive: the focus is on the safe answer, and it says so: enter alone pauses, never ends it
+            assert modal.focused is modal.query_one("#pause", Button)
+            assert str(modal.query_one("#confirm", Button).label) == "Confirm step 2"
             # step 1 wrote: the confirmation says so instead of "nothing is written"
             assert "nothing has been written" not in body and "nothing is written" not in body
             assert "ALREADY WRITTEN by this workflow" in body and "this step writes nothing" in body
@@ -198,10 +200,12 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         inactive = [(w["metadata"]["namespace"], w["metadata"]["name"]) for w in sim.db.list(WL)
                     if w["spec"].get("active") is False]
         assert sorted(wizard.model.deactivated) == sorted(inactive) and inactive
-        gone = text_of(wizard.query_one("#wz-deactivated", Static))
-        assert f"DEACTIVATED by this run · {len(inactive)} Workload" in gone
+        gone = text_of(wizard.query_one("#wz-leftovers", Static))
+        assert "WHAT STAYS in the cluster  checked against the cluster now" in gone
+        assert f"{len(inactive)} Workload(s) deactivated" in gone
+        assert "ClusterQueue tau-ws-train is on stopPolicy HoldAndDrain (it was None before the run)" in gone
         assert {f"{ns}/{name}" for ns, name in inactive} <= set(gone.split())  # whole names, never cut
-        assert f"reactivate-from {wizard.model.id}" in gone
+        assert f"undo: taudash workflow start release --reactivate-from {wizard.model.id}" in gone
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, NewWorkflowScreen), what="the release form")
         form = app.screen
@@ -233,18 +237,25 @@ async def test_declining_the_first_step_writes_nothing(rig):
         await pilot.press("enter")  # the context name has the focus: enter with nothing typed does nothing
         await pilot.pause()
         assert isinstance(app.screen, StepConfirmScreen)
-        await pilot.press("tab", "enter")  # the next stop is Cancel: enter declines
-        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
-                       what="the wizard to show Aborted")
-        assert app.screen.model.steps[0].state == "Stopped"
+        await pilot.press("tab")  # the next stop is "Pause (resume later)": enter pauses, it does not end the run
+        assert str(app.screen.focused.label) == "Pause (resume later)"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Paused",
+                       what="the wizard to show Paused")
+        wizard = app.screen
+        assert wizard.model.steps[0].state == "Paused" and wizard.model.resumable
+        stays = text_of(wizard.query_one("#wz-leftovers", Static))
+        assert "nothing: no change this run made remains in the cluster" in stays and "‖ paused at step 1" in stays
+        wid = wizard.model.id
     # Nothing of the step: no write, not even its dry-run. The run's claim on the queue (taken when it started,
-    # so that no other operator's run could write to it meanwhile) is given back.
+    # so that no other operator's run could write to it meanwhile) stays with the paused run until it resumes
+    # or ends (or goes stale).
     assert [r for r in sim.api.requests if r.verb in ("patch", "create", "delete") and not claim_request(r)] == []
     queue = sim.db.get(CQ, "tau-ws-eval")
     assert queue["spec"].get("stopPolicy", "None") == "None"
-    assert HELD_BY_ANNOTATION not in queue["metadata"].get("annotations", {}) and sim.db.list(LEASES) == []
+    assert queue["metadata"].get("annotations", {}).get(HELD_BY_ANNOTATION) == wid
     [row] = summaries()
-    assert row["state"] == "Aborted"
+    assert row["state"] == "Paused"
 
 
 async def test_form_reports_bad_input_and_palette_opens_the_form(rig):
@@ -461,7 +472,15 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
             assert app.is_running and not app._exit and app.workflows.live()
         await pilot.press("a")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
-        await pilot.press("tab", "enter")
+        modal = app.screen
+        assert modal.title_text == f"Abort workflow {wid} for good" and modal.typed == wid
+        said = " ".join(modal.targets)
+        assert "ClusterQueue tau-ws-eval is on stopPolicy Hold (it was None before the run)" in said
+        assert f"undo: taudash workflow start release --reactivate-from {wid}" in said
+        await pilot.press("enter")  # the run's id has the focus: enter with nothing typed does nothing
+        await pilot.pause()
+        assert app.screen is modal and modal.query_one("#confirm", Button).disabled
+        await pilot.press(*wid, "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Aborted",
                        what="Aborted")
         assert not app.workflows.live() and app.screen.model.steps[1].state == "Stopped"

@@ -167,12 +167,14 @@ async def test_finished_run_lists_what_it_deactivated_and_l_opens_the_release_fo
                 break
         wizard = app.screen
         assert sorted(wizard.model.deactivated) == CATALOG_DEACTIVATED
-        pane = wizard.query_one("#wz-deactivated", Static)
+        pane = wizard.query_one("#wz-leftovers", Static)
         assert pane.display
         text = plain(pane.content)
-        assert "DEACTIVATED by this run · 4 Workloads" in text
+        assert "WHAT STAYS in the cluster  from the run's journal" in text
+        assert "4 Workload(s) deactivated" in text
+        assert "ClusterQueue tau-ws-eval is on stopPolicy HoldAndDrain" in text
         assert {f"{ns}/{n}" for ns, n in CATALOG_DEACTIVATED} <= set(text.split())
-        assert "reactivate-from 7f3a2c" in text
+        assert "undo: taudash workflow start release --reactivate-from 7f3a2c --context aks-eastus-prod-demo" in text
         assert "l release / reactivate the 4 Workloads" in plain(wizard.query_one("#wz-mode", Static).content)
         await pilot.press("l")
         for _ in range(40):
@@ -206,7 +208,9 @@ async def test_running_or_release_runs_offer_no_reactivation():
     app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=SIZE) as pilot:
         wizard = await open_wizard(pilot, "0f9e8d")  # a release: it deactivates nothing
-        assert wizard.model.deactivated == [] and not wizard.query_one("#wz-deactivated", Static).display
+        pane = wizard.query_one("#wz-leftovers", Static)
+        assert wizard.model.deactivated == [] and wizard.model.leftovers == []
+        assert pane.display and "nothing: no change this run made remains" in plain(pane.content)  # it is Aborted
         await pilot.press("l")
         await pilot.pause()
         assert app.screen is wizard
@@ -216,13 +220,13 @@ async def test_running_or_release_runs_offer_no_reactivation():
         wizard = await open_wizard(pilot, "7f3a2c")
         wizard.model.started(NOW, resumed=True)
         wizard.render_run()
-        assert wizard.model.deactivated and not wizard.query_one("#wz-deactivated", Static).display
+        assert wizard.model.deactivated and not wizard.query_one("#wz-leftovers", Static).display
         await pilot.press("l")
         await pilot.pause()
         assert app.screen is wizard
         wizard.model.finished("Aborted", "", NOW)  # stopped: offered again (read back from the journal)
         wizard.render_run()
-        assert wizard.query_one("#wz-deactivated", Static).display
+        assert wizard.query_one("#wz-leftovers", Static).display
         assert sorted(wizard.model.deactivated) == CATALOG_DEACTIVATED
 
 
@@ -235,7 +239,7 @@ async def test_read_only_wizard_says_how_to_reactivate_elsewhere_and_l_explains(
             if isinstance(app.screen, WizardScreen):
                 break
         wizard = app.screen
-        text = plain(wizard.query_one("#wz-deactivated", Static).content)
+        text = plain(wizard.query_one("#wz-leftovers", Static).content)
         assert "taudash workflow start release --reactivate-from 7f3a2c" in text
         await pilot.press("l")
         await pilot.pause()

@@ -14,7 +14,7 @@ from tools.waiting import palette_results
 
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.workflows import Journal
-from taudash.engine.workflows.base import Context, RunnerEvent
+from taudash.engine.workflows.base import PAUSE, Context, RunnerEvent
 from taudash.engine.workflows.params import (
     ParamError,
     describe,
@@ -39,7 +39,7 @@ def journals(tmp_path):
 
 def test_model_from_journal_marks_steps_and_keeps_the_plan(journals):
     m = RunModel.from_journal(Journal.open("7f3a2c", journals))
-    assert [s.state for s in m.steps] == ["Done", "Waiting", "Pending", "Pending", "Pending"]
+    assert [s.state for s in m.steps] == ["Done", "Waiting", "Pending", "Pending", "Pending", "Pending"]
     assert m.steps[0].note == "stopPolicy HoldAndDrain on tau-ws-eval, tau-ws-train"
     assert m.current == "drain" and len(m.plan["operations"]) == 4 and m.resumable
     failed = RunModel.from_journal(Journal.open("d4e5f6", journals))
@@ -143,25 +143,44 @@ async def test_confirm_gates_destructive_steps_on_the_typed_context_name():
     assert app.answer is True
 
 
-async def test_confirm_escape_in_the_context_name_declines():
+async def test_confirm_escape_in_the_context_name_pauses():
     app = ConfirmApp(request(destructive=True))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen.focused, Input)
         await pilot.press("p", "escape")
         await pilot.pause()
-    assert app.answer is False
+    assert app.answer == PAUSE
 
 
-async def test_confirm_escape_and_enter_on_cancel_decline():
+async def test_confirm_focus_starts_on_pause_and_escape_or_enter_pause_never_end_the_run():
     for keys in (["escape"], ["enter"]):
         app = ConfirmApp(request(destructive=False))
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause()
-            assert not app.screen.query("#sc-context") and not app.screen.query_one("#confirm", Button).disabled
+            screen = app.screen
+            assert not screen.query("#sc-context") and not screen.query_one("#confirm", Button).disabled
+            pause = screen.query_one("#pause", Button)
+            assert screen.focused is pause and str(pause.label) == "Pause (resume later)"
+            assert str(screen.query_one("#confirm", Button).label) == "Confirm step 1"
+            assert not screen.query("#cancel")  # no button of a step's confirmation ends the run for good
             await pilot.press(*keys)
             await pilot.pause()
-        assert app.answer is False
+        assert app.answer == PAUSE
+
+
+async def test_confirm_each_skips_or_pauses():
+    each = ConfirmRequest("abc", "Drain", "prod", 1, 2, "Remove drain blockers",
+                          [{"verb": "delete", "kind": "RayService", "namespace": "eval", "name": "llm",
+                            "diff": "- delete RayService eval/llm", "destructive": True}], op_no=1, op_total=2)
+    for button, answer in (("#cancel", False), ("#pause", PAUSE)):
+        app = ConfirmApp(each)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            assert str(app.screen.query_one("#cancel", Button).label) == "Skip this one"
+            app.screen.query_one(button, Button).press()
+            await pilot.pause()
+        assert app.answer == answer, button
 
 
 async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_read_only(tmp_path, monkeypatch):
