@@ -1,7 +1,7 @@
 """The derivation: the registered rules (engine/registry.py) kept current from the store's change feed.
 
 There is one implementation. The first `view()` of a deriver builds every rule from nothing — that
-is the full derivation, `engine.view.derive()` — and each later one feeds the rules the changes since:
+is the full derivation, `derive()` below — and each later one feeds the rules the changes since:
 a rule is recomputed when a kind it declares in `reads` changed (filtered by its fingerprints) or a
 rule it `needs` moved; rules with per-object state (engine/parts.py) recompute only the objects
 that changed. A re-list (RESET), an access-state change or a change feed that no longer reaches
@@ -294,4 +294,11 @@ class IncrementalDeriver:
                                            **values)
 
 
-__all__ = ["GuardedStore", "IncrementalDeriver", "UndeclaredRead", "WaitingList"]
+def derive(store: Store, now: datetime, config: RuleConfig | None = None, source: SourceInfo | None = None) -> ClusterView:
+    """Run every rule over the store at time `now` (rules never read a clock): a fresh incremental
+    deriver's first view — the same code the dashboard's updates run (`status -o json`, the simulator,
+    tests)."""
+    return IncrementalDeriver(store, config, source).view(now)
+
+
+__all__ = ["GuardedStore", "IncrementalDeriver", "UndeclaredRead", "WaitingList", "derive"]

@@ -11,7 +11,7 @@ what it computed per object and, given the objects that changed, recomputes only
   namespace's drain-relevant kinds; every other kind it reads can move any workspace).
 
 `update(ctx, None, ...)` is the build from nothing, through the same code: the full derivation
-(engine.view.derive) is this started from an empty view.
+(engine.incremental.derive) is this started from an empty view.
 """
 
 from __future__ import annotations

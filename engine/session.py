@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import heap
 from .identity import ClusterIdentity
-from .incremental import IncrementalDeriver
+from .incremental import IncrementalDeriver, derive
 from .model import BY_KIND, KINDS
 from .model.kinds import TAU, WORKLOAD_SOURCES
 from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
 from .rules.cluster import api_outage
 from .store import AccessState, Store
-from .view import ClusterView, SourceInfo, derive
+from .view import ClusterView, SourceInfo
 
 if TYPE_CHECKING:
     from .sources.ondemand import OnDemand

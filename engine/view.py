@@ -1,4 +1,4 @@
-"""ClusterView: the immutable derived state every consumer renders, and `derive()` that builds it.
+"""ClusterView: the immutable derived state every consumer renders (`engine.incremental.derive()` builds it).
 
 Its fields come from the rule registry (engine/registry.py), in the registry's order, between the
 header (apiVersion, kind, source) and the sorted findings: the `status -o json` contract.
@@ -6,15 +6,13 @@ header (apiVersion, kind, source) and the sorted findings: the `status -o json` 
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
 
 from .registry import RULES
-from .rules.base import Finding, RuleConfig, ViewModel
+from .rules.base import Finding, ViewModel
 from .rules.cluster import AccessEntry, _iso
-from .store import Store
 
 
 class SourceInfo(ViewModel):
@@ -71,12 +69,4 @@ else:
     ClusterView.__doc__ = "The derived cluster state: one field per registered rule output (engine/registry.py)."
 
 
-def derive(store: Store, now: datetime, config: RuleConfig | None = None, source: SourceInfo | None = None) -> ClusterView:
-    """Run every rule over the store at time `now` (rules never read a clock): a fresh incremental
-    deriver's first view — the same code the dashboard's updates run."""
-    from .incremental import IncrementalDeriver
-
-    return IncrementalDeriver(store, config, source).view(now)
-
-
-__all__ = ["AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso", "derive"]
+__all__ = ["AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso"]

@@ -42,10 +42,11 @@ from taudash.bench.measure import (
     sync_elsewhere,
 )
 from taudash.bench.queue_view import queue_view_phase
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.kube import KubeSource
-from taudash.engine.view import SourceInfo, derive
+from taudash.engine.view import SourceInfo
 
 if TYPE_CHECKING:
     from taudash.screens.base import DashScreen

@@ -16,12 +16,12 @@ from tools import yamlc
 from tools.simhttp import list_served
 
 from taudash.cli import main
+from taudash.engine.incremental import derive
 from taudash.engine.model import KINDS
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.export import PARTIAL, export_snapshot, export_to, partial_object
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import derive
 from taudash.loading import DEMO_SNAPSHOT, load_live
 from taudash.sim.schema import SchemaSet, crd_root
 from taudash.sim.server import SimServer

@@ -374,8 +374,8 @@ async def test_a_run_renews_its_claims_and_writes_nothing_once_another_took_them
 def test_status_lists_each_claim_whole_with_its_holder(fixtures_dir):
     from rich.console import Console
 
+    from taudash.engine.incremental import derive
     from taudash.engine.sources.snapshot import load_snapshot
-    from taudash.engine.view import derive
     from taudash.report import render_table
 
     view = derive(load_snapshot(fixtures_dir / "claims.yaml").store, datetime(2026, 11, 30, 9, 30, tzinfo=UTC))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from taudash.engine.incremental import derive
 from taudash.engine.model.kinds import lookup
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import derive
 from taudash.sim.schema import crd_root
 
 KUEUE = "kueue.x-k8s.io"

@@ -9,14 +9,14 @@ import pytest
 from factories import cluster_queue, workload, workspace
 from tools.paths import REPO
 
-from taudash.engine.incremental import IncrementalDeriver, UndeclaredRead
+from taudash.engine.incremental import IncrementalDeriver, UndeclaredRead, derive
 from taudash.engine.model import lookup
 from taudash.engine.registry import RULES
 from taudash.engine.rules.base import Rule, RuleContext, ViewField
 from taudash.engine.rules.cluster import TeamSummary, derive_teams
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import ClusterView, derive
+from taudash.engine.view import ClusterView
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 DEMO = REPO / "snapshots" / "demo.yaml"
