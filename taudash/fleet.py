@@ -36,7 +36,7 @@ from taudash.engine.multikueue_join import (
 )
 from taudash.engine.rules.base import Finding, RuleConfig
 from taudash.engine.session import Frame
-from taudash.engine.sources.kube import kubeconfig_path
+from taudash.engine.sources.client import kubeconfig_path
 from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
@@ -287,7 +287,7 @@ class FleetMember:
         Any HTTP answer counts (a 401 is an answer: the server lives; the watches report access)."""
         import time
 
-        from taudash.engine.sources.kube import connect
+        from taudash.engine.sources.client import connect
 
         every, timeout = self.freshness_bound / 5, self.freshness_bound / 2
         try:
@@ -322,8 +322,9 @@ class FleetMember:
         """Connect, sync and keep watching until cancelled; an unreachable cluster is retried every `retry` s."""
         import time
 
-        from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-        from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+        from taudash.engine.sources.client import ConfigError, connect
+        from taudash.engine.sources.client import Unreachable as SourceUnreachable
+        from taudash.engine.sources.kube import KubeSource
 
         started = time.perf_counter()
         while True:

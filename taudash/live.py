@@ -7,8 +7,9 @@ from typing import Any
 
 from taudash.engine.actions import Actions, AuditLog
 from taudash.engine.paths import state_dir
-from taudash.engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
-from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.sources.client import ClusterTarget, ConfigError, connect
+from taudash.engine.sources.client import Unreachable as SourceUnreachable
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 
 from .config import ReadOnly, resolve_read_only

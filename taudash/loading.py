@@ -82,8 +82,9 @@ async def synced_cluster(context: str | None, kubeconfig: str | None,
                          sync_timeout: float = 30.0) -> AsyncIterator[tuple[Store, Any, Any]]:
     """Connect, sync every kind once (bounded) and stop watching: (store, source, target) while open, the
     connection closed after. Bad kubeconfig/context → UsageError (exit 2); no API → Unreachable (exit 3)."""
-    from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-    from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+    from taudash.engine.sources.client import ConfigError, connect
+    from taudash.engine.sources.client import Unreachable as SourceUnreachable
+    from taudash.engine.sources.kube import KubeSource
 
     from .errors import Unreachable
 

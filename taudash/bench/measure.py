@@ -194,7 +194,8 @@ async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None,
     """Connect and list every kind through engine.sources.kube; the informers keep watching after.
     The size of every list page received is recorded (kind → sizes, in order): the decode baseline
     checks it reads the same pages."""
-    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.sources.client import connect
+    from taudash.engine.sources.kube import KubeSource
 
     pages: dict[str, list[int]] = {}
     target = await connect(None, str(kubeconfig))

@@ -18,8 +18,9 @@ from taudash.engine.history import DEMO_CLUSTER_KEY, HistoryReader, Recorder, Re
 from taudash.engine.paths import state_dir
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import HISTORY_WINDOW, Session
-from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.sources.client import ConfigError, connect
+from taudash.engine.sources.client import Unreachable as SourceUnreachable
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.sources.ondemand import KubeOnDemand
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo

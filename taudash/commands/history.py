@@ -86,7 +86,7 @@ def resolve(args) -> tuple[str, Path]:
 
 async def _context_key(context: str | None, kubeconfig: str | None) -> str:
     # Only the kubeconfig is read (context name and server URL): nothing is sent to the cluster.
-    from taudash.engine.sources.kube import ConfigError, connect
+    from taudash.engine.sources.client import ConfigError, connect
 
     try:
         target = await connect(context, kubeconfig)

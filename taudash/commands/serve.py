@@ -160,8 +160,8 @@ class Serve:
         return await self._run(session)
 
     async def _live(self, target, source_type: str, demo: bool) -> int:
+        from taudash.engine.sources.client import Unreachable as SourceUnreachable
         from taudash.engine.sources.kube import KubeSource
-        from taudash.engine.sources.kube import Unreachable as SourceUnreachable
 
         session = Session(
             Store(),
@@ -291,7 +291,7 @@ class Serve:
 
 
 async def _connect(context, kubeconfig):
-    from taudash.engine.sources.kube import ConfigError, connect
+    from taudash.engine.sources.client import ConfigError, connect
 
     try:
         return await connect(context, kubeconfig)

@@ -165,8 +165,9 @@ def test_export_to_stdout_from_a_snapshot_is_the_file(tmp_path):
 
 async def test_reread_follows_continue_tokens_page_by_page(tmp_path):
     """Small pages: every page of every slim kind is written, in the order served."""
+    from taudash.engine.sources.client import connect
     from taudash.engine.sources.export import kube_relist
-    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.sources.kube import KubeSource
 
     async with SimServer(DEMO_SNAPSHOT, bookmark_interval=0.05) as sim:
         target = await connect(None, str(sim.kubeconfig))

@@ -9,7 +9,8 @@ import pytest
 
 from taudash.cli import main
 from taudash.engine.incremental import derive
-from taudash.engine.sources.kube import KubeSource, Unreachable, connect
+from taudash.engine.sources.client import Unreachable, connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import AccessState, Store
 from taudash.sim.server import SimServer
 
