@@ -48,7 +48,7 @@ from ..rules.profilehash import (
 from ..rules.profiles import targets_multikueue
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 from .drain import _same_uid
-from .hold import deactivated_by
+from .journal import deactivated_by
 from .kind import Param, ParamError, WorkflowKind, open_journal
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
@@ -836,6 +836,11 @@ def _rollback_values(ctx: Context, v: dict[str, Any], directory: Path | None) ->
     return rollback_params(ctx, v["from_id"] or "", directory)
 
 
+def catalog_written(params: dict[str, Any]) -> set[str]:
+    """What a catalog change or its rollback writes: the queues it holds and TauCluster cluster's catalog."""
+    return {f"ClusterQueue {q}" for q in params.get("cqs") or []} | {"TauCluster cluster"}
+
+
 def _describe_catalog(params: dict[str, Any]) -> str:
     return f"{params.get('catalog_file') or 'new catalog'} · hold {', '.join(params.get('cqs') or []) or 'no queue'}"
 
@@ -854,7 +859,8 @@ CATALOG = WorkflowKind(
               required=True),
         Param("--cq", "also hold this ClusterQueue", type="list", metavar="NAME", pick="queues"),
     ),
-    make_params=_catalog_values, build=catalog_workflow, describe=_describe_catalog, deactivates=True,
+    make_params=_catalog_values, build=catalog_workflow, targets=catalog_written, describe=_describe_catalog,
+    deactivates=True, form="catalog",
 )
 
 ROLLBACK = WorkflowKind(
@@ -863,5 +869,6 @@ ROLLBACK = WorkflowKind(
     steps="survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
           "list worker credentials to revoke · restore admission",
     params=(Param("--from", "the catalog workflow to undo", dest="from_id", metavar="ID", required=True),),
-    make_params=_rollback_values, build=rollback_workflow, describe=_describe_rollback, deactivates=True,
+    make_params=_rollback_values, build=rollback_workflow, targets=catalog_written, describe=_describe_rollback,
+    deactivates=True, form="rollback", undoes="from", rolls_back=True,
 )

@@ -14,7 +14,7 @@ from ..model.names import (
 from ..rules.base import RuleContext
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
-from .journal import Journal
+from .journal import Journal, deactivated_by
 
 # Journal event holding each queue's stopPolicy from before a hold step first changed it.
 PREVIOUS_POLICIES = "stop-policies"
@@ -309,8 +309,6 @@ class DeactivatePending(Step):
         checks = [Check(q.drained is True, f"{q.name} drained" if q.drained else f"{q.name} not drained")
                   for q in view.cluster_queues if q.name in self.cqs]
         if ctx.journal is not None:
-            from .hold import deactivated_by
-
             done = [f"{ns}/{name}" for ns, name in deactivated_by(ctx.journal)]
             checks.append(Check(True, f"deactivated {len(done)} Workload(s)" + (
                 f": {_names(done)}; reactivate with `taudash workflow start release --reactivate-from "
@@ -331,8 +329,6 @@ class Reactivate(Step):
         self.own = own  # also what this run deactivated itself (read from its journal at plan time)
 
     async def plan(self, ctx: Context) -> Plan:
-        from .hold import deactivated_by  # hold builds on these steps
-
         ops, notes, gone, others = [], [], 0, []
         workloads = list(self.workloads)
         allowed = {self.source} if self.source else set()

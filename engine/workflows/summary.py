@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import registry
-from .hold import about, deactivated_by, later_runs
-from .journal import Journal, JournalError
+from .journal import Journal, JournalError, about, deactivated_by, later_runs
 from .ops import DONE, NOT_DONE, UNCONFIRMED, OpRecord, operation_records
 from .steps import previous_stop_policies, stop_policy_written
 
