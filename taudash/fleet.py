@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from taudash.engine.model import MultiKueueCluster, MultiKueueConfig, Workload
 from taudash.engine.multikueue_join import (
     ORIGIN_LABEL,
     MultiKueueJoin,
@@ -73,8 +74,8 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 def worker_names(manager: Store) -> list[str]:
     """The manager's MultiKueueClusters and the names its MultiKueueConfigs list."""
-    names = [mc.name for mc in manager.list("MultiKueueCluster")]
-    for cfg in manager.list("MultiKueueConfig"):
+    names = [mc.name for mc in manager.list(MultiKueueCluster)]
+    for cfg in manager.list(MultiKueueConfig):
         names += cfg.spec.clusters
     return sorted(set(names))
 
@@ -193,7 +194,7 @@ def multikueue_of(r: ClusterResult, joins: Mapping[str, MultiKueueJoin] | None =
                 if w.context == r.context]
     if is_manager(store):
         return {"role": "manager", "dispatched": []}
-    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list("Workload")):
+    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list(Workload)):
         return {"role": "worker", "dispatched": [], "managers": managers}
     return {"role": "none", "dispatched": []}
 

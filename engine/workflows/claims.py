@@ -36,7 +36,7 @@ from typing import Any
 
 from ..actions import Actions, ApiFailure, ConflictPersisted, Obj, Operator, PermissionDenied, PreconditionFailed
 from ..identity import ClusterIdentity
-from ..model import Lease
+from ..model import Lease, Namespace
 from ..model.names import (
     CLAIM_HOST_ANNOTATION,
     CLAIM_SELECTOR,
@@ -93,7 +93,7 @@ def lease_name(t: Target) -> str:
 
 def lease_namespace(store: Store, system_namespace: str) -> str:
     """The system namespace, unless the cluster is seen not to have it (plain Kueue): then `default`."""
-    if store.readable("Namespace") and store.get("Namespace", system_namespace) is None:
+    if store.readable("Namespace") and store.get(Namespace, system_namespace) is None:
         return "default"
     return system_namespace
 
@@ -157,7 +157,7 @@ def existing(store: Store, kind: str, params: dict[str, Any], system_namespace: 
     if not store.readable("Lease"):
         return []
     by_ref = {t.ref: t for t in claim_targets(kind, params, system_namespace)}
-    return [(by_ref[h.target], h) for h in holders(store.list("Lease")) if h.target in by_ref]
+    return [(by_ref[h.target], h) for h in holders(store.list(Lease)) if h.target in by_ref]
 
 
 @dataclass

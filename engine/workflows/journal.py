@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..identity import ClusterIdentity
+from ..model import Workload
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..paths import append_private, state_dir, write_atomic
 from .ops import DONE, operation_records
@@ -332,6 +333,6 @@ def deactivated_by(journal: Journal, later: Iterable[Journal] | None = None, sto
 
 
 def _still_ours(store: Any, key: tuple[str, str], workflow_id: str) -> bool:
-    wl = store.get("Workload", key[1], key[0])
+    wl = store.get(Workload, key[1], key[0])
     return wl is not None and not wl.finished and not wl.spec.active and \
         wl.metadata.annotations.get(DEACTIVATED_BY) == workflow_id

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model import ClusterQueue, TauCluster
 from .base import Context, Workflow
 from .journal import UNDO_PARAMS, Journal, JournalError
 
@@ -248,7 +249,7 @@ def open_journal(workflow_id: str, directory: Path | None = None) -> Journal:
 
 def profile_queues(ctx: Context, profile: str) -> list[str]:
     """The ClusterQueues a resolved workload profile routes to."""
-    tc = ctx.store.get("TauCluster", "cluster")
+    tc = ctx.store.get(TauCluster, "cluster")
     profiles = tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else []
     prof = next((p for p in profiles if p.name == profile), None)
     if prof is None:
@@ -262,6 +263,6 @@ def unknown_queues(ctx: Context, cqs: Iterable[str]) -> None:
     if names and not ctx.store.readable("ClusterQueue"):
         raise ParamError(f"clusterqueues are {ctx.store.access('ClusterQueue').state.value}: "
                          f"cannot check {', '.join(names)}")
-    missing = [n for n in names if ctx.store.get("ClusterQueue", n) is None]
+    missing = [n for n in names if ctx.store.get(ClusterQueue, n) is None]
     if missing:
         raise ParamError(f"ClusterQueue(s) not found: {', '.join(missing)}")

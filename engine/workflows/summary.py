@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from ..model import ClusterQueue
 from . import registry
 from .journal import Journal, JournalError, about, deactivated_by, later_runs
 from .ops import DONE, NOT_DONE, UNCONFIRMED, OpRecord, operation_records
@@ -223,7 +224,7 @@ def _queues_left(journal: Journal, records: list[OpRecord], later: list[Journal]
             continue
         checked = _readable(store, "ClusterQueue")
         if checked:
-            cq = store.get("ClusterQueue", name)
+            cq = store.get(ClusterQueue, name)
             if cq is None or (cq.spec.stop_policy or "None") != target:
                 continue  # gone, or changed since by someone else: not this run's to undo
         unconfirmed = not checked and rec.state == UNCONFIRMED
