@@ -173,8 +173,10 @@ class IncrementalDeriver:
         self.rules = tuple(rules)
         self._order = _ordered(self.rules)
         self._guards = {r.name: GuardedStore(store, r.reads, r.name) for r in self.rules}
-        # The registry's view class; other rules (a test's) get a class of their own fields.
-        self._view_class = ClusterView if self.rules is RULES else cluster_view_of(self.rules)
+        # The registry's view class (its fields a rule set leaves out keep their defaults); a rule set with
+        # fields of its own (a test's toy rule area) gets a class of its own fields.
+        own = {f.name for r in self.rules for f in r.fields}.difference(ClusterView.model_fields)
+        self._view_class = cluster_view_of(self.rules) if own else ClusterView
         self._parts: dict[str, RulePart] = {}
         self._prints: dict[tuple[str, str], dict[Key, Any]] = {}  # print, or _Unprinted(object)
         self._rev: int | None = None

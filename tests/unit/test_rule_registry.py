@@ -178,3 +178,15 @@ def test_a_workflow_context_with_a_session_takes_the_session_view():
     ctx = Context(store=store, actions=Actions.read_only("test"), clock=NOW.timestamp, session=session)
     assert ctx.view() is session.view(NOW)  # the session's cached view, shared with the dashboard
     assert ctx._deriver is None
+
+
+def test_a_new_rule_area_needs_no_view_edit():
+    """A rule area the registry does not know (a newcomer's, before its registry line) derives its field
+    in a view of its own, after the registered fields and before the findings; the registry's view class
+    keeps its fields."""
+    toy = Rule("toy", frozenset({"Workload"}), (ViewField("toy", int, 0),),
+               derive=lambda ctx: (len(ctx.store.list("Workload")), []))
+    view = IncrementalDeriver(_store(workload("wl", "team-a")), rules=(*RULES, toy)).view(NOW)
+    assert view.toy == 1  # type: ignore[attr-defined]
+    assert list(type(view).model_fields)[-2:] == ["toy", "findings"]
+    assert "toy" not in ClusterView.model_fields
