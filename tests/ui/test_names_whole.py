@@ -17,8 +17,8 @@ from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
 from taudash.fleet_app import FleetApp
-from taudash.screens.format import ref_text
-from taudash.screens.messages import Navigate, OpenObject, OpenQueue
+from taudash.screens.kit.format import ref_text
+from taudash.screens.kit.messages import Navigate, OpenObject, OpenQueue
 from taudash.screens.widgets.keyed_table import EMPTY_KEY, MORE_KEY, KeyedTable
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
