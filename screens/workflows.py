@@ -1,7 +1,7 @@
 """9 Workflows: the guided operations in the journal directory — hold/release of ClusterQueues, the
 catalog change and its rollback, workspace drain supervision — with their state and steps.
 
-Starting one is a form (`n`), never a single key that writes; each step then asks for its own
+Starting one is a form (`n`: workflow/forms.py), never a single key that writes; each step then asks for its own
 confirmation in the wizard. In a read-only session the list and the status are all there is.
 """
 

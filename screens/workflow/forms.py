@@ -1,6 +1,6 @@
 """The new-workflow form (`n` on the Workflows screen, `w` on a queue or a draining workspace, ctrl+p
 "Start workflow: …"): choose a registered kind and its targets. Nothing here writes; Start journals the
-workflow (the host, host.py) and every step then asks for its own confirmation in the wizard.
+workflow (the App's workflow host, host.py) and every step then asks for its own confirmation in the wizard.
 """
 
 from __future__ import annotations
