@@ -318,7 +318,8 @@ class TaudashApp(App):
         if isinstance(screen, DashScreen):
             entry = self.screen_registry.find(type(screen))
             title = entry.title if entry else screen.TITLE_TEXT or type(screen).__name__
-            self.push_screen(HelpScreen(f"{title} — help", entry.help if entry else screen.HELP, self.screen_registry))
+            help_text = entry.help if entry else screen.HELP
+            self.push_screen(HelpScreen(f"{title} — help", help_text, self.screen_registry))
 
     # guided operations (screens/workflow/host.py) ---------------------------------------------------
     def on_new_workflow(self, message: NewWorkflow) -> None:

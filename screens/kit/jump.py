@@ -62,8 +62,8 @@ class Jump:
     error: str = ""
 
 
-def resolve(line: str, screens: Registry, *, namespaced: dict[str, bool] | None = None, system_namespace: str = "tau-system",
-            exists=None) -> Jump:
+def resolve(line: str, screens: Registry, *, namespaced: dict[str, bool] | None = None,
+            system_namespace: str = "tau-system", exists=None) -> Jump:
     """Parse a `:` line; `screens` are the ones a jump may name. `exists(kind, name, namespace)` says whether
     the store holds the object."""
     words = line.strip().lstrip(":").split()
