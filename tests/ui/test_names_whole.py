@@ -114,7 +114,9 @@ async def test_queue_detail_names_whole_at_100():
         app.post_message(OpenQueue("tau-ws-train"))
         assert await eventually(lambda: type(app.screen).__name__ == "QueueDetailScreen")
         screen = app.screen
-        assert await eventually(lambda: bool(screen.query_one("#qd-admitted", KeyedTable).visible_keys()))
+        # pushed is not composed yet: on a busy machine the table may not exist at the first look
+        assert await eventually(lambda: bool(screen.query("#qd-admitted"))
+                                and bool(screen.query_one("#qd-admitted", KeyedTable).visible_keys()))
         await pilot.pause()
         names = whole_names(screen)
         assert names["qd-admitted"], "tau-ws-train admits Workloads in the demo"
