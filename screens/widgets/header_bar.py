@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from taudash.engine.session import Frame
 
-from ..text import Tones, app_tones, lit
+from ..kit.text import Tones, app_tones, lit
 
 # What the header's words and symbols mean: the `?` help's "Reading the header" and the bar's tooltip.
 HEADER_LEGEND = """\

@@ -48,7 +48,7 @@ from taudash.engine.sources.kube import KubeSource
 from taudash.engine.view import SourceInfo, derive
 
 if TYPE_CHECKING:
-    from taudash.screens.base import DashScreen
+    from taudash.screens.kit.base import DashScreen
 
 UI_SIZE = (160, 48)
 SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
@@ -225,7 +225,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     from textual import events
 
     from taudash.app import SCREENS, TaudashApp
-    from taudash.screens.messages import Navigate
+    from taudash.screens.kit.messages import Navigate
     from taudash.screens.registry import REGISTRY
 
     # Every registered screen: the numbered ones by their key, the rest (History, Fleet) the way the

@@ -24,7 +24,7 @@ from taudash.engine.actions import Actions
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo
-from taudash.screens.messages import AbortWorkflow, NewWorkflow, RequestOperation, ResumeWorkflow, StartWorkflow
+from taudash.screens.kit.messages import AbortWorkflow, NewWorkflow, RequestOperation, ResumeWorkflow, StartWorkflow
 from taudash.serve.exporter import ListenAddress
 from taudash.serve.web import (
     COOKIE,

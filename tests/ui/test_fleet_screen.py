@@ -211,7 +211,7 @@ async def test_the_disconnected_worker_is_a_finding_in_its_detail():
     from factories import dashboard_app
 
     from taudash.engine.rules.base import ObjRef
-    from taudash.screens.messages import OpenObject
+    from taudash.screens.kit.messages import OpenObject
     from taudash.screens.object_detail import ObjectDetailScreen
 
     app = dashboard_app(DEMO, now=NOW)

@@ -17,7 +17,7 @@ from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCED, EventsState, FullObject, ObjectEvent
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 from taudash.screens.object_detail import PARTIAL, ObjectDetailScreen
 from taudash.screens.widgets.keyed_table import KeyedTable
 

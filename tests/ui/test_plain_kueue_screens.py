@@ -15,7 +15,7 @@ from textual.widgets import Static
 from tools.paths import REPO
 
 from taudash.engine.rules.base import ObjRef
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 from taudash.screens.widgets.keyed_table import KeyedTable
 from taudash.sim.schema import SchemaSet, crd_root
 

@@ -15,10 +15,10 @@ from tools.waiting import eventually
 
 from taudash.app import TaudashApp
 from taudash.rehearse import load
-from taudash.screens.messages import NewWorkflow
-from taudash.screens.rehearsal import RehearsalScreen, report_text
+from taudash.screens.kit.messages import NewWorkflow
 from taudash.screens.widgets.choices import MarkedCheckbox
-from taudash.screens.workflows import NewWorkflowScreen
+from taudash.screens.workflow.forms import NewWorkflowScreen
+from taudash.screens.workflow.rehearsal import RehearsalScreen, report_text
 
 DEMO = paths.DEMO
 FIXTURE_STATE = paths.WORKFLOW_STATE

@@ -19,7 +19,7 @@ from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
 from taudash.fleet_app import FleetApp
-from taudash.screens.messages import Navigate, OpenObject, OpenQueue
+from taudash.screens.kit.messages import Navigate, OpenObject, OpenQueue
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZES = [(100, 30), (120, 36), (200, 60)]

@@ -24,8 +24,8 @@ from tools.claims import LEASES
 from tools.paths import FIXTURES
 
 from taudash.engine.workflows import Journal, summaries
-from taudash.screens.messages import AbortWorkflow, OpenWorkflow, StartWorkflow
-from taudash.screens.wizard import StepConfirmScreen, WizardScreen
+from taudash.screens.kit.messages import AbortWorkflow, OpenWorkflow, StartWorkflow
+from taudash.screens.workflow.wizard import StepConfirmScreen, WizardScreen
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
@@ -208,7 +208,7 @@ async def test_the_wizard_follows_a_run_the_cli_aborts_meanwhile(rig):
 
 
 def test_the_list_reads_each_journal_once_and_a_release_refreshes_the_run_it_undoes(tmp_path, monkeypatch):
-    from taudash.screens.workflows import JournalIndex
+    from taudash.screens.workflow.journals import JournalIndex
 
     directory = tmp_path / "workflows"
     shutil.copytree(FIXTURES / "workflow-state" / "workflows", directory)

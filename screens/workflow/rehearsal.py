@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from .text import lit
+from ..kit.text import lit
 
 _STATE_STYLE = {"Completed": "green", "Stalled": "bold red", "Failed": "bold red", "Aborted": "yellow"}
 _STEP_MARK = {"Done": "✓", "Failed": "✖", "NotReached": "·", "Stopped": "■"}

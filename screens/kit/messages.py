@@ -20,7 +20,7 @@ from taudash.engine.workflows.base import RunnerEvent
 
 @dataclass
 class Navigate(Message):
-    """Show one of the registered screens (by its name, e.g. "pool"; see registry.py)."""
+    """Show one of the registered screens (by its name, e.g. "pool"; see screens/registry.py)."""
 
     screen: str
 
