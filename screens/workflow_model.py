@@ -13,7 +13,7 @@ from taudash.engine.workflows import Journal, JournalError, build, status
 from taudash.engine.workflows.ops import DONE, UNCONFIRMED, operation_records
 from taudash.engine.workflows.params import describe
 
-# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
+# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (a symbol with every colour)
 STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Partial": "◑", "Failed": "✖", "Paused": "‖",
              "Stopped": "■", "Pending": " "}
 STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Partial": "partial", "Failed": "bad",
