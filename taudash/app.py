@@ -49,7 +49,7 @@ from taudash.screens.workflows import WorkflowsScreen
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
 
 # After the first view, the other screens are composed in the background, one every PRECOMPOSE_GAP
-# seconds (issue 23: a first visit paid 0.2–0.6 s of Textual composing and styling at fleet scale).
+# seconds (a first visit paid 0.2–0.6 s of Textual composing and styling at fleet scale).
 PRECOMPOSE_AFTER = 0.5
 PRECOMPOSE_GAP = 0.05
 
@@ -264,7 +264,7 @@ class TaudashApp(App):
         else:
             self.push_screen(ObjectDetailScreen(self.session, ref, nav))
 
-    # writes (issue 9) ---------------------------------------------------------------------
+    # writes ---------------------------------------------------------------------------
     def on_request_operation(self, message: RequestOperation) -> None:
         """The one door for writes from the UI: refused when read-only, else confirmed target by target."""
         if self.session.read_only:
@@ -273,7 +273,7 @@ class TaudashApp(App):
             return
         self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
 
-    # rehearsals (issue 24) ------------------------------------------------------------------
+    # rehearsals -------------------------------------------------------------------------
     def on_rehearse_workflow(self, message: RehearseWorkflow) -> None:
         """Fork the session's store now (on the loop that feeds it: a consistent copy), rehearse in a
         worker thread, show the report. Nothing is written to the cluster."""

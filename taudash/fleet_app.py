@@ -1,4 +1,4 @@
-"""The dashboard over a fleet (issue 21): every cluster derived each tick, the Fleet screen first,
+"""The dashboard over a fleet (docs/fleet.md): every cluster derived each tick, the Fleet screen first,
 Enter there makes a cluster the subject of every other screen."""
 
 from __future__ import annotations

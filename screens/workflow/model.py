@@ -19,7 +19,7 @@ from taudash.engine.workflows.params import describe
 
 from ..kit.text import Tones, lit
 
-# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
+# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (a symbol with every colour)
 STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Partial": "◑", "Failed": "✖", "Paused": "‖",
              "Stopped": "■", "Pending": " "}
 STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Partial": "partial", "Failed": "bad",

@@ -1,4 +1,4 @@
-"""A rehearsal's report (issue 24): what the workflow would do, predicted on a simulated fork.
+"""A rehearsal's report (docs/rehearsal.md): what the workflow would do, predicted on a simulated fork.
 
 Screens never import the simulator: the form posts `RehearseWorkflow`, the app (program layer) runs
 the rehearsal and shows its report here as a plain dict (the `taudash/v1 RehearsalReport`,

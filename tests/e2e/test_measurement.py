@@ -1,4 +1,4 @@
-"""Issue 16: measurement from outside production code, and the GC policy as one runtime hook.
+"""Measurement from outside production code, and the GC policy as one runtime hook.
 
 `Session.stats()` is the read-only snapshot benchmarks and tests observe; `TaudashApp(on_frame=...)`
 / `observe_frames` tell an outside observer about every rendered tick; the engine never touches the

@@ -1,6 +1,6 @@
 """`taudash serve --web`: options, access (token off loopback, never logged), the read-only tab app, the
 kiosk rotation, and ten viewers on one set of watches. The real-browser run is
-tests/test_wallboard_browser.py."""
+tests/e2e/test_wallboard_browser.py."""
 
 from __future__ import annotations
 

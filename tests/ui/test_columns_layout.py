@@ -1,5 +1,5 @@
 """Column widths from content (screens/widgets/columns.py), names folded whole, and one unit per column
-(screens/kit/format.py) — the pure parts of issue 18's responsive tables."""
+(screens/kit/format.py) — the pure parts of the responsive tables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One word for one thing (issue 18, "consistent words"): the count legend reads the same in the column
+"""One word for one thing: the count legend reads the same in the column
 and the help, each screen is called by its registry title, the header's symbols are explained in `?` and
 in a tooltip, and every filter example the README promises matches rows on the demo."""
 

@@ -1,4 +1,4 @@
-"""At 100 columns the identifying column of every row is shown whole (issue 18): read from the cells the
+"""At 100 columns the identifying column of every row is shown whole: read from the cells the
 DataTable renders — a name wider than its column wraps onto more lines, never ends in "…".
 
 Each screen is checked two ways: every drawn row's identifying cell, rendered, holds the cell's whole text;

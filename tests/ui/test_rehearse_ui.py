@@ -1,4 +1,4 @@
-"""The dashboard's "Rehearse first" (issue 24): the form posts a rehearsal instead of a start, the app
+"""The dashboard's "Rehearse first" (docs/rehearsal.md): the form posts a rehearsal instead of a start, the app
 rehearses on a simulated fork of the session's store in a worker and shows the report; nothing is
 written. The report screen: an SVG snapshot of a fixed report and a Pilot test of its keys."""
 

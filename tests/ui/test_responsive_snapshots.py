@@ -1,4 +1,4 @@
-"""Every screen at 100×30, 120×36 and 200×60 (issue 18): SVG snapshots on the demo cluster with a frozen clock.
+"""Every screen at 100×30, 120×36 and 200×60: SVG snapshots on the demo cluster with a frozen clock.
 
 Column widths come from content and the terminal width; names wrap instead of being cut; messages take the
 spare width and wrap when a tall terminal has room. Accept changes with `--snapshot-update` only after

@@ -1,4 +1,4 @@
-"""Themes (issue 18): the Textual theme picker (ctrl+p → theme) switches the dashboard, the visible screen redraws
+"""Themes: the Textual theme picker (ctrl+p → theme) switches the dashboard, the visible screen redraws
 at once, and the semantic colours come from the theme's variables in light and dark themes alike. SVG snapshots
 of three screens in textual-light."""
 
