@@ -78,8 +78,8 @@ def claim_targets(kind: str, params: dict[str, Any], system_namespace: str) -> l
     (by name: two runs never wait on each other's half)."""
     out = []
     for ref in sorted(registry.targets(kind, params)):
-        kind, _, name = ref.partition(" ")
-        out.append(Target(kind, name, system_namespace if kind == "TauWorkspace" else None))
+        obj_kind, _, name = ref.partition(" ")
+        out.append(Target(obj_kind, name, system_namespace if obj_kind == "TauWorkspace" else None))
     return out
 
 
