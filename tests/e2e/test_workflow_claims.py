@@ -152,7 +152,8 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
             kinds = registry.names()
             assert set(kinds) == {"hold", "release", "catalog", "rollback", "drain"}  # the table covers them all
             # The pair table, from the registry: which kinds write to a common object.
-            overlap = {(a, b): bool(targets(a, params["alice"][a]) & targets(b, params["bob"][b])) for a in kinds for b in kinds}
+            overlap = {(a, b): bool(targets(a, params["alice"][a]) & targets(b, params["bob"][b]))
+                       for a in kinds for b in kinds}
             queue_kinds = {"hold", "release", "catalog", "rollback"}
             assert {p for p, o in overlap.items() if o} == {(a, b) for a in queue_kinds for b in queue_kinds} | {
                 ("drain", "drain")}

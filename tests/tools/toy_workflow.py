@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from taudash.engine.model import ClusterQueue
 from taudash.engine.workflows import Param, WorkflowKind, registry
 from taudash.engine.workflows.base import Check, Context, Progress, Step, Workflow
 from taudash.engine.workflows.kind import NO_TARGETS, unknown_queues
@@ -21,11 +22,11 @@ class QueueThere(Step):
         self.title = f"Check that ClusterQueue {cq} is there"
 
     def progress(self, ctx: Context) -> Progress:
-        there = ctx.store.get("ClusterQueue", self.cq) is not None
+        there = ctx.store.get(ClusterQueue, self.cq) is not None
         return Progress(there, f"ClusterQueue {self.cq} {'found' if there else 'not there yet'}")
 
     def verify(self, ctx: Context) -> list[Check]:
-        return [Check(ctx.store.get("ClusterQueue", self.cq) is not None, f"ClusterQueue {self.cq} is there")]
+        return [Check(ctx.store.get(ClusterQueue, self.cq) is not None, f"ClusterQueue {self.cq} is there")]
 
 
 def queue_check_workflow(params: dict[str, Any]) -> Workflow:

@@ -63,7 +63,8 @@ def test_the_store_returns_what_the_overloads_promise():
     assert type(got) is LocalQueue and got.spec.cluster_queue == "cq"
     assert got is s.get("LocalQueue", "lq", "team-a")  # the name reads the same object
     assert [type(o) for o in s.list(Workload)] == [Workload] and s.list(Workload) == s.list("Workload")
-    assert s.by_label(Workload, "kueue.x-k8s.io/queue-name", "lq") == s.by_label("Workload", "kueue.x-k8s.io/queue-name", "lq")
+    label = "kueue.x-k8s.io/queue-name"
+    assert s.by_label(Workload, label, "lq") == s.by_label("Workload", label, "lq")
     assert s.get(LocalQueue, "other", "team-a") is None
     assert s.list(LocalQueue, "team-b") == []
     with pytest.raises(KeyError):  # a class that is no registered kind is no key
