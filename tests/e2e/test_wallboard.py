@@ -117,9 +117,10 @@ async def test_a_tab_app_has_no_write_path_even_on_a_writable_session(tmp_path, 
     """Every door to a write in the dashboard is closed in the tab app: the requests are answered with a
     notice and never reach the session's Actions, even when the session could write."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    session = snapshot_session()
-    session.read_only = False  # pretend: the tab app must not rely on the session to refuse
-    session.actions = Recording()  # type: ignore[assignment]
+    loaded = load_snapshot(DEMO)
+    # pretend a live, writable session: the tab app must not rely on the session to refuse
+    session = Session(loaded.store, SourceInfo(type="kube", path=str(DEMO)), actions=Recording())
+    assert not session.read_only
     from taudash.serve.web import Tab
 
     session.frame(datetime.now(UTC))
