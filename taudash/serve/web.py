@@ -46,7 +46,7 @@ from textual.driver import Driver
 from textual.geometry import Size
 
 from taudash.engine.session import Session
-from taudash.screens.messages import (
+from taudash.screens.kit.messages import (
     AbortWorkflow,
     NewWorkflow,
     RequestOperation,
