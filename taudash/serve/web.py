@@ -347,7 +347,9 @@ class WallboardServer:
 
     def __init__(self, session: Session | None, options: WebOptions, say: Say,
                  streams: tuple[Any, Any] | None = None) -> None:
-        self.session = session  # None until the source has synced (`attach`): the page says so
+        self.session: Session | None = None  # None until the source has synced (`attach`): the page says so
+        if session is not None:
+            self.attach(session)
         self.options = options
         self.say = say
         self.streams = streams or (sys.stdout, sys.stderr)
