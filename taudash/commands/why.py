@@ -13,15 +13,16 @@ from taudash.engine.rules.why import why_waiting_report
 from taudash.engine.store import Store
 from taudash.engine.text import clean
 
-from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
-from ..loading import load_from_args, report_issues, synced_cluster
+from ..live import synced_cluster
+from ..loading import load_from_args, report_issues
+from .options import add_source_args, rule_config
 
 AHEAD_SHOWN = 20
 SOURCE_WORDS = {"visibility": "from Kueue's visibility API", "estimated": "estimated"}
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     p = sub.add_parser(
         "why",
         help="why is a Workload waiting: ranked reasons, quota per flavor, the Workloads ahead, preemption",
@@ -75,9 +76,9 @@ async def _live_report(args, namespace: str, name: str):
     Kueue's positions; not served → the estimate, labelled; forbidden → unknown)."""
     _check_source_flags(args)
     async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
-                              getattr(args, "sync_timeout", 30.0)) as (store, source, _target):
-        ctx = RuleContext(store=store, now=datetime.now(UTC), config=rule_config(args))
-        positions = await _positions(store, source, namespace, name)
+                              getattr(args, "sync_timeout", 30.0)) as live:
+        ctx = RuleContext(store=live.store, now=datetime.now(UTC), config=rule_config(args))
+        positions = await _positions(live.store, live.source, namespace, name)
         return why_waiting_report(ctx, namespace, name, positions=positions), ctx.unreadable("Workload"), None
 
 

@@ -41,6 +41,7 @@ from taudash.engine.workflows.ops import UNCONFIRMED, operation_records
 
 from ..errors import EXIT_OK, UsageError
 from ..live import LiveCluster
+from .options import LIVE, LOCAL, add_source_args, read_only_of
 
 EXIT_PAUSED = 4  # the run stopped before its end (paused or failed) and can be resumed: `workflow resume ID`
 EXIT_INTERRUPTED = 130  # Ctrl-C: the run is Paused too (the shell's convention for SIGINT)
@@ -52,10 +53,8 @@ exit codes: 0 the run completed, or was aborted on request (`workflow abort`);
   2 bad input or usage (nothing written); 3 cluster unreachable; 130 interrupted (Ctrl-C: Paused, resumable)."""
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     import argparse
-
-    from ..cli import LIVE, LOCAL
 
     w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,7 +62,7 @@ def register(sub, add_source_args) -> None:
     wsub = w.add_subparsers(dest="wf_command", metavar="ACTION", required=True)
 
     def conn(p):
-        # --context/--kubeconfig/--system-namespace/--read-only are global options (taudash.cli).
+        # --context/--kubeconfig/--system-namespace/--read-only are global options (commands/options.py).
         add_source_args(p, LIVE)
         p.add_argument("--yes", action="store_true",
                        help="confirm every step (needed for any write when not run from a terminal)")
@@ -301,8 +300,6 @@ def _list_line(r: dict) -> str:
 
 def _refuse_if_read_only(args, context: str | None, asked=None) -> None:
     """A workflow exists to write: in read-only mode it is refused before a journal or a request exists."""
-    from ..cli import read_only_of
-
     asked = asked if asked is not None else read_only_of(args, context)
     if asked:
         what = f"workflow {args.wf_command}" + (f" {args.wf_kind}" if args.wf_command == "start" else f" {args.id}")

@@ -368,7 +368,7 @@ async def test_tick_hooks_see_each_view_one_at_a_time_and_a_failing_hook_does_no
     import threading
 
     from taudash.cli import parse_args
-    from taudash.commands.serve import Serve
+    from taudash.serve.service import Serve
 
     args = parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"])
     serve = Serve(args, None)

@@ -55,7 +55,7 @@ def status_json(snapshot: str, extra: list[str], capsys=None) -> str:
     buf = io.StringIO()
     try:
         os.chdir(ROOT)
-        with mock.patch.object(loading, "view_of", fixed), mock.patch("taudash.cli.view_of", fixed), \
+        with mock.patch.object(loading, "view_of", fixed), mock.patch("taudash.commands.status.view_of", fixed), \
                 redirect_stdout(buf):
             code = main(["status", "--snapshot", snapshot, "-o", "json", *extra])
     finally:
