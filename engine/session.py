@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import heap
 from .identity import ClusterIdentity
-from .incremental import IncrementalDeriver
-from .model import BY_KIND, KINDS
+from .incremental import IncrementalDeriver, derive
+from .model import BY_KIND, KINDS, ClusterQueue, Cohort, LocalQueue, Node, ResourceFlavor, TauWorkspace, Workload
 from .model.kinds import TAU, WORKLOAD_SOURCES
 from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
 from .rules.cluster import api_outage
 from .store import AccessState, Store
-from .view import ClusterView, SourceInfo, derive
+from .view import ClusterView, SourceInfo
 
 if TYPE_CHECKING:
     from .actions import Actions
@@ -501,11 +501,11 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             q = q or obj.spec.template.metadata.labels.get(QUEUE_NAME_LABEL)
         add("local queue", "LocalQueue", q, ns)
         if obj.metadata.uid:
-            for wl in store.by_label("Workload", JOB_UID_LABEL, obj.metadata.uid, ns):
+            for wl in store.by_label(Workload, JOB_UID_LABEL, obj.metadata.uid, ns):
                 add("workload", "Workload", wl.name, ns)
     elif kind == "Workload":
         add("local queue", "LocalQueue", obj.spec.queue_name, ns)
-        lq = store.get("LocalQueue", obj.spec.queue_name, ns) if obj.spec.queue_name else None
+        lq = store.get(LocalQueue, obj.spec.queue_name, ns) if obj.spec.queue_name else None
         if obj.status.admission and obj.status.admission.cluster_queue:
             add("cluster queue (admitted)", "ClusterQueue", obj.status.admission.cluster_queue)
             for psa in obj.status.admission.pod_set_assignments:
@@ -517,13 +517,13 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             add("cluster queue", "ClusterQueue", lq.spec.cluster_queue)
     elif kind == "LocalQueue":
         add("cluster queue", "ClusterQueue", obj.spec.cluster_queue)
-        for wl in store.list("Workload", ns):
+        for wl in store.list(Workload, ns):
             if wl.spec.queue_name == obj.name:
                 add("workload", "Workload", wl.name, ns)
         add("namespace", "Namespace", ns)
     elif kind == "ClusterQueue":
         add("cohort", "Cohort", obj.spec.cohort_name)
-        for lq in store.list("LocalQueue"):
+        for lq in store.list(LocalQueue):
             if lq.spec.cluster_queue == obj.name:
                 add("local queue", "LocalQueue", lq.name, lq.namespace)
         for ac in obj.spec.admission_check_names:
@@ -535,10 +535,10 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
         add("workspace", "TauWorkspace", ws, sysns)
     elif kind == "Cohort":
         add("parent", "Cohort", obj.spec.parent_name)
-        for cq in store.list("ClusterQueue"):
+        for cq in store.list(ClusterQueue):
             if cq.spec.cohort_name == obj.name:
                 add("member", "ClusterQueue", cq.name)
-        for c in store.list("Cohort"):
+        for c in store.list(Cohort):
             if c.spec.parent_name == obj.name:
                 add("child", "Cohort", c.name)
         add("team", "TauTeam", obj.labels.get(TEAM_LABEL), sysns)
@@ -562,14 +562,14 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             add("service account", "ServiceAccount", obj.spec.workload_identity.service_account_name, target)
     elif kind == "TauTeam":
         add("cohort", "Cohort", obj.status.cohort or f"tau-team-{obj.name}")
-        for ws in store.list("TauWorkspace", sysns):
+        for ws in store.list(TauWorkspace, sysns):
             if ws.team == obj.name:
                 add("workspace", "TauWorkspace", ws.name, sysns)
     elif kind == "Namespace":
-        for ws in store.list("TauWorkspace", sysns):
+        for ws in store.list(TauWorkspace, sysns):
             if obj.name in (ws.status.target.resolved_namespace, ws.desired_namespace):
                 add("workspace", "TauWorkspace", ws.name, sysns)
-        for lq in store.list("LocalQueue", obj.name):
+        for lq in store.list(LocalQueue, obj.name):
             add("local queue", "LocalQueue", lq.name, obj.name)
     elif kind == "AdmissionCheck":
         params = obj.spec.parameters
@@ -584,13 +584,13 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
 
 
 def _flavor_nodes(s: Session, flavor: str) -> list[str]:
-    rf = s.store.get("ResourceFlavor", flavor)
+    rf = s.store.get(ResourceFlavor, flavor)
     if flavor.startswith("taugrid-gpu-"):
         cls = flavor[len("taugrid-gpu-") :]
-        return [n.name for n in s.store.by_label("Node", GPU_CLASS_LABEL, cls)]
+        return [n.name for n in s.store.by_label(Node, GPU_CLASS_LABEL, cls)]
     if rf is None or not rf.spec.node_labels:
         return []  # empty nodeLabels select every node: too broad to list as "related"
-    return [n.name for n in s.store.list("Node") if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
+    return [n.name for n in s.store.list(Node) if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
 
 
 def _owner_kind(kind: str, api_version: str) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from taudash.engine.identity import ClusterIdentity
+from taudash.engine.model import MultiKueueCluster, MultiKueueConfig, Workload
 from taudash.engine.multikueue_join import (
     ORIGIN_LABEL,
     MultiKueueJoin,
@@ -37,7 +38,7 @@ from taudash.engine.multikueue_join import (
 )
 from taudash.engine.rules.base import Finding, RuleConfig
 from taudash.engine.session import Frame
-from taudash.engine.sources.kube import kubeconfig_path
+from taudash.engine.sources.client import kubeconfig_path
 from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
@@ -74,8 +75,8 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 def worker_names(manager: Store) -> list[str]:
     """The manager's MultiKueueClusters and the names its MultiKueueConfigs list."""
-    names = [mc.name for mc in manager.list("MultiKueueCluster")]
-    for cfg in manager.list("MultiKueueConfig"):
+    names = [mc.name for mc in manager.list(MultiKueueCluster)]
+    for cfg in manager.list(MultiKueueConfig):
         names += cfg.spec.clusters
     return sorted(set(names))
 
@@ -194,7 +195,7 @@ def multikueue_of(r: ClusterResult, joins: Mapping[str, MultiKueueJoin] | None =
                 if w.context == r.context]
     if is_manager(store):
         return {"role": "manager", "dispatched": []}
-    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list("Workload")):
+    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list(Workload)):
         return {"role": "worker", "dispatched": [], "managers": managers}
     return {"role": "none", "dispatched": []}
 
@@ -283,7 +284,7 @@ class FleetMember:
         Any HTTP answer counts (a 401 is an answer: the server lives; the watches report access)."""
         import time
 
-        from taudash.engine.sources.kube import connect
+        from taudash.engine.sources.client import connect
 
         every, timeout = self.freshness_bound / 5, self.freshness_bound / 2
         try:

@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from taudash.engine.actions import Actions, AuditLog
 from taudash.engine.identity import ClusterIdentity
 from taudash.engine.paths import state_dir
-from taudash.engine.sources.kube import ClusterTarget, ConfigError, KubeSource, connect
-from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+from taudash.engine.sources.client import ClusterTarget, ConfigError, connect
+from taudash.engine.sources.client import Unreachable as SourceUnreachable
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 

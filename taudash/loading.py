@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import LoadIssue, SnapshotError, load_snapshot
 from taudash.engine.store import Store
-from taudash.engine.view import ClusterView, SourceInfo, derive
+from taudash.engine.view import ClusterView, SourceInfo
 
 from .data import demo_snapshot
 from .errors import UsageError

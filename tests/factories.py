@@ -606,8 +606,8 @@ def rule_context(objs: Iterable[dict], *, now: datetime = NOW, access: dict | No
 
 
 def view_of(*objs: dict, now: datetime = NOW, access: dict | None = None):
-    """engine.view.derive over a store of `objs`."""
-    from taudash.engine.view import derive
+    """engine.incremental.derive over a store of `objs`."""
+    from taudash.engine.incremental import derive
 
     return derive(store_of(*objs, access=access), now)
 

@@ -45,10 +45,10 @@ from taudash.bench.measure import (
 from taudash.bench.queue_view import queue_view_phase
 from taudash.bench.table import print_table
 from taudash.compose import bench_session
+from taudash.engine.incremental import derive
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
-from taudash.engine.view import derive
 
 if TYPE_CHECKING:
     from taudash.screens.kit.base import DashScreen

@@ -6,6 +6,7 @@ import json
 import sys
 from datetime import UTC, datetime
 
+from taudash.engine.model import LocalQueue, Workload
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.queue_order import MAX_LIMIT, QueuePositions, is_pending, parse_time
 from taudash.engine.rules.why import why_waiting_report
@@ -82,10 +83,10 @@ async def _live_report(args, namespace: str, name: str):
 
 
 async def _positions(store: Store, source, namespace: str, name: str) -> QueuePositions | None:
-    wl = store.get("Workload", name, namespace)
+    wl = store.get(Workload, name, namespace)
     if wl is None or not is_pending(wl) or not wl.spec.queue_name:
         return None  # not queued: no position to ask for
-    lq = store.get("LocalQueue", wl.spec.queue_name, namespace)
+    lq = store.get(LocalQueue, wl.spec.queue_name, namespace)
     if lq is None or not lq.spec.cluster_queue:
         return None
     # The ClusterQueue's whole list: the Workloads ahead come from other LocalQueues too.

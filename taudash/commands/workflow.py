@@ -339,7 +339,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = resume_refusal(journal.header, live.target.context, live.identity)
             if refusal:
                 raise UsageError(refusal)
-            await _check_claims(live, journal.params, config, args.take_over, journal.id, interactive)
+            await _check_claims(live, journal.kind, journal.params, config, args.take_over, journal.id, interactive)
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
@@ -349,10 +349,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
 
                 rehearsal = after_rehearsal(args.after_rehearsal, args.wf_kind, params, live.target.context,
                                             live.identity)
-            refusal = overlap_refusal(params, live.target.context, live.identity)
+            refusal = overlap_refusal(args.wf_kind, params, live.target.context, live.identity)
             if refusal:  # another unfinished run writes to the same queue, workspace or catalog
                 raise UsageError(refusal)
-            await _check_claims(live, params, config, args.take_over, None, interactive)  # any operator's run
+            await _check_claims(live, args.wf_kind, params, config, args.take_over, None, interactive)  # any operator's run
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -379,7 +379,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
     return EXIT_OK if state in ("Completed", "Aborted") else EXIT_PAUSED
 
 
-async def _check_claims(live, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
+async def _check_claims(live, kind: str, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
                         ask: Callable[[str], str] = input) -> None:
     """Before a journal is created (or a resumed run writes): refused, naming the holder, when another
     workflow claims a target on the cluster (any operator, any machine); a --take-over is confirmed."""
@@ -387,7 +387,7 @@ async def _check_claims(live, params: dict, config, take_over: str | None, me: s
     from taudash.engine.workflows.journal import workflows_dir
 
     now = datetime.now(UTC)
-    held = existing(live.store, params, config.system_namespace)
+    held = existing(live.store, kind, params, config.system_namespace)
     if take_over and not any(h.workflow_id == take_over for _, h in held):
         raise UsageError(f"--take-over {take_over}: workflow {take_over} holds no claim on what this run writes; "
                          "nothing was written")
@@ -411,7 +411,7 @@ def _params(args, ctx: Context) -> dict:
     if kind is None:
         raise UsageError(f"unknown workflow {args.wf_kind}")
     try:
-        return kind.make(ctx, {p.dest: getattr(args, p.dest) for p in kind.params})
+        return kind.make(ctx, {p.dest: getattr(args, p.dest) for p in kind.params}, kinds=registry.kinds())
     except ParamError as exc:
         for problem in exc.problems:  # every problem on its own line; the headline exits 2
             print(f"  ✖ {clean(problem)}", file=sys.stderr)

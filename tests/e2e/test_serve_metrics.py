@@ -19,6 +19,7 @@ from prometheus_client.registry import CollectorRegistry
 from tools.paths import DEMO
 
 from taudash.cli import main
+from taudash.engine.incremental import derive
 from taudash.engine.model.quantity import Quantity
 from taudash.engine.rules.base import Finding, ObjRef, Severity
 from taudash.engine.rules.drain import DrainBlocker, DrainView
@@ -29,7 +30,7 @@ from taudash.engine.rules.queues import ClusterQueueView
 from taudash.engine.rules.workspaces import WorkspaceView
 from taudash.engine.sources.snapshot import load_snapshot, store_from_objects
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import ClusterView, derive
+from taudash.engine.view import ClusterView
 from taudash.serve import metrics as m
 from taudash.serve.exporter import AddressError, MetricsServer, parse_address
 

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from taudash.app import TaudashApp
 from taudash.engine.model import KINDS
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.sim.server import SimServer

@@ -11,7 +11,8 @@ from tools.waiting import eventually, next_renders, palette_results
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.sources.ondemand import KubeOnDemand
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo

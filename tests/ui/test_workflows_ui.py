@@ -22,7 +22,8 @@ from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
 from taudash.engine.model.names import HELD_BY_ANNOTATION
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.engine.workflows import Journal, summaries
