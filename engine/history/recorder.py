@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import db as hdb
 from .retention import Retention, maintain
+from .writer_lock import RecorderBusy, WriterLock
 
 if TYPE_CHECKING:
     from ..model import Workload
@@ -255,9 +256,17 @@ class Recorder:
         interval: float = 10.0,
         retention: Retention | None = None,
         maintenance_every: float = 60.0,
+        owner: str | None = None,
     ) -> None:
         self.path = Path(path)
-        self.conn = hdb.connect(self.path)  # NewerSchema: the caller decides (the dashboard records nothing)
+        # One recorder per file (writer_lock.py): RecorderBusy while another process records it.
+        self._writer = WriterLock(self.path)
+        self._writer.acquire(owner)
+        try:
+            self.conn = hdb.connect(self.path)  # NewerSchema: the caller decides (the dashboard records nothing)
+        except BaseException:
+            self._writer.release()
+            raise
         self.interval = interval
         self.retention = retention or Retention()
         self.maintenance_every = maintenance_every
@@ -383,7 +392,8 @@ class Recorder:
             "INSERT INTO finding_events (at, event, rule, kind, namespace, name, severity, message)"
             " VALUES (?,?,?,?,?,?,?,?)", events)
         self.conn.executemany("DELETE FROM open_findings WHERE rule=? AND kind=? AND namespace=? AND name=?", closed)
-        self.conn.executemany("INSERT INTO open_findings VALUES (?,?,?,?,?,?,?)",
+        # OR REPLACE: a file written meanwhile by a taudash without the writer lock may already hold the key.
+        self.conn.executemany("INSERT OR REPLACE INTO open_findings VALUES (?,?,?,?,?,?,?)",
                               [(*k, *v, obs.now) for k, v in opened.items()])
         return opened, closed
 
@@ -430,13 +440,18 @@ class Recorder:
 
     def close(self) -> None:
         with self._lock:
-            self.conn.close()
+            try:
+                self.conn.close()
+            finally:
+                self._writer.release()
 
 
 class RecorderThread:
     """Records beside a dashboard: every `period` seconds, collect under the session's lock (the store
     is not thread-safe) and write outside it, on a daemon thread so a slow disk never holds a UI tick.
-    The database is opened on the first tick, so a dashboard closed at once leaves no file behind."""
+    The database is opened on the first tick, so a dashboard closed at once leaves no file behind.
+    While another process records the file (`taudash serve` on the same cluster) this one stands by —
+    `standby` says who records — and tries again each tick, taking over when that one stops."""
 
     def __init__(self, open_recorder: Callable[[], Recorder], session: Any, clock: Callable[[], datetime],
                  period: float = 5.0) -> None:
@@ -447,6 +462,7 @@ class RecorderThread:
         self.period = period
         self.costs: list[float] = []  # seconds per tick (the newest 100)
         self.error: str | None = None
+        self.standby: str | None = None  # another process records the file (its RecorderBusy message)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="taudash-history", daemon=True)
 
@@ -457,7 +473,12 @@ class RecorderThread:
     def tick(self) -> None:
         t0 = time.perf_counter()
         if self.recorder is None:
-            self.recorder = self.open_recorder()
+            try:
+                self.recorder = self.open_recorder()
+            except RecorderBusy as exc:
+                self.standby = str(exc)
+                return
+            self.standby = None
         now = self.clock()
         with self.session.lock:
             obs = self.recorder.collect(self.session.view(now), self.session.store, now)

@@ -234,8 +234,8 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         finally:
             history.stop()
             session.history_reader.close()
-            if history.error:
-                print(f"taudash: {history.error}", file=sys.stderr)
+            if history.error or history.standby:  # standby: another taudash recorded this cluster
+                print(f"taudash: {history.error or history.standby}", file=sys.stderr)
     finally:
         await source.stop()
         await target.close()
