@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .db import LATEST, file_bytes, schema_version
+from .db import KEYFRAME_SECONDS, LATEST, file_bytes, schema_version
 
 # How a series is aggregated into a bucket by default (retention.py explains the choice).
 DEFAULT_AGG = {
@@ -65,6 +65,12 @@ class _Acc:
         return self.last
 
 
+def passes_table(conn: sqlite3.Connection) -> str:
+    """The sample passes, as a table expression: `sample_passes`, or for a file older than v3 read
+    without migrating it (every pass sampled every series then) the distinct sample times."""
+    return "sample_passes" if schema_version(conn) >= 3 else "(SELECT DISTINCT ts FROM samples)"
+
+
 def buckets(start: float, end: float, step: float) -> list[float]:
     if step <= 0 or end <= start:
         raise ValueError("a range needs start < end and a positive step")
@@ -96,17 +102,24 @@ def series(
         (kind, name, flavor, resource, metric),
     ).fetchone()
     if row is not None:
-        # Aggregated per bucket inside SQLite (a day of raw samples is 8,640 rows per series): one pass
+        # Aggregated per bucket inside SQLite (a day of raw samples is 8,640 passes per series): one pass
         # for min/max/mean/count and one for the value at each bucket's newest time (a bare column
-        # beside a single max() comes from that row). The bucket is floor((ts - start) / step).
+        # beside a single max() comes from that row). The bucket is floor((ts - start) / step). Raw
+        # values are the series' value at each sample pass (db.py, KEYFRAME_SECONDS: its latest sample
+        # at or before the pass in the same keyframe bucket).
         sid = row[0]
+        key = KEYFRAME_SECONDS
+        args = {"sid": sid, "start": start, "end": end, "step": step, "lo": int(start) // key * key}
+        passes = (f"{passes_table(conn)} AS p JOIN (SELECT ts, value, coalesce(lead(ts) OVER (PARTITION BY ts / {key}"
+                  f" ORDER BY ts), (ts / {key} + 1) * {key}) AS until FROM samples WHERE series_id = :sid"
+                  " AND ts >= :lo AND ts < :end) AS x ON p.ts >= x.ts AND p.ts < x.until"
+                  " WHERE p.ts >= :start AND p.ts < :end")
+        raw = "CAST((p.ts - :start) / :step AS INTEGER)"
         bucket = "CAST((ts - :start) / :step AS INTEGER)"
-        args = {"sid": sid, "start": start, "end": end, "step": step}
         where = "series_id = :sid AND ts >= :start AND ts < :end"
         for stats_sql, last_sql in (
-            (f"SELECT {bucket} AS b, min(value), max(value), avg(value), count(value) FROM samples WHERE {where}"
-             " GROUP BY b",
-             f"SELECT {bucket} AS b, max(ts), value FROM samples WHERE {where} GROUP BY b"),
+            (f"SELECT {raw} AS b, min(x.value), max(x.value), avg(x.value), count(x.value) FROM {passes} GROUP BY b",
+             f"SELECT {raw} AS b, max(p.ts), x.value FROM {passes} GROUP BY b"),
             (f"SELECT {bucket} AS b, min(min), max(max), sum(avg * n) / nullif(sum(CASE WHEN avg IS NULL THEN 0"
              f" ELSE n END), 0), sum(CASE WHEN avg IS NULL THEN 0 ELSE n END) FROM rollups WHERE {where} GROUP BY b",
              f"SELECT {bucket} AS b, max(ts), last FROM rollups WHERE {where} GROUP BY b"),
@@ -293,6 +306,7 @@ def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict[st
         return conn.execute(sql).fetchone()
 
     raw_n, raw_lo, raw_hi = one("SELECT count(*), min(ts), max(ts) FROM samples")
+    passes = one(f"SELECT count(*) FROM {passes_table(conn)}")[0]
     roll_n, roll_lo, roll_hi = one("SELECT count(*), min(ts), max(ts) FROM rollups")
     stamps = [s for s in (raw_lo, raw_hi, roll_lo, roll_hi) if s is not None]
     out = {
@@ -300,6 +314,7 @@ def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict[st
         "schemaKnown": LATEST,
         "series": one("SELECT count(*) FROM series")[0],
         "rawSamples": raw_n,
+        "samplePasses": passes,
         "rollups": roll_n,
         "from": min(stamps) if stamps else None,
         "to": max(stamps) if stamps else None,

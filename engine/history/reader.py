@@ -161,11 +161,17 @@ class HistoryReader:
             if conn is None:
                 return []
             try:
+                # The value at each sample pass: the latest sample at or before it in its keyframe bucket.
+                key = hdb.KEYFRAME_SECONDS
                 rows = conn.execute(
-                    "SELECT s.name, s.resource, x.ts, x.value FROM series s JOIN samples x ON x.series_id = s.id"
-                    " WHERE s.kind = 'flavor' AND s.metric = 'reserved' AND x.ts >= ? AND x.ts <= ?"
-                    " AND x.value IS NOT NULL ORDER BY x.ts",
-                    (now - seconds, now),
+                    f"SELECT x.name, x.resource, p.ts, x.value FROM {query.passes_table(conn)} AS p JOIN"
+                    f" (SELECT s.name, s.resource, v.ts, v.value, coalesce(lead(v.ts) OVER (PARTITION BY"
+                    f" v.series_id, v.ts / {key} ORDER BY v.ts), (v.ts / {key} + 1) * {key}) AS until"
+                    " FROM series s JOIN samples v ON v.series_id = s.id WHERE s.kind = 'flavor'"
+                    " AND s.metric = 'reserved' AND v.ts >= :lo AND v.ts <= :now) AS x"
+                    " ON p.ts >= x.ts AND p.ts < x.until"
+                    " WHERE p.ts >= :since AND p.ts <= :now AND x.value IS NOT NULL ORDER BY p.ts",
+                    {"since": now - seconds, "now": now, "lo": int(now - seconds) // key * key},
                 ).fetchall()
             except sqlite3.OperationalError:
                 return []

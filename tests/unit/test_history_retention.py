@@ -39,6 +39,7 @@ def synthetic(tmp_path, days: float, **retention) -> tuple[Recorder, list[int]]:
     rec.conn.execute("BEGIN")
     rec.conn.executemany("INSERT INTO samples VALUES (?,?,?)",
                          [(ids[0], ts, value_a(ts)) for ts in stamps[1:]] + [(ids[1], ts, value_b(ts)) for ts in stamps[1:]])
+    rec.conn.executemany("INSERT INTO sample_passes VALUES (?)", [(ts,) for ts in stamps[1:]])  # each a pass
     rec.conn.execute("COMMIT")
     return rec, stamps
 
