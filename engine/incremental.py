@@ -9,7 +9,7 @@ back builds everything again.
 
 Every rule reads the store through a guard that refuses a kind the rule did not declare
 (UndeclaredRead): an undeclared read would be a part of the view the dashboard never refreshes.
-tests/test_bench_incremental.py checks updates against the pure rule functions after random change
+tests/unit/test_bench_incremental.py checks updates against the pure rule functions after random change
 sequences.
 """
 

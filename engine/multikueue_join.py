@@ -1,4 +1,4 @@
-"""MultiKueue joined up across a fleet (issue 21; docs/rules.md#multikueue-across-the-fleet).
+"""MultiKueue joined up across a fleet (docs/rules.md#multikueue-across-the-fleet).
 
 A pure function over the manager's store and what this session knows of each worker (its store and
 whether it can be read from here), the time passed in. For every Workload the manager dispatched:

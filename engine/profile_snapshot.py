@@ -1,5 +1,5 @@
 """`TauWorkloadProfileSnapshot` files: export a ready revision, verify a file (docs/rules.md#profiles-snapshot,
-reference/taugrid.md §3.7, §9.5).
+the file `tau cluster profiles export` writes).
 
 A snapshot is an immutable review artifact for client-side rendering. It never authorizes a
 server dry-run or an apply, and its annotations identify a revision, not quota or capacity.

@@ -8,7 +8,7 @@ One node per ClusterQueue and per Cohort (explicit object or a bare name), per (
   local quota.
 `available` is what one more Workload in a ClusterQueue could reserve now; `potential_available`
 what it could reserve with nothing else admitted. Same semantics as Kueue's resource_node.go
-(reference/kueue.md §4.5); written from that description, not copied.
+(pkg/cache/scheduler); written from a description of it, not copied.
 
 A quantity of None means unlimited for a limit. The tree never guesses: callers check that the
 ClusterQueues, Cohorts and Workloads were readable before building one (engine/rules/why.py).

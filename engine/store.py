@@ -185,8 +185,8 @@ class Store:
         self._listeners.append(fn)
 
     # reads -------------------------------------------------------------------------------
-    # Typed reads: each kind's name gives its model class (generated from model.KINDS; tests/test_store_types.py
-    # checks they agree). A kind only known at run time reads as StoredObject.
+    # Typed reads: each kind's name gives its model class (generated from model.KINDS;
+    # tests/unit/test_static_types.py checks they agree). A kind only known at run time reads as StoredObject.
     @overload
     def get(self, kind: Literal["Node"], name: str, namespace: str | None = None) -> Node | None: ...
     @overload

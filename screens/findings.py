@@ -11,11 +11,11 @@ from textual.widgets import DataTable, Static
 
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import parse_filter
-from .format import kv_grid, ref_text, severity_cell
-from .presenters import FINDING_COLS, finding_key, finding_rows
-from .text import lit
+from .kit.base import DashScreen
+from .kit.filtering import parse_filter
+from .kit.format import kv_grid, ref_text, severity_cell
+from .kit.presenters import FINDING_COLS, finding_key, finding_rows
+from .kit.text import lit
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section
 

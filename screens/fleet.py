@@ -19,10 +19,10 @@ from textual.widgets import DataTable, Static
 from taudash.engine.multikueue_join import MultiKueueJoin, is_manager
 from taudash.engine.session import Frame, Session
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import qty, short_flavor
-from .text import MARK, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import qty, short_flavor
+from .kit.text import MARK, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

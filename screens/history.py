@@ -17,10 +17,10 @@ from taudash.engine.history.reader import HistoryWindow
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .messages import OpenObject
-from .text import lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.messages import OpenObject
+from .kit.text import lit, span
 from .widgets.bars import sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.plot import Plot, Trace, time_label

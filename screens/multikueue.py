@@ -11,11 +11,11 @@ from textual.widgets import DataTable, Static
 from taudash.engine.model import MULTIKUEUE_CONTROLLER
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .focus_hops import FocusHops
-from .format import kv_grid, tri
-from .text import lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.focus_hops import FocusHops
+from .kit.format import kv_grid, tri
+from .kit.text import lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

@@ -21,12 +21,12 @@ from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCED, EventsState, FullObject
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .focus_hops import FocusHops
-from .format import condition_cell, finding_meta, kv_grid, objname, severity_cell
-from .kueue_facts import kueue_facts
-from .text import clean, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.focus_hops import FocusHops
+from .kit.format import condition_cell, finding_meta, kv_grid, objname, severity_cell
+from .kit.kueue_facts import kueue_facts
+from .kit.text import clean, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

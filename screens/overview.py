@@ -13,11 +13,11 @@ from textual.widgets import Static
 from taudash.engine.session import Frame
 from taudash.engine.view import ClusterView
 
-from .base import DashScreen
-from .format import gpu_of, plural, qfloat, qty, short_flavor
-from .messages import Navigate
-from .presenters import FINDING_COLS, finding_rows, pool_summary
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.format import gpu_of, plural, qfloat, qty, short_flavor
+from .kit.messages import Navigate
+from .kit.presenters import FINDING_COLS, finding_rows, pool_summary
+from .kit.text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import KeyedTable
 from .widgets.section import Section

@@ -12,11 +12,11 @@ from textual.widgets import Static
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import column_of, gpu_of, in_unit, qfloat, qty, ref_meta, ref_text, short_flavor, unit_for
-from .presenters import pool_summary
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import column_of, gpu_of, in_unit, qfloat, qty, ref_meta, ref_text, short_flavor, unit_for
+from .kit.presenters import pool_summary
+from .kit.text import Tones, lit, span
 from .widgets.bars import bar, sparkline
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section

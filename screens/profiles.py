@@ -17,10 +17,10 @@ from taudash.engine.model.names import (
 )
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import kv_grid, tri
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import kv_grid, tri
+from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

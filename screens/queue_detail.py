@@ -42,11 +42,11 @@ from taudash.engine.rules.why import WorkloadWaitReport, why_waiting_report, wor
 from taudash.engine.session import Frame, Session
 from taudash.engine.view import ClusterView
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import short_flavor
-from .messages import OpenObject, OpenQueue
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import short_flavor
+from .kit.messages import OpenObject, OpenQueue
+from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

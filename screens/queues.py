@@ -21,13 +21,13 @@ from taudash.engine.rules.queue_order import parse_time
 from taudash.engine.rules.queues import ClusterQueueView, CohortView
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import in_unit, short_flavor, tri, unit_for
-from .kueue_facts import kueue_facts
-from .messages import NewWorkflow, OpenQueue
-from .presenters import refuse_read_only
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import in_unit, short_flavor, tri, unit_for
+from .kit.kueue_facts import kueue_facts
+from .kit.messages import NewWorkflow, OpenQueue
+from .kit.presenters import refuse_read_only
+from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

@@ -15,11 +15,11 @@ from textual.widgets import DataTable, Static
 
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import kv_grid, objname
-from .messages import OpenQueue
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import kv_grid, objname
+from .kit.messages import OpenQueue
+from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

@@ -14,12 +14,12 @@ from taudash.engine.rules.base import ObjRef
 from taudash.engine.rules.workspaces import WorkspaceView
 from taudash.engine.session import Frame, Session
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import condition_cell, drain_cell, kv_grid, objname
-from .messages import NewWorkflow, OpenObject, OpenQueue
-from .presenters import operations_enabled, phase_text, refuse_read_only
-from .text import Tones, lit, span
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import condition_cell, drain_cell, kv_grid, objname
+from .kit.messages import NewWorkflow, OpenObject, OpenQueue
+from .kit.presenters import operations_enabled, phase_text, refuse_read_only
+from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

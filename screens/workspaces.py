@@ -14,11 +14,11 @@ from textual.widgets import DataTable, Static
 from taudash.engine.rules.workspaces import WorkspaceView
 from taudash.engine.session import Frame
 
-from .base import DashScreen
-from .filtering import RowMeta
-from .format import drain_cell, kv_grid
-from .presenters import phase_text
-from .text import Tones, lit
+from .kit.base import DashScreen
+from .kit.filtering import RowMeta
+from .kit.format import drain_cell, kv_grid
+from .kit.presenters import phase_text
+from .kit.text import Tones, lit
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 

@@ -18,11 +18,12 @@ from textual.worker import Worker, WorkerState
 
 from taudash.engine.model import BY_KIND
 from taudash.engine.session import Frame, Session
-from taudash.screens.base import DashScreen
-from taudash.screens.confirm import ConfirmScreen
-from taudash.screens.help import HelpScreen
-from taudash.screens.jump import JumpScreen, resolve
-from taudash.screens.messages import (
+from taudash.screens.kit.base import DashScreen
+from taudash.screens.kit.confirm import ConfirmScreen
+from taudash.screens.kit.entries import Registry
+from taudash.screens.kit.help import HelpScreen
+from taudash.screens.kit.jump import JumpScreen, resolve
+from taudash.screens.kit.messages import (
     AbortWorkflow,
     Navigate,
     NewWorkflow,
@@ -37,17 +38,18 @@ from taudash.screens.messages import (
     WorkflowEvent,
     WorkflowFinished,
 )
+from taudash.screens.kit.palette import NavigationProvider
 from taudash.screens.object_detail import ObjectDetailScreen
-from taudash.screens.palette import NavigationProvider
 from taudash.screens.queue_detail import LocalQueueDetailScreen, QueueDetailScreen
 from taudash.screens.registry import REGISTRY
-from taudash.screens.rehearsal import RehearsalScreen
-from taudash.screens.workflow_run import RunOptions, WorkflowHost
-from taudash.screens.workflows import WorkflowProvider
+from taudash.screens.workflow.forms import WorkflowProvider
+from taudash.screens.workflow.host import RunOptions, WorkflowHost
+from taudash.screens.workflow.rehearsal import RehearsalScreen
+from taudash.screens.workflows import WorkflowsScreen
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
 
 # After the first view, the other screens are composed in the background, one every PRECOMPOSE_GAP
-# seconds (issue 23: a first visit paid 0.2–0.6 s of Textual composing and styling at fleet scale).
+# seconds (a first visit paid 0.2–0.6 s of Textual composing and styling at fleet scale).
 PRECOMPOSE_AFTER = 0.5
 PRECOMPOSE_GAP = 0.05
 
@@ -86,18 +88,23 @@ class TaudashApp(App):
         self.clock = clock or utc_now
         self.tick = tick
         self._frame_observers: list[FrameObserver] = list(on_frame)
-        self.workflows = WorkflowHost(self, session, self.clock, workflows)  # guided operations (workflow_run.py)
+        # The screens this app shows: its modes and number keys, and what it hands the footer, `?` help, the
+        # palette and `:` jumps (screens/kit/entries.py registry_of), so none of those imports the screens.
+        self.screen_registry: Registry = REGISTRY
+        # guided operations (screens/workflow/host.py), shown on the Workflows screen
+        self.workflows = WorkflowHost(self, session, self.clock, workflows,
+                                      listed_on=self.screen_registry.of(WorkflowsScreen))
 
     # lifecycle -----------------------------------------------------------------------------
     def on_mount(self) -> None:
-        for entry in REGISTRY:
+        for entry in self.screen_registry:
             self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
         # The first frame is derived before the first paint, so nobody stares at an empty dashboard.
         try:
             self.session.frame(self.clock())
         except Exception as exc:  # a rule bug must not keep the operator out: later ticks retry
             self.notify(f"could not derive the view: {exc}", severity="error", markup=False)
-        self.switch_mode(REGISTRY.home.name)
+        self.switch_mode(self.screen_registry.home.name)
         if self.session.issues:
             first = self.session.issues[0]
             more = f" (+{len(self.session.issues) - 1} more, listed on exit)" if len(self.session.issues) > 1 else ""
@@ -114,7 +121,7 @@ class TaudashApp(App):
     @property
     def composed(self) -> bool:
         """Every registered screen is composed (shown once, or composed in the background)."""
-        return self._composing is None and all(e.name in self._screen_stacks for e in REGISTRY)
+        return self._composing is None and all(e.name in self._screen_stacks for e in self.screen_registry)
 
     async def _precompose_next(self) -> None:
         """Compose one registered screen not yet visited, off screen, then schedule the next: composing,
@@ -123,7 +130,7 @@ class TaudashApp(App):
         a key pressed meanwhile waits for at most one screen's composition (what it paid before anyway)."""
         if not self.is_running or not self.precompose or getattr(self, "_exit", False):  # not while exiting
             return
-        pending = [e for e in REGISTRY if e.name not in self._screen_stacks]
+        pending = [e for e in self.screen_registry if e.name not in self._screen_stacks]
         if not pending:
             return
         entry = pending[0]
@@ -154,7 +161,7 @@ class TaudashApp(App):
 
     def _theme_changed(self, _theme) -> None:
         """A theme picked (ctrl+p → theme): the visible screen redraws its cells (their colours come from the
-        theme's variables, screens/text.py Tones) now, not at the next tick."""
+        theme's variables, screens/kit/text.py Tones) now, not at the next tick."""
         screen = self.screen if self._screen_stack else None
         if isinstance(screen, DashScreen) and screen.is_mounted and self.session.last_frame is not None:
             screen.invalidate()
@@ -204,7 +211,7 @@ class TaudashApp(App):
 
     # navigation ----------------------------------------------------------------------------
     def action_go(self, name: str) -> None:
-        if name not in REGISTRY:
+        if name not in self.screen_registry:
             return
         while isinstance(self.screen, HelpScreen):
             self.pop_screen()
@@ -224,7 +231,7 @@ class TaudashApp(App):
         if line is None:
             return
         s = self.session
-        target = resolve(line, system_namespace=s.config.system_namespace,
+        target = resolve(line, self.screen_registry, system_namespace=s.config.system_namespace,
                          exists=lambda kind, name, ns: s.get(kind, name, ns) is not None)
         if target.error:
             self.notify(target.error, severity="warning", markup=False)
@@ -239,7 +246,7 @@ class TaudashApp(App):
         self.action_go(message.screen)
 
     def on_open_queue(self, message: OpenQueue) -> None:
-        nav = self.current_mode if self.current_mode in REGISTRY else None
+        nav = self.current_mode if self.current_mode in self.screen_registry else None
         if message.local_queue is not None:
             self.push_screen(LocalQueueDetailScreen(self.session, *message.local_queue, nav))
         else:
@@ -250,14 +257,14 @@ class TaudashApp(App):
         if ref.kind not in BY_KIND:
             self.notify(f"{ref.kind} {ref.name} is not an object taudash stores", markup=False)
             return
-        nav = self.current_mode if self.current_mode in REGISTRY else None
+        nav = self.current_mode if self.current_mode in self.screen_registry else None
         if not message.raw and ref.kind == "TauWorkspace" and \
                 (ref.namespace or self.session.config.system_namespace) == self.session.config.system_namespace:
             self.push_screen(WorkspaceDetailScreen(self.session, ref.name, nav))
         else:
             self.push_screen(ObjectDetailScreen(self.session, ref, nav))
 
-    # writes (issue 9) ---------------------------------------------------------------------
+    # writes ---------------------------------------------------------------------------
     def on_request_operation(self, message: RequestOperation) -> None:
         """The one door for writes from the UI: refused when read-only, else confirmed target by target."""
         if self.session.read_only:
@@ -266,7 +273,7 @@ class TaudashApp(App):
             return
         self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
 
-    # rehearsals (issue 24) ------------------------------------------------------------------
+    # rehearsals -------------------------------------------------------------------------
     def on_rehearse_workflow(self, message: RehearseWorkflow) -> None:
         """Fork the session's store now (on the loop that feeds it: a consistent copy), rehearse in a
         worker thread, show the report. Nothing is written to the cluster."""
@@ -309,11 +316,12 @@ class TaudashApp(App):
             screen.dismiss(None)
             return
         if isinstance(screen, DashScreen):
-            entry = REGISTRY.find(type(screen))
+            entry = self.screen_registry.find(type(screen))
             title = entry.title if entry else screen.TITLE_TEXT or type(screen).__name__
-            self.push_screen(HelpScreen(f"{title} — help", entry.help if entry else screen.HELP))
+            help_text = entry.help if entry else screen.HELP
+            self.push_screen(HelpScreen(f"{title} — help", help_text, self.screen_registry))
 
-    # guided operations (screens/workflow_run.py) ---------------------------------------------------
+    # guided operations (screens/workflow/host.py) ---------------------------------------------------
     def on_new_workflow(self, message: NewWorkflow) -> None:
         self.workflows.new(message)
 

@@ -316,7 +316,7 @@ def _dispatch(args) -> int:
     from .runtime import tune_gc_for_long_lived_model
 
     merge_global_options(args)
-    # The process's memory policy (docs/decisions.md, issue 16): every command lists or holds a
+    # The process's memory policy (docs/decisions.md): every command lists or holds a
     # fleet-scale model; the engine itself never touches the collector.
     tune_gc_for_long_lived_model()
     settings = config.check()  # a malformed TAUDASH_ variable or config file is bad input for every command

@@ -1,4 +1,4 @@
-"""Several clusters in one session: load every context concurrently, each failure isolated (issue 21).
+"""Several clusters in one session: load every context concurrently, each failure isolated (docs/fleet.md).
 
 `taudash status --context a --context b` prints a FleetStatus (docs/fleet.md):
 

@@ -1,4 +1,4 @@
-"""The dashboard over a fleet (issue 21): every cluster derived each tick, the Fleet screen first,
+"""The dashboard over a fleet (docs/fleet.md): every cluster derived each tick, the Fleet screen first,
 Enter there makes a cluster the subject of every other screen."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from textual.binding import Binding
 from taudash.engine.session import Frame
 from taudash.engine.text import clean
 from taudash.screens.fleet import FleetScreen
-from taudash.screens.registry import REGISTRY
 
 from .app import TaudashApp
 from .fleet import Fleet
@@ -78,13 +77,13 @@ class FleetApp(TaudashApp):
         self.fleet.subject = context
         self.session = member.session
         self.workflows.session = member.session
-        for entry in REGISTRY:
+        for entry in self.screen_registry:
             if entry.name == FLEET_MODE:
                 continue
             if entry.name == self.current_mode:  # pragma: no cover - selection happens on the Fleet screen
                 continue
             self.remove_mode(entry.name)
             self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
-        self.switch_mode(REGISTRY.home.name)
+        self.switch_mode(self.screen_registry.home.name)
         self.notify(clean(f"showing {context}"), markup=False)
         return True

@@ -2,7 +2,7 @@
 
 `tune_gc_for_long_lived_model()` is called once by the program, at the CLI's entry (taudash.cli),
 never by the engine: the garbage collector is the process's, and a library user of the engine keeps
-CPython's defaults (docs/decisions.md, issue 16). Even one-shot commands list a whole fleet, which
+CPython's defaults (docs/decisions.md). Even one-shot commands list a whole fleet, which
 decodes several times faster with the collector paused.
 """
 

@@ -16,6 +16,8 @@ depth). The fixtures here wrap both for the common cases:
 - `demo_sim`: one frozen simulator of the demo snapshot per module, on its own loop thread, for
   synchronous tests (the CLI's `main()` runs its own event loop).
 - `no_terminal_ui`: replaces the terminal UI with a recorder of the apps the CLI would have run.
+- every snapshot test (one using `snap_compare`) holds a text cursor steady: the blink is a 0.5 s timer, and on a
+  busy machine a snapshot taken a moment later would show the other phase.
 """
 
 import asyncio
@@ -37,6 +39,18 @@ import factories  # noqa: E402
 from tools import paths  # noqa: E402
 
 pytest_plugins = ("pytester", "tools.hermetic", "tools.fd_guard")
+
+
+@pytest.fixture(autouse=True)
+def steady_cursor(request, monkeypatch) -> None:
+    if "snap_compare" not in request.fixturenames:
+        return
+    from textual.widgets import Input
+
+    def keep_visible(self) -> None:
+        self._cursor_visible = True
+
+    monkeypatch.setattr(Input, "_toggle_cursor", keep_visible)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Kueue kinds. Both v1beta2 and v1beta1 field spellings are accepted (reference/kueue.md §1.10)."""
+"""Kueue kinds. Both v1beta2 and v1beta1 field spellings are accepted (the v1beta1 → v1beta2 renames
+of Kueue 0.15: apis/kueue/v1beta1 against apis/kueue/v1beta2)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ class BorrowWithinCohort(KModel):
 
 
 class ClusterQueuePreemption(KModel):
-    """spec.preemption; Kueue's defaults when absent (reference/kueue.md §1.1)."""
+    """spec.preemption; Kueue's defaults when absent (clusterqueue_types.go)."""
 
     reclaim_within_cohort: str = "Never"
     borrow_within_cohort: BorrowWithinCohort | None = None

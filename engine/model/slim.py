@@ -5,7 +5,7 @@ A validated pydantic model carries, per instance, the set of field names the inp
 its memory. Objects are frozen, so instances with the same set may share one: `model_copy()` and
 `__copy__` copy the set before changing it, and nothing else mutates it. Short repeated strings
 (condition types, reasons, queue, flavor and namespace names) are shared the same way. Equality and
-serialisation are unchanged (tests/test_bench_slim.py).
+serialisation are unchanged (tests/unit/test_bench_slim.py).
 
 Whole sub-objects that many objects hold equal — a Workload's spec (its pod sets) and its
 admission — are shared too, one instance per distinct JSON value (`share_raw`, before validation:

@@ -1,4 +1,6 @@
-"""Workspace deletion and retarget drain (docs/rules.md#drain-mode, seeds 001 and 002). Owner: issue 4.
+"""Workspace deletion and retarget drain (docs/rules.md#drain-mode).
+
+The behaviour is TauGrid's: the TauWorkspace reference and the drain fix of TauGrid v0.4.5.
 
 While a TauWorkspace is deleted or retargeted, the controller must keep the old namespace's
 routing labels (and the unchanged execution identity) until accepted work on *required* routes

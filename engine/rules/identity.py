@@ -1,4 +1,4 @@
-"""Workload identity and researcher access during a drain (docs/rules.md#identity, seeds 001 and 002). Owner: issue 4.
+"""Workload identity and researcher access during a drain (docs/rules.md#identity).
 
 Reported as expected vs observed: what the controller must have done with the workload-identity
 ServiceAccount and the researcher RoleBinding, given the workspace spec and the drain verdict.

@@ -1,4 +1,4 @@
-"""MultiKueue readiness M1-M5 (docs/rules.md#multikueue, seed 000). Owner: issue 5.
+"""MultiKueue readiness M1-M5 (docs/rules.md#multikueue).
 
 MultiKueue is Ready only when every check holds; each check is reported with ok and a message
 so an operator sees which prerequisite is missing. Unreadable inputs fail the checks that need

@@ -1,4 +1,4 @@
-"""Automatic shared team capacity (docs/rules.md#pool, seed 001).
+"""Automatic shared team capacity (docs/rules.md#pool; TauGrid's TauWorkspace reference).
 
 One team (TauCluster `spec.queues.capacityTeamRef`) owns the allocatable inventory of the eligible
 GPU nodes through its root Cohort; its workspace ClusterQueues hold zero nominal quota and borrow.
@@ -273,7 +273,7 @@ def _names(items: list[str], limit: int = 5) -> str:
 
 
 def _borrowed(cq: ClusterQueue, nominal: Nested, reserved: Nested) -> Nested:
-    # Kueue reports borrowed = max(0, total - nominal), and 0 without a cohort (reference/kueue.md §1.1).
+    # Kueue reports borrowed = max(0, total - nominal), and 0 without a cohort (clusterqueue_types.go).
     out: Nested = {}
     if not cq.spec.cohort_name:
         return out

@@ -1,9 +1,10 @@
-"""profileSetHash, reproduced byte for byte (reference/taugrid.md §3.2, §3.4; docs/rules.md#profiles-hash).
+"""profileSetHash, reproduced byte for byte (TauGrid's ProfileSetHash; docs/rules.md#profiles-hash).
 
 The controller hashes the normalised resolved profiles with Go's `encoding/json`. To compare our
 value with the published one we must produce the very same bytes: Go's field order, Go's
 `omitempty` rules, Go's HTML-safe string escaping and Go's (not Python's) case and space rules.
-Pure functions only: `snapshots/gen_demo.py` and the snapshot exporter import them too.
+Pure functions only: the demo generator (taudash/sim/demo_scenario.py) and the snapshot exporter import
+them too.
 """
 
 from __future__ import annotations
@@ -288,7 +289,7 @@ def _label_value(value: str) -> bool:
 
 
 def validate_profile(p: ResolvedWorkloadProfile) -> str | None:
-    """First validation error of a *normalised* profile, or None. Mirrors reference §3.1 rules."""
+    """First validation error of a *normalised* profile, or None. Mirrors the controller's declared-schema rules."""
     if not _dns1123_subdomain(p.name):
         return f"name {p.name!r} is not a DNS-1123 subdomain"
     for field, values in (

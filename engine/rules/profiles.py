@@ -1,4 +1,4 @@
-"""Workload profile readiness and selection (docs/rules.md#profiles, seed 000). Owner: issue 5.
+"""Workload profile readiness and selection (docs/rules.md#profiles).
 
 Fail closed: the profile set is usable only when the singleton TauCluster `cluster` is readable,
 its profile status is at the current generation, `WorkloadProfilesReady` is True at that
@@ -30,9 +30,9 @@ from .profilehash import (
 
 CLUSTER_NAME = "cluster"
 
-# Stamped on rendered workloads (reference §3.6): the observed revision only, never quota/capacity.
+# Stamped on rendered workloads (as the tau CLI stamps them): the observed revision only, never quota/capacity.
 
-# Resolution order of the controller (reference §3.3): the first failing one explains the rest,
+# Resolution order of the controller's profile observer: the first failing one explains the rest,
 # whose messages may be empty.
 CONDITION_ORDER = (
     "LocalQueuesResolved",
@@ -296,7 +296,8 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
         if cond.is_false:
             notes.append(
                 f"WorkloadProfilesReady=False at generation {gen}: the public tau CLI would still select the "
-                "profiles that are Ready; taudash follows seed 000 and treats the whole set as unusable"
+                "profiles that are Ready; taudash follows TauGrid's profile migration guide and treats the whole set "
+                "as unusable"
             )
     else:
         checks.append(Check(id=CHECK_READY, ok=True, message=_cond_text(cond)))

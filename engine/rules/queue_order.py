@@ -1,4 +1,5 @@
-"""Kueue's pending order inside a ClusterQueue, estimated from the objects (reference/kueue.md §4.1-4.2).
+"""Kueue's pending order inside a ClusterQueue, estimated from the objects (Kueue's
+pkg/cache/queue/cluster_queue.go: StrictFIFO and BestEffortFIFO).
 
 The visibility API is the authority on positions; when it is absent this is the estimate, and the
 simulator's visibility endpoint shares it. Order: higher effective priority first (spec.priority plus

@@ -1,4 +1,4 @@
-"""Storage readiness per workspace namespace (docs/rules.md#storage, seed 001). Owner: issue 4.
+"""Storage readiness per workspace namespace (docs/rules.md#storage).
 
 Workspace Ready proves RBAC and queue reconciliation only. For each platform-managed claim this
 checks what can be checked without mounting: the claim exists and is Bound, and the CSI driver

@@ -404,7 +404,7 @@ def _worst(given: Iterable[str]) -> str:
 
 @dataclass
 class _Assignment:
-    """Kueue's flavor walk, pod set by pod set (reference/kueue.md §4.4), against the current quota."""
+    """Kueue's flavor walk, pod set by pod set (Kueue's flavorassigner), against the current quota."""
 
     groups: dict[int, list[str]]  # resource group → its flavors, in the queue's order
     matching: dict[tuple[int, str], list[str]]  # (group, flavor) → pod sets that can use it

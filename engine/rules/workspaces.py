@@ -1,4 +1,4 @@
-"""Workspace phase, staleness and conditions (docs/rules.md#workspace-phase, seed 001)."""
+"""Workspace phase, staleness and conditions (docs/rules.md#workspace-phase)."""
 
 from __future__ import annotations
 

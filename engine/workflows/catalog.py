@@ -84,7 +84,7 @@ def load_catalog(path: str | Path) -> list[Any]:
 
 # --- step 0: validation ----------------------------------------------------------------------
 
-# Declared fields (reference/taugrid.md §3.1) and their JSON types; anything else is a typo the
+# Declared fields (TauGrid's core/resourceprofile/workload.go) and their JSON types; anything else is a typo the
 # API server would prune silently, so it is refused here.
 _FIELDS: dict[str, type] = {"name": str, "description": str, "applicability": dict, "gpusPerWorker": int,
                             "workerCount": int, "mode": str, "placement": str, "defaultLocalQueue": str,
@@ -200,7 +200,7 @@ class _Refs:
 
 
 def _namespaces_of(ctx: Context, p: ResolvedWorkloadProfile) -> list[str]:
-    """Where the controller looks for the profile's LocalQueue (reference §3.3 step 1)."""
+    """Where the controller looks for the profile's LocalQueue (the profile observer's first step)."""
     if p.applicability.namespaces:
         return list(p.applicability.namespaces)
     tc = _tau_cluster(ctx)

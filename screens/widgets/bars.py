@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from ..text import Tones
+from ..kit.text import Tones
 
 LEVELS = "▁▂▃▄▅▆▇█"
 

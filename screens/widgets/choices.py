@@ -1,4 +1,4 @@
-"""Form controls whose state reads without colour (UI.md principle 7).
+"""Form controls whose state reads without colour: every colour comes with a symbol.
 
 Textual draws a radio button, a check box and a selection list's boxes with the same glyph on and
 off and only changes its colour: in a screenshot, on a light theme or to a colour-blind operator the

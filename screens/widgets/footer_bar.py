@@ -1,20 +1,47 @@
-"""The bottom bar: the numbered screens of the registry (current one highlighted) and the global keys.
+"""The bottom bar: the numbered screens the app shows (current one highlighted) and the global keys.
 
+The screens are the ones the app hands it (`screen_registry`, taudash/app.py): the footer sits below every
+screen and imports none of them, nor the registry that lists them.
 Clicking a screen's name switches to it, so the mouse works as well as the number keys.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
 
 from rich.style import Style
 from rich.text import Text
 from textual.events import Click, Resize
 from textual.widget import Widget
 
-from ..messages import Navigate
-from ..text import app_tones
+from ..kit.messages import Navigate
+from ..kit.text import app_tones
 
 KEYS_LONG = (("/", "filter"), ("?", "help"), ("^p", "palette"), ("esc", "back"), ("q", "quit"))
 KEYS_SHORT = (("/", ""), ("?", ""), ("^p", ""), ("q", ""))
+
+
+class Listed(Protocol):
+    """What the footer shows of a numbered screen (a screens/kit/entries.py `ScreenEntry`)."""
+
+    @property
+    def key(self) -> str | None: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def short(self) -> str: ...
+
+
+def listed_screens(app: object) -> Sequence[Listed]:
+    """The numbered screens of the app's registry (`screen_registry`); none in an app that lists no screens."""
+    screens = getattr(app, "screen_registry", None)
+    return screens.keyed() if screens is not None else ()
 
 
 class FooterBar(Widget):
@@ -31,14 +58,13 @@ class FooterBar(Widget):
         self._spans: list[tuple[int, int, str]] = []
 
     def _layout(self, width: int) -> Text:
-        from ..registry import REGISTRY  # imported late: the registry imports every screen, each composes this bar
-
+        keyed = listed_screens(self.app)
         tones = app_tones(self.app)
         key_style = Style(bold=True, color=tones.accent.color)
         for long_names, keys in ((True, KEYS_LONG), (True, KEYS_SHORT), (False, KEYS_SHORT)):
             t = Text(end="", no_wrap=True, overflow="crop")
             spans = []
-            for entry in REGISTRY.keyed():
+            for entry in keyed:
                 start = len(t)
                 label = entry.title if long_names else entry.short
                 current = entry.name == self.active

@@ -1,6 +1,6 @@
 """The top bar: where the data comes from, how fresh it is, and that nothing can be written.
 
-Mode and freshness are always visible (UI.md principle 4); the READ-ONLY badge uses the warning
+Mode and freshness are always visible; the READ-ONLY badge uses the warning
 colour so it reads in any theme and in a screenshot.
 """
 
@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from taudash.engine.session import Frame
 
-from ..text import Tones, app_tones, lit
+from ..kit.text import Tones, app_tones, lit
 
 # What the header's words and symbols mean: the `?` help's "Reading the header" and the bar's tooltip.
 HEADER_LEGEND = """\

@@ -29,8 +29,8 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist, RowKey
 
-from ..filtering import Filter, LabelsOf, RowMeta
-from ..text import lit
+from ..kit.filtering import Filter, LabelsOf, RowMeta
+from ..kit.text import lit
 from .columns import content_widths, fold, layout, natural_widths
 
 EMPTY_KEY = "\x00empty"  # the placeholder row shown when there is nothing to list

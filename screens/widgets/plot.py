@@ -18,7 +18,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from ..text import Tones, app_tones, lit
+from ..kit.text import Tones, app_tones, lit
 
 BRAILLE = 0x2800
 # dot bits by (column 0/1, row 0..3 from the top)

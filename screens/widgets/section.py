@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ..text import app_tones, lit, span
+from ..kit.text import app_tones, lit, span
 from .keyed_table import KeyedTable
 
 

@@ -1,4 +1,4 @@
-"""`taudash bench --fleet N --size M`: N simulated clusters of one size in one dashboard session (issue 21).
+"""`taudash bench --fleet N --size M`: N simulated clusters of one size in one dashboard session (docs/fleet.md).
 
 The simulator runs in its own process (`python -m taudash.bench.fleet --serve ...`): one synthetic
 cluster (engine.bench.generate) served by N API servers, each its own port and kubeconfig context

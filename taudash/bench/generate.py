@@ -59,7 +59,7 @@ SIZES: dict[str, Size] = {
     "S": Size("S", 100, 2_000, 1_000, 40, 4, 10, 6),
     "M": Size("M", 1_000, 20_000, 10_000, 400, 40, 100, 60),
     "L": Size("L", 5_000, 100_000, 50_000, 2_000, 200, 500, 300, hot_pending=10_000),
-    # Twice L, for the scaling table (issue 23): does any figure grow faster than the objects?
+    # Twice L, for the scaling table (docs/benchmarks.md): does any figure grow faster than the objects?
     "XL": Size("XL", 10_000, 200_000, 100_000, 4_000, 400, 1_000, 600, hot_pending=10_000),
 }
 

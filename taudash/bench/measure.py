@@ -463,7 +463,7 @@ class ViewFollower:
     `refresh(now)` derives the view and returns the store revision it reflects. While `inline()` is true
     (the next view is a small incremental update) it runs on the event loop; otherwise in a worker
     thread, as the dashboard's own derive does (app.py: timer → derive in a thread → render). Measured at
-    L (issue 23, docs/decisions.md): the thread does not make input faster — its updates hold the GIL and
+    L (docs/decisions.md): the thread does not make input faster — its updates hold the GIL and
     the event loop waits for it on every turn — so the bench runs small updates inline by default.
     `durations` is the update itself: wall time inline, the thread's CPU time in a thread (what waiting
     for the GIL or the machine adds is not the update's cost).

@@ -1,4 +1,4 @@
-"""Bench phase "queue view" (issue 19): open the ClusterQueue with the most pending Workloads (10k at
+"""Bench phase "queue view" (docs/queue-insight.md): open the ClusterQueue with the most pending Workloads (10k at
 size L: generate.hot_queue) from the Queues screen by key, and measure
 
 - first paint: the Enter key event in → the queue view rendered its frame and the compositor refreshed

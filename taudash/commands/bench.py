@@ -48,7 +48,7 @@ from taudash.engine.sources.kube import KubeSource
 from taudash.engine.view import SourceInfo, derive
 
 if TYPE_CHECKING:
-    from taudash.screens.base import DashScreen
+    from taudash.screens.kit.base import DashScreen
 
 UI_SIZE = (160, 48)
 SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
@@ -225,7 +225,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     from textual import events
 
     from taudash.app import SCREENS, TaudashApp
-    from taudash.screens.messages import Navigate
+    from taudash.screens.kit.messages import Navigate
     from taudash.screens.registry import REGISTRY
 
     # Every registered screen: the numbered ones by their key, the rest (History, Fleet) the way the
@@ -266,7 +266,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
     async with app.run_test(size=UI_SIZE) as pilot:
         await pilot.pause()
         fig(Figure("ui_start_s", "dashboard start (overview painted)", time.perf_counter() - t, "s"))
-        # The app composes the other screens in the background after the first view (issue 23); the
+        # The app composes the other screens in the background after the first view; the
         # operator's first visit to each comes after that. A key pressed before it pays one composition.
         for _ in range(60000):
             if app.composed or not app.precompose:
@@ -318,7 +318,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                 session.view(now)
                 return store.revision
 
-        # How the view follows the events (docs/decisions.md, issue 23): small incremental updates inline on the
+        # How the view follows the events (docs/decisions.md): small incremental updates inline on the
         # event loop, one per burst (the default: it measured best for input at L). TAUDASH_BENCH_FOLLOW=thread
         # [:period] derives in a worker thread like the app's own tick, at most every period s (0.1 by default);
         # inline:period coalesces inline updates the same way. Measuring only, to compare.
@@ -371,7 +371,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                  f"{len(presses)} key presses, {len(tick_costs)} ticks; {_mem()})")
         with prof.phase("queue_view"):
             await queue_view_phase(app, fig, progress, _painted)
-        progress(f"  (after the queue view: {_mem()})")  # issue 19: the 10k ClusterQueue (bench/queue_view.py)
+        progress(f"  (after the queue view: {_mem()})")  # the 10k ClusterQueue (taudash/bench/queue_view.py)
 
 
 class _GcPauses:

@@ -1,4 +1,4 @@
-"""`taudash profiles select|export|verify` (issue 5; docs/rules.md#profiles and #output-contract)."""
+"""`taudash profiles select|export|verify` (docs/rules.md#profiles and #output-contract)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`taudash sim serve`: the simulated TauGrid cluster behind a Kubernetes API on loopback (issue 6)."""
+"""`taudash sim serve`: the simulated TauGrid cluster behind a Kubernetes API on loopback (docs/simulator.md)."""
 
 from __future__ import annotations
 

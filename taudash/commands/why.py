@@ -1,4 +1,4 @@
-"""`taudash why NS/NAME`: why is this Workload waiting? (issue 19; contract in docs/queue-insight.md)."""
+"""`taudash why NS/NAME`: why is this Workload waiting? (contract in docs/queue-insight.md)."""
 
 from __future__ import annotations
 

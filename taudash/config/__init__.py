@@ -32,7 +32,7 @@ from ..errors import UsageError
 
 ENV_READ_ONLY = "TAUDASH_READ_ONLY"
 ENV_CONFIG = "TAUDASH_CONFIG"
-# Every environment variable taudash reads (tests/unit/test_config_strict.py checks the sources name no other):
+# Every environment variable taudash reads (tests/unit/test_config_schema.py checks the sources name no other):
 # a name close to one of these is refused as a misspelling (check_env_names).
 ENV_NAMES = frozenset({
     ENV_READ_ONLY, ENV_CONFIG,

@@ -47,7 +47,7 @@ from textual.geometry import Size
 
 from taudash.engine.actions import Actions
 from taudash.engine.session import Session
-from taudash.screens.messages import (
+from taudash.screens.kit.messages import (
     AbortWorkflow,
     NewWorkflow,
     RequestOperation,

@@ -28,7 +28,7 @@ the same in both versions and passes through untouched. Conversion is tolerant: 
 there and never invents or prunes anything else (pruning is the schema's job). Objects are treated
 as immutable: the result shares every subtree it does not change with the input.
 
-v2 → v1 → v2 is the identity for the fields both versions hold (tests/test_sim_conversion.py, a
+v2 → v1 → v2 is the identity for the fields both versions hold (tests/sim/test_sim_conversion.py, a
 property test); v1 → v2 → v1 too, except for the dropped fields and the v1-only spellings v2 folds
 (`admissionChecks`, `Borrow`/`Preempt`). The topology slices are re-encoded in the one-slice compact
 form (a per-level common prefix/suffix, or one universal value): a v2 assignment in another valid

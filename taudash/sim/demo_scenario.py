@@ -1357,7 +1357,7 @@ def build_sources_and_workloads(inventory, hashes) -> tuple[list[dict], list[dic
 
 
 def resolve_profile(p: dict, cluster_queues: dict[str, dict], flavors: dict[str, dict]) -> dict:
-    """What the controller publishes for a declared profile (reference §3.3), all Ready at TAU_GENERATION."""
+    """What the controller publishes for a declared profile (its profile observer), all Ready at TAU_GENERATION."""
     g = TAU_GENERATION
     since = PROFILES_CHANGED_AT if p["name"] in PROFILE_ADDED_AT_GENERATION else 30 * DAY
     lqs = [{"namespace": ns, "name": p["defaultLocalQueue"], "clusterQueue": lq_target(ns, p["defaultLocalQueue"])}

@@ -1,4 +1,4 @@
-"""A simulated fleet: one MultiKueue manager and N workers, each its own SimServer (issue 21).
+"""A simulated fleet: one MultiKueue manager and N workers, each its own SimServer (docs/fleet.md).
 
     async with SimFleet(workers=2) as fleet:
         fleet.kubeconfig            # one kubeconfig: taudash-manager, taudash-worker-1, …

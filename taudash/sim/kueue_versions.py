@@ -4,7 +4,7 @@
     sim.kueue.served, sim.kueue.storage        # ("v1beta2", "v1beta1"), "v1beta1"
     sim.kueue.reason("QuotaReserved", "WaitingForQuota")   # what this release writes: "Pending"
 
-Facts (from the release tags of kubernetes-sigs/kueue; reference/kueue.md §0):
+Facts (from the release tags of kubernetes-sigs/kueue and their changelogs):
 - ≤ 0.14 serves and stores v1beta1 only (no v1beta2 at all).
 - 0.15 stores v1beta1 and serves v1beta2 beside it, by conversion; discovery prefers v1beta2 (the
   apiserver orders a CRD group's versions kube-aware, highest first, whatever the storage).

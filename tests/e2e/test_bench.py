@@ -27,7 +27,7 @@ def test_generator_is_deterministic_per_seed(small):
     assert len(other) == len(small)
 
 
-def test_generator_sizes_match_the_brief(small):
+def test_generator_makes_the_declared_sizes(small):
     kinds = Counter(o["kind"] for o in small)
     s = SIZES["S"]
     assert kinds["Node"] == s.nodes

@@ -10,9 +10,8 @@ import io
 from datetime import UTC, datetime
 
 import factories as f
-import pytest
 import yaml
-from tools import yamlc
+from tools import kueue_data, yamlc
 from tools.simhttp import list_served
 
 from taudash.cli import main
@@ -23,7 +22,7 @@ from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
 from taudash.engine.view import derive
 from taudash.loading import DEMO_SNAPSHOT, load_live
-from taudash.sim.schema import SchemaSet, crd_root
+from taudash.sim.schema import DEFAULT_CRD_VERSION, SchemaSet
 from taudash.sim.server import SimServer
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -31,10 +30,7 @@ KUEUE = "kueue.x-k8s.io"
 
 
 def _schemas() -> SchemaSet:
-    try:
-        return SchemaSet.load(crd_root())
-    except FileNotFoundError as exc:
-        pytest.fail(f"the Kueue CRDs are needed to check an export: {exc}")
+    return kueue_data.schemas(DEFAULT_CRD_VERSION)
 
 
 def _contract(loaded) -> dict:

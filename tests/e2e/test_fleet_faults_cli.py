@@ -1,4 +1,4 @@
-"""Faults per cluster from the command line (issue 21): `sim serve --fleet N --fault …` and `demo --fleet
+"""Faults per cluster from the command line (docs/fleet.md): `sim serve --fleet N --fault …` and `demo --fleet
 --fault …` parse and check them (exit 2 naming the bad part), apply them, and take changes at run time
 through the control file they print."""
 

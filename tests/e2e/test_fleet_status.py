@@ -1,4 +1,4 @@
-"""`taudash status|check` over several clusters (issue 21): the FleetStatus contract on a simulated
+"""`taudash status|check` over several clusters (docs/fleet.md): the FleetStatus contract on a simulated
 manager and two workers, isolated failures, exit codes."""
 
 from __future__ import annotations

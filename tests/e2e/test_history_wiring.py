@@ -176,7 +176,7 @@ async def test_the_history_screen_shows_what_the_dashboards_recorder_writes(tmp_
 
     from taudash.engine.history.recorder import RecorderThread
     from taudash.screens.history import NO_HISTORY, HistoryScreen
-    from taudash.screens.messages import Navigate
+    from taudash.screens.kit.messages import Navigate
     from taudash.sim.server import SimServer
 
     path = tmp_path / "live.sqlite3"

@@ -1,4 +1,4 @@
-"""Issue 16: measurement from outside production code, and the GC policy as one runtime hook.
+"""Measurement from outside production code, and the GC policy as one runtime hook.
 
 `Session.stats()` is the read-only snapshot benchmarks and tests observe; `TaudashApp(on_frame=...)`
 / `observe_frames` tell an outside observer about every rendered tick; the engine never touches the
@@ -22,7 +22,7 @@ from taudash.engine.session import Session, SessionStats
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo, derive
 from taudash.runtime import GC_THRESHOLDS, LongLivedHeap, tune_gc_for_long_lived_model
-from taudash.screens.base import DashScreen
+from taudash.screens.kit.base import DashScreen
 
 FIXTURES = paths.FIXTURES
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

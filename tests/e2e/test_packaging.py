@@ -24,7 +24,8 @@ def test_the_wheel_holds_one_top_level_package_and_the_demo(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"taudash"}
-    for must in ("taudash/engine/store.py", "taudash/screens/base.py", "taudash/sim/server.py",
+    for must in ("taudash/engine/store.py", "taudash/screens/kit/base.py", "taudash/screens/workflow/host.py",
+                 "taudash/screens/widgets/keyed_table.py", "taudash/sim/server.py",
                  "taudash/bench/measure.py", "taudash/data/demo.yaml", "taudash/theme.tcss"):
         assert must in names
     demo = zipfile.ZipFile(wheel).read("taudash/data/demo.yaml")

@@ -1,7 +1,7 @@
-"""Rehearsals (issue 24): a workflow run on a simulated fork predicts the real run, and writes nothing.
+"""Rehearsals (docs/rehearsal.md): a workflow run on a simulated fork predicts the real run, and writes nothing.
 
 The "real" cluster is a simulated one too (the demo, seeded, quiet); the real run steps its world in
-the runner's sleep like tests/test_workflows_e2e.py. The fork is taken from the live store before the
+the runner's sleep like tests/e2e/test_workflows_e2e.py. The fork is taken from the live store before the
 real world has moved, so both start from the same objects with the same seed.
 """
 

@@ -33,8 +33,8 @@ from taudash.engine.rules.profilehash import profile_set_hash
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo
-from taudash.screens.confirm import ConfirmScreen
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.confirm import ConfirmScreen
+from taudash.screens.kit.messages import OpenObject
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 # Markup, CSI clear-screen, an OSC title set ended by BEL, a bidi override, a C1 CSI, a Rich link.

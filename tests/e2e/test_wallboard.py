@@ -1,6 +1,6 @@
 """`taudash serve --web`: options, access (token off loopback, never logged), the read-only tab app, the
 kiosk rotation, and ten viewers on one set of watches. The real-browser run is
-tests/test_wallboard_browser.py."""
+tests/e2e/test_wallboard_browser.py."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from taudash.engine.actions import Actions
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import SourceInfo
-from taudash.screens.messages import AbortWorkflow, NewWorkflow, RequestOperation, ResumeWorkflow, StartWorkflow
+from taudash.screens.kit.messages import AbortWorkflow, NewWorkflow, RequestOperation, ResumeWorkflow, StartWorkflow
 from taudash.serve.exporter import ListenAddress
 from taudash.serve.web import (
     COOKIE,

@@ -34,7 +34,7 @@ from taudash.engine.workflows.base import (
 from taudash.engine.workflows.journal import TERMINAL
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
-from taudash.screens.workflows import JournalIndex
+from taudash.screens.workflow.journals import JournalIndex
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer
 from taudash.sim.world import World

@@ -16,10 +16,11 @@ from tools.toy_workflow import QUEUE_CHECK, registered_toy
 from taudash.cli import main
 from taudash.engine.workflows import registry
 from taudash.engine.workflows.params import ParamError
-from taudash.screens.help import global_keys
-from taudash.screens.messages import NewWorkflow
+from taudash.screens.kit.help import global_keys
+from taudash.screens.kit.messages import NewWorkflow
+from taudash.screens.registry import REGISTRY
 from taudash.screens.widgets.choices import MarkedCheckbox
-from taudash.screens.workflows import NewWorkflowScreen, kind_labels
+from taudash.screens.workflow.forms import NewWorkflowScreen, kind_labels
 
 QUEUE = "tau-ws-train"  # a ClusterQueue of the demo
 
@@ -87,7 +88,7 @@ def test_registered_toy_runs_from_the_cli_against_the_simulator(toy, cli_env, de
 
 async def test_registered_toy_has_a_generated_form_in_the_dashboard(toy):
     assert kind_labels()["queue-check"] == "Queue check"
-    assert "queue check" in global_keys()  # `?` lists the guided operations from the registry
+    assert "queue check" in global_keys(REGISTRY)  # `?` lists the guided operations from the registry
     app = dashboard_app(now=datetime(2026, 11, 30, 9, 5, tzinfo=UTC), writable=True)
     async with app.run_test(size=(120, 36)) as pilot:
         app.post_message(NewWorkflow("queue-check"))

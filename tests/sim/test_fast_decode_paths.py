@@ -11,7 +11,8 @@ import copy
 import orjson
 import pytest
 from pydantic import ValidationError
-from test_kueue_examples import _as_created, examples_dir, manifests
+from test_kueue_examples import _as_created, manifests
+from tools import kueue_data
 
 from taudash.bench.generate import Size, generate
 from taudash.engine.model import KINDS, Job
@@ -24,7 +25,7 @@ FAST = [k for k in KINDS if issubclass(k.model, FastObject)]
 
 
 def example_jobs() -> list[dict]:
-    docs = [d for p in sorted(examples_dir().glob("*.yaml")) for d in manifests(p)]
+    docs = [d for p in sorted(kueue_data.examples().glob("*.yaml")) for d in manifests(p)]
     return [_as_created(d, i) for i, d in enumerate(docs) if d["kind"] == "Job" and d["apiVersion"] == "batch/v1"]
 
 

@@ -1,4 +1,4 @@
-"""Kueue's own examples (site/static/examples, kueueviz examples: /work/shared/kueue/examples) load
+"""Kueue's own examples (site/static/examples, kueueviz examples: ../shared/kueue/examples) load
 into taudash as a plain Kueue cluster: no load issue, no critical finding that TauGrid's absence
 causes, TauGrid said to be absent once.
 
@@ -8,31 +8,19 @@ gets a suffix. Nothing else is added."""
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 import yaml
+from tools import kueue_data
 
 from taudash.engine.model.kinds import lookup
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.view import derive
-from taudash.sim.schema import crd_root
 
 KUEUE = "kueue.x-k8s.io"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def examples_dir() -> Path:
-    """`../shared/kueue/examples` from the repository root, or under $TAUDASH_KUEUE_CRDS."""
-    folder = crd_root() / "examples"
-    if not folder.is_dir() or not list(folder.glob("*.yaml")):
-        where = "in CI (CI=true)" if os.environ.get("CI") == "true" else "outside CI"
-        pytest.fail(f"Kueue's examples are missing at {folder} ({where}): set TAUDASH_KUEUE_CRDS to the `kueue` "
-                    "test-data folder (it holds crds/ and examples/) or check out ../shared/kueue next to the repo")
-    return folder
 
 
 def _as_created(doc: dict, n: int) -> dict:
@@ -53,7 +41,7 @@ def manifests(path: Path) -> list[dict]:
 
 
 def kueue_files() -> list[Path]:
-    return sorted(p for p in examples_dir().glob("*.yaml")
+    return sorted(p for p in kueue_data.examples().glob("*.yaml")
                   if any(str(d.get("apiVersion", "")).startswith(KUEUE + "/") for d in manifests(p)))
 
 
@@ -102,7 +90,7 @@ def test_each_example_with_kueue_objects_loads_alone(tmp_path):
 
 
 def test_all_examples_load_together(tmp_path):
-    files = sorted(examples_dir().glob("*.yaml"))
+    files = sorted(kueue_data.examples().glob("*.yaml"))
     result, view = _load_and_check(write_snapshot(tmp_path, files, "all.yaml"), "all examples")
     # The Kueue kinds taudash reads are all there and show in the view.
     for kind in ("ClusterQueue", "LocalQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "Topology",
@@ -113,7 +101,7 @@ def test_all_examples_load_together(tmp_path):
 
 def test_all_examples_with_the_taugrid_apis_not_served(tmp_path):
     """A live plain Kueue cluster: the TauGrid APIs are Absent (not merely empty)."""
-    files = sorted(examples_dir().glob("*.yaml"))
+    files = sorted(kueue_data.examples().glob("*.yaml"))
     objs = list(yaml.safe_load_all(write_snapshot(tmp_path, files, "objs.yaml").read_text()))
     env = {"apiVersion": "taudash/v1", "kind": "ClusterSnapshot", "metadata": {"context": "kueue-examples"},
            "access": [{"resource": r, "state": "Absent"}
@@ -129,7 +117,7 @@ def test_all_examples_with_the_taugrid_apis_not_served(tmp_path):
 def test_healthy_multikueue_setup_without_taugrid_is_ready(tmp_path):
     """The MultiKueue example as Kueue reconciles it (the check and the worker Active) is Ready —
     no TauCluster needed; M2/M4/M5 are not applicable rather than failing."""
-    docs = [_as_created(d, i) for i, d in enumerate(manifests(examples_dir() / "multikueue__multikueue-setup.yaml"))]
+    docs = [_as_created(d, i) for i, d in enumerate(manifests(kueue_data.examples() / "multikueue__multikueue-setup.yaml"))]
     active = {"type": "Active", "status": "True", "reason": "Active", "message": "ok",
               "lastTransitionTime": "2026-12-01T11:00:00Z"}
     for d in docs:
@@ -159,7 +147,7 @@ def test_taugrid_present_but_unreadable_still_fails_closed(tmp_path):
     """Forbidden is not absent: with the TauCluster API unreadable the TauGrid checks stay judged."""
     from taudash.engine.store import AccessState
 
-    result = load_snapshot(write_snapshot(tmp_path, [examples_dir() / "multikueue__multikueue-setup.yaml"], "f.yaml"))
+    result = load_snapshot(write_snapshot(tmp_path, [kueue_data.examples() / "multikueue__multikueue-setup.yaml"], "f.yaml"))
     result.store.set_access("TauCluster", AccessState.FORBIDDEN)
     view = derive(result.store, NOW, RuleConfig(), None)
     assert not [f for f in view.findings if f.rule == "TAUGRID-ABSENT"]

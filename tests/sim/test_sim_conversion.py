@@ -9,9 +9,10 @@ import copy
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tools import kueue_data
 
 from taudash.sim.conversion import HANDLED, convert, domains_to_slices, schema_differences, slices_to_domains
-from taudash.sim.schema import SchemaSet, crd_root
+from taudash.sim.schema import SchemaSet
 
 KUEUE = "kueue.x-k8s.io"
 V1, V2 = f"{KUEUE}/v1beta1", f"{KUEUE}/v1beta2"
@@ -20,9 +21,7 @@ FOLDERS = ("v0.15.8", "main-ff69552")
 
 @pytest.fixture(scope="module", params=FOLDERS)
 def crds(request) -> SchemaSet:
-    schemas = SchemaSet.shared(crd_root(), request.param)
-    assert schemas is not None, f"Kueue CRDs not found under {crd_root()} (set TAUDASH_KUEUE_CRDS)"
-    return schemas
+    return kueue_data.schemas(request.param)
 
 
 def test_every_schema_difference_is_handled_and_none_is_made_up(crds):
@@ -31,7 +30,7 @@ def test_every_schema_difference_is_handled_and_none_is_made_up(crds):
     missing = [(k, p, how) for k, p, how in diffs if (k, p) not in HANDLED]
     assert missing == []
     # every entry of HANDLED is a real difference in at least one of the two folders
-    seen = {(k, p) for f in FOLDERS for k, p, _ in schema_differences(SchemaSet.shared(crd_root(), f))}
+    seen = {(k, p) for f in FOLDERS for k, p, _ in schema_differences(kueue_data.schemas(f))}
     assert set(HANDLED) - seen == set()
 
 

@@ -1,4 +1,4 @@
-"""The simulated fleet (issue 21): a manager and workers, each its own API server, and MultiKueue dispatch."""
+"""The simulated fleet (docs/fleet.md): a manager and workers, each its own API server, and MultiKueue dispatch."""
 
 from __future__ import annotations
 

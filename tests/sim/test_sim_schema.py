@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 from pathlib import Path
 
 import aiohttp
 import pytest
 from factories import cluster_queue_request, resource_groups, workload_request
-from tools import paths
+from tools import kueue_data, paths
 from tools.simhttp import request as _request
 
 from taudash.engine.model import KINDS
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.sim.errors import BadRequest, Invalid
 from taudash.sim.objects import ObjectDB
-from taudash.sim.schema import ENV_VAR, SchemaSet, crd_root
+from taudash.sim.schema import SchemaSet
 from taudash.sim.schema.cel import CelError, CelUnsupported, compile_rule, evaluate
 from taudash.sim.schema.structural import compile_schema, validate
 from taudash.sim.server import SimServer
@@ -31,13 +30,7 @@ FIXTURES = [paths.FIXTURES / n for n in ("sim-cluster.yaml", "ui-demo.yaml")]
 
 @pytest.fixture(scope="module")
 def crds() -> Path:
-    root = crd_root()
-    if not (root / "crds" / "main-ff69552").is_dir():
-        where = "in CI the repository must be cloned with shared/ beside it" if os.environ.get("CI") == "true" else (
-            f"set ${ENV_VAR} to the kueue test-data folder")
-        pytest.fail(f"../shared/kueue not found: {root} holds no crds/main-ff69552 ({where}); "
-                    "the schema tests need the real Kueue CRDs")
-    return root
+    return kueue_data.crds("main-ff69552")
 
 
 @pytest.fixture(scope="module")

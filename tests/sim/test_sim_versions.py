@@ -12,14 +12,14 @@ import json
 
 import aiohttp
 import pytest
-from tools import yamlc
+from tools import kueue_data, yamlc
 from tools.paths import DEMO
 from tools.simhttp import request as _request
 
 from taudash.sim.kueue_versions import VERSIONS, kueue_version
 from taudash.sim.objects import ObjectDB
 from taudash.sim.resources import Registry
-from taudash.sim.schema import SchemaSet, crd_root
+from taudash.sim.schema import SchemaSet
 from taudash.sim.server import SimServer
 from taudash.sim.world import World
 
@@ -34,9 +34,7 @@ def strict(monkeypatch):
 
 
 def schemas_of(version: str) -> SchemaSet:
-    s = SchemaSet.shared(crd_root(), kueue_version(version).crd_folder)
-    assert s is not None, f"Kueue CRDs not found under {crd_root()} (set TAUDASH_KUEUE_CRDS)"
-    return s
+    return kueue_data.schemas(kueue_version(version).crd_folder)
 
 
 async def get(sim: SimServer, path: str) -> tuple[int, dict]:
@@ -181,6 +179,7 @@ async def test_watch_events_carry_the_watched_version():
 
 @pytest.mark.parametrize("version", ALL)
 async def test_a_schema_invalid_write_is_a_422_at_every_served_version(version):
+    schemas_of(version)  # the simulator validates with the release's CRDs: the test needs them
     async with SimServer(DEMO, kueue_version=version) as sim:
         cq = sim.db.list("ClusterQueue")[0]["metadata"]["name"]
         for v in kueue_version(version).served:

@@ -244,7 +244,7 @@ def test_published_profiles_verify_and_a_catalog_change_gets_a_new_hash():
 
 
 def test_a_catalog_change_under_hold_and_drain_becomes_ready():
-    """Seed 000's procedure holds the queues, then waits for the new catalog to be Ready: a held
+    """TauGrid's profile migration procedure holds the queues, then waits for the new catalog to be Ready: a held
     (Stopped) queue must not make the profiles that resolve to it unready."""
     w = sim_world()
     w.step(5)

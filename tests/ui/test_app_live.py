@@ -99,9 +99,9 @@ async def test_read_only_every_binding_sends_no_write(tmp_path, monkeypatch):
     import textual._wait
 
     from taudash.engine.workflows import Journal
-    from taudash.screens.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
-    from taudash.screens.wizard import StepConfirmScreen, WizardScreen
-    from taudash.screens.workflows import NewWorkflowScreen
+    from taudash.screens.kit.messages import AbortWorkflow, NewWorkflow, OpenWorkflow, ResumeWorkflow, StartWorkflow
+    from taudash.screens.workflow.forms import NewWorkflowScreen
+    from taudash.screens.workflow.wizard import StepConfirmScreen, WizardScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
     # Pilot waits for idle after each of the ~1,700 keys and pauses here by sleeping 20 ms at a time until a sleep

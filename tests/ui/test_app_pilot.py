@@ -15,13 +15,14 @@ from tools.paths import FIXTURES
 from tools.waiting import FrameCount, eventually, palette_results
 
 from taudash.engine.rules.base import ObjRef
-from taudash.screens.base import DashScreen
-from taudash.screens.confirm import ConfirmScreen
-from taudash.screens.help import HelpScreen
-from taudash.screens.messages import Navigate, OpenObject, RequestOperation
+from taudash.screens.kit.base import DashScreen
+from taudash.screens.kit.confirm import ConfirmScreen
+from taudash.screens.kit.entries import Registry, ScreenEntry
+from taudash.screens.kit.help import HelpScreen
+from taudash.screens.kit.messages import Navigate, OpenObject, RequestOperation
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.pool import PoolScreen
-from taudash.screens.registry import REGISTRY, Registry, ScreenEntry
+from taudash.screens.registry import REGISTRY
 from taudash.screens.widgets.filter_bar import FilterBar
 from taudash.screens.widgets.footer_bar import FooterBar
 from taudash.screens.widgets.header_bar import HeaderBar
@@ -361,13 +362,10 @@ async def test_a_tenth_screen_is_one_registry_line_reached_from_the_palette(monk
     """A screen registered with key=None gets a mode, a palette entry, `?` help and Navigate — and
     neither a number key nor a footer entry (the footer keeps 1–9)."""
     import taudash.app
-    import taudash.screens.palette
-    import taudash.screens.registry
 
     tenth = ScreenEntry(None, "history", "History", "Hist", _HistoryScreen)
     registry = Registry(*REGISTRY.keyed(), tenth)
-    for module in (taudash.app, taudash.screens.palette, taudash.screens.registry):
-        monkeypatch.setattr(module, "REGISTRY", registry)
+    monkeypatch.setattr(taudash.app, "REGISTRY", registry)  # the app's registry; it hands it to the rest
     assert len(registry) == 10 and registry.keyed() == REGISTRY.keyed()
     with pytest.raises(ValueError):  # a name listed twice is refused
         Registry(*REGISTRY.keyed(), ScreenEntry(None, "pool", "Pool again", "P", _HistoryScreen))

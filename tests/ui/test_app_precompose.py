@@ -1,4 +1,4 @@
-"""Screens composed in the background after the first view (issue 23) look exactly like screens composed on
+"""Screens composed in the background after the first view look exactly like screens composed on
 their first visit, the app says when every screen is composed, and a screen's own key still works at once."""
 
 from __future__ import annotations

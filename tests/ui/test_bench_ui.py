@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from taudash.screens.filtering import RowMeta, parse_filter
-from taudash.screens.text import lit
+from taudash.screens.kit.filtering import RowMeta, parse_filter
+from taudash.screens.kit.text import lit
 from taudash.screens.widgets.keyed_table import MORE_KEY, PAGE_ROWS, Col, KeyedTable, Row
 
 

@@ -1,12 +1,12 @@
 """Column widths from content (screens/widgets/columns.py), names folded whole, and one unit per column
-(screens/format.py) — the pure parts of issue 18's responsive tables."""
+(screens/kit/format.py) — the pure parts of the responsive tables."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from taudash.engine.model import Quantity
-from taudash.screens.format import column_of, in_unit, unit_for
+from taudash.screens.kit.format import column_of, in_unit, unit_for
 from taudash.screens.widgets.columns import PAD, fold, layout, natural_widths
 from taudash.screens.widgets.keyed_table import Col
 

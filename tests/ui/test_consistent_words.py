@@ -1,4 +1,4 @@
-"""One word for one thing (issue 18, "consistent words"): the count legend reads the same in the column
+"""One word for one thing: the count legend reads the same in the column
 and the help, each screen is called by its registry title, the header's symbols are explained in `?` and
 in a tooltip, and every filter example the README promises matches rows on the demo."""
 
@@ -14,7 +14,7 @@ from rich.console import Console
 from textual.widgets import Static
 from tools.paths import REPO
 
-from taudash.screens.help import global_keys
+from taudash.screens.kit.help import global_keys
 from taudash.screens.queues import COLS as QUEUE_COLS
 from taudash.screens.queues import QueuesScreen
 from taudash.screens.registry import REGISTRY
@@ -32,7 +32,7 @@ def test_the_count_legend_is_one_word_in_the_column_and_the_help():
     assert counts in QueuesScreen.HELP  # the help explains the column by its own header
     sources = {p.name: p.read_text(encoding="utf-8") for p in SCREENS.rglob("*.py")}
     assert [n for n, text in sources.items() if "pend·resv" in text] == []  # the other spelling is gone
-    assert "pend·resv" not in global_keys()
+    assert "pend·resv" not in global_keys(REGISTRY)
 
 
 @pytest.mark.parametrize("entry", list(REGISTRY), ids=lambda e: e.name)
@@ -52,7 +52,7 @@ async def test_the_sources_table_is_titled_with_the_screen_name():
 
 async def test_header_symbols_are_explained_in_help_and_in_a_tooltip():
     for words in ("● 25 s", "stale since", "captured", "gen N", "observed M ⚠", "⚠ unknown", "READ-ONLY"):
-        assert words in HEADER_LEGEND and words in global_keys()
+        assert words in HEADER_LEGEND and words in global_keys(REGISTRY)
     app = dashboard_app(now=NOW, writable=True)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()

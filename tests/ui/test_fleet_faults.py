@@ -1,4 +1,4 @@
-"""Faults per cluster on a live simulated fleet (issue 21): a cluster that hangs (accepts, never answers)
+"""Faults per cluster on a live simulated fleet (docs/fleet.md): a cluster that hangs (accepts, never answers)
 turns stale within the freshness bound through the liveness probe, the others stay live, and it comes
 back live when the fault is lifted; a 403 on one cluster's Workloads leaves the other rows alone."""
 

@@ -1,4 +1,4 @@
-"""The Fleet screen (issue 21): one row per cluster, each its own failure domain; Enter makes a
+"""The Fleet screen (docs/fleet.md): one row per cluster, each its own failure domain; Enter makes a
 cluster the subject of every other screen. An SVG snapshot on snapshots, a Pilot test on a live
 simulated fleet."""
 
@@ -163,7 +163,7 @@ def join_findings_text(app) -> str:
 
 
 async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_worker():
-    """Issue 21, must show: a manager and two workers, simulated in-process. The Workload the manager dispatched is
+    """A manager and two workers, simulated in-process. The Workload the manager dispatched is
     shown with its worker and the mirror's state there; killing that worker's API server turns its row stale,
     raises the disconnected-worker finding, leaves the other rows live, and its mirrors read unknown (never gone)."""
     manager, w1, w2 = "taudash-manager", "taudash-worker-1", "taudash-worker-2"
@@ -211,7 +211,7 @@ async def test_the_disconnected_worker_is_a_finding_in_its_detail():
     from factories import dashboard_app
 
     from taudash.engine.rules.base import ObjRef
-    from taudash.screens.messages import OpenObject
+    from taudash.screens.kit.messages import OpenObject
     from taudash.screens.object_detail import ObjectDetailScreen
 
     app = dashboard_app(DEMO, now=NOW)

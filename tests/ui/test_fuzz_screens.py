@@ -15,7 +15,7 @@ from tools.waiting import next_renders
 from taudash.app import SCREENS
 from taudash.engine.model import BY_KIND, lookup
 from taudash.engine.rules.base import ObjRef
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 from taudash.sim.server import SimServer
 
 DEMO = demo_objects()

@@ -13,7 +13,7 @@ from tools.waiting import eventually, palette_results
 from taudash.app import TaudashApp
 from taudash.engine.history.reader import HistoryReader
 from taudash.screens.history import NO_HISTORY, HistoryScreen
-from taudash.screens.messages import Navigate
+from taudash.screens.kit.messages import Navigate
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.registry import REGISTRY
 from taudash.screens.widgets.keyed_table import KeyedTable
@@ -93,7 +93,7 @@ def test_history_is_registered_without_a_number_key():
 
 
 async def test_history_opens_from_the_palette_and_its_help_names_its_keys(recorded):
-    from taudash.screens.help import HelpScreen
+    from taudash.screens.kit.help import HelpScreen
 
     app = history_app(recorded)
     async with app.run_test(size=SIZE) as pilot:

@@ -10,34 +10,47 @@ from factories import dashboard_app
 from textual.widgets import Input
 from tools.paths import FIXTURES
 
-from taudash.screens.confirm import ConfirmScreen
-from taudash.screens.jump import JumpScreen, resolve
+from taudash.screens.kit.confirm import ConfirmScreen
+from taudash.screens.kit.entries import Registry
+from taudash.screens.kit.jump import JumpScreen, resolve
 from taudash.screens.object_detail import ObjectDetailScreen
+from taudash.screens.registry import REGISTRY
 from taudash.screens.workspace_detail import WorkspaceDetailScreen
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 
 
+def jump(line: str, **kw):
+    return resolve(line, REGISTRY, **kw)
+
+
 def test_resolve_screens_kinds_objects_and_errors():
-    assert resolve(":cq").screen == "queues"
-    assert resolve("queues").screen == "queues"
-    assert resolve(":8").screen == "findings" and resolve(":pool").screen == "pool"
-    assert resolve(":ws").screen == "workspaces"
-    assert resolve(":q").quit and resolve(":quit").quit
-    wl = resolve(":wl train/job-1").ref
+    assert jump(":cq").screen == "queues"
+    assert jump("queues").screen == "queues"
+    assert jump(":8").screen == "findings" and jump(":pool").screen == "pool"
+    assert jump(":ws").screen == "workspaces"
+    assert jump(":q").quit and jump(":quit").quit
+    wl = jump(":wl train/job-1").ref
     assert (wl.kind, wl.namespace, wl.name) == ("Workload", "train", "job-1")
-    ws = resolve(":ws train").ref
+    ws = jump(":ws train").ref
     assert (ws.kind, ws.namespace, ws.name) == ("TauWorkspace", "tau-system", "train")
-    cq = resolve(":cq tau-ws-train").ref
+    cq = jump(":cq tau-ws-train").ref
     assert (cq.kind, cq.namespace, cq.name) == ("ClusterQueue", None, "tau-ws-train")
     # refused, with the reason
-    assert "unknown jump" in resolve(":frobnicate").error
-    assert "unknown kind" in resolve(":frob x").error
-    assert "namespaced" in resolve(":wl job-1").error  # a Workload needs its namespace
-    assert "not namespaced" in resolve(":cq ns/x").error
-    assert "nothing to jump to" in resolve(":").error
-    assert "no Workload train/gone" in resolve(":wl train/gone", exists=lambda *a: False).error
-    assert resolve(":q now").error  # :q takes no argument
+    assert "unknown jump" in jump(":frobnicate").error
+    assert "unknown kind" in jump(":frob x").error
+    assert "namespaced" in jump(":wl job-1").error  # a Workload needs its namespace
+    assert "not namespaced" in jump(":cq ns/x").error
+    assert "nothing to jump to" in jump(":").error
+    assert "no Workload train/gone" in jump(":wl train/gone", exists=lambda *a: False).error
+    assert jump(":q now").error  # :q takes no argument
+
+
+def test_a_jump_names_only_the_screens_it_is_handed():
+    """The screens come from the app (its registry), not from an import: one left out is an unknown jump."""
+    only_home = Registry(REGISTRY.home)
+    assert resolve(":1", only_home).screen == "overview"
+    assert "unknown jump" in resolve(":pool", only_home).error
 
 
 async def submit(pilot, app, line: str) -> None:

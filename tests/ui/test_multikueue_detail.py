@@ -1,4 +1,4 @@
-"""The MultiKueue screen's detail pane (issue 18): the highlighted check's — or worker's — whole message, wrapped,
+"""The MultiKueue screen's detail pane: the highlighted check's — or worker's — whole message, wrapped,
 readable at 100 columns (M5's could not be read at any size); Down/Up past a table's edge and Tab move between the
 checks, workers and objects tables. SVG snapshot at 100×30 with the failing M5 highlighted."""
 

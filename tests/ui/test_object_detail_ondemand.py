@@ -1,4 +1,4 @@
-"""The object detail like an operator expects (issue 18): the object's Events watched on demand while the screen
+"""The object detail like an operator expects: the object's Events watched on demand while the screen
 shows (Forbidden said, never an empty list), the whole YAML fetched on `y` for the kinds kept slim (marked partial
 until then), `c`/`C` copy the name / YAML (OSC 52), PageDown/End scroll the YAML when it has focus, Down/Up and
 Tab move between the tables and the YAML. Against a fixed on-demand reader (SVG snapshots) and the simulator."""
@@ -17,7 +17,7 @@ from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCED, EventsState, FullObject, ObjectEvent
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 from taudash.screens.object_detail import PARTIAL, ObjectDetailScreen
 from taudash.screens.widgets.keyed_table import KeyedTable
 

@@ -12,12 +12,13 @@ import yaml
 from factories import dashboard_app
 from rich.console import Console
 from textual.widgets import Static
+from tools import kueue_data
 from tools.paths import REPO
 
 from taudash.engine.rules.base import ObjRef
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 from taudash.screens.widgets.keyed_table import KeyedTable
-from taudash.sim.schema import SchemaSet, crd_root
+from taudash.sim.schema import DEFAULT_CRD_VERSION
 
 ROOT = REPO
 FIXTURE = ROOT / "tests" / "fixtures" / "plain-kueue.yaml"
@@ -33,10 +34,7 @@ def plain(widget) -> str:
 
 def test_the_fixture_is_valid_kueue():
     """The fixture is what Kueue would accept: every Kueue object validates against its CRD."""
-    try:
-        schemas = SchemaSet.load(crd_root())
-    except FileNotFoundError as exc:
-        pytest.fail(f"the Kueue CRDs are needed: {exc}")
+    schemas = kueue_data.schemas(DEFAULT_CRD_VERSION)
     for o in yaml.safe_load(FIXTURE.read_text())["objects"]:
         group, _, version = o["apiVersion"].rpartition("/")
         if group == "kueue.x-k8s.io":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taudash.screens.text import _tones
+from taudash.screens.kit.text import _tones
 from taudash.screens.widgets.plot import AXIS, BRAILLE, Trace, legend, nice_ceiling, plot_lines
 
 TONES = _tones(())

@@ -1,4 +1,4 @@
-"""The dashboard's "Rehearse first" (issue 24): the form posts a rehearsal instead of a start, the app
+"""The dashboard's "Rehearse first" (docs/rehearsal.md): the form posts a rehearsal instead of a start, the app
 rehearses on a simulated fork of the session's store in a worker and shows the report; nothing is
 written. The report screen: an SVG snapshot of a fixed report and a Pilot test of its keys."""
 
@@ -15,10 +15,10 @@ from tools.waiting import eventually
 
 from taudash.app import TaudashApp
 from taudash.rehearse import load
-from taudash.screens.messages import NewWorkflow
-from taudash.screens.rehearsal import RehearsalScreen, report_text
+from taudash.screens.kit.messages import NewWorkflow
 from taudash.screens.widgets.choices import MarkedCheckbox
-from taudash.screens.workflows import NewWorkflowScreen
+from taudash.screens.workflow.forms import NewWorkflowScreen
+from taudash.screens.workflow.rehearsal import RehearsalScreen, report_text
 
 DEMO = paths.DEMO
 FIXTURE_STATE = paths.WORKFLOW_STATE

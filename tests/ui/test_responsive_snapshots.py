@@ -1,4 +1,4 @@
-"""Every screen at 100×30, 120×36 and 200×60 (issue 18): SVG snapshots on the demo cluster with a frozen clock.
+"""Every screen at 100×30, 120×36 and 200×60: SVG snapshots on the demo cluster with a frozen clock.
 
 Column widths come from content and the terminal width; names wrap instead of being cut; messages take the
 spare width and wrap when a tall terminal has room. Accept changes with `--snapshot-update` only after
@@ -19,7 +19,7 @@ from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
 from taudash.fleet_app import FleetApp
-from taudash.screens.messages import Navigate, OpenObject, OpenQueue
+from taudash.screens.kit.messages import Navigate, OpenObject, OpenQueue
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZES = [(100, 30), (120, 36), (200, 60)]

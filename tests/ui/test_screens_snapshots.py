@@ -13,7 +13,7 @@ from factories import dashboard_app
 from tools.paths import FIXTURES
 
 from taudash.engine.rules.base import ObjRef
-from taudash.screens.messages import OpenObject
+from taudash.screens.kit.messages import OpenObject
 
 UI_FIXTURE = FIXTURES / "ui-demo.yaml"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)

@@ -19,9 +19,9 @@ from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_documents, load_snapshot
 from taudash.engine.store import AccessState
 from taudash.engine.view import SourceInfo, derive
-from taudash.screens.filtering import RowMeta, parse_filter
-from taudash.screens.help import help_renderable
-from taudash.screens.text import clean, lit, tones_for
+from taudash.screens.kit.filtering import RowMeta, parse_filter
+from taudash.screens.kit.help import help_renderable
+from taudash.screens.kit.text import clean, lit, tones_for
 from taudash.screens.widgets.bars import bar, sparkline
 from taudash.screens.widgets.keyed_table import Col, KeyedTable, Row
 
@@ -219,8 +219,9 @@ async def test_cursor_in_a_growing_table_stays_visible_in_its_scroller():
 
 def test_registry_lists_each_screen_once_and_refuses_ambiguity():
     from taudash.app import SCREENS, TaudashApp
-    from taudash.screens.base import DashScreen
-    from taudash.screens.registry import REGISTRY, Registry, ScreenEntry
+    from taudash.screens.kit.base import DashScreen
+    from taudash.screens.kit.entries import Registry, ScreenEntry
+    from taudash.screens.registry import REGISTRY
 
     assert [e.key for e in REGISTRY.keyed()] == [str(i) for i in range(1, 10)]
     assert SCREENS == {e.name: e.cls for e in REGISTRY}
@@ -240,60 +241,48 @@ def test_registry_lists_each_screen_once_and_refuses_ambiguity():
 
 
 def test_help_lists_the_number_keys_from_the_registry():
-    from taudash.screens.help import global_keys
+    from taudash.screens.kit.help import global_keys
     from taudash.screens.registry import REGISTRY
 
-    first = global_keys().splitlines()[0]
+    first = global_keys(REGISTRY).splitlines()[0]
     assert first.startswith("1–9      Overview · Pool · ")
     assert first.endswith(" · ".join(e.title for e in REGISTRY.keyed()) + " (the current screen's number returns to its top level)")
 
 
-def _screen_modules() -> set[str]:
-    """Modules of screens/ that define a Screen (a dashboard screen, a modal, a form); base.py, which
-    every screen extends, is not one of them."""
+def test_the_screens_folder_holds_the_screens_and_their_registry_only():
+    """Each module directly in screens/ is a screen: it defines a DashScreen (a dashboard screen or a detail
+    pushed on one). The registry lists them; what they share lives in the rooms beneath (kit/, widgets/,
+    workflow/). That no screen imports another is an import-linter contract (pyproject.toml; its negative
+    controls: tests/e2e/test_import_contract.py)."""
     import importlib
     import inspect
 
-    from textual.screen import Screen
+    from taudash.screens.kit.base import DashScreen
+    from taudash.screens.registry import REGISTRY
 
-    out = set()
+    screens: dict[str, list[str]] = {}
     for path in sorted(SCREENS_DIR.glob("*.py")):
-        module = importlib.import_module(f"taudash.screens.{path.stem}")
-        if any(issubclass(c, Screen) and c.__module__ == module.__name__
-               for _, c in inspect.getmembers(module, inspect.isclass)):
-            out.add(path.stem)
-    return out - {"base"}
-
-
-def test_no_screen_imports_another_screens_module():
-    """Shared row builders and policy live in presenters.py: a screen's module imports no other
-    screen's module. Only the registry (it lists them) and the workflow host (it opens them) do."""
-    import ast
-
-    screens = _screen_modules()
-    assert {"overview", "pool", "findings", "workflows", "wizard", "workspace_detail"} <= screens
-    assert "presenters" not in screens and "registry" not in screens
-    for path in sorted(SCREENS_DIR.glob("*.py")):
-        if path.stem in ("registry", "workflow_run"):
+        if path.stem in ("__init__", "registry"):
             continue
-        imported = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                imported.add(node.module.split(".")[0])
-            elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import x
-                imported |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("taudash.screens."):
-                imported.add(node.module.split(".")[2])
-        assert not (imported & screens) - {path.stem}, (path.name, sorted(imported & screens))
+        module = importlib.import_module(f"taudash.screens.{path.stem}")
+        screens[path.stem] = [c.__name__ for _, c in inspect.getmembers(module, inspect.isclass)
+                              if issubclass(c, DashScreen) and c.__module__ == module.__name__]
+    assert {"overview", "pool", "workflows", "object_detail", "queue_detail", "workspace_detail"} <= set(screens)
+    assert not [m for m, classes in screens.items() if not classes], "modules in screens/ that define no screen"
+    assert {e.cls.__module__.removeprefix("taudash.screens.") for e in REGISTRY} <= set(screens)
+    rooms = {p.name for p in SCREENS_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms == {"kit", "widgets", "workflow"}
 
 
 async def test_the_workflow_host_is_owned_not_mixed_in_and_refuses_in_read_only(tmp_path):
     """The host works for any App that owns it: a read-only session is refused (said, nothing
     journaled), and quitting without a running workflow exits at once."""
     from taudash.app import TaudashApp
-    from taudash.screens.confirm import ConfirmScreen
-    from taudash.screens.messages import StartWorkflow
-    from taudash.screens.workflow_run import RunOptions, WorkflowHost
+    from taudash.screens.kit.confirm import ConfirmScreen
+    from taudash.screens.kit.messages import StartWorkflow
+    from taudash.screens.registry import REGISTRY
+    from taudash.screens.workflow.host import RunOptions, WorkflowHost
+    from taudash.screens.workflows import WorkflowsScreen
 
     assert not issubclass(TaudashApp, WorkflowHost)
     s = session()
@@ -301,7 +290,8 @@ async def test_the_workflow_host_is_owned_not_mixed_in_and_refuses_in_read_only(
     class Bare(App):
         def __init__(self) -> None:
             super().__init__()
-            self.workflows = WorkflowHost(self, s, lambda: NOW, RunOptions(directory=tmp_path))
+            self.workflows = WorkflowHost(self, s, lambda: NOW, RunOptions(directory=tmp_path),
+                                          listed_on=REGISTRY.of(WorkflowsScreen))
 
         def on_start_workflow(self, message: StartWorkflow) -> None:
             self.workflows.start(message.kind, message.params)

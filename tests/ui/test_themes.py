@@ -1,4 +1,4 @@
-"""Themes (issue 18): the Textual theme picker (ctrl+p → theme) switches the dashboard, the visible screen redraws
+"""Themes: the Textual theme picker (ctrl+p → theme) switches the dashboard, the visible screen redraws
 at once, and the semantic colours come from the theme's variables in light and dark themes alike. SVG snapshots
 of three screens in textual-light."""
 
@@ -13,8 +13,8 @@ from textual.command import CommandPalette
 from textual.theme import BUILTIN_THEMES
 from tools.waiting import eventually, palette_results
 
+from taudash.screens.kit.text import app_tones, tones_for
 from taudash.screens.multikueue import MultiKueueScreen
-from taudash.screens.text import app_tones, tones_for
 from taudash.screens.widgets.keyed_table import KeyedTable
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)

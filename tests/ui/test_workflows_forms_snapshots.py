@@ -17,8 +17,8 @@ from factories import dashboard_app
 from tools.fixed_state import fixed_state_dir
 from tools.paths import FIXTURES
 
-from taudash.screens.messages import NewWorkflow, OpenWorkflow
-from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
+from taudash.screens.kit.messages import NewWorkflow, OpenWorkflow
+from taudash.screens.workflow.wizard import ConfirmRequest, StepConfirmScreen
 
 FIXTURE_STATE = FIXTURES / "workflow-state"
 STATE = Path("/tmp/taudash-forms-snapshot-state")

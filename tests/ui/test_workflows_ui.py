@@ -24,11 +24,12 @@ from taudash.engine.sources.kube import KubeSource, connect
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.engine.workflows import Journal, summaries
-from taudash.screens.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
+from taudash.screens.kit.messages import NewWorkflow, ResumeWorkflow, StartWorkflow
 from taudash.screens.widgets.keyed_table import KeyedTable
-from taudash.screens.wizard import StepConfirmScreen, WizardScreen
-from taudash.screens.workflow_run import RunOptions
-from taudash.screens.workflows import NewWorkflowScreen, WorkflowsScreen
+from taudash.screens.workflow.forms import NewWorkflowScreen
+from taudash.screens.workflow.host import RunOptions
+from taudash.screens.workflow.wizard import StepConfirmScreen, WizardScreen
+from taudash.screens.workflows import WorkflowsScreen
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer
 from taudash.sim.world import World

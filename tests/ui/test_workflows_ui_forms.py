@@ -18,10 +18,10 @@ from tools.paths import FIXTURES
 
 from taudash.engine.workflows import Journal
 from taudash.engine.workflows.journal import workflows_dir
-from taudash.screens.messages import NewWorkflow, OpenWorkflow, StartWorkflow
+from taudash.screens.kit.messages import NewWorkflow, OpenWorkflow, StartWorkflow
 from taudash.screens.widgets.choices import CHECK_OFF, CHECK_ON, RADIO_OFF, RADIO_ON
-from taudash.screens.wizard import WizardScreen
-from taudash.screens.workflows import NewWorkflowScreen
+from taudash.screens.workflow.forms import NewWorkflowScreen
+from taudash.screens.workflow.wizard import WizardScreen
 
 FIXTURE_STATE = FIXTURES / "workflow-state"
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)

@@ -23,8 +23,8 @@ from taudash.engine.workflows.params import (
     release_params,
     rollback_params,
 )
-from taudash.screens.wizard import ConfirmRequest, StepConfirmScreen
-from taudash.screens.workflow_model import ProgressItem, RunModel, eta_text
+from taudash.screens.workflow.model import ProgressItem, RunModel, eta_text
+from taudash.screens.workflow.wizard import ConfirmRequest, StepConfirmScreen
 
 FIXTURE = FIXTURES / "workflow-state" / "workflows"
 AT = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
@@ -189,7 +189,7 @@ async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_rea
     from taudash.app import TaudashApp
     from taudash.engine.session import Session
     from taudash.engine.view import SourceInfo
-    from taudash.screens.help import HelpScreen
+    from taudash.screens.kit.help import HelpScreen
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
     r = load_snapshot(DEMO)

@@ -24,8 +24,8 @@ from tools.claims import LEASES
 from tools.paths import FIXTURES
 
 from taudash.engine.workflows import Journal, summaries
-from taudash.screens.messages import AbortWorkflow, OpenWorkflow, StartWorkflow
-from taudash.screens.wizard import StepConfirmScreen, WizardScreen
+from taudash.screens.kit.messages import AbortWorkflow, OpenWorkflow, StartWorkflow
+from taudash.screens.workflow.wizard import StepConfirmScreen, WizardScreen
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"
@@ -168,8 +168,10 @@ def paused_state(monkeypatch):
 
 
 async def open_paused(pilot) -> None:
-    pilot.app.post_message(OpenWorkflow("5a0e1d"))
-    await pilot.pause()
+    app = pilot.app
+    app.post_message(OpenWorkflow("5a0e1d"))
+    await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Paused",
+                   what="the paused wizard")
     await pilot.pause()
 
 
@@ -179,11 +181,13 @@ def test_paused_wizard_says_what_stays_snapshot(snap_compare, paused_state):
 
 def test_abort_confirmation_snapshot(snap_compare, paused_state):
     async def run_before(pilot):
+        app = pilot.app
         await open_paused(pilot)
         await pilot.press("a")
-        await pilot.pause()
-        await pilot.pause()
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the abort confirmation")
         await pilot.press(*"5a0e")  # half the run's id typed: Abort for good stays disabled
+        await wait_for(pilot, lambda: app.screen.query_one(Input).value == "5a0e", what="the typed id")
+        await pilot.pause()
 
     assert snap_compare(dashboard_app(now=NOW, writable=True), run_before=run_before, terminal_size=SIZE)
 
@@ -204,7 +208,7 @@ async def test_the_wizard_follows_a_run_the_cli_aborts_meanwhile(rig):
 
 
 def test_the_list_reads_each_journal_once_and_a_release_refreshes_the_run_it_undoes(tmp_path, monkeypatch):
-    from taudash.screens.workflows import JournalIndex
+    from taudash.screens.workflow.journals import JournalIndex
 
     directory = tmp_path / "workflows"
     shutil.copytree(FIXTURES / "workflow-state" / "workflows", directory)

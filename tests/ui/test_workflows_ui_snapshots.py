@@ -16,7 +16,7 @@ from tools.fixed_state import fixed_state_dir
 from tools.paths import FIXTURES
 
 from taudash.engine.workflows.base import RunnerEvent
-from taudash.screens.messages import OpenWorkflow, WorkflowEvent
+from taudash.screens.kit.messages import OpenWorkflow, WorkflowEvent
 
 FIXTURE_STATE = FIXTURES / "workflow-state"
 STATE = Path("/tmp/taudash-snapshot-state")  # fixed: the screen shows the journal directory

@@ -1,4 +1,4 @@
-"""bench/generate.py's hot ClusterQueue (issue 19: the queue view is measured with 10k pending at size L):
+"""bench/generate.py's hot ClusterQueue (the queue view is measured with 10k pending at size L):
 the last Pod Workloads go pending to the first workspace's queue; the object count and sizes S/M are unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Seed 002's summary bullets, one behaviour each, for both Deletion and Retarget (docs/rules.md#drain-blockers)."""
+"""The summary bullets of TauGrid's drain fix (v0.4.5), one behaviour each, for both Deletion and Retarget
+(docs/rules.md#drain-blockers)."""
 
 import pytest
 from factories import (

@@ -1,4 +1,4 @@
-"""Workload identity and researcher access around a drain (docs/rules.md#identity, seeds 001 and 002)."""
+"""Workload identity and researcher access around a drain (docs/rules.md#identity)."""
 
 import pytest
 from factories import (

@@ -1,4 +1,4 @@
-"""The Kueue fields operators read (issue 17) reach the models: pydantic and the fast struct, from
+"""The Kueue fields operators read reach the models: pydantic and the fast struct, from
 JSON bytes (a list page, a watch event) and from dicts, with Kueue's v1beta2 spellings."""
 
 from __future__ import annotations

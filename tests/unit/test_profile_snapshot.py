@@ -1,4 +1,4 @@
-"""TauWorkloadProfileSnapshot export and verify (docs/rules.md#profiles-snapshot, reference/taugrid.md §3.7)."""
+"""TauWorkloadProfileSnapshot export and verify (docs/rules.md#profiles-snapshot)."""
 
 from __future__ import annotations
 

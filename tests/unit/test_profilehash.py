@@ -1,4 +1,4 @@
-"""profileSetHash must match the Go controller byte for byte (reference/taugrid.md §3.4)."""
+"""profileSetHash must match the Go controller byte for byte (TauGrid's ProfileSetHash)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from taudash.engine.rules.profilehash import (
     validate_profile,
 )
 
-# Deliberately un-normalised input: names, lists and case all need the §3.2 rules.
+# Deliberately un-normalised input: names, lists and case all need the controller's normalisation.
 RAW = [
     {
         "name": "  Team_A Train.1x. ",
@@ -55,7 +55,7 @@ RAW = [
     },
 ]
 
-# Written by hand from §3.4: sorted by name; declared fields inline in Go declaration order;
+# Written by hand from the controller's hash rules: sorted by name; declared fields inline in Go declaration order;
 # applicability and priorities always present; empty description/lists omitted; zero ints kept;
 # <, >, & and U+2028 escaped; other non-ASCII raw UTF-8; the trailing U+2029/tab trimmed (Go
 # TrimSpace counts U+2029 as space); conditions absent.

@@ -1,4 +1,4 @@
-"""engine/quota.py: Kueue's quota arithmetic over the ClusterQueue/Cohort tree (reference/kueue.md §4.5)."""
+"""engine/quota.py: Kueue's quota arithmetic over the ClusterQueue/Cohort tree (Kueue's resource_node.go)."""
 
 from factories import cluster_queue, cohort, q
 

@@ -1,4 +1,5 @@
-"""Kueue's flavor assignment and classical preemption for the simulator (reference/kueue.md §4.4-4.7).
+"""Kueue's flavor assignment and classical preemption for the simulator (Kueue's flavorassigner
+and its preemption concept page).
 
 The quota arithmetic is the engine's (engine/quota.py: the resource-node tree with cohort roll-up,
 lending and borrowing limits), so the simulator admits by the same numbers `taudash why` explains.

@@ -1,4 +1,4 @@
-"""Kueue's job framework for the simulator (reference/kueue.md §2-3): which sources get a Workload,
+"""Kueue's job framework for the simulator (Kueue's jobframework): which sources get a Workload,
 what it looks like, and how each kind is suspended, resumed and seen as finished.
 
 Sources: batch/v1 Job, RayJob, RayService (one Workload each) and Kueue-managed Deployments (one

@@ -2,7 +2,7 @@
 
 One pass per step, only when something changed: (1) the Workload lifecycle (finalizers, creation,
 Finished, deactivation, stopPolicy, admission checks, the source's suspend flag); (2) scheduling
-cycles per reference/kueue.md §4; (3) ClusterQueue, LocalQueue and AdmissionCheck status.
+cycles as Kueue's pkg/scheduler runs them; (3) ClusterQueue, LocalQueue and AdmissionCheck status.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from taudash.sim.events import NORMAL
 ADMISSION = "kueue-admission"  # the component Kueue's scheduler records its Events as
 
 STOPPED_BY = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
-# Condition reasons Kueue 0.19 writes here (one place; release-specific spellings are reconciled by the lead).
+# Condition reasons Kueue 0.19 writes here (one place; another release's
+# spellings come from `db.kueue.reason`, taudash/sim/kueue_versions.py).
 DEACTIVATED = "Deactivated"  # Evicted / Requeued=False after spec.active=false
 REACTIVATED = "Reactivated"  # Requeued=True once reactivated
 PREEMPTED = "Preempted"  # Evicted after a preemption

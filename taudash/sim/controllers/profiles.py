@@ -1,4 +1,5 @@
-"""The TauGrid controller's profile observer and MultiKueue readiness (reference/taugrid.md §2.3, §3.3).
+"""The TauGrid controller's profile observer and MultiKueue readiness (TauGrid's
+workload_profile_observer.go and the TauCluster conditions).
 
 Each declared profile is resolved from live objects into its LocalQueues, ClusterQueues, flavors,
 topologies and priority classes, with the seven conditions at the TauCluster generation; the set
@@ -132,8 +133,8 @@ class _Resolver:
             if cq is None:
                 issues.append(f'ClusterQueue "{n}" not found')
             elif active is None or not (active.is_true or active.reason == "Stopped"):
-                # Stopped is the change procedure's own HoldAndDrain, not broken wiring: seed 000 waits for
-                # every profile Ready while the queues are held, so a held queue must not fail it.
+                # Stopped is the change procedure's own HoldAndDrain, not broken wiring: TauGrid's profile migration
+                # guide waits for every profile Ready while the queues are held, so a held queue must not fail it.
                 issues.append(f'ClusterQueue "{n}" is not Active' + (f" ({active.reason})" if active else ""))
             cqs.append(cq)
         ok = bool(out[-1][1]) and not issues

@@ -1,4 +1,5 @@
-"""ClusterQueue / LocalQueue / AdmissionCheck state as Kueue publishes it (reference/kueue.md §1.1-1.4, §1.8).
+"""ClusterQueue / LocalQueue / AdmissionCheck state as Kueue publishes it (Kueue's
+clusterqueue, cohort, localqueue and admissioncheck types).
 
 `cq_active` is also what the scheduler consults: an inactive queue admits nothing.
 """

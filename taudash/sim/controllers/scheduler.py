@@ -1,4 +1,4 @@
-"""Kueue's scheduling cycles for the simulator (reference/kueue.md §4.1-4.3, 4.7).
+"""Kueue's scheduling cycles for the simulator (Kueue's pkg/scheduler and pkg/cache/queue).
 
 Each cycle takes the head of every active ClusterQueue (engine/rules/queue_order.py's order),
 nominates a flavor assignment for it (admission.py: the engine's quota tree, Kueue's flavor
@@ -94,7 +94,7 @@ class Scheduler:
                     heads.append((cqn, wl, a, self._targets(cl, cqn, wl, a)))
             if not heads:
                 break
-            # Non-borrowing before borrowing, then priority, then age (§4.3).
+            # Non-borrowing before borrowing, then priority, then age (Kueue's scheduler.go).
             heads.sort(key=lambda h: (h[2].borrowing, *self._order(h[1])))
             preempted: set[str] = set()
             for cqn, wl, a, targets in heads:

@@ -1,4 +1,5 @@
-"""The TauGrid controller's workspace reconcile (reference/taugrid.md §5.4, seeds 001/002).
+"""The TauGrid controller's workspace reconcile (TauGrid's workspace_controller.go; the TauWorkspace
+reference and the drain fix of TauGrid v0.4.5).
 
 Namespace labels, the workspace ClusterQueue and LocalQueue, researcher RBAC, the workload
 identity, conditions and phase; and the drain: while `derive_drain` says Blocked or Unknown the

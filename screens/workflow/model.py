@@ -1,5 +1,7 @@
 """What the wizard shows about one workflow, as plain data: built from its journal, then moved along
 by the runner's events. No widgets here; the wizard renders it, the app's message handler updates it.
+The marks and tones of a run's and a step's state (and `run_state_text`) are shared by the wizard and
+the Workflows screen.
 """
 
 from __future__ import annotations
@@ -9,11 +11,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.text import Text
+
 from taudash.engine.workflows import Journal, JournalError, build, status
 from taudash.engine.workflows.ops import DONE, UNCONFIRMED, operation_records
 from taudash.engine.workflows.params import describe
 
-# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (UI.md principle 7: a symbol with every colour)
+from ..kit.text import Tones, lit
+
+# step states: ✓ done, ▶ current, ◐ waiting, ✖ failed (a symbol with every colour)
 STEP_MARK = {"Done": "✓", "Current": "▶", "Waiting": "◐", "Partial": "◑", "Failed": "✖", "Paused": "‖",
              "Stopped": "■", "Pending": " "}
 STEP_TONE = {"Done": "ok", "Current": "info", "Waiting": "partial", "Partial": "partial", "Failed": "bad",
@@ -345,3 +351,14 @@ def age_text(seconds: float) -> str:
     if seconds < 86400 * 2:
         return f"{int(seconds // 3600)} h ago"
     return f"{int(seconds // 86400)} d ago"
+
+
+def run_state_text(state: str, tones: Tones, wide: bool = False) -> Text:
+    """A run's state as its mark and word, in its tone ("Confirm" reads "waiting for you")."""
+    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)" if wide else "InProgress"}.get(
+        state, state)
+    tone = RUN_TONE.get(state, "unknown")
+    t = Text(end="")
+    t.append(f"{RUN_MARK.get(state, '?')} ", style=tones.of(tone))
+    t.append(lit(word, tones.of(tone)))
+    return t

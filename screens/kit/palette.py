@@ -1,4 +1,4 @@
-"""ctrl+p palette: go to any screen, or to any object in the store by name.
+"""ctrl+p palette: go to any screen the app shows (its `screen_registry`), or to any object in the store by name.
 
 The fuzzy matcher's own highlighter parses its input as markup, so hits are highlighted here on a
 literal Text: an object named "[bold]x" shows exactly that.
@@ -14,9 +14,9 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from taudash.engine.rules.base import ObjRef
 
+from .entries import ScreenEntry, registry_of
 from .format import objname
 from .messages import Navigate, OpenObject
-from .registry import REGISTRY
 from .text import lit
 
 MAX_OBJECT_HITS = 40
@@ -36,6 +36,8 @@ class NavigationProvider(Provider):
     async def startup(self) -> None:
         session = getattr(self.screen, "session", None) or getattr(self.app, "session", None)
         self._objects: list[ObjRef] = session.objects() if session is not None else []
+        screens = registry_of(self.app)
+        self._screens: list[ScreenEntry] = list(screens) if screens is not None else []
 
     def _go(self, name: str) -> None:
         self.app.post_message(Navigate(name))
@@ -44,12 +46,12 @@ class NavigationProvider(Provider):
         self.app.post_message(OpenObject(ref))
 
     async def discover(self) -> Hits:
-        for entry in REGISTRY:
+        for entry in self._screens:
             yield DiscoveryHit(entry.label, partial(self._go, entry.name), help="go to screen")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for entry in REGISTRY:
+        for entry in self._screens:
             label = entry.label
             score = matcher.match(f"go {label}")
             if score > 0:

@@ -1,5 +1,6 @@
 """`:` jumps, as in k9s: `:cq` → Queues, `:wl NS/NAME` → that Workload, `:ws NAME` → the workspace
-detail, `:q` → quit. What a jump means is decided here, without the app (`resolve`); the app acts on it.
+detail, `:q` → quit. What a jump means is decided here, without the app (`resolve`, given the app's
+screens); the app acts on it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from textual.widgets import Input, Static
 from taudash.engine.model import KINDS
 from taudash.engine.rules.base import ObjRef
 
-from .registry import REGISTRY
+from .entries import Registry
 
 # The screen each kind is listed on (a bare `:KIND` goes there).
 KIND_SCREENS = {
@@ -42,9 +43,10 @@ def kind_aliases() -> dict[str, str]:
     return out
 
 
-def screen_aliases() -> dict[str, str]:
+def screen_aliases(screens: Registry) -> dict[str, str]:
+    """Every word naming a screen: its name, title, footer label and number key."""
     out: dict[str, str] = {}
-    for e in REGISTRY:
+    for e in screens:
         for word in (e.name, e.title.lower(), e.short.lower(), *([e.key] if e.key else [])):
             out.setdefault(word, e.name)
     return out
@@ -60,9 +62,10 @@ class Jump:
     error: str = ""
 
 
-def resolve(line: str, *, namespaced: dict[str, bool] | None = None, system_namespace: str = "tau-system",
-            exists=None) -> Jump:
-    """Parse a `:` line. `exists(kind, name, namespace)` says whether the store holds the object."""
+def resolve(line: str, screens: Registry, *, namespaced: dict[str, bool] | None = None,
+            system_namespace: str = "tau-system", exists=None) -> Jump:
+    """Parse a `:` line; `screens` are the ones a jump may name. `exists(kind, name, namespace)` says whether
+    the store holds the object."""
     words = line.strip().lstrip(":").split()
     if not words:
         return Jump(error=f"nothing to jump to: {HINT}")
@@ -71,9 +74,9 @@ def resolve(line: str, *, namespaced: dict[str, bool] | None = None, system_name
         return Jump(quit=True)
     kinds = kind_aliases()
     if not rest:
-        screens = screen_aliases()
-        if head in screens:
-            return Jump(screen=screens[head])
+        aliases = screen_aliases(screens)
+        if head in aliases:
+            return Jump(screen=aliases[head])
         if head in kinds:
             target = KIND_SCREENS.get(kinds[head])
             if target:

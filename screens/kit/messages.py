@@ -20,7 +20,7 @@ from taudash.engine.workflows.base import RunnerEvent
 
 @dataclass
 class Navigate(Message):
-    """Show one of the registered screens (by its name, e.g. "pool"; see registry.py)."""
+    """Show one of the registered screens (by its name, e.g. "pool"; see screens/registry.py)."""
 
     screen: str
 
@@ -44,7 +44,7 @@ class OpenQueue(Message):
 
 @dataclass
 class RequestOperation(Message):
-    """A guided operation (issue 9) asks to write. Nothing posts it yet; the app refuses it in read-only
+    """A guided operation asks to write. Nothing posts it yet; the app refuses it in read-only
     mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""
 
     title: str
@@ -52,7 +52,7 @@ class RequestOperation(Message):
     reversible: bool
 
 
-# guided operations (issue 9) ------------------------------------------------------------------------
+# guided operations ---------------------------------------------------------------------------------
 # Every request below is refused by the app's WorkflowHost when the session is read-only; the
 # runner's worker only ever posts WorkflowEvent / WorkflowFinished and never touches a widget.
 

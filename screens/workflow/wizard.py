@@ -27,14 +27,14 @@ from taudash.engine.text import plural
 from taudash.engine.workflows import Journal, JournalError
 from taudash.engine.workflows.base import PAUSE
 
-from .base import DashScreen
-from .messages import AbortWorkflow, NewWorkflow, PauseWorkflow, ResumeWorkflow
-from .presenters import operations_enabled, read_only_line, refuse_read_only, run_state_text, stack, workflows_of
-from .text import Tones, app_tones, lit, span
-from .widgets.bars import bar
-from .widgets.gated import TypedConfirm
-from .widgets.header_bar import HeaderBar
-from .workflow_model import STEP_MARK, STEP_TONE, RunModel, eta_text, written_by
+from ..kit.base import DashScreen
+from ..kit.messages import AbortWorkflow, NewWorkflow, PauseWorkflow, ResumeWorkflow
+from ..kit.presenters import operations_enabled, read_only_line, refuse_read_only, stack, workflows_of
+from ..kit.text import Tones, app_tones, lit, span
+from ..widgets.bars import bar
+from ..widgets.gated import TypedConfirm
+from ..widgets.header_bar import HeaderBar
+from .model import STEP_MARK, STEP_TONE, RunModel, eta_text, run_state_text, written_by
 
 LOG_SHOWN = 40
 WRITTEN_SHOWN = 8  # earlier writes listed in a confirmation (the wizard's log has them all)

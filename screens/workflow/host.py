@@ -6,8 +6,10 @@ workflow runs as an async worker on the app's loop (it awaits the store's live u
 posts `WorkflowEvent`/`WorkflowFinished` messages and never touches a widget. Its `confirm` callback
 pushes `StepConfirmScreen` and awaits the operator's answer (`push_screen_wait`, hence the worker).
 
-The App routes the workflow messages (messages.py) here through one-line handlers; screens ask the
-host only what `presenters.RunningWorkflows` names (the journal directory, the runs that are live).
+The App routes the workflow messages (kit/messages.py) here through one-line handlers; screens ask the
+host only what `kit/presenters.py RunningWorkflows` names (the journal directory, the runs that are live).
+The App also hands the host the screen its runs are listed on (9 Workflows: where the wizard opens), so
+the host imports no screen.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.notifications import SeverityLevel
@@ -39,16 +41,20 @@ from taudash.engine.workflows.base import PAUSE, RETRY, STOP, Context, Operation
 from taudash.engine.workflows.claims import release_finished
 from taudash.engine.workflows.journal import RESUMABLE, workflows_dir
 
-from .confirm import ConfirmScreen
-from .messages import NewWorkflow, StartWorkflow, WorkflowEvent, WorkflowFinished
-from .presenters import operations_enabled
-from .registry import REGISTRY
+from ..kit.confirm import ConfirmScreen
+from ..kit.entries import ScreenEntry
+from ..kit.messages import NewWorkflow, StartWorkflow, WorkflowEvent, WorkflowFinished
+from ..kit.presenters import operations_enabled
+from .forms import NewWorkflowScreen
+from .model import RunModel
 from .wizard import ConfirmRequest, StepConfirmScreen, WizardScreen
-from .workflow_model import RunModel
-from .workflows import NewWorkflowScreen, WorkflowsScreen
 
-WORKFLOWS = REGISTRY.of(WorkflowsScreen)  # 9 Workflows: where the wizard opens
-MODE = WORKFLOWS.name
+
+@runtime_checkable
+class ListsRuns(Protocol):
+    """The screen the runs are listed on: told to read the journal again when a run changed."""
+
+    def reload(self) -> None: ...
 
 
 @dataclass
@@ -106,9 +112,10 @@ class WorkflowHost:
     """Runs, resumes and aborts guided operations for one App and session (`app.workflows`)."""
 
     def __init__(self, app: App[Any], session: Session, clock: Callable[[], datetime],
-                 options: RunOptions | None = None) -> None:
+                 options: RunOptions | None = None, *, listed_on: ScreenEntry) -> None:
         self.app = app
         self.session = session
+        self.listed_on = listed_on  # the screen that lists the runs (its mode): where the wizard opens
         self.clock = clock
         self.options = options or RunOptions()
         self.models: dict[str, RunModel] = {}  # every run shown in this dashboard, by id
@@ -161,8 +168,9 @@ class WorkflowHost:
     # showing -------------------------------------------------------------------------------------
     def _show_wizard(self, model: RunModel) -> None:
         app = self.app
-        if app.current_mode != MODE:
-            app.switch_mode(MODE)
+        mode = self.listed_on.name
+        if app.current_mode != mode:
+            app.switch_mode(mode)
         top = app.screen
         if isinstance(top, WizardScreen) and top.workflow_id == model.id:
             top.model = model  # a resumed run has a fresh model (read back from its journal)
@@ -170,13 +178,13 @@ class WorkflowHost:
             return
         while len(app.screen_stack) > 1 and not isinstance(app.screen, StepConfirmScreen):
             app.pop_screen()
-        app.push_screen(WizardScreen(self.session, model, MODE))
+        app.push_screen(WizardScreen(self.session, model, mode))
 
     def _refresh_screens(self, workflow_id: str, lists: bool) -> None:
         for screen in self.app.screen_stack:
             if isinstance(screen, WizardScreen) and screen.workflow_id == workflow_id:
                 screen.render_run()
-            elif lists and isinstance(screen, WorkflowsScreen):
+            elif lists and isinstance(screen, self.listed_on.cls) and isinstance(screen, ListsRuns):
                 screen.reload()
 
     def open(self, workflow_id: str) -> None:
@@ -465,4 +473,4 @@ class WorkflowHost:
             [f"workflow {wid} pauses where it is (Paused); its journal keeps every step done, and what it "
              "changed so far stays in the cluster",
              "the demo cluster ends with the demo: this run cannot be resumed on another one" if self.session.demo
-             else f"resume it from {WORKFLOWS.label} or with `taudash workflow resume {wid}`"], True), answered)
+             else f"resume it from {self.listed_on.label} or with `taudash workflow resume {wid}`"], True), answered)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .widgets.keyed_table import Row
+from ..widgets.keyed_table import Row
 
 
 class RowCache:

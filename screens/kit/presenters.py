@@ -1,6 +1,6 @@
 """What more than one screen shows or decides, in one place: no screen imports another screen's module.
 
-Row builders and summaries (findings, the pool line, a workspace's phase), the workflow run state, and
+Row builders and summaries (findings, the pool line, a workspace's phase) and
 the one policy every guided-operation key and form consults (`operations_enabled`). Single-screen
 builders stay in their screen's module; plain cell formatting is in format.py.
 """
@@ -20,12 +20,11 @@ from taudash.engine.session import Session
 from taudash.engine.view import ClusterView
 from taudash.engine.workflows.journal import workflows_dir
 
+from ..widgets.keyed_table import Col, Row
 from .base import DashScreen
 from .format import finding_meta, plural, ref_text, severity_cell, short_flavor
 from .rowcache import RowCache
 from .text import PHASE_TONE, Tones, lit, span
-from .widgets.keyed_table import Col, Row
-from .workflow_model import RUN_MARK, RUN_TONE
 
 # --- findings (1 Overview, 8 Findings) ------------------------------------------------------------------
 
@@ -119,7 +118,7 @@ def phase_text(w: WorkspaceView, tones: Tones) -> Text:
 
 @runtime_checkable
 class RunningWorkflows(Protocol):
-    """What screens may ask the app's workflow host (screens/workflow_run.py `WorkflowHost`)."""
+    """What screens may ask the app's workflow host (screens/workflow/host.py `WorkflowHost`)."""
 
     def directory(self) -> Path: ...
 
@@ -168,16 +167,6 @@ def read_only_line(session: Session, tones: Tones) -> Text:
         t.append(lit(why, tones.warn))
         t.append(")", style=tones.warn)
     t.append(" — status only, nothing can be started or confirmed", style=tones.muted)
-    return t
-
-
-def run_state_text(state: str, tones: Tones, wide: bool = False) -> Text:
-    word = {"Confirm": "waiting for you", "InProgress": "InProgress (not running)" if wide else "InProgress"}.get(
-        state, state)
-    tone = RUN_TONE.get(state, "unknown")
-    t = Text(end="")
-    t.append(f"{RUN_MARK.get(state, '?')} ", style=tones.of(tone))
-    t.append(lit(word, tones.of(tone)))
     return t
 
 

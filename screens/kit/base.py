@@ -21,14 +21,14 @@ from textual.widgets import DataTable
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame, Session
 
+from ..widgets.filter_bar import FilterBar
+from ..widgets.footer_bar import FooterBar
+from ..widgets.header_bar import HeaderBar
+from ..widgets.keyed_table import KeyedTable
 from .filtering import RowMeta, parse_filter
 from .messages import OpenObject
 from .rowcache import RowCache
 from .text import Tones, app_tones
-from .widgets.filter_bar import FilterBar
-from .widgets.footer_bar import FooterBar
-from .widgets.header_bar import HeaderBar
-from .widgets.keyed_table import KeyedTable
 
 
 class DashScreen(Screen):

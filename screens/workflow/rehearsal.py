@@ -1,4 +1,4 @@
-"""A rehearsal's report (issue 24): what the workflow would do, predicted on a simulated fork.
+"""A rehearsal's report (docs/rehearsal.md): what the workflow would do, predicted on a simulated fork.
 
 Screens never import the simulator: the form posts `RehearseWorkflow`, the app (program layer) runs
 the rehearsal and shows its report here as a plain dict (the `taudash/v1 RehearsalReport`,
@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from .text import lit
+from ..kit.text import lit
 
 _STATE_STYLE = {"Completed": "green", "Stalled": "bold red", "Failed": "bold red", "Aborted": "yellow"}
 _STEP_MARK = {"Done": "✓", "Failed": "✖", "NotReached": "·", "Stopped": "■"}

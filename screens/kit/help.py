@@ -1,4 +1,5 @@
-"""`?` help: what the current screen answers and its keys, then the keys that work everywhere."""
+"""`?` help: what the current screen answers and its keys, then the keys that work everywhere (the number keys
+listed from the screens the app hands it: help imports no screen)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from textual.widgets import Static
 
 from taudash.engine.workflows import registry
 
-from .widgets.header_bar import HEADER_LEGEND
+from ..widgets.header_bar import HEADER_LEGEND
+from .entries import Registry
 
 GLOBAL_KEYS_TEMPLATE = """\
 {numbers}
@@ -35,11 +37,9 @@ start from a form, and every step asks for confirmation naming its exact targets
 asks for the context name. A read-only session cannot start, resume or confirm one."""
 
 
-def global_keys() -> str:
-    """The keys that work everywhere, the number keys listed from the screen registry."""
-    from .registry import REGISTRY  # imported late: the registry imports every screen
-
-    keyed = REGISTRY.keyed()
+def global_keys(screens: Registry) -> str:
+    """The keys that work everywhere, the number keys listed from the app's screens."""
+    keyed = screens.keyed()
     numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
     titles = " · ".join(e.title for e in keyed)
     workflows = ", ".join(w.label.lower() for w in registry.kinds())  # every registered workflow kind
@@ -115,10 +115,11 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss_help", "close"),
     ]
 
-    def __init__(self, title: str, text: str) -> None:
+    def __init__(self, title: str, text: str, screens: Registry) -> None:
         super().__init__()
         self.help_title = title
         self.help_text = text
+        self.screens = screens
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -126,7 +127,7 @@ class HelpScreen(ModalScreen[None]):
             box.border_subtitle = "esc / ? close"
             yield Static(Text(self.help_title), classes="help-title")
             yield Static(help_renderable(self.help_text or "no screen help"), id="help-screen-text")
-            yield Static(help_renderable(global_keys()), classes="help-global", id="help-global-text")
+            yield Static(help_renderable(global_keys(self.screens)), classes="help-global", id="help-global-text")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
+from ..widgets.gated import TypedConfirm
 from .text import lit
-from .widgets.gated import TypedConfirm
 
 
 class ConfirmScreen(TypedConfirm[bool]):
