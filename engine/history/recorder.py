@@ -191,22 +191,23 @@ class SampleValues:
         kept: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
         out: dict[SeriesKey, float | None] = {}
 
-        def part(key: tuple[str, str], objects: tuple[Any, ...],
-                 values: Callable[[], dict[SeriesKey, float | None]]) -> None:
+        def part(key: tuple[str, str], objects: tuple[Any, ...], values: Callable[..., dict[SeriesKey, float | None]],
+                 *args: Any) -> None:
             last = self._parts.get(key)
-            if last is None or len(last[0]) != len(objects) or any(a is not b for a, b in zip(last[0], objects, strict=True)):
-                last = (objects, values())
+            if last is None or len(last[0]) != len(objects) or any(
+                    a is not b for a, b in zip(last[0], objects, strict=True)):
+                last = (objects, values(*args))
             kept[key] = last
             out.update(last[1])
 
         for f in view.pool.flavors:
-            part(("flavor", f.name), (f,), lambda f=f: flavor_values(f))
+            part(("flavor", f.name), (f,), flavor_values, f)
         for cq in view.cluster_queues:
-            part(("queue", cq.name), (cq,), lambda cq=cq: queue_values(cq))
+            part(("queue", cq.name), (cq,), queue_values, cq)
         for cohort in view.cohorts:
-            part(("cohort", cohort.name), (cohort,), lambda c=cohort: cohort_values(c))
+            part(("cohort", cohort.name), (cohort,), cohort_values, cohort)
         for team, queues in _team_queues(view).items():
-            part(("team", team), tuple(queues), lambda t=team, qs=queues: team_values(t, qs))
+            part(("team", team), tuple(queues), team_values, team, queues)
         self._parts = kept
         return out
 
