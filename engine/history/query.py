@@ -71,6 +71,24 @@ def passes_table(conn: sqlite3.Connection) -> str:
     return "sample_passes" if schema_version(conn) >= 3 else "(SELECT DISTINCT ts FROM samples)"
 
 
+def values_at_passes(conn: sqlite3.Connection, samples_where: str, start: str = ":start", end: str = ":end") -> str:
+    """A FROM clause whose rows are the sample passes `p.ts` from `start` to before `end` (SQL expressions),
+    each with the value `x.value` a series (`x.series_id`) held then (db.py, KEYFRAME_SECONDS: its latest sample at or
+    before the pass in the pass's keyframe bucket), for the samples `samples_where` selects (it must take
+    them from the keyframe bucket `start` falls in, e.g. `ts >= :lo`, to before `end`). Each stored sample
+    is joined to the passes it held for by a range of the passes' primary key — one range per sample,
+    bounded by both the sample's span and the range asked for (bounded by the range alone, SQLite would
+    scan every pass of the range for every sample). A file older than v3 wrote every value at every pass:
+    each sample row is a pass."""
+    if schema_version(conn) < 3:
+        return f"(SELECT series_id, ts, value FROM samples WHERE {samples_where}) AS x CROSS JOIN" \
+               f" (SELECT DISTINCT ts FROM samples) AS p ON p.ts = x.ts AND p.ts >= {start} AND p.ts < {end}"
+    key = KEYFRAME_SECONDS
+    return (f"(SELECT series_id, ts, value, coalesce(lead(ts) OVER (PARTITION BY series_id, ts / {key} ORDER BY ts),"
+            f" (ts / {key} + 1) * {key}) AS until FROM samples WHERE {samples_where}) AS x"
+            f" CROSS JOIN sample_passes AS p ON p.ts >= max(x.ts, {start}) AND p.ts < min(x.until, {end})")
+
+
 def buckets(start: float, end: float, step: float) -> list[float]:
     if step <= 0 or end <= start:
         raise ValueError("a range needs start < end and a positive step")
@@ -110,10 +128,7 @@ def series(
         sid = row[0]
         key = KEYFRAME_SECONDS
         args = {"sid": sid, "start": start, "end": end, "step": step, "lo": int(start) // key * key}
-        passes = (f"{passes_table(conn)} AS p JOIN (SELECT ts, value, coalesce(lead(ts) OVER (PARTITION BY ts / {key}"
-                  f" ORDER BY ts), (ts / {key} + 1) * {key}) AS until FROM samples WHERE series_id = :sid"
-                  " AND ts >= :lo AND ts < :end) AS x ON p.ts >= x.ts AND p.ts < x.until"
-                  " WHERE p.ts >= :start AND p.ts < :end")
+        passes = values_at_passes(conn, "series_id = :sid AND ts >= :lo AND ts < :end")
         raw = "CAST((p.ts - :start) / :step AS INTEGER)"
         bucket = "CAST((ts - :start) / :step AS INTEGER)"
         where = "series_id = :sid AND ts >= :start AND ts < :end"

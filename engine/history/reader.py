@@ -163,15 +163,13 @@ class HistoryReader:
             try:
                 # The value at each sample pass: the latest sample at or before it in its keyframe bucket.
                 key = hdb.KEYFRAME_SECONDS
+                passes = query.values_at_passes(
+                    conn, "series_id IN (SELECT id FROM series WHERE kind = 'flavor' AND metric = 'reserved')"
+                    " AND ts >= :lo AND ts < :until", ":since", ":until")
                 rows = conn.execute(
-                    f"SELECT x.name, x.resource, p.ts, x.value FROM {query.passes_table(conn)} AS p JOIN"
-                    f" (SELECT s.name, s.resource, v.ts, v.value, coalesce(lead(v.ts) OVER (PARTITION BY"
-                    f" v.series_id, v.ts / {key} ORDER BY v.ts), (v.ts / {key} + 1) * {key}) AS until"
-                    " FROM series s JOIN samples v ON v.series_id = s.id WHERE s.kind = 'flavor'"
-                    " AND s.metric = 'reserved' AND v.ts >= :lo AND v.ts <= :now) AS x"
-                    " ON p.ts >= x.ts AND p.ts < x.until"
-                    " WHERE p.ts >= :since AND p.ts <= :now AND x.value IS NOT NULL ORDER BY p.ts",
-                    {"since": now - seconds, "now": now, "lo": int(now - seconds) // key * key},
+                    f"SELECT s.name, s.resource, p.ts, x.value FROM {passes} JOIN series s ON s.id = x.series_id"
+                    " WHERE x.value IS NOT NULL ORDER BY p.ts",
+                    {"since": now - seconds, "until": int(now) + 1, "lo": int(now - seconds) // key * key},
                 ).fetchall()
             except sqlite3.OperationalError:
                 return []

@@ -36,6 +36,19 @@ def v1_database(path) -> None:
     conn.close()
 
 
+def test_a_file_older_than_v3_reads_without_migrating(tmp_path):
+    """A read-only reader (taudash history, the History screen) never migrates: before v3 every pass wrote
+    every value, so each sample row is a pass."""
+    path = tmp_path / "h.sqlite3"
+    v1_database(path)
+    conn = hdb.connect(path, write=False)
+    assert hdb.schema_version(conn) == 1
+    assert q.series(conn, "flavor", "h100", "reserved", 990, 1020, 10, flavor="h100", resource="nvidia.com/gpu") == [
+        (990, None), (1000, 12.0), (1010, None)]
+    assert q.summary(conn)["samplePasses"] == 1
+    conn.close()
+
+
 def test_a_v1_database_is_migrated_to_the_latest_with_its_data_kept_and_back_filled(tmp_path):
     path = tmp_path / "h.sqlite3"
     v1_database(path)
