@@ -84,6 +84,12 @@ def _png(path: Path, title: str, unit: str, xs: list[float], traces: list[tuple[
         path.write_bytes(buf.getvalue())
     finally:
         plt.close(fig)
+        from matplotlib import font_manager
+
+        # matplotlib keeps each font file it drew with open for the process's life: hand them back
+        release = getattr(getattr(font_manager, "_get_font", None), "cache_clear", None)
+        if release is not None:
+            release()
 
 
 def _svg(path: Path, title: str, unit: str, xs: list[float], traces: list[tuple[str, list[Any]]]) -> None:
