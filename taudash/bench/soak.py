@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import re
@@ -417,13 +418,15 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                 """A sample; only the periodic ones ("run") take the latency window (a settled or final one
                 is a snapshot of the counts beside them)."""
                 me, sv = proc_status("self"), proc_status(serve_pid) if serve_pid else {}
+                sim_rss = proc_status(sim.proc.pid).get("rss_mib")
                 gap, render = ticks.window() if kind == "run" else (None, None)
                 loop = lag.window() if kind == "run" else None
                 rec = recorders[-1] if recorders else None
                 s = {"t": round(time.monotonic() - started, 1), "wall": time.time(), "kind": kind,
                      "rss_mib": me.get("rss_mib", rss_mib()), "fds": me.get("fds"), "threads": threading.active_count(),
                      "tasks": len(asyncio.all_tasks()), "serve_rss_mib": sv.get("rss_mib"), "serve_fds": sv.get("fds"),
-                     "serve_threads": sv.get("threads"), "recorder_passes": len(rec.passes) if rec else 0,
+                     "serve_threads": sv.get("threads"), "sim_rss_mib": sim_rss, "frozen_objects": gc.get_freeze_count(),
+                     "recorder_passes": len(rec.passes) if rec else 0,
                      **({} if gap is None or render is None or loop is None else {
                          "tick_gap_ms": gap * 1000, "render_ms": render * 1000, "loop_lag_ms": loop * 1000})}
                 samples.append(s)
