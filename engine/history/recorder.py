@@ -24,12 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..model import LocalQueue, Workload
 from . import db as hdb
 from .retention import Retention, maintain
 from .writer_lock import RecorderBusy, WriterLock
 
 if TYPE_CHECKING:
-    from ..model import Workload
     from ..store import Store
     from ..view import ClusterView
 
@@ -254,16 +254,16 @@ class _Context:
         if wl.status.admission and wl.status.admission.cluster_queue:
             return wl.status.admission.cluster_queue
         # An evicted Workload has lost its admission: its LocalQueue says where it queues.
-        lq = self.store.get("LocalQueue", wl.spec.queue_name, wl.metadata.namespace) if wl.spec.queue_name else None
+        lq = self.store.get(LocalQueue, wl.spec.queue_name, wl.metadata.namespace) if wl.spec.queue_name else None
         return (lq.spec.cluster_queue or None) if lq is not None else None
 
     def workload(self, uid: str) -> Any:
         if self._uids is not None:  # a lookup, not a scan of every Workload per eviction pass
             key = self._uids.get(uid)
-            wl = self.store.get("Workload", key[1], key[0]) if key is not None else None
+            wl = self.store.get(Workload, key[1], key[0]) if key is not None else None
             return wl if wl is not None and wl.metadata.uid == uid else None
         if self._by_uid is None:
-            self._by_uid = {w.metadata.uid: w for w in self.store.list("Workload") if w.metadata.uid}
+            self._by_uid = {w.metadata.uid: w for w in self.store.list(Workload) if w.metadata.uid}
         return self._by_uid.get(uid)
 
 
@@ -399,9 +399,9 @@ class Recorder:
         # From the revision the last committed write read up to: a failed write is re-read next time.
         changes = store.changes_since(self._revision) if self._revision is not None else None
         if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
-            return store.list("Workload"), True
+            return store.list(Workload), True
         keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
-        found = (store.get("Workload", name, ns or None) for ns, name in sorted(keys))
+        found = (store.get(Workload, name, ns or None) for ns, name in sorted(keys))
         return [w for w in found if w is not None], False
 
     # write --------------------------------------------------------------------------------------------

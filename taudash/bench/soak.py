@@ -52,11 +52,12 @@ from taudash.bench.soak_check import CountedRecorder, differing, finding_differe
 from taudash.bench.soak_plot import Marker, write_plots
 from taudash.engine.history import RecorderThread, cluster_key
 from taudash.engine.history import db as hdb
+from taudash.engine.incremental import derive
 from taudash.engine.paths import state_dir
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Session
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import SourceInfo, derive
+from taudash.engine.view import SourceInfo
 
 SAMPLE_SECONDS = 5.0
 TICK_SECONDS = 1.0
@@ -356,7 +357,8 @@ def _settled(store: Store) -> bool:
 async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: int = 0,
                progress: Any = _progress) -> dict[str, Any]:
     from taudash.app import TaudashApp
-    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.sources.client import connect
+    from taudash.engine.sources.kube import KubeSource
 
     total = minutes * 60.0
     warmup = max(60.0, 0.1 * total)

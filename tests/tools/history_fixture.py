@@ -29,10 +29,11 @@ QUEUES = ("platform-cq", "research-multikueue", "tau-ws-eval", "tau-ws-train", "
 GPU = "nvidia.com/gpu"
 
 
-def demo_session() -> Session:
+def demo_session(history_reader=None) -> Session:
+    """The demo snapshot's session (`history_reader`: what the program would give it, e.g. a HistoryReader)."""
     r = load_snapshot(DEMO)
     src = SourceInfo(type="snapshot", context=r.context, path="snapshots/demo.yaml", observed_at=r.captured_at)
-    return Session(r.store, src, demo=True)
+    return Session(r.store, src, demo=True, history_reader=history_reader)
 
 
 def times() -> list[int]:
