@@ -25,6 +25,7 @@ from ..model import ResourceKind
 from .kubeconfig import ConfigError as ConfigError  # re-exported: callers catch it from here
 from .kubeconfig import Resolved as KubeconfigContext
 from .kubeconfig import resolve as resolve_kubeconfig
+from .library_files import closing_library_descriptors
 
 Deadline = float | aiohttp.ClientTimeout  # seconds in all, or aiohttp's per-phase timeouts (a watch)
 
@@ -150,8 +151,9 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     _quiet_library_log()
     try:
         # The context resolved above, by name: kubectl's choice of current-context (the first file's).
-        await config.load_kube_config(config_file=path, context=resolved.context, client_configuration=cfg)
-        api_client = client.ApiClient(configuration=cfg)  # loads the CA and client certificate and key
+        with closing_library_descriptors():  # the library leaves one open per inline certificate
+            await config.load_kube_config(config_file=path, context=resolved.context, client_configuration=cfg)
+            api_client = client.ApiClient(configuration=cfg)  # loads the CA and client certificate and key
     except ConfigException as exc:
         raise ConfigError(f"kubeconfig {path}: {_credential_problem(str(exc), resolved)}") from None
     except (ssl.SSLError, OSError) as exc:

@@ -24,10 +24,18 @@ def register(sub) -> None:
                    "(pip install pyinstrument first; measuring only, never a dependency)")
     b.add_argument("--fleet", type=int, metavar="N", help="N simulated clusters of --size in one fleet dashboard "
                    "session (sync per cluster and total, memory, key → Fleet screen; taudash/bench/fleet.py)")
+    b.add_argument("--soak", type=float, metavar="MINUTES", help="run the dashboard, its recorder and serve for "
+                   "MINUTES under faults and report leaks, losses and stalls (taudash/bench/soak.py)")
+    b.add_argument("--fault-every", type=float, default=30.0, metavar="SECONDS", help="with --soak (default 30)")
+    b.add_argument("--out", metavar="DIR", help="with --soak: plots, samples and logs (default: a new state folder)")
     b.set_defaults(func=run_bench)
 
 
 def run_bench(args) -> int:
+    if args.soak is not None:
+        from taudash.bench.soak import run_soak
+
+        return run_soak(args)
     if args.fleet is not None:
         if args.fleet < 1:
             raise UsageError(f"--fleet {args.fleet}: at least one cluster")

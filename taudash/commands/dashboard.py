@@ -191,8 +191,8 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         finally:
             history.stop()
             session.history_reader.close()
-            if history.error:
-                print(f"taudash: {history.error}", file=sys.stderr)
+            if history.error or history.standby:  # standby: another taudash recorded this cluster
+                print(f"taudash: {history.error or history.standby}", file=sys.stderr)
     return 0
 
 

@@ -227,4 +227,5 @@ class Serve:
 def _say(text: str) -> None:
     from taudash.engine.text import clean
 
-    print(f"taudash serve: {clean(text)}", file=sys.stderr, flush=True)
+    # one write per line: the history writer thread says things too, and print writes the newline apart
+    print(f"taudash serve: {clean(text)}\n", end="", file=sys.stderr, flush=True)

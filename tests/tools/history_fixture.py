@@ -73,6 +73,7 @@ def build(path: Path) -> Path:
                              "ON CONFLICT DO UPDATE SET kind = kind RETURNING id", key).fetchone()[0]
     rows = [(ids[k], t, v) for t in times() for k, v in sample_values(t).items()]
     c.executemany("INSERT OR REPLACE INTO samples VALUES (?,?,?)", rows)
+    c.executemany("INSERT OR IGNORE INTO sample_passes VALUES (?)", [(t,) for t in times()])  # each one a pass
     c.execute("COMMIT")
     rec.close()
     older = Observation(now=T - 2 * DAY)
