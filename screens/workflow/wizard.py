@@ -41,6 +41,16 @@ WRITTEN_SHOWN = 8  # earlier writes listed in a confirmation (the wizard's log h
 DEACTIVATED_SHOWN = 30
 
 
+def preconditions_line(checks: list[tuple[bool, str]], tones: Tones) -> Text:
+    """`PRECONDITIONS ✓ a · ✖ b`: the step's checks, as the confirmation and the wizard both show them."""
+    line = span("PRECONDITIONS ", tones.heading)
+    for i, (ok, msg) in enumerate(checks):
+        if i:
+            line.append(" · ")
+        line.append(tones.mark("ok" if ok else "bad", msg))
+    return line
+
+
 def op_line(op: dict[str, Any], tones: Tones) -> Text:
     """One planned operation as a diff line; destructive ones marked ⚠."""
     t = Text(end="")
@@ -204,12 +214,7 @@ class StepConfirmScreen(TypedConfirm[bool | str]):
                 parts.append(Text(f"  … and {len(self.written) - WRITTEN_SHOWN} more (the wizard's log lists all)",
                                   style=tones.muted))
         if r.checks:
-            checks = span("PRECONDITIONS ", tones.heading)
-            for i, (ok, msg) in enumerate(r.checks):
-                if i:
-                    checks.append(" · ")
-                checks.append(tones.mark("ok" if ok else "bad", msg))
-            parts.append(checks)
+            parts.append(preconditions_line(r.checks, tones))
         return stack(*parts)
 
     def _ask(self, tones: Tones) -> Text:
@@ -521,12 +526,7 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
             for n in m.plan.get("notes") or []:
                 parts.append(lit(f"  note: {n}", tones.muted))
         if m.checks:
-            checks = span("PRECONDITIONS ", tones.heading)
-            for i, (ok, msg) in enumerate(m.checks):
-                if i:
-                    checks.append(" · ")
-                checks.append(tones.mark("ok" if ok else "bad", msg))
-            parts.append(checks)
+            parts.append(preconditions_line(m.checks, tones))
         if m.error:
             err = span("✖ ", tones.bad)
             err.append(lit(m.error, tones.bad))
