@@ -1,12 +1,12 @@
-"""Kubernetes garbage collection, the part the simulator needs: a Workload whose controller owner
-is gone (deleted, or replaced by a namesake with another UID) is deleted. The apiserver of the
+"""Kubernetes garbage collection, the part the simulator needs: a Workload or Pod whose controller
+owner is gone (deleted, or replaced by a namesake with another UID) is deleted. The apiserver of the
 simulator does no GC itself (docs/simulator.md)."""
 
 from __future__ import annotations
 
 from taudash.sim.controllers.base import Controller, controller_owner, deleting, meta
 
-OWNED_KINDS = ("Workload",)
+OWNED_KINDS = ("Workload", "Pod")
 
 
 class GarbageCollector(Controller):
