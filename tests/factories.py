@@ -628,11 +628,11 @@ def demo_raw_objects() -> list[dict]:
     return copy.deepcopy(list(_demo_raw()[0]))
 
 
-QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}
+QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0, "gpuFaultsPerHour": 0}
 
 
 def sim_scenario(events: Iterable[dict] = (), **knobs: Any):
-    """A simulator Scenario: quiet (no arrivals, flaps or cordons) unless `knobs` say otherwise."""
+    """A simulator Scenario: quiet (no arrivals, flaps, cordons or GPU faults) unless `knobs` say otherwise."""
     from taudash.sim.controllers.scenario import Scenario
 
     return Scenario.parse({"knobs": {**QUIET_KNOBS, **knobs}, "events": list(events)})

@@ -15,6 +15,7 @@ only follows when an operator or UNO cordons or taints the node).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -244,13 +245,17 @@ class Ledger:
             out.append(room)
         return out, matching, excluded
 
-    def spread(self, spec: Obj, req: Requests) -> str | None:
-        """The node kube-scheduler would bind one pod to (least allocated first, then by name), or None."""
+    def spread(self, spec: Obj, req: Requests, key: str = "") -> str | None:
+        """The node kube-scheduler would bind one pod to, or None: the least allocated; among equals the one
+        kube-scheduler's random pick lands on, drawn here from `key` (the pod) so a run repeats."""
         rooms, _, _ = self.candidates(spec)
-        best = None
+        best, best_rank = None, None
         for room in rooms:
-            if room.short_of(req) is None and (best is None or room.score(req) > best.score(req)):
-                best = room
+            if room.short_of(req) is not None:
+                continue
+            rank = (-room.score(req), hashlib.sha1(f"{key}\x00{room.name}".encode()).hexdigest() if key else room.name)
+            if best_rank is None or rank < best_rank:
+                best, best_rank = room, rank
         return best.name if best is not None else None
 
     def gang(self, spec: Obj, req: Requests, count: int, level: str | None) -> list[str] | Miss:
@@ -284,10 +289,11 @@ class Ledger:
                 break
         return out
 
-    def place(self, spec: Obj, count: int, level: str | None, required: bool) -> list[str | None] | Miss:
+    def place(self, spec: Obj, count: int, level: str | None, required: bool,
+              keys: list[str] | None = None) -> list[str | None] | Miss:
         """Bind a pod set: with a `level`, all pods in one domain of it (`required`: or none at all, a Miss;
-        preferred: else anywhere, each pod on its own); without, each pod spread on its own (a pod that
-        fits nowhere stays unbound: None). The ledger takes what is bound."""
+        preferred: else anywhere); without, each pod spread on its own (`keys`: the pods, for ties; a pod
+        that fits nowhere stays unbound: None). The ledger takes what is bound."""
         req = pod_requests(spec)
         if level is not None:
             got = self.gang(spec, req, count, level)
@@ -299,8 +305,8 @@ class Ledger:
                 self.bind(node, req)
             return list(got)
         placed: list[str | None] = []
-        for _ in range(count):
-            node = self.spread(spec, req)
+        for i in range(count):
+            node = self.spread(spec, req, keys[i] if keys and i < len(keys) else "")
             if node is not None:
                 self.bind(node, req)
             placed.append(node)

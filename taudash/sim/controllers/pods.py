@@ -194,7 +194,7 @@ class PodsController(Controller):
             for i in slots:
                 host = hosts[i] if i < len(hosts) else None
                 pinned = {**spec, "nodeSelector": {**(spec.get("nodeSelector") or {}), HOSTNAME_LABEL: host}}
-                node = self.ledger.spread(pinned, pod_requests(pinned)) if host else None
+                node = self.ledger.spread(pinned, pod_requests(pinned)) if host else None  # the one host
                 if node is not None:
                     self.ledger.bind(node, pod_requests(pinned))
                 placed.append(node)
@@ -204,7 +204,8 @@ class PodsController(Controller):
             got = self.ledger.place(scoped, len(slots), level[0], level[1])
             placed = [None] * len(slots) if isinstance(got, Miss) else list(got)
         else:
-            placed = self.ledger.place(spec, len(slots), None, False)  # type: ignore[assignment]
+            keys = [f"{meta(src)['uid']}/{ps_name}/{i}" for i in slots]
+            placed = self.ledger.place(spec, len(slots), None, False, keys)  # type: ignore[assignment]
         for i, node in zip(slots, placed, strict=True):
             self.w.create(self._pod(wl, src, ps_name, template, i, count, node, hosts))
 
@@ -294,7 +295,7 @@ class PodsController(Controller):
         m = meta(pod)
         if not spec.get("nodeName"):
             req = pod_requests(spec)
-            node = self.ledger.spread(spec, req)
+            node = self.ledger.spread(spec, req, m["name"])
             if node is None:
                 self._waiting = True
                 msg = unschedulable_message(self.ledger, spec)
