@@ -153,9 +153,12 @@ class Room:
         return [PODS] * (self.free(PODS) < ONE) + [r for r in sorted(req) if req[r] > self.free(r)]
 
     def short_of(self, req: Requests) -> str | None:
-        """The first of `shortages`, or None when one more pod fits."""
+        """The binding one of `shortages` (the pod slot, else the largest need over what is free), or None
+        when one more pod fits."""
         short = self.shortages(req)
-        return short[0] if short else None
+        if not short or short[0] == PODS:
+            return short[0] if short else None
+        return min(short, key=lambda r: (-(req[r] / self.free(r)) if self.free(r) > 0 else Decimal("-Infinity"), r))
 
     def capacity(self, req: Requests) -> int:
         """How many more pods of `req` fit."""

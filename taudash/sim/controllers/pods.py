@@ -327,18 +327,23 @@ class PodsController(Controller):
             self.w.delete("Pod", m["name"], m["namespace"])  # never scheduled: nothing ran, nothing to keep
             return
         now = self.stamp
-        st = pod.get("status") or {}
-        started = st.get("startTime") or now
-        ready = "True" if phase == "Running" else "False"
-        reason = None if phase == "Running" else "PodCompleted" if phase == "Succeeded" else "PodFailed"
-        state = {"Running": "running", "Succeeded": "completed", "Failed": "error"}[phase]
-        self.w.status("Pod", m["name"], m["namespace"], {
-            "phase": phase,
-            "startTime": started,
-            "conditions": [_cond("PodScheduled", "True", started), _cond("Initialized", "True", started),
-                           _cond("ContainersReady", ready, now, reason), _cond("Ready", ready, now, reason)],
-            "containerStatuses": [_container(c, state, now, started) for c in spec.get("containers") or ()],
-        })
+        started = (pod.get("status") or {}).get("startTime") or now
+        self.w.status("Pod", m["name"], m["namespace"], phase_status(spec, phase, started, now))
+
+
+def phase_status(spec: Obj, phase: str, started: str, now: str) -> Obj:
+    """A bound Pod's status once it runs (since `started`) or finished (at `now`)."""
+    ready = "True" if phase == "Running" else "False"
+    reason = None if phase == "Running" else "PodCompleted" if phase == "Succeeded" else "PodFailed"
+    state = {"Running": "running", "Succeeded": "completed", "Failed": "error"}[phase]
+    return {
+        "phase": phase,
+        "startTime": started,
+        "conditions": [_cond("PodScheduled", "True", started), _cond("Initialized", "True", started),
+                       _cond("ContainersReady", ready, now if phase != "Running" else started, reason),
+                       _cond("Ready", ready, now if phase != "Running" else started, reason)],
+        "containerStatuses": [_container(c, state, now, started) for c in spec.get("containers") or ()],
+    }
 
 
 # --- status pieces ---------------------------------------------------------------------------------------

@@ -165,7 +165,8 @@ class Scheduler:
                 return (a.no_fit_reason() if a.mode == MODE_NOFIT else WAITING_FOR_QUOTA), a.message(), False
         tas: dict[str, Obj] = {}
         if not targets:
-            placed = place(self._ledger(), self.m, wl, self.k._owner(wl), a, flavors)
+            chosen = {ps.name: min(fl for fl, _ in ps.flavors.values()) for ps in a.podsets if ps.flavors}
+            placed = place(self._ledger(), self.m, wl, self.k._owner(wl), chosen, flavors)
             if isinstance(placed, tuple):  # quota fits, no domain of the level it asks for has the room
                 return placed[0], placed[1], False
             tas = placed

@@ -60,21 +60,19 @@ def pod_spec_on(template_spec: Obj, flavor: Obj | None) -> Obj:
     return {**template_spec, "nodeSelector": selector, "tolerations": tolerations}
 
 
-def place(ledger: Ledger, m, wl: Obj, source: Obj | None, assignment, flavors: dict[str, Obj]
+def place(ledger: Ledger, m, wl: Obj, source: Obj | None, flavor_of: dict[str, str], flavors: dict[str, Obj]
           ) -> dict[str, Obj] | tuple[str, str]:
     """Topology assignments for the pod sets of `wl` that ask for a level (bound on the ledger), or
-    (reason, message) when one does not fit. `assignment`: the flavor assignment Kueue chose."""
+    (reason, message) when one does not fit. `flavor_of`: the flavor Kueue chose for each pod set."""
     levels = podset_levels(wl, source, m.get("TauCluster", "cluster"))
     if not levels:
         return {}
-    chosen = {ps.name: ps for ps in assignment.podsets}
     specs = {ps.get("name", "main"): ((ps.get("template") or {}).get("spec") or {}, int(ps.get("count", 1)))
              for ps in (wl.get("spec") or {}).get("podSets") or ()}
     planned: list[tuple[str, Obj, list[str], str]] = []
     for ps_name, (level, required) in levels.items():
-        psa, (tspec, count) = chosen.get(ps_name), specs.get(ps_name, ({}, 0))
-        names = sorted({fl for fl, _ in psa.flavors.values()}) if psa is not None else []
-        flavor = flavors.get(names[0]) if names else None
+        tspec, count = specs.get(ps_name, ({}, 0))
+        flavor = flavors.get(flavor_of.get(ps_name, ""))
         topology_name = ((flavor or {}).get("spec") or {}).get("topologyName")
         topology = m.get("Topology", topology_name) if topology_name else None
         if topology is None or count <= 0:
