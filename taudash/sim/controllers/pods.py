@@ -107,6 +107,7 @@ class PodsController(Controller):
     def __init__(self, world) -> None:
         super().__init__(world)
         self._waiting = False  # some Pod is unbound or not yet started: the next pass has work either way
+        self._made: dict[tuple[str, str, int], int] = {}  # (owner uid, pod set, index) -> Pods made for it
 
     def reconcile(self, events) -> None:
         if not self.first and not self._waiting and not any(ev.resource.kind in INPUTS for ev in events):
@@ -221,7 +222,10 @@ class PodsController(Controller):
              hosts: list[str] | None) -> Obj:
         m = meta(src)
         kind, uid = src["kind"], m["uid"]
-        salt = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime") or ""
+        # A Pod made again (its node went) gets a new name, as generateName would give it.
+        again = self._made.get((uid, ps_name, index), 0)
+        self._made[(uid, ps_name, index)] = again + 1
+        salt = f"{(condition(wl, 'QuotaReserved') or {}).get('lastTransitionTime') or ''}/{again}"
         tmeta = template.get("metadata") or {}
         lbl = dict(tmeta.get("labels") or {})
         spec = dict(template.get("spec") or {})
