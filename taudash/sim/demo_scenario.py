@@ -564,7 +564,7 @@ def build_node(pool: NodePool, i: int) -> dict:
         c = health_condition(ctype, present, ts(since))
         c["lastHeartbeatTime"] = ts(heartbeat)
         conditions.append(c)
-    node = {
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": meta("Node", name, created=pool.created - i * 3, labels=labels,

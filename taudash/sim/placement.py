@@ -235,7 +235,9 @@ class Ledger:
     def candidates(self, spec: Obj) -> tuple[list[Room], int, dict[str, int]]:
         """The usable nodes the pod may go to by labels and taints; how many match its labels at all; and
         why the others of those were left out (cordoned or not ready, an untolerated taint)."""
-        out, matching, excluded = [], 0, {}
+        out: list[Room] = []
+        matching = 0
+        excluded: dict[str, int] = {}
         for room in self.rooms.values():
             if not selects(spec, room.labels):
                 continue
@@ -309,10 +311,10 @@ class Ledger:
             return list(got)
         placed: list[str | None] = []
         for i in range(count):
-            node = self.spread(spec, req, keys[i] if keys and i < len(keys) else "")
-            if node is not None:
-                self.bind(node, req)
-            placed.append(node)
+            one = self.spread(spec, req, keys[i] if keys and i < len(keys) else "")
+            if one is not None:
+                self.bind(one, req)
+            placed.append(one)
         return placed
 
 

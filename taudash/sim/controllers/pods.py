@@ -303,7 +303,7 @@ class PodsController(Controller):
             if node is None:
                 self._waiting = True
                 msg = unschedulable_message(self.ledger, spec)
-                sched = next((c for c in st.get("conditions") or () if c.get("type") == "PodScheduled"), {})
+                sched: Obj = next((c for c in st.get("conditions") or () if c.get("type") == "PodScheduled"), {})
                 if sched.get("message") != msg:
                     self.w.status("Pod", m["name"], m["namespace"], {"conditions": [self._unschedulable(spec, self.stamp)]})
                 return

@@ -73,7 +73,7 @@ def place(ledger: Ledger, m, wl: Obj, source: Obj | None, flavor_of: dict[str, s
     for ps_name, (level, required) in levels.items():
         tspec, count = specs.get(ps_name, ({}, 0))
         flavor = flavors.get(flavor_of.get(ps_name, ""))
-        topology_name = ((flavor or {}).get("spec") or {}).get("topologyName")
+        topology_name = str(((flavor or {}).get("spec") or {}).get("topologyName") or "")
         topology = m.get("Topology", topology_name) if topology_name else None
         if topology is None or count <= 0:
             continue  # not a TAS flavor (or its Topology is missing): kube-scheduler places the pods
