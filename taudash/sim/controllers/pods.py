@@ -106,12 +106,18 @@ class PodsController(Controller):
 
     def __init__(self, world) -> None:
         super().__init__(world)
-        self._waiting = False  # some Pod is unbound or not yet started: the next pass has work either way
         self._made: dict[tuple[str, str, int], int] = {}  # (owner uid, pod set, index) -> Pods made for it
+        self._ledger: Ledger | None = None
+        self._pods: list[Obj] = []
+        self._room_changed = True  # since the last pass a Pod ended or went, or a Node changed
 
     def reconcile(self, events) -> None:
-        if not self.first and not self._waiting and not any(ev.resource.kind in INPUTS for ev in events):
+        # Whatever could let a waiting Pod bind or start (a Pod gone or finished, a node back, a job running)
+        # arrives as an event: a quiet cluster needs no pass.
+        if not self.first and not any(ev.resource.kind in INPUTS for ev in events):
             return
+        # Unbound Pods are tried again only when room may have appeared (kube-scheduler's requeue on events).
+        self._room_changed = self.first or any(_frees_room(ev) for ev in events)
         pods = self.m.list("Pod")
         nodes = {meta(n)["name"]: n for n in self.m.list("Node")}
         for pod in pods:  # Pods bound to a node that is gone (Kubernetes' pod garbage collector)
@@ -119,14 +125,13 @@ class PodsController(Controller):
             if node and node not in nodes:
                 self.w.delete("Pod", meta(pod)["name"], meta(pod)["namespace"])
         pods = [p for p in pods if not (p.get("spec") or {}).get("nodeName") or p["spec"]["nodeName"] in nodes]
-        self.ledger = Ledger(nodes.values(), pods)
+        self._pods, self._ledger = pods, None
         self.nodes = nodes
         by_owner: dict[str, list[Obj]] = {}
         for pod in pods:
             uid = (controller_owner(pod) or {}).get("uid")
             if uid:
                 by_owner.setdefault(uid, []).append(pod)
-        self._waiting = False
         tau_cluster = self.m.get("TauCluster", "cluster")
         # Admitted first (by when their quota was reserved, then name), so older work binds first.
         wls = sorted(self.m.list("Workload"), key=lambda w: (
@@ -137,6 +142,13 @@ class PodsController(Controller):
                 continue
             mine = [p for p in by_owner.get(meta(src)["uid"], ()) if self._of_workload(p, wl, src)]
             self._reconcile(wl, src, mine, tau_cluster)
+
+    @property
+    def ledger(self) -> Ledger:
+        """The nodes' room, built the first time a pass binds a Pod (most passes bind none)."""
+        if self._ledger is None:
+            self._ledger = Ledger(self.nodes.values(), self._pods)
+        return self._ledger
 
     # --- one Workload ------------------------------------------------------------------------------
     def _source(self, wl: Obj) -> Obj | None:
@@ -153,25 +165,24 @@ class PodsController(Controller):
         return meta(pod)["name"] == _replica_pod_name(wl)
 
     def _reconcile(self, wl: Obj, src: Obj, mine: list[Obj], tau_cluster: Obj | None) -> None:
+        live = [p for p in mine if not terminal(p)]
         done, ok, _ = finished(src)
         if done or is_true(wl, "Finished"):
             phase = "Succeeded" if ok or not done else "Failed"
-            for pod in mine:
-                if not terminal(pod):
-                    self._set_phase(pod, phase)
+            for pod in live:
+                self._set_phase(pod, phase)
             return
         admitted = is_true(wl, "Admitted") and not is_true(wl, "Evicted") and not deleting(wl)
         started = suspended(src) is not True
         if not (admitted and started) or multikueue(wl, self.m):
-            for pod in mine:
-                if not terminal(pod):
-                    self.w.delete("Pod", meta(pod)["name"], meta(pod)["namespace"])
+            for pod in live:
+                self.w.delete("Pod", meta(pod)["name"], meta(pod)["namespace"])
             return
         have: dict[str, list[Obj]] = {}
         for pod in mine:
             have.setdefault(labels(pod).get(PODSET, "main"), []).append(pod)
-        levels = podset_levels(wl, src, tau_cluster)
-        hosts = topology_hosts(wl)
+        levels: dict[str, tuple[str, bool]] | None = None
+        hosts: dict[str, list[str]] | None = None
         runs = running(src)
         for ps_name, count, template in podsets(src):
             if src["kind"] == "Deployment":
@@ -181,6 +192,8 @@ class PodsController(Controller):
                 self._advance(pod, runs)
             missing = count - len(current)
             if missing > 0:
+                if levels is None or hosts is None:  # worked out only for a Workload that needs Pods made
+                    levels, hosts = podset_levels(wl, src, tau_cluster), topology_hosts(wl)
                 self._create(wl, src, ps_name, template, count, current, levels.get(ps_name), hosts.get(ps_name))
 
     # --- making and moving Pods ----------------------------------------------------------------------
@@ -289,7 +302,6 @@ class PodsController(Controller):
         }
 
     def _unschedulable(self, spec: Obj, now: str) -> Obj:
-        self._waiting = True
         return {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": unschedulable_message(self.ledger, spec), "lastTransitionTime": now, "lastProbeTime": None}
 
@@ -298,10 +310,11 @@ class PodsController(Controller):
         spec, st = pod.get("spec") or {}, pod.get("status") or {}
         m = meta(pod)
         if not spec.get("nodeName"):
+            if not self._room_changed:
+                return
             req = pod_requests(spec)
             node = self.ledger.spread(spec, req, m["name"])
             if node is None:
-                self._waiting = True
                 msg = unschedulable_message(self.ledger, spec)
                 sched: Obj = next((c for c in st.get("conditions") or () if c.get("type") == "PodScheduled"), {})
                 if sched.get("message") != msg:
@@ -319,11 +332,8 @@ class PodsController(Controller):
                 "containerStatuses": [_container(c, "waiting", now) for c in spec.get("containers") or ()],
             })
             return
-        if st.get("phase") == "Pending":
-            if runs:
-                self._set_phase(pod, "Running")
-            else:
-                self._waiting = True
+        if st.get("phase") == "Pending" and runs:
+            self._set_phase(pod, "Running")
 
     def _set_phase(self, pod: Obj, phase: str) -> None:
         m, spec = meta(pod), pod.get("spec") or {}
@@ -351,6 +361,16 @@ def phase_status(spec: Obj, phase: str, started: str, now: str) -> Obj:
 
 
 # --- status pieces ---------------------------------------------------------------------------------------
+
+
+def _frees_room(ev) -> bool:
+    """A change after which a Pod that fitted nowhere may fit: a Node changed, a Pod went or finished."""
+    kind = ev.resource.kind
+    if kind == "Node":
+        return True
+    if kind != "Pod":
+        return False
+    return ev.type == "DELETED" or (terminal(ev.object) and not (ev.old is not None and terminal(ev.old)))
 
 
 def _replica_pod_name(wl: Obj) -> str:
