@@ -4,7 +4,7 @@ taint), and the required exporter's availability condition; `True` means the pro
 that it was checked and is absent. The collector patches only the condition that changed and never
 deletes one (Kubernetes cannot), so a cleared fault stays as `False`.
 
-The reasons and messages are the simulator's own wording (the reference records none; decision 117):
+The reasons and messages are the simulator's own wording (the reference records none; docs/decisions.md):
 `True` carries the type as its reason and a one-line description of the fault, `False` the reason
 `NoProblem`.
 """
