@@ -344,3 +344,29 @@ async def test_pods_watch_and_delete(served):
     with pytest.raises(ApiException) as gone:
         await core.read_namespaced_pod("p1", "team-a")
     assert gone.value.status == 404
+
+
+def test_the_demo_generator_places_the_pods_the_simulator_would_and_dates_them_from_their_jobs():
+    """The demo file carries these Pods once the engine reads the kind; a running simulator makes the same."""
+    from taudash.sim.demo_scenario import build_objects, place_pods
+
+    objects = build_objects()
+    pods, messages = place_pods(objects)
+    assert place_pods(build_objects())[0] == pods  # deterministic
+    assert set(messages) == {"nvl-pretrain-70b"} and "allows to fit only 7 out of 8 pod(s)" in messages["nvl-pretrain-70b"]
+    w = sim_world()
+    w.step(1)
+    live = sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in w.db.list("Pod"))
+    assert sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods) == live
+    jobs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] == "Job"}
+    for p in pods:
+        if not p["spec"].get("nodeName"):
+            assert p["status"]["phase"] == "Pending"  # sam2-finetune: four full-node jobs, three Ready H200 hosts
+            continue
+        assert p["status"]["phase"] == "Running" and p["status"]["containerStatuses"][0]["ready"]
+        job = jobs.get((p["metadata"]["namespace"], p["metadata"]["ownerReferences"][0]["name"]))
+        if job is not None:
+            assert p["metadata"]["creationTimestamp"] == p["status"]["startTime"] == job["status"]["startTime"]
+    unbound = [(p["metadata"]["namespace"], p["metadata"]["ownerReferences"][0]["name"]) for p in pods
+               if not p["spec"].get("nodeName")]
+    assert unbound == [("vision", "sam2-finetune")]
