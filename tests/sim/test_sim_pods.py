@@ -179,6 +179,23 @@ def test_a_rayjob_gets_head_worker_and_submitter_pods_labelled_like_kuberay():
     assert all(p["metadata"]["ownerReferences"][0]["kind"] == "RayJob" for p in pods)
 
 
+def test_a_kueue_managed_deployment_runs_one_pod_per_replica_workload():
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "team-a"},
+           "spec": {"replicas": 3, "template": {
+               "metadata": {"labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "lq"}},
+               "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: "1"}}}]}}}}
+    w = tas_world(dep)
+    w.run_for(15, dt=5)
+    wls = sorted(x["metadata"]["name"] for x in w.db.list("Workload", "team-a"))
+    pods = pods_of(w, "web")
+    assert sorted("pod-" + p["metadata"]["name"] for p in pods) == sorted(n[:-6] for n in wls) and len(pods) == 3
+    assert all(p["status"]["phase"] == "Running" and p["spec"]["restartPolicy"] == "Always" for p in pods)
+    w.db.patch_merge("Deployment", "web", {"spec": {"replicas": 1}}, "team-a")
+    w.run_for(15, dt=5)
+    [left] = pods_of(w, "web")
+    assert "pod-" + left["metadata"]["name"] == w.db.list("Workload", "team-a")[0]["metadata"]["name"][:-6]
+
+
 def test_the_same_seed_places_the_same_pods():
     def run() -> list[tuple[str, str | None]]:
         w = sim_world(seed=4, arrivalsPerHour=60)

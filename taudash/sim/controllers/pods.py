@@ -136,12 +136,19 @@ class PodsController(Controller):
         # Admitted first (by when their quota was reserved, then name), so older work binds first.
         wls = sorted(self.m.list("Workload"), key=lambda w: (
             (condition(w, "QuotaReserved") or {}).get("lastTransitionTime") or "", meta(w)["namespace"], meta(w)["name"]))
+        replicas: set[tuple[str, str]] = set()  # the Deployment replica Pods some Workload still stands for
         for wl in wls:
             src = self._source(wl)
             if src is None:
                 continue
             mine = [p for p in by_owner.get(meta(src)["uid"], ()) if self._of_workload(p, wl, src)]
+            if src["kind"] == "Deployment":
+                replicas.add((meta(wl)["namespace"], _replica_pod_name(wl)))
             self._reconcile(wl, src, mine, tau_cluster)
+        for pod in pods:  # a replica scaled away: its Workload went, so does its Pod
+            if (controller_owner(pod) or {}).get("kind") == "Deployment" and \
+                    (meta(pod)["namespace"], meta(pod)["name"]) not in replicas:
+                self.w.delete("Pod", meta(pod)["name"], meta(pod)["namespace"])
 
     @property
     def ledger(self) -> Ledger:
