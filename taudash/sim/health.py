@@ -1,5 +1,5 @@
-"""GPU health as TauGrid's metrics collector publishes it: Node conditions (facts: the shared reference
-`gpu-health-topology.md` §1). The 20 default condition types, each with what UNO does by default (drain or
+"""GPU health as TauGrid's metrics collector publishes it: Node conditions (facts: the shared reference on
+GPU health and topology). The 20 default condition types, each with what UNO does by default (drain or
 taint), and the required exporter's availability condition; `True` means the problem is present, `False`
 that it was checked and is absent. The collector patches only the condition that changed and never
 deletes one (Kubernetes cannot), so a cleared fault stays as `False`.

@@ -1,7 +1,7 @@
 """TauGrid's topology for the simulator: the labels its controller derives for every node, the Kueue
 Topology it creates, and which topology level a Workload's pod sets must stay inside.
 
-Node labels (TauGrid >= 0.4.4, `cluster_topology.go`; facts in the shared reference `taugrid.md` §2.4):
+Node labels (TauGrid >= 0.4.4, `cluster_topology.go`; facts: the shared TauGrid reference, node processing):
 region from `topology.kubernetes.io/region` (else `aks.azure.com/region`, else `unplaced-<hash>`); site
 `azure-<region>` for Azure nodes, `<cloud>-site-<site>` for Flex nodes with a site; network domain
 `azure-ib-<region>-<agentpool>-<sku>` for Azure ND SKUs in an agent pool, `<cloud>-fabric-<domain>` for

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from factories import node
+from factories import pod as make_pod
 
 from taudash.sim.placement import Ledger, Miss, pod_requests, unschedulable_message
 
@@ -19,12 +20,8 @@ def tray(name: str, domain: str = "d0", gpus: str = "4", labels: dict | None = N
                 labels={AD: domain, HOST: name, **(labels or {})}, **kw)
 
 
-def pod(node_name: str | None, gpus: int = 1, phase: str = "Running", **spec) -> dict:
-    s = {"containers": [{"name": "main", "resources": {"requests": {GPU: str(gpus), "cpu": "1"}}}], **spec}
-    if node_name:
-        s["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{node_name}-{gpus}", "namespace": "ns"},
-            "spec": s, "status": {"phase": phase}}
+def pod(node_name: str | None, gpus: int = 1, phase: str = "Running") -> dict:
+    return make_pod(f"p-{node_name}-{gpus}", node=node_name, gpus=gpus, phase=phase)
 
 
 def spec(gpus: int = 1, **extra) -> dict:

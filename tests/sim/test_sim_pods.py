@@ -10,7 +10,7 @@ from collections import Counter
 import factories
 import pytest
 import pytest_asyncio
-from factories import cluster_queue, local_queue, node, sim_world, small_world
+from factories import cluster_queue, local_queue, node, resource_flavor, sim_world, small_world, topology
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
@@ -47,16 +47,12 @@ def job(name: str, gpus: int, count: int = 1, level: str | None = None, minute: 
 
 
 def tas_world(*objs: dict, granular: bool = True, flavor_topology: bool = True) -> World:
-    flavor = {"nodeLabels": {"tau.azure.com/gpu-class": "gb200"}}
-    if flavor_topology:
-        flavor["topologyName"] = "topo"
-    topo = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "topo"},
-            "spec": {"levels": [{"nodeLabel": AD}, {"nodeLabel": HOST}]}}
+    flavor = resource_flavor("gpu", {"tau.azure.com/gpu-class": "gb200"}, topology="topo" if flavor_topology else None)
     cq = cluster_queue("cq", flavors={"gpu": {GPU: "100", "cpu": "1000", "memory": "4Ti"}}, status=False,
                        stop="None")
-    w = small_world(topo, cq, local_queue("lq", "team-a", "cq"), *(tray(f"n{i}", f"d{i // 2}") for i in range(4)),
-                    *objs, granular_reasons=granular)
-    w.db.patch_merge("ResourceFlavor", "gpu", {"spec": flavor})
+    w = small_world(topology("topo", AD, HOST), cq, local_queue("lq", "team-a", "cq"),
+                    *(tray(f"n{i}", f"d{i // 2}") for i in range(4)), *objs, granular_reasons=granular)
+    w.db.patch_merge("ResourceFlavor", "gpu", {"spec": flavor["spec"]})
     return w
 
 
@@ -307,10 +303,9 @@ def test_the_demo_runs_its_admitted_work_as_pods_and_its_gang_waits_on_the_topol
 
 @pytest_asyncio.fixture
 async def served(tmp_path):
-    async with SimServer(FIXTURES / "sim-cluster.yaml", objects=[
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "team-a"},
-         "spec": {"nodeName": "n1" if i < 2 else "", "containers": [{"name": "c"}]},
-         "status": {"phase": "Running" if i < 2 else "Pending"}} for i in range(3)]) as sim:
+    pods = [factories.pod(f"p{i}", "team-a", node="n1" if i < 2 else None, phase="Running" if i < 2 else "Pending")
+            for i in range(3)]
+    async with SimServer(FIXTURES / "sim-cluster.yaml", objects=pods) as sim:
         c = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
         yield sim, client.CoreV1Api(c)
         await c.close()
