@@ -56,6 +56,16 @@ def pod_requests(spec: Obj) -> Requests:
     return {r: v for r, v in total.items() if v > 0}
 
 
+def pod_spec_on(template_spec: Obj, flavor: Obj | None) -> Obj:
+    """A pod set's pod spec once Kueue starts it on a flavor: the flavor's nodeLabels join its nodeSelector
+    (the pod's own values kept) and the flavor's tolerations its tolerations (Kueue's podset.Merge)."""
+    rf = (flavor or {}).get("spec") or {}
+    selector = {**(rf.get("nodeLabels") or {}), **(template_spec.get("nodeSelector") or {})}
+    tolerations = list(template_spec.get("tolerations") or [])
+    tolerations += [t for t in rf.get("tolerations") or () if t not in tolerations]
+    return {**template_spec, "nodeSelector": selector, "tolerations": tolerations}
+
+
 def terminal(pod: Obj) -> bool:
     return ((pod.get("status") or {}).get("phase") or "") in TERMINAL
 

@@ -382,3 +382,25 @@ def test_the_demo_generator_places_the_pods_the_simulator_would_and_dates_them_f
     unbound = [(p["metadata"]["namespace"], p["metadata"]["ownerReferences"][0]["name"]) for p in pods
                if not p["spec"].get("nodeName")]
     assert unbound == [("vision", "sam2-finetune")]
+
+
+def test_pods_of_a_job_copied_without_its_pod_spec_land_as_the_workload_says():
+    """A rehearsal's fork keeps only what taudash reads of a job (no pod spec): its Pods are stamped from the
+    Workload's copy of the pod set and the admitted flavor, so they bind where the real ones did."""
+    w = tas_world(job("slim", 2))
+    w.run_for(5, dt=5)
+    w.db.patch_merge("Job", "slim", {"spec": {"template": {"spec": None}}}, "team-a")
+    w.run_for(15, dt=5)
+    [p] = pods_of(w, "slim")
+    assert p["spec"]["containers"][0]["resources"]["requests"][GPU] == "2"
+    assert p["spec"]["nodeSelector"] == {"tau.azure.com/gpu-class": "gb200"} and p["spec"].get("nodeName")
+
+
+def test_a_workload_owned_by_a_pod_is_not_the_simulators_to_collect():
+    w = tas_world(job("j", 1))
+    w.run_for(5, dt=5)
+    name = workload_of(w, "j")["metadata"]["name"]
+    w.db.patch_merge("Workload", name, {"metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "Pod", "name": "plain", "uid": "u-plain", "controller": True}]}}, "team-a")
+    w.run_for(15, dt=5)
+    assert w.db.get("Workload", name, "team-a") is not None  # Kueue's plain-pod Workloads are not simulated

@@ -41,6 +41,7 @@ from taudash.sim.placement import (
     Ledger,
     Miss,
     pod_requests,
+    pod_spec_on,
     terminal,
     unschedulable_message,
 )
@@ -191,9 +192,10 @@ class PodsController(Controller):
         levels: dict[str, tuple[str, bool]] | None = None
         hosts: dict[str, list[str]] | None = None
         runs = running(src)
-        for ps_name, count, template in podsets(src):
+        for ps_name, count, job_template in podsets(src):
             if src["kind"] == "Deployment":
                 count = 1
+            template = self._template(wl, ps_name, job_template)
             current = [p for p in have.get(ps_name, []) if not terminal(p)]
             for pod in current:
                 self._advance(pod, runs)
@@ -202,6 +204,22 @@ class PodsController(Controller):
                 if levels is None or hosts is None:  # worked out only for a Workload that needs Pods made
                     levels, hosts = podset_levels(wl, src, tau_cluster), topology_hosts(wl)
                 self._create(wl, src, ps_name, template, count, current, levels.get(ps_name), hosts.get(ps_name))
+
+    def _template(self, wl: Obj, ps_name: str, template: Obj) -> Obj:
+        """The template the job controller stamps a pod set's Pods from: the job's own, with what Kueue set
+        when it started the job (the admitted flavor's nodeLabels and tolerations). A job copied without its
+        pod spec — a rehearsal's fork keeps only the fields taudash reads of a job — falls back on the
+        Workload's copy of the pod set (requests, nodeSelector, tolerations), so its Pods land alike."""
+        spec = dict(template.get("spec") or {})
+        if not spec.get("containers"):
+            for ps in (wl.get("spec") or {}).get("podSets") or ():
+                if ps.get("name", "main") == ps_name:
+                    spec = {**((ps.get("template") or {}).get("spec") or {}), **{k: v for k, v in spec.items() if v}}
+        flavor = None
+        for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ():
+            if psa.get("name", "main") == ps_name and psa.get("flavors"):
+                flavor = self.m.get("ResourceFlavor", sorted(psa["flavors"].values())[0])
+        return {**template, "spec": pod_spec_on(spec, flavor)}
 
     # --- making and moving Pods ----------------------------------------------------------------------
     def _create(self, wl: Obj, src: Obj, ps_name: str, template: Obj, count: int, current: list[Obj],

@@ -18,7 +18,7 @@ from __future__ import annotations
 from taudash.sim.controllers.base import Obj, controller_owner, deleting, is_true, labels
 from taudash.sim.controllers.pods import PODSET, topology_hosts
 from taudash.sim.conversion import domains_to_slices
-from taudash.sim.placement import HOSTNAME_LABEL, Ledger, Miss, holds_room, pod_requests
+from taudash.sim.placement import HOSTNAME_LABEL, Ledger, Miss, holds_room, pod_requests, pod_spec_on
 from taudash.sim.topology import podset_levels
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
@@ -48,16 +48,6 @@ def ledger_now(m) -> Ledger:
             for node in nodes[bound.get((owner, ps_name), 0):]:
                 ledger.bind(node, req)
     return ledger
-
-
-def pod_spec_on(template_spec: Obj, flavor: Obj | None) -> Obj:
-    """A pod set's pod spec once Kueue starts it on a flavor: the flavor's nodeLabels join its nodeSelector
-    and the flavor's tolerations its tolerations (what jobs.suspend_patch writes into the job)."""
-    rf = (flavor or {}).get("spec") or {}
-    selector = {**(rf.get("nodeLabels") or {}), **(template_spec.get("nodeSelector") or {})}
-    tolerations = list(template_spec.get("tolerations") or [])
-    tolerations += [t for t in rf.get("tolerations") or () if t not in tolerations]
-    return {**template_spec, "nodeSelector": selector, "tolerations": tolerations}
 
 
 def place(ledger: Ledger, m, wl: Obj, source: Obj | None, flavor_of: dict[str, str], flavors: dict[str, Obj]
