@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .model import MULTIKUEUE_CONTROLLER, Workload
+from .model import MULTIKUEUE_CONTROLLER, AdmissionCheck, MultiKueueCluster, Workload
 from .rules.base import Finding, Severity, ViewModel, finding
 from .rules.queue_order import parse_time
 from .store import Store
@@ -91,7 +91,7 @@ class MultiKueueJoin(ViewModel):
 def is_manager(store: Store, last_known: bool = False) -> bool:
     """A MultiKueue AdmissionCheck in the store (`last_known`: also when that data is not current)."""
     return (last_known or store.readable("AdmissionCheck")) and any(
-        ac.spec.controller_name == MULTIKUEUE_CONTROLLER for ac in store.list("AdmissionCheck"))
+        ac.spec.controller_name == MULTIKUEUE_CONTROLLER for ac in store.list(AdmissionCheck))
 
 
 def context_of(mk_name: str, mapping: Mapping[str, str], contexts: set[str] | frozenset[str]) -> str | None:
@@ -118,16 +118,16 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
     """`workers`: what this session knows of each MultiKueueCluster, by its name (see `context_of`)."""
     findings: list[Finding] = []
     joined: list[JoinedWorker] = []
-    names = sorted({*workers, *(mc.name for mc in manager.list("MultiKueueCluster"))})
+    names = sorted({*workers, *(mc.name for mc in manager.list(MultiKueueCluster))})
     for n in names:
         side = workers.get(n, WorkerSide(None, None, False, "no context maps to it"))
-        mc = manager.get("MultiKueueCluster", n)
+        mc = manager.get(MultiKueueCluster, n)
         active, reason = None, ""
         if mc is not None:
             c = mc.condition("Active")
             if c is not None:
                 active, reason = c.is_true, c.reason
-        mirrors = len(side.store.by_label("Workload", ORIGIN_LABEL)) if side.readable and side.store else None
+        mirrors = len(side.store.by_label(Workload, ORIGIN_LABEL)) if side.readable and side.store else None
         reach = "live" if side.readable else (side.why or "not readable")
         joined.append(JoinedWorker(name=n, context=side.context, active=active, reason=reason, reach=reach,
                                    mirrors=mirrors))
@@ -141,7 +141,7 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
 
     dispatched: list[Dispatched] = []
     manager_readable = manager.readable("Workload")
-    for wl in manager.list("Workload") if manager_readable else ():
+    for wl in manager.list(Workload) if manager_readable else ():
         st = wl.status
         if not st.cluster_name and not st.nominated_cluster_names:
             continue
@@ -152,7 +152,7 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
             if target is None or not target.readable or target.store is None:
                 remote = UNKNOWN
             else:
-                mirror = target.store.get("Workload", name, ns)
+                mirror = target.store.get(Workload, name, ns)
                 remote = GONE if mirror is None else mirror.derived_status
                 if mirror is None and not wl.finished and _older(_since(wl, "Admitted"), now, grace):
                     findings.append(finding(
@@ -169,9 +169,9 @@ def join_multikueue(manager: Store, workers: Mapping[str, WorkerSide], now: date
             worker = workers.get(n)
             if worker is None or not worker.readable or worker.store is None:
                 continue
-            for mirror in worker.store.by_label("Workload", ORIGIN_LABEL):
+            for mirror in worker.store.by_label(Workload, ORIGIN_LABEL):
                 ns, name = mirror.metadata.namespace or "", mirror.metadata.name
-                tracked = manager.get("Workload", name, ns)
+                tracked = manager.get(Workload, name, ns)
                 if tracked is None:
                     why = "the manager has no such Workload"
                 elif tracked.status.cluster_name and tracked.status.cluster_name != n:

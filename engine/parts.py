@@ -11,7 +11,7 @@ what it computed per object and, given the objects that changed, recomputes only
   namespace's drain-relevant kinds; every other kind it reads can move any workspace).
 
 `update(ctx, None, ...)` is the build from nothing, through the same code: the full derivation
-(engine.view.derive) is this started from an empty view.
+(engine.incremental.derive) is this started from an empty view.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .model import ClusterQueue, TauWorkspace, Workload
 from .model.kinds import DRAIN_KINDS
 from .quota import QueueInput, QuotaTree
 from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
@@ -80,10 +81,10 @@ class WorkloadsPart(RulePart):
             return self._build(ctx, memo)
         keys = set(changed.get("Workload", ()))
         for ns in {k[0] for k in changed.get("LocalQueue", ())}:
-            keys |= {(ns, w.name) for w in s.list("Workload", ns)}
+            keys |= {(ns, w.name) for w in s.list(Workload, ns)}
         touched: set[str] = set()
         for key in keys:
-            wl = s.get("Workload", key[1], key[0])
+            wl = s.get(Workload, key[1], key[0])
             bucket, w = workload_facts(ctx, wl, memo) if wl is not None else (None, None)
             if self.readable:
                 touched |= self._count(key, bucket)
@@ -97,7 +98,7 @@ class WorkloadsPart(RulePart):
         assert not buckets and not wkeys, "a part is built once (the deriver makes a new one per build)"
         readable = self.readable
         facts = workload_facts
-        for wl in ctx.store.list("Workload"):
+        for wl in ctx.store.list(Workload):
             bucket, w = facts(ctx, wl, memo)
             if bucket is None and w is None:
                 continue
@@ -285,14 +286,14 @@ class QueuesPart(RulePart):
         s = ctx.store
         workloads: WorkloadsPart = needs["workloads"]
         if changed is None:
-            redo = {cq.name for cq in s.list("ClusterQueue")}
+            redo = {cq.name for cq in s.list(ClusterQueue)}
             tree_moved = cohorts_moved = True
         else:
             redo = set(moved.get("workloads") or ()) | {k[1] for k in changed.get("ClusterQueue", ())}
             tree_moved = cohorts_moved = "Cohort" in changed
         objs: dict[str, Any] = {}
         for name in redo:
-            cq = s.get("ClusterQueue", name)
+            cq = s.get(ClusterQueue, name)
             if cq is None:
                 if self._objs.pop(name, None) is not None:
                     tree_moved = True
@@ -351,7 +352,7 @@ class WorkspacesPart(RulePart):
         s = ctx.store
         sysns = ctx.config.system_namespace
         if changed is None:
-            names = {ws.name for ws in s.list("TauWorkspace", sysns)}
+            names = {ws.name for ws in s.list(TauWorkspace, sysns)}
         else:
             names = {n for ns, n in changed.get("TauWorkspace", ()) if ns == sysns}
             if self._everywhere.intersection(changed):
@@ -364,7 +365,7 @@ class WorkspacesPart(RulePart):
                     moved_ns = {k[0] for kind in DRAIN_KINDS.intersection(changed) for k in changed[kind]}
                     names |= {n for n, old in draining.items() if old in moved_ns}
         for name in names:
-            ws = s.get("TauWorkspace", name, sysns)
+            ws = s.get(TauWorkspace, name, sysns)
             if ws is None:
                 self._parts.pop(name, None)
             else:

@@ -2,7 +2,7 @@
 
 This list is the only place a rule is wired in. `engine.view.ClusterView` gets its fields from it (in
 this order: the order of the `status -o json` contract), and `engine.incremental.IncrementalDeriver`
-runs it — both for the full derivation (`engine.view.derive`: a deriver started from an empty view)
+runs it — both for the full derivation (`engine.incremental.derive`: a deriver started from an empty view)
 and for the dashboard's updates, recomputing a rule only when a kind it `reads` or a rule it
 `needs` changed. A rule reading a kind it does not declare fails (incremental.UndeclaredRead).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,19 +20,23 @@ from typing import TYPE_CHECKING, Any
 
 from . import heap
 from .identity import ClusterIdentity
-from .incremental import IncrementalDeriver
-from .model import BY_KIND, KINDS
+from .incremental import IncrementalDeriver, derive
+from .model import BY_KIND, KINDS, ClusterQueue, Cohort, LocalQueue, Node, ResourceFlavor, TauWorkspace, Workload
 from .model.kinds import TAU, WORKLOAD_SOURCES
 from .model.names import GPU_CLASS_LABEL, JOB_UID_LABEL, QUEUE_NAME_LABEL, TEAM_LABEL, WORKSPACE_LABEL
 from .rules.base import ObjRef, RuleConfig
 from .rules.cluster import api_outage
 from .store import AccessState, Store
-from .view import ClusterView, SourceInfo, derive
+from .view import ClusterView, SourceInfo
 
 if TYPE_CHECKING:
+    from .actions import Actions
+    from .rules.queue_order import QueuePositions
     from .sources.ondemand import OnDemand
 
 DeriveFn = Callable[[Store, datetime, RuleConfig, SourceInfo], ClusterView]
+# Kueue's positions for one queue: `await fetch(cq=NAME | lq=(NAMESPACE, NAME), limit=N)`.
+PositionsFetch = Callable[..., Awaitable["QueuePositions"]]
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.nvidia.com")
 
@@ -123,7 +127,9 @@ class SessionStats:
 
 
 class Session:
-    read_only_why = ""  # who asked for read-only mode, when an operator did (the header badge shows it)
+    """What every screen reads through. Built whole by the program (taudash/compose.py): its collaborators —
+    the write path, the reads made on demand, the recorded history, the cluster's identity — are given to the
+    constructor and never replaced (read-only properties)."""
 
     def __init__(
         self,
@@ -132,48 +138,115 @@ class Session:
         config: RuleConfig | None = None,
         *,
         read_only: bool = False,
+        read_only_why: str = "",
         demo: bool = False,
         derive_fn: DeriveFn | None = None,
         issues: tuple[str, ...] = (),
+        lock: threading.RLock | None = None,
+        actions: Actions | None = None,
+        cluster: ClusterIdentity | Callable[[], ClusterIdentity | None] | None = None,
+        queue_positions: PositionsFetch | None = None,
+        on_demand: OnDemand | None = None,
+        history_reader: Any = None,
     ) -> None:
-        self.store = store
-        self.source = source
-        self.config = config or RuleConfig()
+        self._store = store
+        self._source = source
+        self._config = config or RuleConfig()
         # A snapshot is an observed revision, never something to write back to.
-        self.read_only = read_only or source.type == "snapshot"
-        self.demo = demo
-        self.issues = issues  # objects the source could not load ("file:line: why"), shown once
-        # The only way to write; a read-only session holds one with no client at all.
-        from .actions import Actions
+        self._read_only = read_only or source.type == "snapshot"
+        self._read_only_why = read_only_why
+        self._demo = demo
+        self._issues = issues
+        if actions is None:
+            from .actions import Actions  # the only way to write; a read-only session holds one with no client
 
-        self.actions = Actions.read_only("read-only session" if self.read_only else "no write path configured")
-        self.lock = threading.RLock()
-        # The cluster this session shows (set once connected to a live one): workflows journaled on
-        # another cluster are never offered for resume here.
-        self.cluster: ClusterIdentity | None = None
+            actions = Actions.read_only("read-only session" if self._read_only else "no write path configured")
+        self._actions = actions
+        # Shared with the live source that writes the store: it applies its batches under this lock.
+        self._lock = lock if lock is not None else threading.RLock()
+        self._cluster = cluster
+        self._queue_positions = queue_positions
+        self._on_demand = on_demand
+        self._history_reader = history_reader
         self._derive = derive_fn or derive
         # Without a custom derive, views are kept current from the store's change feed: a burst of
         # events re-derives only what it touched (engine.incremental), never every rule.
-        self._incremental = IncrementalDeriver(store, self.config, source) if derive_fn is None else None
+        self._incremental = IncrementalDeriver(store, self._config, source) if derive_fn is None else None
         self._cache_key: tuple[Any, ...] | None = None
         self._cache: ClusterView | None = None
         self._history_lock = threading.Lock()
         self._samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=4096)
         self.last_frame: Frame | None = None
-        # A read-only handle on this cluster's recorded history (engine/history/reader.py), set by the
-        # program that records one; None: the History screen says nothing is recorded.
-        self.history_reader: Any = None
-        # Kueue's queue positions for one queue, fetched on demand (the live source's pending_workloads); None
-        # (a snapshot): the Queue screen estimates the order itself.
-        self.queue_positions: Any = None
-        # Reads for the one object a detail screen shows — its whole document, its Events — asked on demand
-        # while the screen is open (engine/sources/ondemand.py; the live program sets KubeOnDemand); None: a
-        # snapshot, nothing to ask.
-        self.on_demand: OnDemand | None = None
         self._labelled: dict[tuple[str, str], set[tuple[str, str]]] = {}  # see labelled()
         self._views = 0
         self._derive_last: float | None = None
         self._derive_total = 0.0
+
+    # what the program gave it (never replaced) -------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def source(self) -> SourceInfo:
+        return self._source
+
+    @property
+    def config(self) -> RuleConfig:
+        return self._config
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Store reads and the live source's writes share it (see the module's docstring)."""
+        return self._lock
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @property
+    def read_only_why(self) -> str:
+        """Who asked for read-only mode, when an operator did (the header badge shows it)."""
+        return self._read_only_why
+
+    @property
+    def demo(self) -> bool:
+        return self._demo
+
+    @property
+    def issues(self) -> tuple[str, ...]:
+        """Objects the source could not load ("file:line: why"), shown once."""
+        return self._issues
+
+    @property
+    def actions(self) -> Actions:
+        """The only way to write (engine/actions.py); a read-only session's holds no client at all."""
+        return self._actions
+
+    @property
+    def cluster(self) -> ClusterIdentity | None:
+        """The cluster this session shows, once known: workflows journaled on another cluster are never
+        offered for resume here. A fleet member's session exists before its cluster answers: it is given
+        a function that returns the identity once read."""
+        return self._cluster() if callable(self._cluster) else self._cluster
+
+    @property
+    def queue_positions(self) -> PositionsFetch | None:
+        """Kueue's queue positions for one queue, fetched on demand (the live source's pending_workloads);
+        None (a snapshot): the Queue screen estimates the order itself."""
+        return self._queue_positions
+
+    @property
+    def on_demand(self) -> OnDemand | None:
+        """Reads for the one object a detail screen shows — its whole document, its Events — asked while the
+        screen is open (engine/sources/ondemand.py); None: a snapshot, nothing to ask."""
+        return self._on_demand
+
+    @property
+    def history_reader(self) -> Any:
+        """A read-only handle on this cluster's recorded history (engine/history/reader.py); None: the
+        History screen says nothing is recorded."""
+        return self._history_reader
 
     # mode -------------------------------------------------------------------------------
     @property
@@ -428,11 +501,11 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             q = q or obj.spec.template.metadata.labels.get(QUEUE_NAME_LABEL)
         add("local queue", "LocalQueue", q, ns)
         if obj.metadata.uid:
-            for wl in store.by_label("Workload", JOB_UID_LABEL, obj.metadata.uid, ns):
+            for wl in store.by_label(Workload, JOB_UID_LABEL, obj.metadata.uid, ns):
                 add("workload", "Workload", wl.name, ns)
     elif kind == "Workload":
         add("local queue", "LocalQueue", obj.spec.queue_name, ns)
-        lq = store.get("LocalQueue", obj.spec.queue_name, ns) if obj.spec.queue_name else None
+        lq = store.get(LocalQueue, obj.spec.queue_name, ns) if obj.spec.queue_name else None
         if obj.status.admission and obj.status.admission.cluster_queue:
             add("cluster queue (admitted)", "ClusterQueue", obj.status.admission.cluster_queue)
             for psa in obj.status.admission.pod_set_assignments:
@@ -444,13 +517,13 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             add("cluster queue", "ClusterQueue", lq.spec.cluster_queue)
     elif kind == "LocalQueue":
         add("cluster queue", "ClusterQueue", obj.spec.cluster_queue)
-        for wl in store.list("Workload", ns):
+        for wl in store.list(Workload, ns):
             if wl.spec.queue_name == obj.name:
                 add("workload", "Workload", wl.name, ns)
         add("namespace", "Namespace", ns)
     elif kind == "ClusterQueue":
         add("cohort", "Cohort", obj.spec.cohort_name)
-        for lq in store.list("LocalQueue"):
+        for lq in store.list(LocalQueue):
             if lq.spec.cluster_queue == obj.name:
                 add("local queue", "LocalQueue", lq.name, lq.namespace)
         for ac in obj.spec.admission_check_names:
@@ -462,10 +535,10 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
         add("workspace", "TauWorkspace", ws, sysns)
     elif kind == "Cohort":
         add("parent", "Cohort", obj.spec.parent_name)
-        for cq in store.list("ClusterQueue"):
+        for cq in store.list(ClusterQueue):
             if cq.spec.cohort_name == obj.name:
                 add("member", "ClusterQueue", cq.name)
-        for c in store.list("Cohort"):
+        for c in store.list(Cohort):
             if c.spec.parent_name == obj.name:
                 add("child", "Cohort", c.name)
         add("team", "TauTeam", obj.labels.get(TEAM_LABEL), sysns)
@@ -489,14 +562,14 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
             add("service account", "ServiceAccount", obj.spec.workload_identity.service_account_name, target)
     elif kind == "TauTeam":
         add("cohort", "Cohort", obj.status.cohort or f"tau-team-{obj.name}")
-        for ws in store.list("TauWorkspace", sysns):
+        for ws in store.list(TauWorkspace, sysns):
             if ws.team == obj.name:
                 add("workspace", "TauWorkspace", ws.name, sysns)
     elif kind == "Namespace":
-        for ws in store.list("TauWorkspace", sysns):
+        for ws in store.list(TauWorkspace, sysns):
             if obj.name in (ws.status.target.resolved_namespace, ws.desired_namespace):
                 add("workspace", "TauWorkspace", ws.name, sysns)
-        for lq in store.list("LocalQueue", obj.name):
+        for lq in store.list(LocalQueue, obj.name):
             add("local queue", "LocalQueue", lq.name, obj.name)
     elif kind == "AdmissionCheck":
         params = obj.spec.parameters
@@ -511,13 +584,13 @@ def _related(s: Session, ref: ObjRef) -> list[Related]:
 
 
 def _flavor_nodes(s: Session, flavor: str) -> list[str]:
-    rf = s.store.get("ResourceFlavor", flavor)
+    rf = s.store.get(ResourceFlavor, flavor)
     if flavor.startswith("taugrid-gpu-"):
         cls = flavor[len("taugrid-gpu-") :]
-        return [n.name for n in s.store.by_label("Node", GPU_CLASS_LABEL, cls)]
+        return [n.name for n in s.store.by_label(Node, GPU_CLASS_LABEL, cls)]
     if rf is None or not rf.spec.node_labels:
         return []  # empty nodeLabels select every node: too broad to list as "related"
-    return [n.name for n in s.store.list("Node") if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
+    return [n.name for n in s.store.list(Node) if all(n.labels.get(k) == v for k, v in rf.spec.node_labels.items())]
 
 
 def _owner_kind(kind: str, api_version: str) -> str:

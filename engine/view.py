@@ -1,4 +1,4 @@
-"""ClusterView: the immutable derived state every consumer renders, and `derive()` that builds it.
+"""ClusterView: the immutable derived state every consumer renders (`engine.incremental.derive()` builds it).
 
 Its fields come from the rule registry (engine/registry.py), in the registry's order, between the
 header (apiVersion, kind, source) and the sorted findings: the `status -o json` contract.
@@ -6,15 +6,14 @@ header (apiVersion, kind, source) and the sorted findings: the `status -o json` 
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
 
 from .registry import RULES
-from .rules.base import Finding, RuleConfig, ViewModel
+from .rules.base import Finding, Rule, ViewModel
 from .rules.cluster import AccessEntry, _iso
-from .store import Store
 
 
 class SourceInfo(ViewModel):
@@ -39,44 +38,21 @@ class ClusterViewBase(ViewModel):
         return any(f.severity.value == "critical" for f in self.findings)  # type: ignore[attr-defined]
 
 
+def cluster_view_of(rules: Sequence[Rule]) -> type[ClusterViewBase]:
+    """A ClusterView class whose fields are the outputs of `rules`, in their order, then the findings.
+    Built from the registry it is ClusterView; a deriver given other rules (a test's) builds its own."""
+    fields: dict[str, Any] = {f.name: (f.type, f.default) for r in rules for f in r.fields}
+    return create_model("ClusterView", __base__=ClusterViewBase, __module__=__name__, **fields,
+                        findings=(list[Finding], []))
+
+
 if TYPE_CHECKING:
-    from .rules.claims import ClaimView
-    from .rules.cluster import ClusterSummary, TeamSummary
-    from .rules.multikueue import MultiKueueView
-    from .rules.pool import PoolView
-    from .rules.profiles import ProfilesView
-    from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
-    from .rules.workspaces import WorkspaceView
-
-    class ClusterView(ClusterViewBase):
-        """The class built below from the registry, as a type checker reads it: the same fields, in
-        the registry's order (tests/unit/test_static_types.py keeps the two in step)."""
-
-        access: list[AccessEntry]
-        cluster: ClusterSummary | None
-        teams: list[TeamSummary]
-        pool: PoolView
-        cohorts: list[CohortView]
-        cluster_queues: list[ClusterQueueView]
-        workspaces: list[WorkspaceView]
-        profiles: ProfilesView
-        multikueue: MultiKueueView
-        waiting: list[WaitingWorkload]
-        claims: list[ClaimView]
-        findings: list[Finding]
+    # What a type checker reads: the same class, generated from the registry into cluster_view.pyi
+    # (`python tests/unit/test_static_types.py --regen`; that test fails while the two differ).
+    from .cluster_view import ClusterView
 else:
-    _FIELDS: dict[str, Any] = {f.name: (f.type, f.default) for r in RULES for f in r.fields}
-    ClusterView = create_model(
-        "ClusterView", __base__=ClusterViewBase, __module__=__name__, **_FIELDS, findings=(list[Finding], []))
+    ClusterView = cluster_view_of(RULES)
     ClusterView.__doc__ = "The derived cluster state: one field per registered rule output (engine/registry.py)."
 
 
-def derive(store: Store, now: datetime, config: RuleConfig | None = None, source: SourceInfo | None = None) -> ClusterView:
-    """Run every rule over the store at time `now` (rules never read a clock): a fresh incremental
-    deriver's first view — the same code the dashboard's updates run."""
-    from .incremental import IncrementalDeriver
-
-    return IncrementalDeriver(store, config, source).view(now)
-
-
-__all__ = ["AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso", "derive"]
+__all__ = ["AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso", "cluster_view_of"]

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from taudash.engine.model import MULTIKUEUE_CONTROLLER
+from taudash.engine.model import MULTIKUEUE_CONTROLLER, AdmissionCheck, MultiKueueConfig
 from taudash.engine.session import Frame
 
 from .kit.base import DashScreen
@@ -134,7 +134,7 @@ The platform owner owns worker credentials, rotation and revocation."""
     def _objects(self, tones) -> list[Row]:
         rows = []
         s = self.session
-        for ac in s.store.list("AdmissionCheck"):
+        for ac in s.store.list(AdmissionCheck):
             if ac.spec.controller_name != MULTIKUEUE_CONTROLLER:
                 continue
             active = ac.condition("Active")
@@ -144,7 +144,7 @@ The platform owner owns worker credentials, rotation and revocation."""
                 state.append(lit(f" · {params.kind} {params.name}", tones.muted))
             rows.append(Row(f"ac|{ac.name}", (lit("AdmissionCheck"), lit(ac.name), state),
                             RowMeta(kind="AdmissionCheck", name=ac.name)))
-        for cfg in s.store.list("MultiKueueConfig"):
+        for cfg in s.store.list(MultiKueueConfig):
             rows.append(Row(f"cfg|{cfg.name}", (lit("MultiKueueConfig"), lit(cfg.name),
                                                 lit(f"workers: {', '.join(cfg.spec.clusters) or 'none'}")),
                             RowMeta(kind="MultiKueueConfig", name=cfg.name)))

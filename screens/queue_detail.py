@@ -26,7 +26,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from taudash.engine.model import Quantity
+from taudash.engine.model import ClusterQueue, LocalQueue, Quantity, Workload
 from taudash.engine.rules.base import ObjRef, RuleContext
 from taudash.engine.rules.eta import admission_times, estimate_wait, human
 from taudash.engine.rules.queue_order import (
@@ -288,7 +288,7 @@ esc    back"""
     def render_frame(self, frame: Frame) -> None:
         tones, now = self.tones, frame.now
         if self.local_queue is not None:
-            lq = self.session.store.get("LocalQueue", self.local_queue[1], self.local_queue[0])
+            lq = self.session.store.get(LocalQueue, self.local_queue[1], self.local_queue[0])
             if lq is not None and lq.spec.cluster_queue:
                 self.cq_name = lq.spec.cluster_queue
         q = next((x for x in frame.view.cluster_queues if x.name == self.cq_name), None)
@@ -342,7 +342,7 @@ esc    back"""
 
     def _pending_cells(self, item: dict, ns: str, name: str, now: datetime, tones: Tones) -> tuple:
         m = item.get("metadata") or {}
-        wl = self.session.store.get("Workload", name, ns)
+        wl = self.session.store.get(Workload, name, ns)
         state, reason = pending_state(wl, now, tones)
         label = Text(f"{ns}/", style=tones.muted)
         label.append(lit(name))
@@ -375,10 +375,10 @@ esc    back"""
         store = self.session.store
         if self.local_queue is not None:
             ns, name = self.local_queue
-            return [w for w in store.list("Workload", ns) if w.spec.queue_name == name and w.quota_reserved
+            return [w for w in store.list(Workload, ns) if w.spec.queue_name == name and w.quota_reserved
                     and not w.finished and w.status.admission is not None]
-        namespaces = {lq.namespace for lq in store.list("LocalQueue") if lq.spec.cluster_queue == self.cq_name}
-        return [w for ns in sorted(n for n in namespaces if n) for w in store.list("Workload", ns)
+        namespaces = {lq.namespace for lq in store.list(LocalQueue) if lq.spec.cluster_queue == self.cq_name}
+        return [w for ns in sorted(n for n in namespaces if n) for w in store.list(Workload, ns)
                 if w.quota_reserved and not w.finished and w.status.admission is not None
                 and w.status.admission.cluster_queue == self.cq_name]
 
@@ -426,7 +426,7 @@ esc    back"""
         """The wait report, built off the UI thread (it walks the quota tree), then shown in a modal."""
         now = self.frame.now if self.frame is not None else datetime.now().astimezone()
         item = self.positions.position_of(namespace, name) if self.positions is not None else None
-        cq = self.session.store.get("ClusterQueue", self.cq_name)
+        cq = self.session.store.get(ClusterQueue, self.cq_name)
         with self.session.lock:
             # The ClusterQueue view's own list is the whole queue: the report's positions and "ahead" are
             # Kueue's when it came from the visibility API (a LocalQueue's list is not: estimated there).
@@ -454,7 +454,7 @@ esc    back"""
         if meta is None or meta.kind != "Workload":
             self.notify("highlight a Workload to open its LocalQueue", markup=False)
             return
-        wl = self.session.store.get("Workload", meta.name, meta.namespace)
+        wl = self.session.store.get(Workload, meta.name, meta.namespace)
         item = self.positions.position_of(meta.namespace or "", meta.name) if self.positions is not None else None
         lq = (item or {}).get("localQueueName") or (wl.spec.queue_name if wl is not None else None)
         if not lq:
@@ -488,13 +488,13 @@ r      fetch the positions again               esc  back"""
     ]
 
     def __init__(self, session: Session, namespace: str, name: str, nav: str | None = None) -> None:
-        lq = session.store.get("LocalQueue", name, namespace)
+        lq = session.store.get(LocalQueue, name, namespace)
         super().__init__(session, (lq.spec.cluster_queue or "") if lq is not None else "", nav,
                          local_queue=(namespace, name))
 
     def _title(self, q, tones: Tones) -> Text:
         ns, name = self.local_queue or ("", "")
-        lq = self.session.store.get("LocalQueue", name, ns)
+        lq = self.session.store.get(LocalQueue, name, ns)
         title = span("LocalQueue ", tones.heading)
         title.append(lit(f"{ns}/{name}", "bold"))
         if lq is None:

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from taudash.engine.identity import ClusterIdentity
+from taudash.engine.model import MultiKueueCluster, MultiKueueConfig, Workload
 from taudash.engine.multikueue_join import (
     ORIGIN_LABEL,
     MultiKueueJoin,
@@ -36,7 +38,7 @@ from taudash.engine.multikueue_join import (
 )
 from taudash.engine.rules.base import Finding, RuleConfig
 from taudash.engine.session import Frame
-from taudash.engine.sources.kube import kubeconfig_path
+from taudash.engine.sources.client import kubeconfig_path
 from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
@@ -73,8 +75,8 @@ def multikueue_mapping(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 def worker_names(manager: Store) -> list[str]:
     """The manager's MultiKueueClusters and the names its MultiKueueConfigs list."""
-    names = [mc.name for mc in manager.list("MultiKueueCluster")]
-    for cfg in manager.list("MultiKueueConfig"):
+    names = [mc.name for mc in manager.list(MultiKueueCluster)]
+    for cfg in manager.list(MultiKueueConfig):
         names += cfg.spec.clusters
     return sorted(set(names))
 
@@ -193,7 +195,7 @@ def multikueue_of(r: ClusterResult, joins: Mapping[str, MultiKueueJoin] | None =
                 if w.context == r.context]
     if is_manager(store):
         return {"role": "manager", "dispatched": []}
-    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list("Workload")):
+    if managers or any(ORIGIN_LABEL in (w.metadata.labels or {}) for w in store.list(Workload)):
         return {"role": "worker", "dispatched": [], "managers": managers}
     return {"role": "none", "dispatched": []}
 
@@ -229,7 +231,6 @@ def fleet_contract(results: list[ClusterResult], joins: Mapping[str, MultiKueueJ
 
 # --- the fleet dashboard: one live source per cluster, each its own failure domain ----------------
 
-FLEET_READ_ONLY = "fleet view: open one cluster (taudash --context NAME) to act on it"
 
 
 class FleetMember:
@@ -247,15 +248,11 @@ class FleetMember:
 
     def __init__(self, context: str, config: RuleConfig | None = None, source_type: str = "kube",
                  freshness_bound: float = DEFAULT_FRESHNESS_BOUND) -> None:
-        from taudash.engine.actions import Actions
-        from taudash.engine.session import Session
-        from taudash.engine.store import Store
-        from taudash.engine.view import SourceInfo
+        from .compose import fleet_member_session
 
         self.context = context
-        self.session = Session(Store(), SourceInfo(type=source_type, context=context), config, read_only=True)
-        self.session.read_only_why = "fleet view"
-        self.session.actions = Actions.read_only(FLEET_READ_ONLY, context)
+        self.identity: ClusterIdentity | None = None  # read by each connection once synced
+        self.session = fleet_member_session(context, config, source_type, cluster=lambda: self.identity)
         self.state = "connecting"
         self.error: str | None = None
         self.synced_after: float | None = None  # seconds from start to the first complete sync (the bench)
@@ -287,7 +284,7 @@ class FleetMember:
         Any HTTP answer counts (a 401 is an answer: the server lives; the watches report access)."""
         import time
 
-        from taudash.engine.sources.kube import connect
+        from taudash.engine.sources.client import connect
 
         every, timeout = self.freshness_bound / 5, self.freshness_bound / 2
         try:
@@ -322,27 +319,29 @@ class FleetMember:
         """Connect, sync and keep watching until cancelled; an unreachable cluster is retried every `retry` s."""
         import time
 
-        from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-        from taudash.engine.sources.kube import Unreachable as SourceUnreachable
+        from .compose import FLEET_READ_ONLY
+        from .live import LiveCluster
 
         started = time.perf_counter()
         while True:
+            # Every attempt fills the member's own store under its session's lock: the screens keep their session.
+            live = LiveCluster(self.context, kubeconfig, sync_timeout=sync_timeout, never_writes=FLEET_READ_ONLY,
+                               store=self.session.store, lock=self.session.lock)
             try:
-                target = await connect(self.context, kubeconfig)
-            except ConfigError as exc:
+                await live.connect()
+            except UsageError as exc:
                 self.state, self.error = "unreachable", str(exc)
                 return  # a kubeconfig problem does not heal by retrying
-            source = KubeSource(self.session.store, target, lock=self.session.lock)
             prober: asyncio.Task | None = None
             try:
                 try:
-                    await source.start()
-                except SourceUnreachable as exc:
+                    await live.start()
+                except Unreachable as exc:
                     self.state, self.error = "unreachable", str(exc)
                     await asyncio.sleep(retry)
                     continue
-                await source.wait_synced(sync_timeout)
-                self.session.cluster = await source.identity()
+                await live.wait_synced()
+                self.identity = await live.read_identity()
                 self.state, self.error = "live", None
                 if self.synced_after is None:
                     self.synced_after = time.perf_counter() - started
@@ -354,8 +353,7 @@ class FleetMember:
                     prober.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await prober
-                await source.stop()
-                await target.close()
+                await live.close()
 
 
     def side(self) -> tuple[Store | None, bool, str]:

@@ -1,19 +1,17 @@
-"""Resolve `--snapshot F | --context C | --demo` into a ClusterView."""
+"""Resolve `--snapshot F | --context C | --demo` into a loaded store (one-shot commands) and its ClusterView."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import LoadIssue, SnapshotError, load_snapshot
 from taudash.engine.store import Store
-from taudash.engine.view import ClusterView, SourceInfo, derive
+from taudash.engine.view import ClusterView, SourceInfo
 
 from .data import demo_snapshot
 from .errors import UsageError
@@ -76,48 +74,14 @@ def load_live(context: str | None, kubeconfig: str | None, sync_timeout: float =
     return asyncio.run(load_live_async(context, kubeconfig, sync_timeout, source_type))
 
 
-@asynccontextmanager
-async def synced_cluster(context: str | None, kubeconfig: str | None,
-                         sync_timeout: float = 30.0) -> AsyncIterator[tuple[Store, Any, Any]]:
-    """Connect, sync every kind once (bounded) and stop watching: (store, source, target) while open, the
-    connection closed after. Bad kubeconfig/context → UsageError (exit 2); no API → Unreachable (exit 3)."""
-    from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-    from taudash.engine.sources.kube import Unreachable as SourceUnreachable
-
-    from .errors import Unreachable
-
-    try:
-        target = await connect(context, kubeconfig)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    store = Store()
-    source = KubeSource(store, target)
-    try:
-        try:
-            await source.start()
-        except SourceUnreachable as exc:
-            raise Unreachable(str(exc)) from None
-        await source.wait_synced(sync_timeout)
-        await source.stop()  # the store stays as synced; the client stays open for re-reads
-        yield store, source, target
-    finally:
-        await source.stop()
-        await target.close()
-
-
 async def load_live_async(context: str | None, kubeconfig: str | None, sync_timeout: float = 30.0,
                           source_type: str = "kube") -> Loaded:
     """load_live inside a running loop (the fleet loads several clusters concurrently)."""
-    async with synced_cluster(context, kubeconfig, sync_timeout) as (store, _source, target):
-        return Loaded(
-            store=store,
-            source=SourceInfo(
-                type=source_type,
-                context=target.context,
-                path=target.server,
-                observed_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            ),
-        )
+    from .live import synced_cluster
+
+    async with synced_cluster(context, kubeconfig, sync_timeout) as live:
+        return Loaded(store=live.store,
+                      source=live.source_info(source_type, observed_at=datetime.now(UTC).isoformat(timespec="seconds")))
 
 
 def report_issues(issues: list[LoadIssue]) -> None:

@@ -38,7 +38,7 @@ hermetic.isolate_process()
 import factories  # noqa: E402
 from tools import paths  # noqa: E402
 
-pytest_plugins = ("pytester", "tools.hermetic")
+pytest_plugins = ("pytester", "tools.hermetic", "tools.fd_guard")
 
 
 @pytest.fixture(autouse=True)

@@ -627,8 +627,8 @@ def rule_context(objs: Iterable[dict], *, now: datetime = NOW, access: dict | No
 
 
 def view_of(*objs: dict, now: datetime = NOW, access: dict | None = None):
-    """engine.view.derive over a store of `objs`."""
-    from taudash.engine.view import derive
+    """engine.incremental.derive over a store of `objs`."""
+    from taudash.engine.incremental import derive
 
     return derive(store_of(*objs, access=access), now)
 
@@ -681,13 +681,15 @@ def small_world(*objects: dict, namespaces: Iterable[str] = ("team-a", "team-b")
                               kueue=kueue_version("0.19", {OBSERVABILITY: granular_reasons}))
 
 
-def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: bool = True, tick: float = 3600.0):
+def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: bool = True, tick: float = 3600.0,
+                  on_demand=None, queue_positions=None):
     """The dashboard over a snapshot file, its clock frozen at `now`; a long tick by default (the first frame is
     derived at mount, so nothing changes while a snapshot SVG is taken).
 
     writable=False: the session `taudash --snapshot` opens (read-only; the path shown relative to the repository,
     observed at the capture time). writable=True: the demo cluster as `taudash demo` shows it (source `sim`, events
-    just in, a write path that nothing in a UI test confirms)."""
+    just in, a write path that nothing in a UI test confirms). `on_demand`, `queue_positions`: the session's reads
+    on demand (a live program's)."""
     from taudash.app import TaudashApp
     from taudash.engine.actions import Actions
     from taudash.engine.session import Session
@@ -698,10 +700,12 @@ def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: boo
     if not writable:
         shown = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
         src = SourceInfo(type="snapshot", context=r.context, path=shown, observed_at=r.captured_at)
-        return TaudashApp(Session(r.store, src, demo=demo), clock=lambda: now, tick=tick)
+        session = Session(r.store, src, demo=demo, on_demand=on_demand, queue_positions=queue_positions)
+        return TaudashApp(session, clock=lambda: now, tick=tick)
     r.store.last_event_at = now.timestamp() - 0.8
-    session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=demo)
-    session.actions = Actions.live(object(), "operator", r.context, None)
+    session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=demo,
+                      actions=Actions.live(object(), "operator", r.context, None), on_demand=on_demand,
+                      queue_positions=queue_positions)
     return TaudashApp(session, clock=lambda: now, tick=tick)
 
 

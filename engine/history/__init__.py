@@ -6,6 +6,8 @@ from .queued import QueuedRecorder
 from .reader import HistoryReader
 from .recorder import Recorder, RecorderThread
 from .retention import Retention
+from .writer_lock import RecorderBusy
 
-__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "HistoryReader", "NewerSchema", "QueuedRecorder", "Recorder", "RecorderThread", "Retention", "cluster_key", "connect",
+__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "HistoryReader", "NewerSchema", "QueuedRecorder", "Recorder", "RecorderBusy",
+           "RecorderThread", "Retention", "cluster_key", "connect",
            "db_path"]

@@ -151,7 +151,22 @@ def _v2(conn: sqlite3.Connection) -> None:
                      (preemptor_uid(message), uid, at))
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+# Samples are written when they change (recorder.py): every value at the first sample pass of each
+# KEYFRAME_SECONDS bucket, then only the values that changed (NULL when a series ends), and one
+# `sample_passes` row per pass. A series' value at a pass is its latest sample at or before it in the
+# same bucket, so a bucket's rows alone say every value at every pass, and a pass that is not there
+# (nothing was recording) has no value — never a carried-over one.
+KEYFRAME_SECONDS = 300
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    """v3: samples are written when they change; the passes that sampled are their own table. A v2
+    file sampled every series at every pass: each distinct sample time was a pass."""
+    conn.execute("CREATE TABLE sample_passes (ts INTEGER PRIMARY KEY)")
+    conn.execute("INSERT INTO sample_passes SELECT DISTINCT ts FROM samples")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 LATEST = len(MIGRATIONS)
 
 

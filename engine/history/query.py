@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .db import LATEST, file_bytes, schema_version
+from .db import KEYFRAME_SECONDS, LATEST, file_bytes, schema_version
 
 # How a series is aggregated into a bucket by default (retention.py explains the choice).
 DEFAULT_AGG = {
@@ -65,6 +65,30 @@ class _Acc:
         return self.last
 
 
+def passes_table(conn: sqlite3.Connection) -> str:
+    """The sample passes, as a table expression: `sample_passes`, or for a file older than v3 read
+    without migrating it (every pass sampled every series then) the distinct sample times."""
+    return "sample_passes" if schema_version(conn) >= 3 else "(SELECT DISTINCT ts FROM samples)"
+
+
+def values_at_passes(conn: sqlite3.Connection, samples_where: str, start: str = ":start", end: str = ":end") -> str:
+    """A FROM clause whose rows are the sample passes `p.ts` from `start` to before `end` (SQL expressions),
+    each with the value `x.value` a series (`x.series_id`) held then (db.py, KEYFRAME_SECONDS: its latest sample at or
+    before the pass in the pass's keyframe bucket), for the samples `samples_where` selects (it must take
+    them from the keyframe bucket `start` falls in, e.g. `ts >= :lo`, to before `end`). Each stored sample
+    is joined to the passes it held for by a range of the passes' primary key — one range per sample,
+    bounded by both the sample's span and the range asked for (bounded by the range alone, SQLite would
+    scan every pass of the range for every sample). A file older than v3 wrote every value at every pass:
+    each sample row is a pass."""
+    if schema_version(conn) < 3:
+        return f"(SELECT series_id, ts, value FROM samples WHERE {samples_where}) AS x CROSS JOIN" \
+               f" (SELECT DISTINCT ts FROM samples) AS p ON p.ts = x.ts AND p.ts >= {start} AND p.ts < {end}"
+    key = KEYFRAME_SECONDS
+    return (f"(SELECT series_id, ts, value, coalesce(lead(ts) OVER (PARTITION BY series_id, ts / {key} ORDER BY ts),"
+            f" (ts / {key} + 1) * {key}) AS until FROM samples WHERE {samples_where}) AS x"
+            f" CROSS JOIN sample_passes AS p ON p.ts >= max(x.ts, {start}) AND p.ts < min(x.until, {end})")
+
+
 def buckets(start: float, end: float, step: float) -> list[float]:
     if step <= 0 or end <= start:
         raise ValueError("a range needs start < end and a positive step")
@@ -96,17 +120,21 @@ def series(
         (kind, name, flavor, resource, metric),
     ).fetchone()
     if row is not None:
-        # Aggregated per bucket inside SQLite (a day of raw samples is 8,640 rows per series): one pass
+        # Aggregated per bucket inside SQLite (a day of raw samples is 8,640 passes per series): one pass
         # for min/max/mean/count and one for the value at each bucket's newest time (a bare column
-        # beside a single max() comes from that row). The bucket is floor((ts - start) / step).
+        # beside a single max() comes from that row). The bucket is floor((ts - start) / step). Raw
+        # values are the series' value at each sample pass (db.py, KEYFRAME_SECONDS: its latest sample
+        # at or before the pass in the same keyframe bucket).
         sid = row[0]
+        key = KEYFRAME_SECONDS
+        args = {"sid": sid, "start": start, "end": end, "step": step, "lo": int(start) // key * key}
+        passes = values_at_passes(conn, "series_id = :sid AND ts >= :lo AND ts < :end")
+        raw = "CAST((p.ts - :start) / :step AS INTEGER)"
         bucket = "CAST((ts - :start) / :step AS INTEGER)"
-        args = {"sid": sid, "start": start, "end": end, "step": step}
         where = "series_id = :sid AND ts >= :start AND ts < :end"
         for stats_sql, last_sql in (
-            (f"SELECT {bucket} AS b, min(value), max(value), avg(value), count(value) FROM samples WHERE {where}"
-             " GROUP BY b",
-             f"SELECT {bucket} AS b, max(ts), value FROM samples WHERE {where} GROUP BY b"),
+            (f"SELECT {raw} AS b, min(x.value), max(x.value), avg(x.value), count(x.value) FROM {passes} GROUP BY b",
+             f"SELECT {raw} AS b, max(p.ts), x.value FROM {passes} GROUP BY b"),
             (f"SELECT {bucket} AS b, min(min), max(max), sum(avg * n) / nullif(sum(CASE WHEN avg IS NULL THEN 0"
              f" ELSE n END), 0), sum(CASE WHEN avg IS NULL THEN 0 ELSE n END) FROM rollups WHERE {where} GROUP BY b",
              f"SELECT {bucket} AS b, max(ts), last FROM rollups WHERE {where} GROUP BY b"),
@@ -293,6 +321,7 @@ def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict[st
         return conn.execute(sql).fetchone()
 
     raw_n, raw_lo, raw_hi = one("SELECT count(*), min(ts), max(ts) FROM samples")
+    passes = one(f"SELECT count(*) FROM {passes_table(conn)}")[0]
     roll_n, roll_lo, roll_hi = one("SELECT count(*), min(ts), max(ts) FROM rollups")
     stamps = [s for s in (raw_lo, raw_hi, roll_lo, roll_hi) if s is not None]
     out = {
@@ -300,6 +329,7 @@ def summary(conn: sqlite3.Connection, path: Path | str | None = None) -> dict[st
         "schemaKnown": LATEST,
         "series": one("SELECT count(*) FROM series")[0],
         "rawSamples": raw_n,
+        "samplePasses": passes,
         "rollups": roll_n,
         "from": min(stamps) if stamps else None,
         "to": max(stamps) if stamps else None,

@@ -161,11 +161,15 @@ class HistoryReader:
             if conn is None:
                 return []
             try:
+                # The value at each sample pass: the latest sample at or before it in its keyframe bucket.
+                key = hdb.KEYFRAME_SECONDS
+                passes = query.values_at_passes(
+                    conn, "series_id IN (SELECT id FROM series WHERE kind = 'flavor' AND metric = 'reserved')"
+                    " AND ts >= :lo AND ts < :until", ":since", ":until")
                 rows = conn.execute(
-                    "SELECT s.name, s.resource, x.ts, x.value FROM series s JOIN samples x ON x.series_id = s.id"
-                    " WHERE s.kind = 'flavor' AND s.metric = 'reserved' AND x.ts >= ? AND x.ts <= ?"
-                    " AND x.value IS NOT NULL ORDER BY x.ts",
-                    (now - seconds, now),
+                    f"SELECT s.name, s.resource, p.ts, x.value FROM {passes} JOIN series s ON s.id = x.series_id"
+                    " WHERE x.value IS NOT NULL ORDER BY p.ts",
+                    {"since": now - seconds, "until": int(now) + 1, "lo": int(now - seconds) // key * key},
                 ).fetchall()
             except sqlite3.OperationalError:
                 return []

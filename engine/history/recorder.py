@@ -24,11 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..model import LocalQueue, Workload
 from . import db as hdb
 from .retention import Retention, maintain
+from .writer_lock import RecorderBusy, WriterLock
 
 if TYPE_CHECKING:
-    from ..model import Workload
     from ..store import Store
     from ..view import ClusterView
 
@@ -113,6 +114,52 @@ def _num(q: Any) -> float | None:
     return None if q is None else q.as_float()
 
 
+def flavor_values(f: Any) -> dict[SeriesKey, float | None]:
+    """A pool flavor's budget/reserved/used/headroom per resource."""
+    out: dict[SeriesKey, float | None] = {}
+    maps = {m: getattr(f, m) for m in FLAVOR_METRICS}
+    for resource in sorted(set().union(*(m.keys() for m in maps.values()))):
+        for metric, values in maps.items():
+            out[("flavor", f.name, f.name, resource, metric)] = _num(values.get(resource))
+    return out
+
+
+def queue_values(cq: Any) -> dict[SeriesKey, float | None]:
+    """A ClusterQueue's Workload counts (inactive when the view has it, else NULL)."""
+    out: dict[SeriesKey, float | None] = {}
+    for metric in QUEUE_METRICS:
+        value = getattr(cq, metric, None)
+        out[("queue", cq.name, "", "", metric)] = None if value is None else float(value)
+    return out
+
+
+def cohort_values(cohort: Any) -> dict[SeriesKey, float | None]:
+    """A Cohort's borrowed quantity per flavor and resource."""
+    return {("cohort", cohort.name, fl.name, r.name, "borrowed"): _num(r.borrowed)
+            for fl in cohort.flavors for r in fl.resources}
+
+
+def team_values(team: str, queues: Iterable[Any]) -> dict[SeriesKey, float | None]:
+    """A team's reserved and used quantity: its workspace queues summed per flavor and resource, in
+    the pool's order of the queues."""
+    out: dict[SeriesKey, float | None] = {}
+    for pq in queues:
+        for metric in ("reserved", "used"):
+            for flavor, resources in getattr(pq, metric).items():
+                for resource, qty in resources.items():
+                    key = ("team", team, flavor, resource, metric)
+                    out[key] = (out.get(key) or 0.0) + qty.as_float()
+    return out
+
+
+def _team_queues(view: Any) -> dict[str, list[Any]]:
+    teams: dict[str, list[Any]] = {}
+    for pq in view.pool.queues:
+        if pq.team:
+            teams.setdefault(pq.team, []).append(pq)
+    return teams
+
+
 def view_samples(view: Any) -> dict[SeriesKey, float | None]:
     """Every series value the view holds: per pool flavor and resource budget/reserved/used/headroom,
     per ClusterQueue the Workload counts (inactive when the view has it, else NULL), per Cohort the
@@ -120,26 +167,49 @@ def view_samples(view: Any) -> dict[SeriesKey, float | None]:
     workspace queues per flavor and resource."""
     out: dict[SeriesKey, float | None] = {}
     for f in view.pool.flavors:
-        maps = {m: getattr(f, m) for m in FLAVOR_METRICS}
-        for resource in sorted(set().union(*(m.keys() for m in maps.values()))):
-            for metric, values in maps.items():
-                out[("flavor", f.name, f.name, resource, metric)] = _num(values.get(resource))
+        out.update(flavor_values(f))
     for cq in view.cluster_queues:
-        for metric in QUEUE_METRICS:
-            value = getattr(cq, metric, None)
-            out[("queue", cq.name, "", "", metric)] = None if value is None else float(value)
+        out.update(queue_values(cq))
     for cohort in view.cohorts:
-        for fl in cohort.flavors:
-            for r in fl.resources:
-                out[("cohort", cohort.name, fl.name, r.name, "borrowed")] = _num(r.borrowed)
-    # per-team usage: the pool's workspace queues summed by the team that owns them
-    for pq in view.pool.queues:
-        for metric in ("reserved", "used"):
-            for flavor, resources in getattr(pq, metric).items() if pq.team else ():
-                for resource, qty in resources.items():
-                    key = ("team", pq.team, flavor, resource, metric)
-                    out[key] = (out.get(key) or 0.0) + qty.as_float()
+        out.update(cohort_values(cohort))
+    for team, queues in _team_queues(view).items():
+        out.update(team_values(team, queues))
     return out
+
+
+class SampleValues:
+    """`view_samples`, part by part, converting only the parts that changed: a pool flavor, a
+    ClusterQueue, a Cohort, a team. The incremental deriver keeps the view objects of what did not
+    change, so a part whose objects are the very ones of the last pass (compared by identity; the cache
+    holds them, so an identity is never reused meanwhile) keeps its values. Same values as
+    `view_samples`; a team's sums are recomputed when any of its queues' objects is new."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
+
+    def __call__(self, view: Any) -> dict[SeriesKey, float | None]:
+        kept: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
+        out: dict[SeriesKey, float | None] = {}
+
+        def part(key: tuple[str, str], objects: tuple[Any, ...], values: Callable[..., dict[SeriesKey, float | None]],
+                 *args: Any) -> None:
+            last = self._parts.get(key)
+            if last is None or len(last[0]) != len(objects) or any(
+                    a is not b for a, b in zip(last[0], objects, strict=True)):
+                last = (objects, values(*args))
+            kept[key] = last
+            out.update(last[1])
+
+        for f in view.pool.flavors:
+            part(("flavor", f.name), (f,), flavor_values, f)
+        for cq in view.cluster_queues:
+            part(("queue", cq.name), (cq,), queue_values, cq)
+        for cohort in view.cohorts:
+            part(("cohort", cohort.name), (cohort,), cohort_values, cohort)
+        for team, queues in _team_queues(view).items():
+            part(("team", team), tuple(queues), team_values, team, queues)
+        self._parts = kept
+        return out
 
 
 def view_findings(view: Any) -> dict[FindingKey, tuple[str, str]]:
@@ -184,16 +254,16 @@ class _Context:
         if wl.status.admission and wl.status.admission.cluster_queue:
             return wl.status.admission.cluster_queue
         # An evicted Workload has lost its admission: its LocalQueue says where it queues.
-        lq = self.store.get("LocalQueue", wl.spec.queue_name, wl.metadata.namespace) if wl.spec.queue_name else None
+        lq = self.store.get(LocalQueue, wl.spec.queue_name, wl.metadata.namespace) if wl.spec.queue_name else None
         return (lq.spec.cluster_queue or None) if lq is not None else None
 
     def workload(self, uid: str) -> Any:
         if self._uids is not None:  # a lookup, not a scan of every Workload per eviction pass
             key = self._uids.get(uid)
-            wl = self.store.get("Workload", key[1], key[0]) if key is not None else None
+            wl = self.store.get(Workload, key[1], key[0]) if key is not None else None
             return wl if wl is not None and wl.metadata.uid == uid else None
         if self._by_uid is None:
-            self._by_uid = {w.metadata.uid: w for w in self.store.list("Workload") if w.metadata.uid}
+            self._by_uid = {w.metadata.uid: w for w in self.store.list(Workload) if w.metadata.uid}
         return self._by_uid.get(uid)
 
 
@@ -255,14 +325,22 @@ class Recorder:
         interval: float = 10.0,
         retention: Retention | None = None,
         maintenance_every: float = 60.0,
+        owner: str | None = None,
     ) -> None:
         self.path = Path(path)
-        self.conn = hdb.connect(self.path)  # NewerSchema: the caller decides (the dashboard records nothing)
+        # One recorder per file (writer_lock.py): RecorderBusy while another process records it.
+        self._writer = WriterLock(self.path)
+        self._writer.acquire(owner)
+        try:
+            self.conn = hdb.connect(self.path)  # NewerSchema: the caller decides (the dashboard records nothing)
+        except BaseException:
+            self._writer.release()
+            raise
         self.interval = interval
         self.retention = retention or Retention()
         self.maintenance_every = maintenance_every
         self._series: dict[SeriesKey, int] = dict(self._load_series())
-        last = self.conn.execute("SELECT max(ts) FROM samples").fetchone()[0]
+        last = self.conn.execute("SELECT max(ts) FROM sample_passes").fetchone()[0]
         self._last_sample: float | None = float(last) if last is not None else None
         self._open: dict[FindingKey, tuple[str, str]] = {
             (r, k, ns, n): (sev, msg)
@@ -274,6 +352,11 @@ class Recorder:
         self._waits_seen: set[str] = set()
         self._evictions_seen: set[tuple[str, float]] = set()
         self._uids: dict[str, tuple[str | None, str]] = {}  # Workload uid -> (namespace, name): preemptors by UID
+        self._values = SampleValues()
+        # What this recorder last wrote per series, and the keyframe bucket of that pass (db.py,
+        # KEYFRAME_SECONDS): a pass writes only what changed, a pass in a new bucket every value.
+        self._written: dict[SeriesKey, float | None] = {}
+        self._keyframe: int | None = None
         self._next_maintenance: float | None = None
         self._lock = threading.Lock()  # write/maintain/close from the recorder thread and its owner
 
@@ -292,7 +375,7 @@ class Recorder:
         ts = epoch(now)
         obs = Observation(now=ts, revision=store.revision, findings=view_findings(view))
         if self._last_sample is None or ts - self._last_sample >= self.interval:
-            obs.samples = view_samples(view)
+            obs.samples = self._values(view)
         if store.readable("TauWorkspace"):
             obs.drains = view_drains(view)
         workloads, full = self._changed_workloads(store)
@@ -316,9 +399,9 @@ class Recorder:
         # From the revision the last committed write read up to: a failed write is re-read next time.
         changes = store.changes_since(self._revision) if self._revision is not None else None
         if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
-            return store.list("Workload"), True
+            return store.list(Workload), True
         keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
-        found = (store.get("Workload", name, ns or None) for ns, name in sorted(keys))
+        found = (store.get(Workload, name, ns or None) for ns, name in sorted(keys))
         return [w for w in found if w is not None], False
 
     # write --------------------------------------------------------------------------------------------
@@ -327,8 +410,7 @@ class Recorder:
             c = self.conn
             c.execute("BEGIN IMMEDIATE")
             try:
-                if obs.samples is not None:
-                    self._write_samples(int(obs.now), obs.samples)
+                written = self._write_samples(int(obs.now), obs.samples) if obs.samples is not None else None
                 c.executemany(
                     "INSERT OR IGNORE INTO waits VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [(w.uid, w.namespace, w.name, w.queue, w.cluster_queue, w.team, w.flavor, w.created,
@@ -351,6 +433,8 @@ class Recorder:
             # Only once committed: a failed batch is retried whole on the next tick.
             if obs.samples is not None:
                 self._last_sample = obs.now
+            if written is not None:
+                self._written, self._keyframe = written
             if obs.revision is not None:
                 self._revision = obs.revision
             self._waits_seen.update(w.uid for w in obs.waits)
@@ -361,9 +445,21 @@ class Recorder:
             if drains is not None:
                 self._drains = drains
 
-    def _write_samples(self, ts: int, samples: dict[SeriesKey, float | None]) -> None:
+    def _write_samples(self, ts: int, samples: dict[SeriesKey, float | None]
+                       ) -> tuple[dict[SeriesKey, float | None], int]:
+        """One sample pass: a `sample_passes` row, every value in a new keyframe bucket (and the first
+        time), else the values that changed since this recorder's last pass and a NULL for each series
+        that ended. Returns what is written now and the bucket, for after the commit."""
+        bucket = ts // hdb.KEYFRAME_SECONDS
+        if bucket != self._keyframe:
+            changed = dict(samples)
+            if self._keyframe is None:  # this recorder's first pass: another may have written this bucket
+                changed.update((k, None) for k in self._held_in_bucket(bucket, ts) if k not in samples)
+        else:
+            changed = {k: v for k, v in samples.items() if k not in self._written or self._written[k] != v}
+            changed.update((k, None) for k, v in self._written.items() if k not in samples and v is not None)
         rows = []
-        for key, value in samples.items():
+        for key, value in changed.items():
             sid = self._series.get(key)
             if sid is None:
                 sid = self.conn.execute(
@@ -373,6 +469,18 @@ class Recorder:
                 self._series[key] = sid
             rows.append((sid, ts, value))
         self.conn.executemany("INSERT OR REPLACE INTO samples VALUES (?,?,?)", rows)
+        self.conn.execute("INSERT OR IGNORE INTO sample_passes VALUES (?)", (ts,))
+        return dict(samples), bucket
+
+    def _held_in_bucket(self, bucket: int, ts: int) -> list[SeriesKey]:
+        """Series whose latest sample in keyframe bucket `bucket` before `ts` holds a value: written by
+        a recorder before this one (a restart, or another process that recorded until now). A series
+        this pass no longer has must end with a NULL, or that value would carry on to this pass."""
+        keys = {sid: key for key, sid in self._series.items()}
+        rows = self.conn.execute(
+            "SELECT series_id, value, max(ts) FROM samples WHERE ts >= ? AND ts < ? GROUP BY series_id",
+            (bucket * hdb.KEYFRAME_SECONDS, ts)).fetchall()
+        return [keys[sid] for sid, value, _ in rows if value is not None and sid in keys]
 
     def _write_findings(self, obs: Observation) -> tuple[dict[FindingKey, tuple[str, str]], list[FindingKey]]:
         opened = {k: v for k, v in obs.findings.items() if k not in self._open}
@@ -383,7 +491,8 @@ class Recorder:
             "INSERT INTO finding_events (at, event, rule, kind, namespace, name, severity, message)"
             " VALUES (?,?,?,?,?,?,?,?)", events)
         self.conn.executemany("DELETE FROM open_findings WHERE rule=? AND kind=? AND namespace=? AND name=?", closed)
-        self.conn.executemany("INSERT INTO open_findings VALUES (?,?,?,?,?,?,?)",
+        # OR REPLACE: a file written meanwhile by a taudash without the writer lock may already hold the key.
+        self.conn.executemany("INSERT OR REPLACE INTO open_findings VALUES (?,?,?,?,?,?,?)",
                               [(*k, *v, obs.now) for k, v in opened.items()])
         return opened, closed
 
@@ -430,13 +539,18 @@ class Recorder:
 
     def close(self) -> None:
         with self._lock:
-            self.conn.close()
+            try:
+                self.conn.close()
+            finally:
+                self._writer.release()
 
 
 class RecorderThread:
     """Records beside a dashboard: every `period` seconds, collect under the session's lock (the store
     is not thread-safe) and write outside it, on a daemon thread so a slow disk never holds a UI tick.
-    The database is opened on the first tick, so a dashboard closed at once leaves no file behind."""
+    The database is opened on the first tick, so a dashboard closed at once leaves no file behind.
+    While another process records the file (`taudash serve` on the same cluster) this one stands by —
+    `standby` says who records — and tries again each tick, taking over when that one stops."""
 
     def __init__(self, open_recorder: Callable[[], Recorder], session: Any, clock: Callable[[], datetime],
                  period: float = 5.0) -> None:
@@ -447,6 +561,7 @@ class RecorderThread:
         self.period = period
         self.costs: list[float] = []  # seconds per tick (the newest 100)
         self.error: str | None = None
+        self.standby: str | None = None  # another process records the file (its RecorderBusy message)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="taudash-history", daemon=True)
 
@@ -457,7 +572,12 @@ class RecorderThread:
     def tick(self) -> None:
         t0 = time.perf_counter()
         if self.recorder is None:
-            self.recorder = self.open_recorder()
+            try:
+                self.recorder = self.open_recorder()
+            except RecorderBusy as exc:
+                self.standby = str(exc)
+                return
+            self.standby = None
         now = self.clock()
         with self.session.lock:
             obs = self.recorder.collect(self.session.view(now), self.session.store, now)

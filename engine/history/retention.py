@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .db import DEFAULT_MAX_BYTES, file_bytes
+from .db import DEFAULT_MAX_BYTES, KEYFRAME_SECONDS, file_bytes
 
 DAY = 86400.0
 EVENT_TABLES = (("waits", "admitted"), ("evictions", "at"), ("finding_events", "at"), ("drain_events", "at"))
@@ -30,6 +30,11 @@ class Retention:
     batch_rows: int = 5000  # rows deleted per table per call
     rollup_chunk: int = 3600  # seconds of raw samples rolled up per call
     vacuum_pages: int = 2048  # pages handed back to the file system per call
+
+    def __post_init__(self) -> None:
+        if self.rollup_step <= 0 or self.rollup_step % KEYFRAME_SECONDS:
+            # a roll-up bucket holds whole keyframe buckets: its samples alone give every value (db.py)
+            raise ValueError(f"rollup_step must be a multiple of {KEYFRAME_SECONDS} s")
 
 
 def maintain(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
@@ -59,26 +64,43 @@ def _transaction(conn: sqlite3.Connection, step: Callable[[], bool]) -> bool:
 
 def _roll_up(conn: sqlite3.Connection, now: float, r: Retention) -> bool:
     """Roll up the oldest chunk of whole 5-minute buckets older than the raw retention, then drop those
-    samples (same transaction: a sample is in exactly one of the two tables)."""
-    oldest = conn.execute("SELECT min(ts) FROM samples").fetchone()[0]
+    samples and passes (same transaction: a sample is in exactly one of the two tables).
+
+    A roll-up is over the series' value at each sample pass of its bucket (db.py, KEYFRAME_SECONDS):
+    a stored sample holds from its pass until the series' next sample in its keyframe bucket (or the
+    bucket's end), so it counts once for every pass in that span — min, max and last of those values,
+    their mean weighted by the passes, and `n` the passes (as when every pass wrote every value)."""
+    oldest = min((t for t in (conn.execute("SELECT min(ts) FROM samples").fetchone()[0],
+                              conn.execute("SELECT min(ts) FROM sample_passes").fetchone()[0]) if t is not None),
+                 default=None)
     step = r.rollup_step
     cutoff = int(now - r.raw_seconds) // step * step
     if oldest is None or oldest >= cutoff:
         return False
     start = oldest // step * step
     end = min(cutoff, start + max(step, r.rollup_chunk // step * step))
+    key = KEYFRAME_SECONDS
     conn.execute(
-        """
+        f"""
         INSERT OR REPLACE INTO rollups (series_id, ts, min, max, avg, last, n)
-        SELECT g.series_id, g.bucket, g.lo, g.hi, g.mean, s.value, g.n
-        FROM (SELECT series_id, (ts / ?1) * ?1 AS bucket, min(value) AS lo, max(value) AS hi,
-                     avg(value) AS mean, count(*) AS n, max(ts) AS newest
-              FROM samples WHERE ts >= ?2 AND ts < ?3 GROUP BY series_id, bucket) AS g
-        JOIN samples AS s ON s.series_id = g.series_id AND s.ts = g.newest
+        WITH held AS (
+            SELECT series_id, ts, value, (ts / :step) * :step AS bucket,
+                   coalesce(lead(ts) OVER (PARTITION BY series_id, ts / {key} ORDER BY ts),
+                            (ts / {key} + 1) * {key}) AS until
+            FROM samples WHERE ts >= :start AND ts < :end),
+        counted AS (
+            SELECT held.*, (SELECT count(*) FROM sample_passes AS p WHERE p.ts >= held.ts AND p.ts < held.until) AS n,
+                   row_number() OVER (PARTITION BY series_id, bucket ORDER BY ts DESC) AS newest
+            FROM held)
+        SELECT series_id, bucket, min(value), max(value),
+               sum(value * n) / nullif(sum(CASE WHEN value IS NULL THEN 0 ELSE n END), 0),
+               max(CASE WHEN newest = 1 THEN value END), sum(n)
+        FROM counted GROUP BY series_id, bucket HAVING sum(n) > 0
         """,
-        (step, start, end),
+        {"step": step, "start": start, "end": end},
     )
     conn.execute("DELETE FROM samples WHERE ts >= ? AND ts < ?", (start, end))
+    conn.execute("DELETE FROM sample_passes WHERE ts >= ? AND ts < ?", (start, end))
     return bool(end < cutoff)
 
 
@@ -117,6 +139,7 @@ def _drop_oldest(conn: sqlite3.Connection, r: Retention) -> bool:
         return False
     cutoff = oldest + 3600
     more = _delete_before(conn, "samples", "ts", cutoff, r.batch_rows, keyed=True)
+    more |= _delete_before(conn, "sample_passes", "ts", cutoff, r.batch_rows)
     more |= _delete_before(conn, "rollups", "ts", cutoff, r.batch_rows, keyed=True)
     for table, column in EVENT_TABLES:
         more |= _delete_before(conn, table, column, cutoff, r.batch_rows)

@@ -195,12 +195,12 @@ class ClaimsPart(RulePart):
         store = ctx.store
         if changed is None or "Workload" in changed or "LocalQueue" in changed:
             readable = store.readable("Workload") and store.readable("LocalQueue")
-            self._deactivated = deactivated_workloads(ctx, store.list("Workload")) if readable else None
+            self._deactivated = deactivated_workloads(ctx, store.list(Workload)) if readable else None
         before = (self.claims, self._findings)
         if not store.readable("Lease"):
             self.claims, self._findings = [], []  # unknown: no claim shown, no Workload judged left behind
         else:
-            found = holders(store.list("Lease"))
+            found = holders(store.list(Lease))
             self.claims, self._findings = claim_views(found, ctx.now)
             if self._deactivated is not None:
                 self._findings += left_deactivated(self._deactivated, {h.workflow_id for h in found})

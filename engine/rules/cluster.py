@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from ..model import BY_KIND, Condition
+from ..model import BY_KIND, Condition, TauCluster, TauTeam
 from ..store import Access, AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .workspaces import ConditionRow
@@ -34,7 +34,7 @@ def _rows(conds: Iterable[Condition]) -> list[ConditionRow]:
 
 
 def derive_cluster(ctx: RuleContext) -> tuple[ClusterSummary | None, list[Finding]]:
-    tc = ctx.store.get("TauCluster", "cluster")
+    tc = ctx.store.get(TauCluster, "cluster")
     if tc is None:
         return None, []
     findings: list[Finding] = []
@@ -74,7 +74,7 @@ def derive_teams(ctx: RuleContext) -> list[TeamSummary]:
             quota_declared=bool(t.spec.quota),
             conditions=_rows(t.status.conditions),
         )
-        for t in ctx.store.list("TauTeam", ctx.config.system_namespace)
+        for t in ctx.store.list(TauTeam, ctx.config.system_namespace)
     ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..model import ClusterQueue, TauWorkspace, Workload
+from ..model import ClusterQueue, Deployment, Job, LocalQueue, Namespace, RayJob, RayService, TauWorkspace, Workload
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..model.names import (
     DEFAULT_LOCAL_QUEUE_LABEL,
@@ -179,10 +179,10 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
     ns_bad = note(("Namespace",))
     wl_bad = note(("Workload",))
 
-    ns_obj = store.get("Namespace", old)
+    ns_obj = store.get(Namespace, old)
     ns_labels = None if ns_bad else (ns_obj.labels if ns_obj is not None else {})
-    lq_cq = {} if lq_bad else {lq.name: lq.spec.cluster_queue for lq in store.list("LocalQueue", old)}
-    workloads: list[Workload] = [] if wl_bad else store.list("Workload", old)
+    lq_cq = {} if lq_bad else {lq.name: lq.spec.cluster_queue for lq in store.list(LocalQueue, old)}
+    workloads: list[Workload] = [] if wl_bad else store.list(Workload, old)
     unfinished = [w for w in workloads if not w.finished]
 
     # Routes: (LocalQueue or None, ClusterQueue). Live LocalQueues first, then unfinished Workloads.
@@ -208,7 +208,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
     op = _operation(mode, ws.name)
     replaced_reported: set[str] = set()
     for lq, cqn in sorted(pairs, key=lambda p: (p[1], p[0] or "")):
-        cq = None if cq_bad else store.get("ClusterQueue", cqn)
+        cq = None if cq_bad else store.get(ClusterQueue, cqn)
         state, why = _route_state(cq, ns_labels, cq_bad)
         cq_state[cqn] = state
         continuity = None
@@ -263,7 +263,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
         owners, uids = _derived_index(workloads)
 
         if not job_bad:
-            for job in store.list("Job", old):
+            for job in store.list(Job, old):
                 route = route_of(job.labels.get(QUEUE_LABEL))
                 if route is None or job.finished or _has_workload(job, "Job", owners, uids):
                     continue
@@ -279,7 +279,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     )
                 )
         if not rayjob_bad:
-            for rj in store.list("RayJob", old):
+            for rj in store.list(RayJob, old):
                 route = route_of(rj.labels.get(QUEUE_LABEL))
                 if route is None or rj.finished or _has_workload(rj, "RayJob", owners, uids):
                     continue
@@ -298,7 +298,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     )
                 )
         if not raysvc_bad:
-            for svc in store.list("RayService", old):
+            for svc in store.list(RayService, old):
                 route = route_of(svc.labels.get(QUEUE_LABEL))
                 if route is None:
                     continue
@@ -315,7 +315,7 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     )
                 )
         if not dep_bad:
-            for dep in store.list("Deployment", old):
+            for dep in store.list(Deployment, old):
                 tmpl = dep.spec.template.metadata.labels
                 if tmpl.get(MANAGED_LABEL) != "true":
                     continue  # unmanaged Deployments are not Kueue sources

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..model import Workload
+
 DEFAULT_WINDOW = 4 * 3600.0  # seconds of admissions the rate is learnt from
 MIN_EVENTS = 3
 SAMPLES = 2000
@@ -93,7 +95,7 @@ def admission_times(store: Any) -> dict[str, list[datetime]]:
     from .queue_order import parse_time
 
     out: dict[str, list[datetime]] = {}
-    for wl in store.list("Workload"):
+    for wl in store.list(Workload):
         adm = wl.status.admission
         qr = wl.condition("QuotaReserved")
         if adm is None or not adm.cluster_queue or qr is None or qr.status != "True":

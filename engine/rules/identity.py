@@ -95,7 +95,7 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
         sa: ServiceAccount
         # Only accounts labelled for this workspace can be owned (_owned): the label index, not every
         # account of the cluster for every workspace.
-        for sa in store.by_label("ServiceAccount", WS_LABEL, ws.name):
+        for sa in store.by_label(ServiceAccount, WS_LABEL, ws.name):
             if sa.namespace == sys_ns or not _owned(sa, ws):
                 continue
             n = sa.namespace or ""
@@ -171,7 +171,7 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
     cluster_wide = ws.spec.authorization.mode == "cluster-wide"
     subj = ws.spec.kubernetes_subject
     researcher = _subj(subj.kind, subj.name) if subj and subj.name else None
-    ns_obj: Namespace | None = store.get("Namespace", resolved) if store.readable("Namespace") else None
+    ns_obj: Namespace | None = store.get(Namespace, resolved) if store.readable("Namespace") else None
     owner_label = ns_obj.labels.get(WS_LABEL) if ns_obj is not None else None
     foreign_old = owner_label is not None and owner_label != ws.name
 
@@ -194,9 +194,9 @@ def derive_identity(ctx: RuleContext, ws: TauWorkspace, drain: DrainView) -> tup
     if rb_readable:
         rb: RoleBinding
         # Owned bindings carry the workspace label; others only matter in its two namespaces.
-        candidates = {(b.namespace or "", b.name): b for b in store.by_label("RoleBinding", WS_LABEL, ws.name)}
+        candidates = {(b.namespace or "", b.name): b for b in store.by_label(RoleBinding, WS_LABEL, ws.name)}
         for n_ in {resolved, desired}:
-            candidates.update({(b.namespace or "", b.name): b for b in store.list("RoleBinding", n_)})
+            candidates.update({(b.namespace or "", b.name): b for b in store.list(RoleBinding, n_)})
         for _, rb in sorted(candidates.items()):
             n = rb.namespace or ""
             if n == sys_ns or not _is_researcher_binding(rb):

@@ -7,6 +7,7 @@ them (fail closed).
 
 from __future__ import annotations
 
+from ..model import TauCluster
 from ..model.kueue import MULTIKUEUE_CONTROLLER, AdmissionCheck, MultiKueueCluster, MultiKueueConfig
 from ..model.tau import ResolvedWorkloadProfile
 from ..store import AccessState
@@ -70,7 +71,7 @@ def _m2(ctx: RuleContext) -> Check:
     bad = _unreadable(ctx, "TauCluster")
     if bad:
         return Check(id="M2", ok=False, message=f"cannot read TauCluster {CLUSTER_NAME!r}: {bad}")
-    tc = ctx.store.get("TauCluster", CLUSTER_NAME)
+    tc = ctx.store.get(TauCluster, CLUSTER_NAME)
     if tc is None:
         return Check(id="M2", ok=False, message=f"TauCluster {CLUSTER_NAME!r} does not exist")
     gen = tc.metadata.generation
@@ -88,7 +89,7 @@ def _m2(ctx: RuleContext) -> Check:
 
 
 def _mk_checks(ctx: RuleContext) -> list[AdmissionCheck]:
-    return [ac for ac in ctx.store.list("AdmissionCheck") if ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
+    return [ac for ac in ctx.store.list(AdmissionCheck) if ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
 
 
 def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
@@ -96,7 +97,7 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
     bad = _unreadable(ctx, "AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster")
     workers: dict[str, Worker] = {}
     if not bad:
-        for mc in ctx.store.list("MultiKueueCluster"):
+        for mc in ctx.store.list(MultiKueueCluster):
             active, reason, message = _active(mc)
             workers[mc.name] = Worker(name=mc.name, active=active, reason=reason, message=message)
     if bad:
@@ -114,13 +115,13 @@ def _m3(ctx: RuleContext) -> tuple[Check, list[Worker]]:
         if params is None or params.kind != "MultiKueueConfig" or not params.name:
             issues.append(f"AdmissionCheck {ac.name!r} does not reference a MultiKueueConfig")
         else:
-            config = ctx.store.get("MultiKueueConfig", params.name)
+            config = ctx.store.get(MultiKueueConfig, params.name)
             if config is None:
                 issues.append(f"AdmissionCheck {ac.name!r} references missing MultiKueueConfig {params.name!r}")
         active_workers: list[str] = []
         if config is not None:
             for name in config.spec.clusters:
-                listed = ctx.store.get("MultiKueueCluster", name)
+                listed = ctx.store.get(MultiKueueCluster, name)
                 if listed is None:
                     workers[name] = Worker(
                         name=name,
@@ -286,7 +287,7 @@ def _disconnected(workers: list[Worker]) -> list[Finding]:
 def _declares_multikueue(ctx: RuleContext) -> bool:
     if not ctx.store.readable("TauCluster"):
         return False
-    tc = ctx.store.get("TauCluster", CLUSTER_NAME)
+    tc = ctx.store.get(TauCluster, CLUSTER_NAME)
     return tc is not None and any(
         (p.execution_target or "").strip().lower().startswith("multikueue") for p in tc.spec.workload_profiles
     )

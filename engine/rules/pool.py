@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, TauCluster, TauTeam, TauWorkspace
+from ..model import ZERO, ClusterQueue, Cohort, Node, Quantity, ResourceFlavor, TauCluster, TauTeam, TauWorkspace
 from ..model.base import ObjectAccessors
 from ..model.kueue import FlavorUsage, ResourceGroup
 from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
@@ -328,7 +328,7 @@ def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
 
 
 def _derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
-    tc = ctx.store.get("TauCluster", "cluster")
+    tc = ctx.store.get(TauCluster, "cluster")
     team = tc.capacity_team if tc is not None else None
     if taugrid_absent(ctx.store):  # plain Kueue: no pool to judge; TAUGRID-ABSENT says so once
         return PoolView(mode="None"), _retained(ctx)
@@ -382,11 +382,11 @@ class _Automatic:
     # facts ---------------------------------------------------------------------------------
     def _facts(self) -> None:
         s = self.store
-        self.team_obj: TauTeam | None = s.get("TauTeam", self.team, self.ns) if self.ok("TauTeam") else None
+        self.team_obj: TauTeam | None = s.get(TauTeam, self.team, self.ns) if self.ok("TauTeam") else None
         # TauTeam.status.cohort names the root; without the team readable the name is only a guess.
         self.root_known = self.ok("TauTeam")
         self.root = team_cohort_name(self.team, self.team_obj)
-        self.root_cohort: Cohort | None = s.get("Cohort", self.root) if self.ok("Cohort") else None
+        self.root_cohort: Cohort | None = s.get(Cohort, self.root) if self.ok("Cohort") else None
         self.established = (
             self.root_known
             and self.root_cohort is not None
@@ -394,7 +394,7 @@ class _Automatic:
             and self.root_cohort.labels.get(TEAM_LABEL) == self.team
         )
         self.workspaces: list[TauWorkspace] = (
-            [w for w in s.list("TauWorkspace", self.ns) if w.team == self.team] if self.ok("TauWorkspace") else []
+            [w for w in s.list(TauWorkspace, self.ns) if w.team == self.team] if self.ok("TauWorkspace") else []
         )
         # Several workspaces naming one queue would count it once.
         self.team_queues: dict[str, str] = {}
@@ -402,10 +402,10 @@ class _Automatic:
             self.team_queues.setdefault(workspace_queue_name(ws), ws.name)
         self.queues_known = self.ok("TauWorkspace", "ClusterQueue")
         self.team_cqs: dict[str, ClusterQueue | None] = (
-            {n: s.get("ClusterQueue", n) for n in self.team_queues} if self.queues_known else {}
+            {n: s.get(ClusterQueue, n) for n in self.team_queues} if self.queues_known else {}
         )
         self.nodes_known = self.ok("Node", "TauCluster")
-        self.classes = node_inventory(s.list("Node"), self.tc.spec.nodes.selector) if self.nodes_known else {}
+        self.classes = node_inventory(s.list(Node), self.tc.spec.nodes.selector) if self.nodes_known else {}
         self.live = {fl for fl, c in self.classes.items() if c.counted}
 
         # Pool flavors that lost every counted node but still carry a contract keep a zero budget.
@@ -460,8 +460,8 @@ class _Automatic:
                     f"TauWorkspace {ws.name} of team {team} sets spec.quota ({len(ws.spec.quota)} entries); automatic capacity requires it omitted",
                 )
 
-        cqs = s.list("ClusterQueue") if self.ok("ClusterQueue") else []
-        cohorts = s.list("Cohort") if self.ok("Cohort") else []
+        cqs = s.list(ClusterQueue) if self.ok("ClusterQueue") else []
+        cohorts = s.list(Cohort) if self.ok("Cohort") else []
         for cq in cqs:
             if cq.labels.get(DISCOVER_LABEL) == "true":
                 add(
@@ -505,10 +505,10 @@ class _Automatic:
 
         if self.nodes_known and self.ok("ResourceFlavor", "ClusterQueue", "Cohort"):
             counted_names = self._counted_names()  # once, not per node (quadratic at fleet scale)
-            counted = [(n, n.labels) for n in s.list("Node") if n.name in counted_names]
+            counted = [(n, n.labels) for n in s.list(Node) if n.name in counted_names]
             budgets = [("ClusterQueue", cq.name, _nominal(cq.spec.resource_groups)) for cq in cqs]
             budgets += [("Cohort", co.name, _nominal(co.spec.resource_groups)) for co in cohorts]
-            for rf in s.list("ResourceFlavor"):
+            for rf in s.list(ResourceFlavor):
                 if rf.name in self.pool:
                     continue
                 # Empty nodeLabels select every node (labels_match of an empty requirement).
@@ -745,7 +745,7 @@ class _Automatic:
                 )
         if not self.root_known:
             return
-        for cq in self.store.list("ClusterQueue"):
+        for cq in self.store.list(ClusterQueue):
             if cq.spec.cohort_name == self.root and cq.name not in self.team_queues:
                 held = _nonzero(_totals(cq.status.flavors_reservation), self.pool)
                 extra = f"; its reservations ({_fmt(held)}) consume the pool but are not counted here" if held else ""
@@ -764,21 +764,21 @@ class _Automatic:
 
 def _teams(ctx: RuleContext) -> list[PoolTeam]:
     s, ns = ctx.store, ctx.config.system_namespace
-    workspaces = s.list("TauWorkspace", ns)
+    workspaces = s.list(TauWorkspace, ns)
     out = []
-    for t in s.list("TauTeam", ns):
+    for t in s.list(TauTeam, ns):
         cohort_name = team_cohort_name(t.name, t)
-        co = s.get("Cohort", cohort_name)
+        co = s.get(Cohort, cohort_name)
         members = sorted(
             {workspace_queue_name(w) for w in workspaces if w.team == t.name}
-            | {cq.name for cq in s.list("ClusterQueue") if cq.spec.cohort_name == cohort_name}
+            | {cq.name for cq in s.list(ClusterQueue) if cq.spec.cohort_name == cohort_name}
         )
         member_nominal: Nested = {}
         reserved: Nested = {}
         used: Nested = {}
         borrowed: Nested = {}
         for n in members:
-            cq = s.get("ClusterQueue", n)
+            cq = s.get(ClusterQueue, n)
             if cq is None:
                 continue
             nom, res = _nominal(cq.spec.resource_groups), _totals(cq.status.flavors_reservation)
@@ -809,8 +809,8 @@ def _teams(ctx: RuleContext) -> list[PoolTeam]:
 def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView, list[Finding]]:
     s, ns = ctx.store, ctx.config.system_namespace
     findings: list[Finding] = []
-    teams = s.list("TauTeam", ns)
-    workspaces = s.list("TauWorkspace", ns)
+    teams = s.list(TauTeam, ns)
+    workspaces = s.list(TauWorkspace, ns)
     unknown = _unknown(ctx, EXPLICIT_KINDS)
     if tc is None:
         mode = "None"
@@ -832,10 +832,10 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
         name = ws.status.queue.cluster_queue or (f"tau-ws-{ws.name}" if ws.team else "")
         if name:
             entries.setdefault(name, (ws.name, ws.team))
-    for cq in s.list("ClusterQueue"):
+    for cq in s.list(ClusterQueue):
         if cq.spec.cohort_name in team_of_cohort:
             entries.setdefault(cq.name, (None, team_of_cohort[cq.spec.cohort_name]))
-    queues = [_pool_queue(s.get("ClusterQueue", n), n, ws, team) for n, (ws, team) in sorted(entries.items())]
+    queues = [_pool_queue(s.get(ClusterQueue, n), n, ws, team) for n, (ws, team) in sorted(entries.items())]
 
     declared: Nested = {}
     for t in teams:
@@ -845,19 +845,19 @@ def _derive_explicit(ctx: RuleContext, tc: TauCluster | None) -> tuple[PoolView,
             _merge(declared, _declared(ws.spec.quota))
     observed: Nested = {}
     for cohort_name in team_of_cohort:
-        co = s.get("Cohort", cohort_name)
+        co = s.get(Cohort, cohort_name)
         if co is not None:
             _merge(observed, _nominal(co.spec.resource_groups))
     reserved: Nested = {}
     used: Nested = {}
     for n in entries:
-        member = s.get("ClusterQueue", n)
+        member = s.get(ClusterQueue, n)
         if member is not None:
             _merge(observed, _nominal(member.spec.resource_groups))
             _merge(reserved, _totals(member.status.flavors_reservation))
             _merge(used, _totals(member.status.flavors_usage))
 
-    classes = node_inventory(s.list("Node"), tc.spec.nodes.selector)
+    classes = node_inventory(s.list(Node), tc.spec.nodes.selector)
     flavors = []
     referenced = set(declared) | set(observed) | set(reserved) | set(used)
     for fl in sorted(set(classes) | referenced):
@@ -889,11 +889,11 @@ def _retained(ctx: RuleContext) -> list[Finding]:
     if not (s.readable("Cohort") and s.readable("TauTeam")):
         return []  # explicit mode reports POOL-UNKNOWN for these
     out = []
-    for co in s.list("Cohort"):
+    for co in s.list(Cohort):
         owner = co.labels.get(TEAM_LABEL)
         if not (_managed(co) and owner):
             continue
-        team = s.get("TauTeam", owner, ns)
+        team = s.get(TauTeam, owner, ns)
         if team is not None and team.spec.quota:
             continue
         held = [e for e in _nonzero(_nominal(co.spec.resource_groups)) if e[0].startswith(FLAVOR_PREFIX)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import product
 
+from ..model import TauWorkspace
 from ..model.base import Condition, find_condition
 from ..model.names import CLUSTER_GENERATION_ANNOTATION as ANN_GENERATION
 from ..model.names import PROFILE_SET_HASH_ANNOTATION as ANN_SET_HASH
@@ -232,7 +233,7 @@ def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
             workspace_tuples=ws_tuples,
             readable_cluster=False,
         )
-    tc: TauCluster | None = store.get("TauCluster", CLUSTER_NAME)
+    tc: TauCluster | None = store.get(TauCluster, CLUSTER_NAME)
     if tc is None:
         return ProfileSet(
             checks=(Check(id=CHECK_CLUSTER, ok=False, message=f"TauCluster {CLUSTER_NAME!r} does not exist"),),
@@ -343,7 +344,7 @@ def _workspace_tuples(store: Store, system_ns: str) -> tuple[tuple[str, str], ..
     if not store.readable("TauWorkspace"):
         return ()
     out = set()
-    for ws in store.list("TauWorkspace", system_ns):
+    for ws in store.list(TauWorkspace, system_ns):
         ns = ws.status.target.resolved_namespace or ws.desired_namespace
         out.add((normalize_name(ns), normalize_label(ws.team or "")))
     return tuple(sorted(out))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..model import Workload
+from ..model import ClusterQueue, LocalQueue, Workload
 from ..model.names import ADMISSION_GATED_BY_ANNOTATION as ADMISSION_GATED_BY
 from ..model.names import PRIORITY_BOOST_ANNOTATION as PRIORITY_BOOST
 from .base import RuleContext
@@ -160,20 +160,20 @@ def cluster_queue_orders(ctx: RuleContext, only: str | None = None) -> dict[str,
     part of the queue would be a wrong order)."""
     if ctx.unreadable("Workload", "LocalQueue", "ClusterQueue"):
         return None
-    strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list("ClusterQueue")
+    strategies = {cq.name: cq.spec.queueing_strategy for cq in ctx.store.list(ClusterQueue)
                   if only is None or cq.name == only}
     pending: dict[str, list[tuple[Workload, str]]] = {}
     routes: dict[tuple[str | None, str], Any] = {}
     if only is None:
-        workloads = ctx.store.list("Workload")
+        workloads = ctx.store.list(Workload)
     else:  # only the namespaces whose LocalQueues feed `only` (the namespace index: a fleet has 100k Workloads)
-        feeding = sorted({lq.namespace or "" for lq in ctx.store.list("LocalQueue") if lq.spec.cluster_queue == only})
-        workloads = [wl for ns in feeding for wl in ctx.store.list("Workload", ns)]
+        feeding = sorted({lq.namespace or "" for lq in ctx.store.list(LocalQueue) if lq.spec.cluster_queue == only})
+        workloads = [wl for ns in feeding for wl in ctx.store.list(Workload, ns)]
     for wl in workloads:
         if not wl.spec.queue_name or not is_pending(wl):
             continue
         at = (wl.namespace, wl.spec.queue_name)
-        lq = routes[at] if at in routes else routes.setdefault(at, ctx.store.get("LocalQueue", wl.spec.queue_name,
+        lq = routes[at] if at in routes else routes.setdefault(at, ctx.store.get(LocalQueue, wl.spec.queue_name,
                                                                                  wl.namespace))
         # No LocalQueue, or a stopped one: Kueue does not queue the Workload anywhere.
         if lq is None or not lq.spec.cluster_queue or (lq.spec.stop_policy or "None") != "None":
@@ -251,7 +251,7 @@ def estimated_positions(ctx: RuleContext, *, cq: str | None = None, lq: tuple[st
     namespace = local = None
     if lq is not None:
         namespace, local = lq
-        obj = ctx.store.get("LocalQueue", local, namespace)
+        obj = ctx.store.get(LocalQueue, local, namespace)
         if obj is None:
             return QueuePositions(cq, lq, UNKNOWN, access, None, f"LocalQueue {namespace}/{local} not found")
         cq = obj.spec.cluster_queue

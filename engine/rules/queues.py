@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pydantic import Field
 
 from .. import quota
-from ..model import ZERO, ClusterQueue, Quantity, Workload
+from ..model import ZERO, ClusterQueue, Cohort, LocalQueue, Quantity, Workload
 from ..model.base import ConditionLike
 from ..model.kueue import FlavorUsage
 from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
@@ -157,7 +157,7 @@ def workload_cluster_queue(ctx: RuleContext, wl: Workload) -> str | None:
     """The ClusterQueue a Workload is admitted to, else the one its LocalQueue points at."""
     if wl.status.admission and wl.status.admission.cluster_queue:
         return wl.status.admission.cluster_queue
-    lq = ctx.store.get("LocalQueue", wl.spec.queue_name, wl.namespace) if wl.spec.queue_name else None
+    lq = ctx.store.get(LocalQueue, wl.spec.queue_name, wl.namespace) if wl.spec.queue_name else None
     return lq.spec.cluster_queue if lq is not None and lq.spec.cluster_queue else None
 
 
@@ -226,7 +226,7 @@ def workload_facts(ctx: RuleContext, wl: Workload, memo: FactsMemo | None = None
         if not qname:
             cq = None
         elif memo is None:
-            lq = ctx.store.get("LocalQueue", qname, meta.namespace)
+            lq = ctx.store.get(LocalQueue, qname, meta.namespace)
             cq = (lq.spec.cluster_queue or None) if lq is not None else None
         else:
             routes = memo.routes
@@ -234,7 +234,7 @@ def workload_facts(ctx: RuleContext, wl: Workload, memo: FactsMemo | None = None
             if rkey in routes:
                 cq = routes[rkey]
             else:
-                lq = ctx.store.get("LocalQueue", qname, meta.namespace)
+                lq = ctx.store.get(LocalQueue, qname, meta.namespace)
                 cq = routes[rkey] = (lq.spec.cluster_queue or None) if lq is not None else None
     bucket: Bucket | None = None
     if cq is not None:
@@ -285,7 +285,7 @@ Facts = list[tuple[Bucket | None, "WaitingWorkload | None"]]
 
 def all_workload_facts(ctx: RuleContext) -> Facts:
     """`workload_facts` of every Workload, computed once for both the counts and the waiting list."""
-    return [workload_facts(ctx, wl) for wl in ctx.store.list("Workload")]
+    return [workload_facts(ctx, wl) for wl in ctx.store.list(Workload)]
 
 
 def observed_counts(ctx: RuleContext, facts: Facts | None = None) -> dict[str, ObservedCounts]:
@@ -311,7 +311,7 @@ def derive_cluster_queues(ctx: RuleContext, facts: Facts | None = None) -> tuple
     views: list[ClusterQueueView] = []
     workloads_readable = ctx.store.readable("Workload") and ctx.store.readable("LocalQueue")
     observed = observed_counts(ctx, facts) if workloads_readable else {}
-    for cq in ctx.store.list("ClusterQueue"):
+    for cq in ctx.store.list(ClusterQueue):
         obs = observed.get(cq.name, ObservedCounts()) if workloads_readable else None
         view, f = cluster_queue_view(cq, obs)
         views.append(view)
@@ -328,8 +328,8 @@ def quota_tree(ctx: RuleContext, inputs: Iterable[quota.QueueInput] | None = Non
     """The ClusterQueue/Cohort tree with each ClusterQueue's reserved quota as its usage (status).
     `inputs`: every ClusterQueue's `queue_input`, when the caller keeps them."""
     if inputs is None:
-        inputs = [queue_input(cq) for cq in ctx.store.list("ClusterQueue")]
-    cohorts = ctx.store.list("Cohort") if ctx.store.readable("Cohort") else []
+        inputs = [queue_input(cq) for cq in ctx.store.list(ClusterQueue)]
+    cohorts = ctx.store.list(Cohort) if ctx.store.readable("Cohort") else []
     return quota.tree_of(inputs, cohorts)
 
 
@@ -436,7 +436,7 @@ def derive_cohorts(ctx: RuleContext, queues: list[ClusterQueueView],
     """Every Cohort (object or bare name) with its figures on the quota tree: subtree quota rolled up
     from child cohorts, lendingLimits applied, reservations of the whole subtree. `tree`: the
     `quota_tree` of the same store, when the caller has it."""
-    explicit = {c.name: c for c in ctx.store.list("Cohort")}
+    explicit = {c.name: c for c in ctx.store.list(Cohort)}
     tree = tree or quota_tree(ctx)
     views = {q.name: q for q in queues}
     out: list[CohortView] = []

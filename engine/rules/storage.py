@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauWorkspace
+from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauCluster, TauWorkspace
 from ..model.names import GPU_CLASS_LABEL as GPU_CLASS
 from .base import Finding, RuleContext, Severity, ViewModel, finding
 from .drain import UnknownInput, drain_mode
@@ -47,9 +47,9 @@ class StorageView(ViewModel):
 
 def _eligible_nodes(ctx: RuleContext) -> list[Node]:
     """The pool nodes (docs/rules.md#pool-nodes), with the pool rule's own eligibility test."""
-    tc = ctx.store.get("TauCluster", "cluster")
+    tc = ctx.store.get(TauCluster, "cluster")
     selector = tc.spec.nodes.selector if tc is not None else {}
-    return [n for n in ctx.store.list("Node") if n.labels.get(GPU_CLASS) and exclusion_reason(n, selector) is None]
+    return [n for n in ctx.store.list(Node) if n.labels.get(GPU_CLASS) and exclusion_reason(n, selector) is None]
 
 
 def _is_flex(node: Node) -> bool:
@@ -77,7 +77,7 @@ def _check_claim(ctx: RuleContext, ns: str, name: str) -> tuple[StorageClaim, li
 
     if ctx.unreadable("PersistentVolumeClaim"):
         return unknown_claim(("PersistentVolumeClaim",))
-    pvc: PersistentVolumeClaim | None = store.get("PersistentVolumeClaim", name, ns)
+    pvc: PersistentVolumeClaim | None = store.get(PersistentVolumeClaim, name, ns)
     if pvc is None:
         fail(
             "STORAGE-PVC-MISSING",
@@ -113,7 +113,7 @@ def _check_claim(ctx: RuleContext, ns: str, name: str) -> tuple[StorageClaim, li
         )
     if ctx.unreadable("StorageClass"):
         return unknown_claim(("StorageClass",), phase=phase, storage_class=sc_name)
-    sc: StorageClass | None = store.get("StorageClass", sc_name)
+    sc: StorageClass | None = store.get(StorageClass, sc_name)
     if sc is None:
         fail(
             "STORAGE-CLASS-MISSING",
@@ -134,7 +134,7 @@ def _check_claim(ctx: RuleContext, ns: str, name: str) -> tuple[StorageClaim, li
     nodes = _eligible_nodes(ctx)
     missing = []
     for node in nodes:
-        csinode: CSINode | None = store.get("CSINode", node.name)
+        csinode: CSINode | None = store.get(CSINode, node.name)
         registered = csinode is not None and any(d.name == driver for d in csinode.spec.drivers)
         if not registered:
             missing.append(node.name)

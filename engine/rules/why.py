@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..model import ZERO, ClusterQueue, Quantity, ResourceFlavor, Workload
+from ..model import ZERO, ClusterQueue, Cohort, LocalQueue, Namespace, Quantity, ResourceFlavor, Workload
 from ..model.fast import ContainerRequests, PodSet, PodSetPodSpec
 from ..model.kueue import ResourceQuota
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
@@ -359,7 +359,7 @@ def quota_inputs(ctx: RuleContext) -> QuotaInputs:
         unknown += _unreadable(ctx, ("Cohort",))
     holders: dict[str, list[Any]] = {}
     usage: dict[str, dict[FlavorResource, Quantity]] = {}
-    for wl in ctx.store.list("Workload"):
+    for wl in ctx.store.list(Workload):
         adm = wl.status.admission
         if holds_quota(wl) and adm is not None:
             cq = adm.cluster_queue
@@ -369,7 +369,7 @@ def quota_inputs(ctx: RuleContext) -> QuotaInputs:
                 u[fr] = u.get(fr, ZERO) + q
     tree = None
     if not unknown:
-        tree = build_tree(ctx.store.list("ClusterQueue"), ctx.store.list("Cohort") if cohorts_ok else [], usage)
+        tree = build_tree(ctx.store.list(ClusterQueue), ctx.store.list(Cohort) if cohorts_ok else [], usage)
     return QuotaInputs(tree, holders, unknown)
 
 
@@ -689,7 +689,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
     visibility API answer replaces the estimated order (positionSource `visibility`); `unknown`
     (forbidden) gives null positions and no "ahead" list, never position 0; `estimated` keeps the
     estimate with the reason in positionNote."""
-    wl = ctx.store.get("Workload", name, namespace)
+    wl = ctx.store.get(Workload, name, namespace)
     if wl is None:
         return None
     if inputs is None:
@@ -699,10 +699,10 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         reasons.append(_reason("Unknown", Severity.UNKNOWN, "cannot tell: " + ", ".join(inputs.unknown) + " unreadable; "
                                "quota, order and preemption are unknown", unreadable=inputs.unknown))
     lq_known = not ctx.unreadable("LocalQueue")
-    lq = ctx.store.get("LocalQueue", wl.spec.queue_name, namespace) if wl.spec.queue_name else None
+    lq = ctx.store.get(LocalQueue, wl.spec.queue_name, namespace) if wl.spec.queue_name else None
     adm = wl.status.admission
     cq_name = adm.cluster_queue if adm is not None and adm.cluster_queue else (lq.spec.cluster_queue if lq is not None else None)
-    cq = ctx.store.get("ClusterQueue", cq_name) if cq_name else None
+    cq = ctx.store.get(ClusterQueue, cq_name) if cq_name else None
     node = inputs.tree.node(cq_name) if inputs.tree is not None and cq_name else None
 
     # --- state of the Workload itself
@@ -779,7 +779,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
     preemption = Preemption(possible=None, policy={}, message="not evaluated: the Workload is not pending")
     if pending and cq is not None:
         rf_known = not ctx.unreadable("ResourceFlavor")
-        flavors = {f.name: f for f in ctx.store.list("ResourceFlavor")}
+        flavors = {f.name: f for f in ctx.store.list(ResourceFlavor)}
         a = _assign(wl, cq, node, flavors, rf_known)
         if not rf_known:
             reasons.append(_reason("Unknown", Severity.UNKNOWN, "ResourceFlavors are unreadable: flavor matching not evaluated",
@@ -814,7 +814,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         if positions is not None and positions.source == FROM_API and positions.items is not None \
                 and positions.cluster_queue == cq.name:
             orders = {cq.name: order_from_items(cq.name, cq.spec.queueing_strategy, positions.items,
-                                                lambda ns, n: ctx.store.get("Workload", n, ns))}
+                                                lambda ns, n: ctx.store.get(Workload, n, ns))}
             pos_source, pos_note = FROM_API, "positions from Kueue's visibility API"
         elif positions is not None and positions.source == UNKNOWN:
             orders, pos_source, pos_note = None, UNKNOWN, positions.message or "positions unknown"
@@ -893,7 +893,7 @@ def _namespace_reasons(ctx: RuleContext, cq: ClusterQueue, namespace: str) -> li
     if ctx.unreadable("Namespace"):
         return [_reason("Unknown", Severity.UNKNOWN, "Namespaces are unreadable: the namespaceSelector was not checked",
                         unreadable=_unreadable(ctx, ("Namespace",)))]
-    ns = ctx.store.get("Namespace", namespace)
+    ns = ctx.store.get(Namespace, namespace)
     labels = ns.labels if ns is not None else {}
     try:
         selected = selector_matches(cq.spec.namespace_selector, labels)

@@ -139,7 +139,7 @@ def derive_workspaces(ctx: RuleContext) -> tuple[list[WorkspaceView], list[Findi
     views: list[WorkspaceView] = []
     findings: list[Finding] = []
     # TauWorkspaces are only honoured in the system namespace.
-    for ws in ctx.store.list("TauWorkspace", ctx.config.system_namespace):
+    for ws in ctx.store.list(TauWorkspace, ctx.config.system_namespace):
         v, f = derive_workspace(ctx, ws)
         views.append(v)
         findings += f

@@ -22,6 +22,7 @@ import yaml
 from ..model import BY_KIND, KINDS, ResourceKind
 from ..paths import atomic_file
 from ..store import AccessState, Store
+from .client import api_version, list_path
 
 PARTIAL = "taudash.io/partial"
 
@@ -30,21 +31,21 @@ Relist = Callable[[ResourceKind], AsyncIterator[list[dict[str, Any]]]]
 
 
 def kube_relist(source: Any, page_size: int = 500) -> Relist:
-    """A re-reader over a started KubeSource: a paged LIST at the version the source reads."""
-    from orjson import loads as _loads
+    """A re-reader over a started KubeSource: a paged LIST at the version the source reads, through its
+    cluster client (client.py)."""
 
     async def pages(k: ResourceKind) -> AsyncIterator[list[dict[str, Any]]]:
         version = source.version_of(k.kind) or k.versions[0]
-        api_version = f"{k.group}/{version}" if k.group else version
+        served = api_version(k, version)
         token: str | None = None
         while True:
             query: list[tuple[str, Any]] = [("limit", page_size)]
             if token:
                 query.append(("continue", token))
-            doc = _loads(await source._get_bytes(source._path(k, version), query))
+            doc = await source.target.get_json(list_path(k, version), query, source.request_timeout)
             items = doc.get("items") or []
             for raw in items:
-                raw.setdefault("apiVersion", api_version)
+                raw.setdefault("apiVersion", served)
             yield items
             token = (doc.get("metadata") or {}).get("continue")
             if not token:

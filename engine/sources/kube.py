@@ -1,5 +1,7 @@
 """Live cluster source: one informer per kind (list, then watch with bookmarks) into a Store.
 
+It reads through the cluster client (client.py: connect, the raw GET, the API's errors and their wording).
+
 Responses are read as raw bytes and JSON-decoded once, then validated into the slim models; no
 generated-client model round trips. Per kind: Syncing → Synced; Absent when the API is not
 served; Forbidden on 403; Error (with "stale since") on other failures, retried with jittered
@@ -10,19 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
-import re
-import ssl
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import repeat
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 import aiohttp
 import msgspec
@@ -35,9 +32,7 @@ from ..model import KINDS, ResourceKind
 from ..model.fast import FastCodec, FastObject, ListMeta
 from ..model.slim import share_raw, slim
 from ..store import AccessState, Store, StoredObject
-from .kubeconfig import ConfigError as ConfigError  # re-exported: callers catch it from here
-from .kubeconfig import Resolved as KubeconfigContext
-from .kubeconfig import resolve as resolve_kubeconfig
+from .client import ApiStatusError, ClusterTarget, Deadline, Unreachable, api_version, list_path, status_message, why
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +48,7 @@ FAST_KINDS = frozenset(_CODECS)
 if TYPE_CHECKING:
     from ..rules.queue_order import QueuePositions
 
+
 class _ListHead(msgspec.Struct, gc=False):
     metadata: ListMeta = ListMeta()
 
@@ -62,156 +58,6 @@ _PEEK = msgspec.json.Decoder(_ListHead)
 
 class Gone(Exception):
     """410: the resourceVersion is too old; re-list."""
-
-
-class ApiStatusError(Exception):
-    def __init__(self, status: int, message: str = "") -> None:
-        super().__init__(f"HTTP {status}: {message}" if message else f"HTTP {status}")
-        self.status = status
-
-
-class Unreachable(Exception):
-    """The API server cannot be reached at all (connection refused, DNS, TLS, timeout)."""
-
-
-@dataclass
-class ClusterTarget:
-    """Where and how to connect: resolved from a kubeconfig and a context."""
-
-    context: str
-    server: str
-    api_client: Any  # kubernetes_asyncio.client.ApiClient
-    user: str = ""  # the kubeconfig user of the context: who writes, for the audit log
-    _reads: RawGet | None = field(default=None, repr=False)
-
-    def reads(self) -> RawGet:
-        """The GETs of the live source (lists, watches, discovery), on the API client's own connections."""
-        if self._reads is None:
-            self._reads = RawGet(self.api_client)
-        return self._reads
-
-    @property
-    def transport(self) -> str:
-        """"https" or "http": what every read of this target travels over (the bench records it)."""
-        return "https" if self.server.startswith("https:") else "http"
-
-    async def close(self) -> None:
-        if self._reads is not None:
-            await self._reads.close()
-            self._reads = None
-        await self.api_client.close()
-
-
-class RawGet:
-    """GET requests on the generated API client's connection pool, TLS context, credentials and proxy,
-    without its per-request work: the generated client's session trusts the environment, which costs
-    two thread hand-offs per request (a ~/.netrc read and a proxy look-up in executor threads: at fleet
-    scale ~700 list requests, each waiting for the GIL behind the decode), plus parameter sanitising.
-    The proxy is resolved once here, the way that session would (the kubeconfig's proxy-url, else
-    HTTPS_PROXY/NO_PROXY); credentials are applied per request by the client itself, so a token that
-    refreshes (exec plugins, in-cluster files) keeps refreshing."""
-
-    def __init__(self, api_client: Any) -> None:
-        rest = api_client.rest_client
-        self._api = api_client
-        self._host: str = api_client.configuration.host
-        self._headers = {**api_client.default_headers, "Accept": "application/json"}
-        self._extra: dict[str, Any] = {}
-        if rest.proxy:
-            self._extra["proxy"] = rest.proxy
-        else:
-            self._extra.update(_env_proxy(self._host))
-        if rest.proxy_headers:
-            self._extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            self._extra["server_hostname"] = rest.server_hostname
-        # The generated client's connector: one pool of (TLS) connections for its writes and these reads.
-        self._session = aiohttp.ClientSession(connector=rest.pool_manager.connector, connector_owner=False,
-                                              trust_env=False, read_bufsize=2**21)
-
-    async def __call__(self, path: str, query: list[tuple[str, Any]] | None,
-                       deadline: float | aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
-        headers = dict(self._headers)
-        await self._api.update_params_for_auth(headers, None, ["BearerToken"])
-        url = self._host + path + ("?" + urlencode(query) if query else "")
-        timeout = deadline if isinstance(deadline, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=deadline)
-        return await self._session.get(url, headers=headers, timeout=timeout, **self._extra)
-
-    async def close(self) -> None:
-        await self._session.close()
-
-
-def _env_proxy(host: str) -> dict[str, Any]:
-    """The proxy a session trusting the environment would pick for `host` (none: {})."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(host))
-    except (LookupError, ValueError):
-        return {}
-    return {"proxy": proxy, "proxy_auth": auth} if auth is not None else {"proxy": proxy}
-
-
-def kubeconfig_path(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-
-
-async def connect(context: str | None = None, kubeconfig: str | None = None) -> ClusterTarget:
-    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context). Every kubeconfig or
-    credential problem is a ConfigError of one line (engine/sources/kubeconfig.py checks the file first);
-    the server is not contacted here."""
-    from kubernetes_asyncio import client, config
-    from kubernetes_asyncio.config.config_exception import ConfigException
-
-    path = kubeconfig_path(kubeconfig)
-    resolved = resolve_kubeconfig(path, context)
-    cfg = client.Configuration()
-    _quiet_library_log()
-    try:
-        # The context resolved above, by name: kubectl's choice of current-context (the first file's).
-        await config.load_kube_config(config_file=path, context=resolved.context, client_configuration=cfg)
-        api_client = client.ApiClient(configuration=cfg)  # loads the CA and client certificate and key
-    except ConfigException as exc:
-        raise ConfigError(f"kubeconfig {path}: {_credential_problem(str(exc), resolved)}") from None
-    except (ssl.SSLError, OSError) as exc:
-        raise ConfigError(f"kubeconfig {path}: {_tls_problem(exc, resolved)}") from None
-    except Exception as exc:  # noqa: BLE001 - a shape the check missed: still one line, never a traceback
-        raise ConfigError(f"kubeconfig {path}: context {resolved.context!r} cannot be used: "
-                          f"{type(exc).__name__}: {_first_line(str(exc))}") from None
-    return ClusterTarget(context=resolved.context, server=str(cfg.host), api_client=api_client, user=resolved.user)
-
-
-def _credential_problem(message: str, resolved: KubeconfigContext) -> str:
-    """The library's ConfigException in the kubeconfig's words (an exec plugin's failure names it)."""
-    if resolved.exec_command and message.startswith("exec:"):
-        failed = re.match(r"exec: process returned (-?\d+)\.? ?(.*)", message, re.S)
-        plugin = f"user {resolved.user!r}: exec plugin {resolved.exec_command!r}"
-        if failed:
-            said = _first_line(failed.group(2))
-            return f"{plugin} failed (exit {failed.group(1)})" + (f": {said}" if said else "")
-        return f"{plugin}: {_first_line(message.removeprefix('exec:').strip())}"
-    return f"context {resolved.context!r}: {_first_line(message)}"
-
-
-def _tls_problem(exc: OSError, resolved: KubeconfigContext) -> str:
-    if resolved.exec_command and isinstance(exc, FileNotFoundError | PermissionError):
-        return f"user {resolved.user!r}: exec plugin {resolved.exec_command!r} cannot run: {exc.strerror}"
-    reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
-    who = f"user {resolved.user!r}" if resolved.user else f"context {resolved.context!r}"
-    return f"{who}: the certificate or key cannot be loaded: {_first_line(str(reason))}"
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:200]
-
-
-def _quiet_library_log() -> None:
-    """The client library logs an exec plugin's failure before raising it; taudash words the raised error
-    once (ConfigError), so the log record is not printed as well (Python's last-resort handler would)."""
-    log = logging.getLogger("kubernetes_asyncio.config")
-    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
-        log.addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -344,7 +190,7 @@ class KubeSource:
             await self._get_json("/api", deadline=min(self.request_timeout, 10.0))
         except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
             raise Unreachable(
-                f"context {self.target.context} (server {self.target.server}): cannot connect: {_why(exc)}"
+                f"context {self.target.context} (server {self.target.server}): cannot connect: {why(exc)}"
             ) from None
         except ApiStatusError as exc:
             if exc.status in (401, 403):
@@ -361,7 +207,7 @@ class KubeSource:
         except ApiStatusError as exc:
             return ClusterIdentity(server, None, f"kube-system namespace not readable ({exc})")
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-            return ClusterIdentity(server, None, f"kube-system namespace not read: {_why(exc)}")
+            return ClusterIdentity(server, None, f"kube-system namespace not read: {why(exc)}")
         uid = ((ns.get("metadata") if isinstance(ns, dict) else None) or {}).get("uid")
         if not uid:
             return ClusterIdentity(server, None, "kube-system namespace has no uid")
@@ -377,24 +223,12 @@ class KubeSource:
 
     # HTTP --------------------------------------------------------------------------------
     async def _request(self, path: str, query: list[tuple[str, Any]] | None = None,
-                       deadline: float | aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
+                       deadline: Deadline | None = None) -> aiohttp.ClientResponse:
         return await self.target.reads()(path, query, deadline or self.request_timeout)
 
-    async def _get_bytes(self, path: str, query: list[tuple[str, Any]] | None = None,
-                         deadline: float | aiohttp.ClientTimeout | None = None) -> bytes:
-        resp = await self._request(path, query, deadline)
-        try:
-            body: bytes = await resp.read()
-            if resp.status >= 400:
-                raise ApiStatusError(resp.status, _status_message(body))
-            return body
-        finally:
-            resp.release()
-
     async def _get_json(self, path: str, query: list[tuple[str, Any]] | None = None,
-                        deadline: float | aiohttp.ClientTimeout | None = None) -> dict[str, Any]:
-        doc: dict[str, Any] = _loads(await self._get_bytes(path, query, deadline))
-        return doc
+                        deadline: Deadline | None = None) -> dict[str, Any]:
+        return await self.target.get_json(path, query, deadline or self.request_timeout)
 
     async def _served_version(self, k: ResourceKind) -> str | None:
         """The first of the kind's versions whose discovery document lists the resource."""
@@ -419,10 +253,7 @@ class KubeSource:
         query: list[tuple[str, Any]] = [("limit", LIST_PAGE), *_selected(k)]
         if token:
             query.append(("continue", token))
-        return await self._get_bytes(self._path(k, version), query)
-
-    def _path(self, k: ResourceKind, version: str) -> str:
-        return f"/apis/{k.group}/{version}/{k.plural}" if k.group else f"/api/{version}/{k.plural}"
+        return await self.target.get_bytes(list_path(k, version), query, self.request_timeout)
 
     # informer ----------------------------------------------------------------------------
     async def _run(self, k: ResourceKind) -> None:
@@ -474,7 +305,7 @@ class KubeSource:
                 st.synced.set()
                 await asyncio.sleep(backoff.next())
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                self._set_access(k.kind, AccessState.ERROR, _why(exc), since=self.clock())
+                self._set_access(k.kind, AccessState.ERROR, why(exc), since=self.clock())
                 st.synced.set()
                 await asyncio.sleep(backoff.next())
 
@@ -482,7 +313,7 @@ class KubeSource:
         self._mutate(lambda: self.store.set_access(kind, state, message, since))
 
     def _decode(self, k: ResourceKind, st: KindStatus, raw: dict[str, Any]) -> Any | None:
-        raw.setdefault("apiVersion", k.api_version if st.version is None else _api_version(k, st.served))
+        raw.setdefault("apiVersion", k.api_version if st.version is None else api_version(k, st.served))
         raw.setdefault("kind", k.kind)
         try:
             if k.kind in FAST_KINDS:  # already slim; tolerant of what the fast decoder refused
@@ -501,7 +332,7 @@ class KubeSource:
 
     async def _list_pages(self, k: ResourceKind, st: KindStatus) -> None:
         items: list[tuple[StoredObject, dict[str, Any] | None]] = []
-        path = self._path(k, st.served)
+        path = list_path(k, st.served)
         # One page ahead: the next page is asked for as soon as the head of the current one has
         # arrived (the API server writes the continue token before the items), so the server
         # prepares it while this one is still arriving and decoding.
@@ -558,7 +389,7 @@ class KubeSource:
         resp = await self._request(path, query)
         try:
             if resp.status >= 400:
-                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+                raise ApiStatusError(resp.status, status_message(await resp.read()))
             head = b""
             while _ITEMS not in head and len(head) < _HEAD_MAX:
                 chunk = await resp.content.readany()
@@ -576,7 +407,7 @@ class KubeSource:
         """One list page's objects appended to `items` (object, raw copy or None); → the page's
         resourceVersion and continue token."""
         codec = _CODECS.get(k.kind)
-        fast = codec.page(body, _api_version(k, st.served)) if codec is not None else None
+        fast = codec.page(body, api_version(k, st.served)) if codec is not None else None
         if fast is not None:  # typed objects straight from the bytes, in one pass
             objs, rv, cont = fast
             items.extend(zip(objs, repeat(None)))
@@ -601,12 +432,12 @@ class KubeSource:
         ]
         # No total timeout: the server ends the watch; a silent connection is cut by sock_read.
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=timeout + 60)
-        resp = await self._request(self._path(k, st.served), query, client_timeout)
+        resp = await self._request(list_path(k, st.served), query, client_timeout)
         try:
             if resp.status == 410:
                 raise Gone()
             if resp.status >= 400:
-                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+                raise ApiStatusError(resp.status, status_message(await resp.read()))
             st.stream_since = time.monotonic()
             buf = b""
             async for chunk in resp.content.iter_any():
@@ -625,7 +456,7 @@ class KubeSource:
 
     def _event(self, k: ResourceKind, st: KindStatus, line: bytes) -> None:
         codec = _CODECS.get(k.kind)
-        fast = codec.event(line, _api_version(k, st.served)) if codec is not None else None
+        fast = codec.event(line, api_version(k, st.served)) if codec is not None else None
         if fast is None or fast[0] not in ("ADDED", "MODIFIED", "DELETED"):
             self._apply(k, st, _loads(line))  # bookmarks, errors and what the fast decoder refused
             return
@@ -700,19 +531,3 @@ def _peek_continue(body: bytes) -> str | None:
 def _selected(k: ResourceKind) -> list[tuple[str, Any]]:
     """The kind's label selector as a query parameter (lists and watches alike), when it has one."""
     return [("labelSelector", k.label_selector)] if k.label_selector else []
-
-
-def _api_version(k: ResourceKind, version: str) -> str:
-    return f"{k.group}/{version}" if k.group else version
-
-
-def _status_message(body: bytes) -> str:
-    try:
-        return str(_loads(body).get("message", ""))[:300]
-    except (ValueError, AttributeError):
-        return body[:200].decode("utf-8", "replace")
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]

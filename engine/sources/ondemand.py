@@ -29,12 +29,7 @@ from orjson import loads as _loads
 from ..model import BY_KIND
 from ..model.kinds import NEVER_READ
 from ..rules.base import ObjRef
-from .kube import (  # the live source's own wording of an API error and a failure
-    ApiStatusError,
-    ClusterTarget,
-    _status_message,
-    _why,
-)
+from .client import ApiStatusError, ClusterTarget, status_message, why
 
 # Access words (the store's AccessState values, plus the two only on-demand reads have).
 SYNCED, FORBIDDEN, ERROR, NOT_FOUND = "Synced", "Forbidden", "Error", "NotFound"
@@ -167,7 +162,7 @@ class KubeOnDemand:
         try:
             body = await resp.read()
             if resp.status >= 400:
-                raise ApiStatusError(resp.status, _status_message(body))
+                raise ApiStatusError(resp.status, status_message(body))
         finally:
             resp.release()
         doc: dict[str, Any] = _loads(body)
@@ -190,7 +185,7 @@ class KubeOnDemand:
             state = FORBIDDEN if exc.status in (401, 403) else NOT_FOUND if exc.status == 404 else ERROR
             return FullObject(ref, state, None, str(exc), self.clock())
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-            return FullObject(ref, ERROR, None, _why(exc), self.clock())
+            return FullObject(ref, ERROR, None, why(exc), self.clock())
         meta = doc.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
@@ -226,7 +221,7 @@ class KubeOnDemand:
                     continue  # expired resourceVersion: list again
                 state.emit(NOT_FOUND if exc.status == 404 else ERROR, events, str(exc))
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                state.emit(ERROR, events, _why(exc))
+                state.emit(ERROR, events, why(exc))
             await asyncio.sleep(self.retry)
 
     async def _watch(self, path: str, selector: str, rv: str, events: dict[str, ObjectEvent],
@@ -238,7 +233,7 @@ class KubeOnDemand:
         resp = await self._request(path, query, timeout)
         try:
             if resp.status >= 400:
-                raise ApiStatusError(resp.status, _status_message(await resp.read()))
+                raise ApiStatusError(resp.status, status_message(await resp.read()))
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk

@@ -1,4 +1,5 @@
-"""Kueue's visibility API for one queue, on demand (KubeSource.pending_workloads delegates here).
+"""Kueue's visibility API for one queue, on demand (KubeSource.pending_workloads delegates here), read
+through the source's cluster client (client.py).
 
 `pending_workloads(source, cq=… | lq=(ns, name))` asks
 `/apis/visibility.kueue.x-k8s.io/{v1beta2,v1beta1}/…/pendingworkloads` for the queue on screen — never
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import aiohttp
 from orjson import loads
@@ -35,25 +37,27 @@ from ..rules.queue_order import (
     clamp_limit,
     estimated_positions,
 )
-from ..store import AccessState
-
-if TYPE_CHECKING:
-    from .kube import KubeSource
+from ..store import AccessState, Store
+from .client import ApiStatusError, ClusterTarget, why
 
 THREAD_DECODE_BYTES = 256 * 1024  # smaller answers decode inline (a thread hop costs more than they do)
 
 
-def _why(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]
+class LiveSource(Protocol):
+    """What the visibility reader uses of the live source (kube.KubeSource): its client and timeout for
+    the GETs, its store, lock and clock for the estimate."""
+
+    target: ClusterTarget
+    store: Store
+    lock: Any
+    clock: Callable[[], float]
+    request_timeout: float
 
 
-async def pending_workloads(source: KubeSource, *, cq: str | None = None, lq: tuple[str, str] | None = None,
+async def pending_workloads(source: LiveSource, *, cq: str | None = None, lq: tuple[str, str] | None = None,
                             limit: int = 1000, offset: int = 0) -> QueuePositions:
     """The pending Workloads of ClusterQueue `cq` or LocalQueue `lq` = (namespace, name) with Kueue's
     positions (see the module docstring for every outcome)."""
-    from .kube import ApiStatusError
-
     if (cq is None) == (lq is None):
         raise ValueError("pending_workloads: give exactly one of cq and lq")
     if cq is not None:
@@ -75,7 +79,7 @@ async def pending_workloads(source: KubeSource, *, cq: str | None = None, lq: tu
     for version in VISIBILITY_VERSIONS:
         base = f"/apis/{VISIBILITY_GROUP}/{version}"
         try:
-            raw = await source._get_bytes(f"{base}/{tail}/pendingworkloads", query)
+            raw = await source.target.get_bytes(f"{base}/{tail}/pendingworkloads", query, source.request_timeout)
             body = await asyncio.to_thread(loads, raw) if len(raw) > THREAD_DECODE_BYTES else loads(raw)
         except ApiStatusError as exc:
             if exc.status in (401, 403):
@@ -84,16 +88,16 @@ async def pending_workloads(source: KubeSource, *, cq: str | None = None, lq: tu
             if exc.status != 404:
                 return await estimate(AccessState.ERROR.value, f"visibility API failed: {exc}")
             try:  # 404: this version is not served, or the queue is unknown; discovery tells which
-                await source._get_bytes(base)
+                await source.target.get_bytes(base, None, source.request_timeout)
             except ApiStatusError as d:
                 if d.status == 404:
                     continue
                 return await estimate(AccessState.ERROR.value, f"visibility API discovery failed: {d}")
             except (aiohttp.ClientError, TimeoutError, OSError) as d:
-                return await estimate(AccessState.ERROR.value, f"visibility API discovery failed: {_why(d)}")
+                return await estimate(AccessState.ERROR.value, f"visibility API discovery failed: {why(d)}")
             return QueuePositions(cq, lq, UNKNOWN, "NotFound", None, f"{what} not found by the visibility API")
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-            return await estimate(AccessState.ERROR.value, f"visibility API failed: {_why(exc)}")
+            return await estimate(AccessState.ERROR.value, f"visibility API failed: {why(exc)}")
         items = body.get("items") if isinstance(body, dict) else None
         if not isinstance(items, list):
             return await estimate(AccessState.ERROR.value, "visibility API answered no items list")

@@ -7,11 +7,13 @@ from typing import Any
 
 from ..identity import ClusterIdentity, resume_refusal
 from . import registry
-from .base import Context, Runner, Workflow
-from .claims import ClaimRefused, targets
+from .base import Context, Workflow
+from .claims import ClaimRefused, about
 from .journal import TERMINAL, Journal, JournalBusy, JournalError, new_id, workflows_dir
 from .kind import Param, ParamError, WorkflowKind
 from .params import describe
+from .registry import targets
+from .runner import Runner
 from .summary import cluster_of, leftovers, status
 
 
@@ -49,14 +51,15 @@ def summaries(directory: Path | None = None) -> list[dict[str, Any]]:
 
 
 
-def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterIdentity | None,
+def overlap_refusal(kind: str, params: dict[str, Any], context: str | None, here: ClusterIdentity | None,
                     directory: Path | None = None) -> str | None:
-    """Why a new run must not start while an unfinished run (InProgress or Failed) of the same cluster
-    writes to one of the same objects, or None. Two runs on one queue undo each other: the second hold
-    records the first one's HoldAndDrain as the queue's "previous" stopPolicy, so its release leaves the
-    queue held. The run a release or rollback is about (`--reactivate-from`, `--from`) does not count."""
-    mine = targets(params)
-    about = {params.get("reactivate_from"), params.get("from")} - {None}
+    """Why a new run of `kind` must not start while an unfinished run (InProgress or Failed) of the same
+    cluster writes to one of the same objects (the targets each kind declares), or None. Two runs on one
+    queue undo each other: the second hold records the first one's HoldAndDrain as the queue's "previous"
+    stopPolicy, so its release leaves the queue held. The run a release or rollback is about
+    (`--reactivate-from`, `--from`) does not count; nor does a run of a kind this taudash does not know."""
+    mine = targets(kind, params)
+    undone = about(params)
     if not mine:
         return None
     for p in sorted((directory or workflows_dir()).glob("*.jsonl")):
@@ -64,11 +67,11 @@ def overlap_refusal(params: dict[str, Any], context: str | None, here: ClusterId
             j = Journal.open(str(p))
         except JournalError:
             continue
-        if j.terminal or j.id in about:
+        if j.terminal or j.id in undone or registry.find(j.kind) is None:
             continue
         same = (resume_refusal(j.header, context, here) is None if here is not None
                 else j.header.get("context") == context)
-        common = sorted(mine & targets(j.params)) if same else []
+        common = sorted(mine & targets(j.kind, j.params)) if same else []
         if common:
             return (f"{', '.join(common)}: workflow {j.id} ({j.kind}, {j.state}) is not finished and writes to "
                     f"{'it' if len(common) == 1 else 'them'} too: resume it (`taudash workflow resume {j.id}`) or "

@@ -19,6 +19,16 @@ from typing import Any, NoReturn
 import yaml
 
 from ..actions import ApiFailure, PermissionDenied, WriteRefused
+from ..model import (
+    AdmissionCheck,
+    LocalQueue,
+    MultiKueueConfig,
+    Namespace,
+    ResourceFlavor,
+    TauTeam,
+    TauWorkspace,
+    Topology,
+)
 from ..model.kueue import MULTIKUEUE_CONTROLLER, ClusterQueue
 from ..model.names import (
     CLUSTER_GENERATION_ANNOTATION,
@@ -48,7 +58,7 @@ from ..rules.profilehash import (
 from ..rules.profiles import targets_multikueue
 from .base import Check, Context, Operation, Plan, Progress, Step, Workflow
 from .drain import _same_uid
-from .hold import deactivated_by
+from .journal import deactivated_by
 from .kind import Param, ParamError, WorkflowKind, open_journal
 from .steps import DeactivatePending, Reactivate, RestoreStopPolicy, SetStopPolicy
 
@@ -229,12 +239,12 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
                    f"{p.default_local_queue!r}: the profile would resolve no LocalQueue")
     cq_names: set[str] = set()
     for ns in namespaces:
-        if refs.readable("Namespace", required=False) and refs.ctx.store.get("Namespace", ns) is None:
+        if refs.readable("Namespace", required=False) and refs.ctx.store.get(Namespace, ns) is None:
             out.append(f"{label}: applicability.namespaces: namespace {ns!r} not found")
             continue
         if not refs.readable("LocalQueue"):
             continue
-        lq = refs.ctx.store.get("LocalQueue", p.default_local_queue, ns)
+        lq = refs.ctx.store.get(LocalQueue, p.default_local_queue, ns)
         if lq is None:
             out.append(f"{label}: defaultLocalQueue: LocalQueue {ns}/{p.default_local_queue} not found")
         elif not lq.spec.cluster_queue:
@@ -245,7 +255,7 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
     for name in sorted(cq_names):
         if not refs.readable("ClusterQueue"):
             break
-        cq = refs.ctx.store.get("ClusterQueue", name)
+        cq = refs.ctx.store.get(ClusterQueue, name)
         if cq is None:
             out.append(f"{label}: defaultLocalQueue: ClusterQueue {name!r} (behind {p.default_local_queue}) not found")
             continue
@@ -258,11 +268,11 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
             for f in rg.flavors:
                 if not refs.readable("ResourceFlavor"):
                     break
-                rf = refs.ctx.store.get("ResourceFlavor", normalize_name(f.name))
+                rf = refs.ctx.store.get(ResourceFlavor, normalize_name(f.name))
                 if rf is None:
                     out.append(f"{label}: ClusterQueue {cq.name!r} uses ResourceFlavor {f.name!r}, which does not exist")
                 elif rf.spec.topology_name and refs.readable("Topology") and \
-                        refs.ctx.store.get("Topology", normalize_name(rf.spec.topology_name)) is None:
+                        refs.ctx.store.get(Topology, normalize_name(rf.spec.topology_name)) is None:
                     out.append(f"{label}: ResourceFlavor {f.name!r} names Topology {rf.spec.topology_name!r}, "
                                "which does not exist")
     out += _execution_problems(ctx, refs, p, label, cqs)
@@ -283,7 +293,7 @@ def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
     out = []
     for cq in cqs:
         names = cq.spec.admission_check_names
-        mk = [n for n in names if (ac := refs.ctx.store.get("AdmissionCheck", n)) is not None
+        mk = [n for n in names if (ac := refs.ctx.store.get(AdmissionCheck, n)) is not None
               and ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
         if p.execution_target == SINGLE_CLUSTER and mk:
             out.append(f"{label}: executionTarget singleCluster, but ClusterQueue {cq.name!r} uses MultiKueue "
@@ -301,8 +311,8 @@ def _execution_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
 def _known_teams(ctx: Context, refs: _Refs, current: list[Any]) -> set[str] | None:
     if not refs.readable("TauTeam", required=False):  # the controller never reads teams: no check, no refusal
         return None
-    teams = {normalize_label(t.name) for t in ctx.store.list("TauTeam")}
-    teams |= {normalize_label(w.team) for w in ctx.store.list("TauWorkspace") if w.team}
+    teams = {normalize_label(t.name) for t in ctx.store.list(TauTeam)}
+    teams |= {normalize_label(w.team) for w in ctx.store.list(TauWorkspace) if w.team}
     for item in current:  # a team the live catalog already names stays acceptable (a rollback restores it)
         if isinstance(item, dict):
             teams |= {normalize_label(t) for t in ((item.get("applicability") or {}).get("teams") or [])
@@ -427,7 +437,7 @@ def _new_queues(ctx: Context, item: dict[str, Any]) -> list[str]:
     p = _normalized(item)
     out = set()
     for ns in _namespaces_of(ctx, p):
-        lq = ctx.store.get("LocalQueue", p.default_local_queue, ns)
+        lq = ctx.store.get(LocalQueue, p.default_local_queue, ns)
         if lq is not None and lq.spec.cluster_queue:
             out.add(normalize_name(lq.spec.cluster_queue))
     return sorted(out)
@@ -496,7 +506,7 @@ class CatalogHold(SetStopPolicy):
 
 
 def _tau_cluster(ctx: Context) -> TauCluster | None:
-    return ctx.store.get("TauCluster", "cluster")
+    return ctx.store.get(TauCluster, "cluster")
 
 
 def _same_catalog(a: list[Any], b: list[Any]) -> bool:
@@ -689,7 +699,7 @@ class SurveyMultiKueue(Step):
                 added_mk.append({"name": p.name, "localQueues": [[lq.namespace, lq.name] for lq in p.local_queues],
                                  "clusterQueues": list(p.cluster_queues)})
         workers = []
-        for cfg in ctx.store.list("MultiKueueConfig"):
+        for cfg in ctx.store.list(MultiKueueConfig):
             for name in cfg.spec.clusters:
                 raw = ctx.store.raw("MultiKueueCluster", name) or {}
                 spec = raw.get("spec") or {}
@@ -722,7 +732,7 @@ class RemoveRouting(Step):
         ops = []
         for prof in survey.get("multikueueProfiles", []):
             for ns, name in prof["localQueues"]:
-                lq = ctx.store.get("LocalQueue", name, ns)
+                lq = ctx.store.get(LocalQueue, name, ns)
                 if (ns, name) in keep or lq is None:
                     continue
                 ops.append(Operation("delete", "LocalQueue", ns, name,
@@ -783,7 +793,7 @@ def catalog_params(ctx: Context, catalog_file: str, extra_cqs: Iterable[str] = (
         raise ParamError(str(exc)) from None
     problems = catalog_problems(ctx, catalog)
     extra = sorted(set(extra_cqs))
-    missing = [n for n in extra if ctx.store.get("ClusterQueue", n) is None]
+    missing = [n for n in extra if ctx.store.get(ClusterQueue, n) is None]
     problems += [f"--cq {n}: ClusterQueue not found" for n in missing]
     if problems:
         raise ParamError(f"{catalog_file}: the catalog cannot be applied ({len(problems)} problem(s))", problems)
@@ -820,7 +830,7 @@ def rollback_params(ctx: Context, from_id: str, directory: Path | None = None) -
                       if r["event"] == "artifact" and r["data"].get("name") == "profiles"), None)
     why = affected_queues(ctx, previous)
     for q in src.params.get("cqs", []):  # what the change held, unless it no longer exists
-        if ctx.store.get("ClusterQueue", q) is not None:
+        if ctx.store.get(ClusterQueue, q) is not None:
             why.setdefault(q, []).append(f"held by catalog change {src.id}")
     why = {q: why[q] for q in sorted(why)}
     return {"from": src.id, "previous_catalog": previous, "previous_hash": prev_hash, "cqs": list(why), "why": why,
@@ -834,6 +844,11 @@ def _catalog_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> 
 
 def _rollback_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> dict[str, Any]:
     return rollback_params(ctx, v["from_id"] or "", directory)
+
+
+def catalog_written(params: dict[str, Any]) -> set[str]:
+    """What a catalog change or its rollback writes: the queues it holds and TauCluster cluster's catalog."""
+    return {f"ClusterQueue {q}" for q in params.get("cqs") or []} | {"TauCluster cluster"}
 
 
 def _describe_catalog(params: dict[str, Any]) -> str:
@@ -854,7 +869,8 @@ CATALOG = WorkflowKind(
               required=True),
         Param("--cq", "also hold this ClusterQueue", type="list", metavar="NAME", pick="queues"),
     ),
-    make_params=_catalog_values, build=catalog_workflow, describe=_describe_catalog, deactivates=True,
+    make_params=_catalog_values, build=catalog_workflow, targets=catalog_written, describe=_describe_catalog,
+    deactivates=True, form="catalog",
 )
 
 ROLLBACK = WorkflowKind(
@@ -863,5 +879,6 @@ ROLLBACK = WorkflowKind(
     steps="survey · hold · drain · restore the exported catalog · remove MultiKueue routing (each confirmed) · "
           "list worker credentials to revoke · restore admission",
     params=(Param("--from", "the catalog workflow to undo", dest="from_id", metavar="ID", required=True),),
-    make_params=_rollback_values, build=rollback_workflow, describe=_describe_rollback, deactivates=True,
+    make_params=_rollback_values, build=rollback_workflow, targets=catalog_written, describe=_describe_rollback,
+    deactivates=True, form="rollback", undoes="from", rolls_back=True,
 )

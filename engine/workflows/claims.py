@@ -36,7 +36,7 @@ from typing import Any
 
 from ..actions import Actions, ApiFailure, ConflictPersisted, Obj, Operator, PermissionDenied, PreconditionFailed
 from ..identity import ClusterIdentity
-from ..model import Lease
+from ..model import Lease, Namespace
 from ..model.names import (
     CLAIM_HOST_ANNOTATION,
     CLAIM_SELECTOR,
@@ -48,7 +48,8 @@ from ..model.names import (
 )
 from ..rules.claims import Holder, holder_of, holders
 from ..store import Store
-from .journal import TERMINAL, Journal, JournalBusy, JournalError
+from . import registry
+from .journal import TERMINAL, Journal, JournalBusy, JournalError, undone_ids
 
 LEASE_SECONDS = 120  # a holder silent for longer is stale (its process died, its machine is gone)
 RENEW_EVERY = 30.0  # a quarter of the lease: three renewals may fail before the claim goes stale
@@ -72,24 +73,13 @@ class Target:
         return f"{self.kind} {self.name}"
 
 
-def targets(params: dict[str, Any]) -> set[str]:
-    """The objects a run writes to, as far as its journaled parameters name them: its ClusterQueues, the
-    workspace it drains, the TauCluster a catalog change or rollback rewrites."""
-    out = {f"ClusterQueue {q}" for q in [*(params.get("cqs") or []), *(params.get("restore_to") or {})]}
-    if params.get("workspace"):
-        out.add(f"TauWorkspace {params['workspace']}")
-    if "catalog" in params or "previous_catalog" in params:
-        out.add("TauCluster cluster")
-    return out
-
-
-def claim_targets(params: dict[str, Any], system_namespace: str) -> list[Target]:
-    """The run's targets as objects, in the order they are claimed (by name: two runs never wait on each
-    other's half)."""
+def claim_targets(kind: str, params: dict[str, Any], system_namespace: str) -> list[Target]:
+    """The targets a run of `kind` declares (registry.targets) as objects, in the order they are claimed
+    (by name: two runs never wait on each other's half)."""
     out = []
-    for ref in sorted(targets(params)):
-        kind, _, name = ref.partition(" ")
-        out.append(Target(kind, name, system_namespace if kind == "TauWorkspace" else None))
+    for ref in sorted(registry.targets(kind, params)):
+        obj_kind, _, name = ref.partition(" ")
+        out.append(Target(obj_kind, name, system_namespace if obj_kind == "TauWorkspace" else None))
     return out
 
 
@@ -103,14 +93,14 @@ def lease_name(t: Target) -> str:
 
 def lease_namespace(store: Store, system_namespace: str) -> str:
     """The system namespace, unless the cluster is seen not to have it (plain Kueue): then `default`."""
-    if store.readable("Namespace") and store.get("Namespace", system_namespace) is None:
+    if store.readable("Namespace") and store.get(Namespace, system_namespace) is None:
         return "default"
     return system_namespace
 
 
 def about(params: dict[str, Any]) -> set[str]:
     """The runs a release or rollback is about (it continues or undoes them)."""
-    return {str(v) for v in (params.get("reactivate_from"), params.get("from")) if v}
+    return undone_ids(params)
 
 
 def micro_time(t: float) -> str:
@@ -162,12 +152,12 @@ def judge(h: Holder, target: Target, *, me: str | None, about_ids: set[str], tak
             f"(or ask {h.who or 'its operator'}); nothing was written")
 
 
-def existing(store: Store, params: dict[str, Any], system_namespace: str) -> list[tuple[Target, Holder]]:
-    """The claims the store shows on a run's targets (any namespace), by target."""
+def existing(store: Store, kind: str, params: dict[str, Any], system_namespace: str) -> list[tuple[Target, Holder]]:
+    """The claims the store shows on the targets of a run of `kind` (any namespace), by target."""
     if not store.readable("Lease"):
         return []
-    by_ref = {t.ref: t for t in claim_targets(params, system_namespace)}
-    return [(by_ref[h.target], h) for h in holders(store.list("Lease")) if h.target in by_ref]
+    by_ref = {t.ref: t for t in claim_targets(kind, params, system_namespace)}
+    return [(by_ref[h.target], h) for h in holders(store.list(Lease)) if h.target in by_ref]
 
 
 @dataclass
@@ -199,7 +189,7 @@ class Claims:
 
     def _elsewhere(self, target: Target, namespace: str, name: str) -> None:
         """A claim on the same target in another namespace (an operator with another --system-namespace)."""
-        for t, h in existing(self.store, {**self.journal.params}, self.system_namespace):
+        for t, h in existing(self.store, self.journal.kind, {**self.journal.params}, self.system_namespace):
             if t.ref == target.ref and h.lease != f"{namespace}/{name}":
                 why = self.refusal(h, target)
                 if why:
@@ -355,7 +345,7 @@ async def release_finished(actions: Actions, store: Store, journal: Journal, sys
     if not journal.terminal or not actions.writable:
         return []
     claims = Claims(actions, store, journal, system_namespace)
-    for target, holder in existing(store, journal.params, system_namespace):
+    for target, holder in existing(store, journal.kind, journal.params, system_namespace):
         if holder.workflow_id == journal.id:
             namespace, _, name = holder.lease.partition("/")
             claims._held.append((target, namespace, name))
@@ -376,7 +366,7 @@ async def holding(runner: Any) -> AsyncIterator[Claims | None]:
     fresh = len(journal.records) == 1  # nothing but its creation: a refusal ends it before it began
     try:
         try:
-            await claims.acquire(claim_targets(journal.params, ctx.config.system_namespace))
+            await claims.acquire(claim_targets(journal.kind, journal.params, ctx.config.system_namespace))
         except ClaimRefused:
             raise
         except Exception as exc:  # noqa: BLE001 - refused, forbidden, unreachable: no claim, so no step runs
@@ -401,4 +391,4 @@ async def holding(runner: Any) -> AsyncIterator[Claims | None]:
 
 __all__ = ["CLAIM_MANAGER", "LEASE_SECONDS", "RENEW_EVERY", "ClaimRefused", "Claims", "Target", "about",
            "claim_targets", "existing", "holding", "judge", "lease_name", "lease_namespace", "local_journals",
-           "micro_time", "release_finished", "targets"]
+           "micro_time", "release_finished"]

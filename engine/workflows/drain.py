@@ -122,6 +122,11 @@ def _drain_values(ctx: Context, v: dict[str, Any], directory: Path | None) -> di
     return drain_params(ctx, v["workspace"] or "")
 
 
+def workspace_written(params: dict[str, Any]) -> set[str]:
+    """What a drain supervision writes: the workspace it supervises (it deletes that drain's blockers)."""
+    return {f"TauWorkspace {params['workspace']}"} if params.get("workspace") else set()
+
+
 def _describe_drain(params: dict[str, Any]) -> str:
     return f"workspace {params.get('workspace', '?')}"
 
@@ -132,5 +137,6 @@ DRAIN = WorkflowKind(
     steps="1 delete the drain's blockers, each confirmed on its own · 2 wait until the drain is Clear",
     params=(Param("--workspace", "the TauWorkspace whose deletion or retarget is draining", metavar="NAME",
                   required=True),),
-    make_params=_drain_values, build=drain_workflow, describe=_describe_drain,
+    make_params=_drain_values, build=drain_workflow, targets=workspace_written,
+    describe=_describe_drain, form="drain",
 )

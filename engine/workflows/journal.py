@@ -3,6 +3,9 @@
 Records say what happened to each step — planned, confirmed, executed, observed, verified — so a
 resumed workflow (after a crash or a closed terminal) knows what was already done. A torn last
 line (kill -9 mid-write) is ignored; a torn line anywhere else is corruption and reported.
+
+The readers at the end read across journals: the run a run undoes (`about`), the runs that undo it
+(`later_runs`), and the Workloads it deactivated that are still deactivated (`deactivated_by`).
 """
 
 from __future__ import annotations
@@ -12,14 +15,17 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..identity import ClusterIdentity
+from ..model import Workload
+from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..paths import append_private, state_dir, write_atomic
+from .ops import DONE, operation_records
 
 
 class JournalError(Exception):
@@ -42,6 +48,12 @@ TERMINAL = ("Completed", "RolledBack", "Aborted", "Abandoned")
 RESUMABLE = ("InProgress", "Paused", "Failed")
 _STATE_OF_EVENT = {"failed": "Failed", "resumed": "InProgress", "paused": "Paused", "aborted": "Aborted",
                    "completed": "Completed", "rolled-back": "RolledBack", "abandoned": "Abandoned"}
+
+
+# The journaled parameters by which a run names the run it undoes: a release's `reactivate_from`, a
+# rollback's `from`. A kind declares the one its runs journal (WorkflowKind.undoes); no other kind may
+# journal either (WorkflowKind.make refuses it), so these readers need no kind.
+UNDO_PARAMS = ("reactivate_from", "from")
 
 
 def new_id() -> str:
@@ -249,3 +261,78 @@ class Journal:
             if r["event"] == "artifact":
                 out[r["data"]["name"]] = r["data"]["path"]
         return out
+
+
+# --- readers across journals ------------------------------------------------------------------
+
+
+def _is_deactivation(op: dict[str, Any]) -> bool:
+    # Journals before the deactivated-by annotation patched only spec.active.
+    return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is False
+
+
+def _is_reactivation(op: dict[str, Any]) -> bool:
+    return op.get("kind") == "Workload" and ((op.get("patch") or {}).get("spec") or {}).get("active") is True
+
+
+def undone_ids(params: dict[str, Any]) -> set[str]:
+    """The runs a run with these journaled parameters undoes (a release, a rollback): its UNDO_PARAMS."""
+    return {str(v) for v in (params.get(k) for k in UNDO_PARAMS) if v}
+
+
+def about(journal: Journal) -> str | None:
+    """The run a release or rollback undoes (`--reactivate-from`, `--from`), else None."""
+    p = journal.params
+    ref = next((p[k] for k in UNDO_PARAMS if p.get(k)), None)
+    return str(ref) if ref else None
+
+
+def later_runs(journal: Journal, directory: Path | None = None) -> list[Journal]:
+    """The runs in the journal directory that undo this one (a release --reactivate-from it, its rollback)."""
+    out = []
+    for p in sorted((directory or journal.path.parent).glob("*.jsonl")):
+        if p == journal.path:
+            continue
+        try:
+            other = Journal.open(str(p))
+        except (JournalError, OSError):
+            continue
+        if about(other) == journal.id:
+            out.append(other)
+    return out
+
+
+def deactivated_by(journal: Journal, later: Iterable[Journal] | None = None, store: Any = None) -> list[tuple[str, str]]:
+    """Workloads this run (a hold, catalog change or rollback) deactivated that are still deactivated, as
+    (namespace, name): its deactivations — done, or in flight when the process died (the server may have
+    applied them; reactivating an active Workload is a no-op) — minus what it reactivated itself and what
+    the runs that undo it reactivated since (`later`: by default read from the journal directory). With
+    `store` (a live store of the same cluster) only those still inactive there and annotated
+    `taudash.io/deactivated-by: <this run>` are kept."""
+    events: list[tuple[float, int, tuple[str, str], bool]] = []  # (when, order, workload, deactivated?)
+    runs = [journal, *(later_runs(journal) if later is None else later)]
+    for rank, run in enumerate(runs):
+        for rec in operation_records(run):
+            if rec.kind != "Workload" or not rec.namespace:
+                continue
+            key = (rec.namespace, rec.name)
+            if run is journal and _is_deactivation(rec.op) and rec.wrote:
+                events.append((rec.sent_at or rec.at, rank, key, True))  # when sent (a resume may close it later)
+            elif _is_reactivation(rec.op) and rec.state == DONE:  # one in flight may not have landed
+                events.append((rec.at, rank, key, False))
+    still: dict[tuple[str, str], None] = {}
+    for _at, _rank, key, deactivated in sorted(events, key=lambda e: (e[0], e[1])):
+        if deactivated:
+            still[key] = None
+        else:
+            still.pop(key, None)
+    out = list(still)
+    if store is not None:
+        out = [key for key in out if _still_ours(store, key, journal.id)]
+    return out
+
+
+def _still_ours(store: Any, key: tuple[str, str], workflow_id: str) -> bool:
+    wl = store.get(Workload, key[1], key[0])
+    return wl is not None and not wl.finished and not wl.spec.active and \
+        wl.metadata.annotations.get(DEACTIVATED_BY) == workflow_id

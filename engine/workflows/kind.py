@@ -1,7 +1,10 @@
 """What a workflow kind is, declared once beside its steps (engine/workflows/<name>.py) and listed in
 engine/workflows/registry.py: its name, label, help, parameters, how parameters are checked and built,
-its step summary and its builder. The CLI's sub-parser, the dashboard's form, the palette, `workflow list`
-and the journal readers all read this description; nothing else names a workflow kind.
+its step summary and its builder; the objects its runs write (`targets`: what they claim and what the
+overlap check compares), the dashboard form it is given (`form`), and what the runner does for it beyond
+its steps (`undoes`, `rolls_back`). The CLI's sub-parser, the dashboard's form, the palette, `workflow
+list`, the runner, the claims and the journal readers all read this description; nothing else names a
+workflow kind.
 
 A description that misses a field or gets one wrong fails when it is made (at import), not when an
 operator first reaches for it.
@@ -10,13 +13,14 @@ operator first reaches for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model import ClusterQueue, TauCluster
 from .base import Context, Workflow
-from .journal import Journal, JournalError
+from .journal import UNDO_PARAMS, Journal, JournalError
 
 PARAM_TYPES = ("text", "list", "flag", "choice")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -44,7 +48,8 @@ class Param:
     `type`: text (one value), list (repeatable flag; a comma-separated field in a generated form),
     flag (on/off), choice (one of `choices`). `dest` is the key the parameter builder reads (default:
     the flag's words joined by "_"). `pick` names a richer field the generated form may offer
-    ("queues": the ClusterQueues of the shown cluster)."""
+    ("queues": the ClusterQueues of the shown cluster). `run_of`: the value is another run's id, of a kind
+    it accepts (checked against the registry when the parameters are made)."""
 
     flag: str
     help: str | None = None
@@ -56,6 +61,7 @@ class Param:
     default: Any = None
     label: str = ""
     pick: str = ""
+    run_of: RunOf | None = None
 
     def __post_init__(self) -> None:
         where = f"workflow parameter {self.flag!r}"
@@ -71,6 +77,8 @@ class Param:
             raise RegistrationError(f"{where}: a {self.type} always has a value: it cannot be required")
         if self.pick not in ("", "queues"):
             raise RegistrationError(f"{where}: unknown pick {self.pick!r}")
+        if self.run_of is not None and (self.type != "text" or not isinstance(self.run_of, RunOf)):
+            raise RegistrationError(f"{where}: run_of is a RunOf, on a text parameter")
         if not isinstance(self.help, str) or not self.help.strip():
             raise RegistrationError(f"{where}: help is empty (it is the flag's line in `--help`)")
         if not self.dest:
@@ -112,6 +120,15 @@ class Param:
         return value
 
 
+@dataclass(frozen=True)
+class RunOf:
+    """A parameter that names another run: the kinds of run it `accepts`; `says` ends the refusal
+    ("workflow ID is a drain: only a hold, catalog deactivates Workloads")."""
+
+    accepts: Callable[[WorkflowKind], bool]
+    says: str
+
+
 # values (by Param.dest) → the journaled parameters; ParamError on bad input. `directory` is the journal
 # directory (None: the default), for kinds that read another run's journal.
 MakeParams = Callable[[Context, dict[str, Any], Path | None], dict[str, Any]]
@@ -121,12 +138,34 @@ def _no_description(params: dict[str, Any]) -> str:
     return ""
 
 
+# journaled parameters → the objects a run writes, as "<Kind> <name>" (e.g. "ClusterQueue tau-ws-a")
+Targets = Callable[[dict[str, Any]], Iterable[str]]
+
+
+def NO_TARGETS(params: dict[str, Any]) -> frozenset[str]:  # noqa: N802 - a constant a kind declares
+    """A kind whose runs write nothing another run could write too: it claims nothing, overlaps nothing."""
+    return frozenset()
+
+
+def _undeclared(params: dict[str, Any]) -> frozenset[str]:  # the default: refused when the kind is made
+    raise RegistrationError("targets not declared")
+
+
+GENERATED = "generated"  # the dashboard draws the kind's form from its Params
+
+
 @dataclass(frozen=True)
 class WorkflowKind:
     """One workflow kind. `help` is the CLI sub-command's help line; `steps` the one-line step summary the
     form shows; `make_params` checks what the operator chose and returns what is journaled; `build` turns
     journaled parameters into the step machine; `describe` says in one line what a run is about;
-    `deactivates`: its runs deactivate Workloads (a release can reactivate them)."""
+    `deactivates`: its runs deactivate Workloads (a release can reactivate them).
+
+    `targets` (required: `NO_TARGETS` for a kind that writes nothing): journaled parameters → the objects
+    its runs write; a run claims them while it runs and a new run writing one of them is refused while
+    this one is unfinished. `form`: `GENERATED` (the dashboard's form is drawn from the Params) or the name
+    of a form the screens draw by hand. `undoes`: the journaled parameter naming the run its runs undo (one
+    of journal.UNDO_PARAMS; "" for none); `rolls_back`: a completed run ends that run for good (RolledBack)."""
 
     name: str
     label: str
@@ -135,8 +174,12 @@ class WorkflowKind:
     params: tuple[Param, ...]
     make_params: MakeParams
     build: Callable[[dict[str, Any]], Workflow]
+    targets: Targets = field(default=_undeclared)
     describe: Callable[[dict[str, Any]], str] = field(default=_no_description)
     deactivates: bool = False
+    form: str = GENERATED
+    undoes: str = ""
+    rolls_back: bool = False
 
     def __post_init__(self) -> None:
         where = f"workflow kind {self.name!r}"
@@ -147,23 +190,51 @@ class WorkflowKind:
                 raise RegistrationError(f"{where}: {attr} is empty")
         if not isinstance(self.params, tuple) or not all(isinstance(p, Param) for p in self.params):
             raise RegistrationError(f"{where}: params must be a tuple of Param")
-        for attr in ("make_params", "build", "describe"):
+        for attr in ("make_params", "build", "describe", "targets"):
             if not callable(getattr(self, attr)):
                 raise RegistrationError(f"{where}: {attr} is not callable")
+        if self.targets is _undeclared:
+            raise RegistrationError(f"{where}: targets not declared: the objects its runs write (what they claim "
+                                    "and what the overlap check compares), or targets=NO_TARGETS if they write none")
         for what in ("flag", "dest"):
             seen = [getattr(p, what) for p in self.params]
             dup = sorted({x for x in seen if seen.count(x) > 1})
             if dup:
                 raise RegistrationError(f"{where}: {what} declared twice: {', '.join(dup)}")
+        if not isinstance(self.form, str) or not _NAME.match(self.form):
+            raise RegistrationError(f"{where}: form must be GENERATED or the name of a form the screens draw")
+        if self.undoes not in ("", *UNDO_PARAMS):
+            raise RegistrationError(f"{where}: undoes must be one of {', '.join(UNDO_PARAMS)} (or empty)")
+        if self.rolls_back and not self.undoes:
+            raise RegistrationError(f"{where}: rolls_back needs undoes (the run it rolls back)")
 
-    def make(self, ctx: Context, values: dict[str, Any], directory: Path | None = None) -> dict[str, Any]:
-        """What an operator chose (by dest; missing ones take their empty value) → journaled parameters."""
+    def make(self, ctx: Context, values: dict[str, Any], directory: Path | None = None,
+             kinds: Sequence[WorkflowKind] | None = None) -> dict[str, Any]:
+        """What an operator chose (by dest; missing ones take their empty value) → journaled parameters.
+        `kinds`: the registered kinds (workflows.params.make passes them), against which a parameter
+        naming another run (`Param.run_of`) is checked."""
         known = {p.dest for p in self.params}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ParamError(f"{self.name}: unknown parameter(s) {', '.join(unknown)}")
         checked = {p.dest: p.check(values.get(p.dest)) for p in self.params}
-        return self.make_params(ctx, checked, directory)
+        for p in self.params:
+            if p.run_of is not None and checked[p.dest]:
+                if kinds is None:
+                    raise TypeError(f"{self.name}: {p.flag} names another run: make() needs the registered kinds "
+                                    "(workflows.params.make passes them)")
+                src = open_journal(checked[p.dest], directory)
+                accepted = [k.name for k in kinds if p.run_of.accepts(k)]
+                if src.kind not in accepted:
+                    raise ParamError(f"workflow {src.id} is a {src.kind}: only a {', '.join(accepted)} "
+                                     f"{p.run_of.says}")
+        out = self.make_params(ctx, checked, directory)
+        stray = [k for k in UNDO_PARAMS if k in out and k != self.undoes]
+        if stray:  # the journal readers would take it for the run this one undoes
+            raise RegistrationError(f"workflow kind {self.name!r} journals {stray[0]!r}, the parameter that names "
+                                    f"the run a run undoes: declare undoes={stray[0]!r}, or journal it under "
+                                    "another name")
+        return out
 
 
 # --- helpers the parameter builders share ------------------------------------------------------
@@ -178,7 +249,7 @@ def open_journal(workflow_id: str, directory: Path | None = None) -> Journal:
 
 def profile_queues(ctx: Context, profile: str) -> list[str]:
     """The ClusterQueues a resolved workload profile routes to."""
-    tc = ctx.store.get("TauCluster", "cluster")
+    tc = ctx.store.get(TauCluster, "cluster")
     profiles = tc.status.workload_profiles.profiles if tc and tc.status.workload_profiles else []
     prof = next((p for p in profiles if p.name == profile), None)
     if prof is None:
@@ -192,6 +263,6 @@ def unknown_queues(ctx: Context, cqs: Iterable[str]) -> None:
     if names and not ctx.store.readable("ClusterQueue"):
         raise ParamError(f"clusterqueues are {ctx.store.access('ClusterQueue').state.value}: "
                          f"cannot check {', '.join(names)}")
-    missing = [n for n in names if ctx.store.get("ClusterQueue", n) is None]
+    missing = [n for n in names if ctx.store.get(ClusterQueue, n) is None]
     if missing:
         raise ParamError(f"ClusterQueue(s) not found: {', '.join(missing)}")

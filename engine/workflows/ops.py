@@ -10,9 +10,7 @@ unconfirmed, or reads the object itself when it is given a cluster (without jour
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from .journal import Journal
+from typing import Any, Protocol
 
 # States of one operation: the server changed the object, did not (already so, refused, or found not
 # applied on re-reading), the operator skipped it (a confirm-each plan), or its answer never came.
@@ -69,11 +67,17 @@ class OpRecord:
                 "reconciled": self.reconciled, "at": self.at}
 
 
+class Journaled(Protocol):
+    """What these readers read of a journal (journal.Journal): its records, oldest first."""
+
+    records: list[dict[str, Any]]
+
+
 def op_key(op: dict[str, Any]) -> tuple[str, str, str | None, str]:
     return (str(op.get("verb", "")), str(op.get("kind", "")), op.get("namespace") or None, str(op.get("name", "")))
 
 
-def operation_records(journal: Journal) -> list[OpRecord]:
+def operation_records(journal: Journaled) -> list[OpRecord]:
     """Every operation the run sent or skipped, oldest first. An `executing` record is paired with the
     next `executed` record of the same step and object; one left unpaired is in flight (UNCONFIRMED)."""
     out: list[OpRecord] = []
@@ -107,7 +111,7 @@ def operation_records(journal: Journal) -> list[OpRecord]:
     return out
 
 
-def in_flight(journal: Journal) -> list[OpRecord]:
+def in_flight(journal: Journaled) -> list[OpRecord]:
     """Writes sent whose answer the journal never got."""
     return [r for r in operation_records(journal) if r.state == UNCONFIRMED]
 

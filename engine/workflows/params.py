@@ -16,7 +16,7 @@ from .catalog import catalog_params, rollback_params
 from .drain import drain_params
 from .hold import HOLD_MODES, hold_params, release_params
 from .kind import ParamError, open_journal, profile_queues, unknown_queues
-from .registry import find, get
+from .registry import find, get, kinds
 
 
 def make(kind: str, ctx: Context, values: dict[str, Any], directory: Path | None = None) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def make(kind: str, ctx: Context, values: dict[str, Any], directory: Path | None
         wk = get(kind)
     except KeyError as exc:
         raise ParamError(str(exc.args[0])) from None
-    return wk.make(ctx, values, directory)
+    return wk.make(ctx, values, directory, kinds())
 
 
 def describe(kind: str, params: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ a name registered twice fails loudly here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .catalog import CATALOG, ROLLBACK
 from .drain import DRAIN
@@ -59,6 +60,12 @@ def find(name: str) -> WorkflowKind | None:
         return get(name)
     except KeyError:
         return None
+
+
+def targets(name: str, params: dict[str, Any]) -> set[str]:
+    """The objects a run of kind `name` with these journaled parameters writes, as the kind declares them
+    ("<Kind> <name>"): what the run claims while it runs and what the overlap check compares."""
+    return set(get(name).targets(params))
 
 
 def deactivating() -> tuple[str, ...]:

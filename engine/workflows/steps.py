@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from ..model import Workload
+from ..model import ClusterQueue, Workload
 from ..model.names import (
     DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY,  # set on every Workload a workflow deactivates, removed on reactivation
 )
 from ..rules.base import RuleContext
 from ..rules.queues import workload_cluster_queue
 from .base import Check, Context, Operation, Plan, Progress, Step
-from .journal import Journal
+from .journal import Journal, deactivated_by
 
 # Journal event holding each queue's stopPolicy from before a hold step first changed it.
 PREVIOUS_POLICIES = "stop-policies"
@@ -25,7 +25,7 @@ _LIST_NAMES = 10  # names shown per queue in a note; the count is always complet
 def _cq_checks(ctx: Context, cqs: list[str]) -> list[Check]:
     if not ctx.store.readable("ClusterQueue"):
         return [Check(False, f"clusterqueues are {ctx.store.access('ClusterQueue').state.value}: cannot plan")]
-    missing = [n for n in cqs if ctx.store.get("ClusterQueue", n) is None]
+    missing = [n for n in cqs if ctx.store.get(ClusterQueue, n) is None]
     if not cqs:
         return [Check(True, "no ClusterQueue to change")]
     return [Check(not missing, f"ClusterQueue(s) not found: {', '.join(missing)}" if missing else "queues exist")]
@@ -74,7 +74,7 @@ def stop_policy_written(op: dict[str, Any]) -> str | None:
 def _held_work(ctx: Context, cqs: set[str]) -> dict[str, tuple[list[str], list[str]]]:
     """Per queue: (admitted, reserving-but-not-admitted) unfinished Workloads, as ns/name."""
     out: dict[str, tuple[list[str], list[str]]] = {n: ([], []) for n in cqs}
-    for wl in ctx.store.list("Workload"):
+    for wl in ctx.store.list(Workload):
         if wl.finished or not wl.quota_reserved:
             continue
         cq = workload_cluster_queue(ctx, wl)  # type: ignore[arg-type]
@@ -102,7 +102,7 @@ class SetStopPolicy(Step):
         known = previous_stop_policies(ctx.journal, self.id)
         fresh = {}
         for name in self.cqs:
-            cq = ctx.store.get("ClusterQueue", name)
+            cq = ctx.store.get(ClusterQueue, name)
             if name not in known and cq is not None:
                 fresh[name] = cq.spec.stop_policy or "None"
         if fresh and ctx.journal is not None:
@@ -113,7 +113,7 @@ class SetStopPolicy(Step):
         previous = self._record_previous(ctx) if self.policy != "None" else {}
         ops, notes, untouched = [], [], []
         for name in self.cqs:
-            cq = ctx.store.get("ClusterQueue", name)
+            cq = ctx.store.get(ClusterQueue, name)
             current = cq.spec.stop_policy if cq is not None else "?"
             if current == self.policy:
                 untouched.append(name)
@@ -160,7 +160,7 @@ class SetStopPolicy(Step):
 
     def progress(self, ctx: Context) -> Progress:
         pending = [n for n in self.cqs
-                   if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy != self._target(n)]
+                   if (q := ctx.store.get(ClusterQueue, n)) is not None and q.spec.stop_policy != self._target(n)]
         if pending:
             return Progress(False, "waiting for the watch to show "
                             + ", ".join(f"stopPolicy {self._target(n)} on {n}" for n in pending),
@@ -191,7 +191,7 @@ class RestoreStopPolicy(SetStopPolicy):
             self._previous = previous_stop_policies(ctx.journal, self.from_step)
         ops, notes = [], []
         for name in self.cqs:
-            cq = ctx.store.get("ClusterQueue", name)
+            cq = ctx.store.get(ClusterQueue, name)
             current = cq.spec.stop_policy if cq is not None else "?"
             target = self._target(name)
             if name not in self._previous:
@@ -211,7 +211,7 @@ class RestoreStopPolicy(SetStopPolicy):
 def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
     out = []
     rules = RuleContext(store=ctx.store, now=datetime.fromtimestamp(ctx.clock(), UTC), config=ctx.config)
-    for wl in ctx.store.list("Workload"):
+    for wl in ctx.store.list(Workload):
         if wl.finished or wl.quota_reserved or not wl.spec.active:
             continue
         cq = workload_cluster_queue(rules, wl)
@@ -223,10 +223,10 @@ def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
 def evicted_by_hold(ctx: Context, cqs: set[str]) -> list[Workload]:
     """Active Workloads holding quota in those of `cqs` that are on HoldAndDrain: Kueue evicts them and they
     come back pending (still active) unless deactivated."""
-    draining = {n for n in cqs if (q := ctx.store.get("ClusterQueue", n)) is not None and q.spec.stop_policy == "HoldAndDrain"}
+    draining = {n for n in cqs if (q := ctx.store.get(ClusterQueue, n)) is not None and q.spec.stop_policy == "HoldAndDrain"}
     out: list[Workload] = []
     rules = RuleContext(store=ctx.store, now=datetime.fromtimestamp(ctx.clock(), UTC), config=ctx.config)
-    for wl in ctx.store.list("Workload"):
+    for wl in ctx.store.list(Workload):
         if wl.finished or not wl.quota_reserved or not wl.spec.active:
             continue
         if workload_cluster_queue(rules, wl) in draining:
@@ -309,8 +309,6 @@ class DeactivatePending(Step):
         checks = [Check(q.drained is True, f"{q.name} drained" if q.drained else f"{q.name} not drained")
                   for q in view.cluster_queues if q.name in self.cqs]
         if ctx.journal is not None:
-            from .hold import deactivated_by
-
             done = [f"{ns}/{name}" for ns, name in deactivated_by(ctx.journal)]
             checks.append(Check(True, f"deactivated {len(done)} Workload(s)" + (
                 f": {_names(done)}; reactivate with `taudash workflow start release --reactivate-from "
@@ -331,8 +329,6 @@ class Reactivate(Step):
         self.own = own  # also what this run deactivated itself (read from its journal at plan time)
 
     async def plan(self, ctx: Context) -> Plan:
-        from .hold import deactivated_by  # hold builds on these steps
-
         ops, notes, gone, others = [], [], 0, []
         workloads = list(self.workloads)
         allowed = {self.source} if self.source else set()
@@ -340,7 +336,7 @@ class Reactivate(Step):
             workloads = sorted(set(workloads) | {(w[0], w[1]) for w in deactivated_by(ctx.journal)})
             allowed.add(ctx.journal.id)
         for ns, name in workloads:
-            wl = ctx.store.get("Workload", name, ns)
+            wl = ctx.store.get(Workload, name, ns)
             if wl is None or wl.finished:
                 gone += 1
                 continue

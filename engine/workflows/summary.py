@@ -12,9 +12,9 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from ..model import ClusterQueue
 from . import registry
-from .hold import about, deactivated_by, later_runs
-from .journal import Journal, JournalError
+from .journal import Journal, JournalError, about, deactivated_by, later_runs
 from .ops import DONE, NOT_DONE, UNCONFIRMED, OpRecord, operation_records
 from .steps import previous_stop_policies, stop_policy_written
 
@@ -151,7 +151,7 @@ def leftovers(journal: Journal, later: Iterable[Journal] | None = None, store: A
     items += _queues_left(journal, records, later, store)
     if journal.kind in registry.deactivating():
         items += _workloads_left(journal, later, store)
-    if journal.kind == "rollback" and about(journal):  # what the change it undoes still leaves, until it is done
+    if _rolls_back(journal.kind) and about(journal):  # what the run it undoes still leaves, until it is done
         try:
             source = Journal.open(str(about(journal)), journal.path.parent)
         except (JournalError, OSError):
@@ -174,6 +174,12 @@ def leftovers(journal: Journal, later: Iterable[Journal] | None = None, store: A
     return items
 
 
+def _rolls_back(kind: str) -> bool:
+    """A kind whose completed run ends the run it undoes for good (WorkflowKind.rolls_back: a rollback)."""
+    wk = registry.find(kind)
+    return wk is not None and wk.rolls_back
+
+
 def _catalog_left(journal: Journal, records: list[OpRecord], later: list[Journal], store: Any) -> list[dict[str, Any]]:
     if journal.kind != "catalog":
         return []
@@ -182,8 +188,8 @@ def _catalog_left(journal: Journal, records: list[OpRecord], later: list[Journal
         return []
     when = applied[-1].sent_at or applied[-1].at
     for run in later:  # a rollback that restored the previous catalog since
-        if run.kind == "rollback" and any(r.step in CATALOG_STEPS and r.state == DONE and r.at >= when
-                                          for r in operation_records(run)):
+        if _rolls_back(run.kind) and any(r.step in CATALOG_STEPS and r.state == DONE and r.at >= when
+                                         for r in operation_records(run)):
             return []
     catalog = journal.params.get("catalog") or []
     checked = _readable(store, "TauCluster")
@@ -224,7 +230,7 @@ def _queues_left(journal: Journal, records: list[OpRecord], later: list[Journal]
             continue
         checked = _readable(store, "ClusterQueue")
         if checked:
-            cq = store.get("ClusterQueue", name)
+            cq = store.get(ClusterQueue, name)
             if cq is None or (cq.spec.stop_policy or "None") != target:
                 continue  # gone, or changed since by someone else: not this run's to undo
         unconfirmed = not checked and rec.state == UNCONFIRMED

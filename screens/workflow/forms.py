@@ -41,9 +41,21 @@ def label_of(kind: str) -> str:
     return wk.label if wk is not None else kind
 
 
-# Kinds whose form section is drawn by hand below (pickers over queues, journals, workspaces); every other
-# registered kind gets a section generated from its parameters (`GeneratedSection`).
+# The forms drawn by hand below (pickers over queues, journals, workspaces), by the name a kind declares as
+# its `form` (engine/workflows/kind.py); a kind whose form is GENERATED gets a section generated from its
+# parameters (`_generated`).
 CUSTOM_FORMS = ("hold", "release", "catalog", "rollback", "drain")
+
+
+def custom_form(kind: str) -> str | None:
+    """The hand-drawn form a registered kind declares, or None: its form is generated from its Params."""
+    form = registry.get(kind).form
+    return form if form in CUSTOM_FORMS else None
+
+
+def section_id(kind: str) -> str:
+    """The form section a kind is shown in: its hand-drawn form's, else its own generated one."""
+    return f"nw-{custom_form(kind) or kind}"
 
 
 # --- the "new workflow" form ---------------------------------------------------------------
@@ -98,7 +110,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
             with ChoiceSet(id="nw-kind", classes="-many" if len(registry.kinds()) > 5 else ""):
                 for kind, label in kind_labels().items():
                     yield MarkedRadioButton(label, value=kind == self.kind, id=f"nw-kind-{kind}")
-            with ContentSwitcher(initial=f"nw-{self.kind}"):
+            with ContentSwitcher(initial=section_id(self.kind)):
                 with Vertical(id="nw-hold"):
                     yield Static("ClusterQueues to stop (space toggles)", classes="nw-label")
                     yield MarkedSelectionList[str](*self._queue_options(self.cqs), id="nw-hold-cqs")
@@ -133,7 +145,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
                                  value=self.workspace if self.workspace in {w.name for w in self.workspaces}
                                  else Select.NULL)
                 for wk in registry.kinds():
-                    if wk.name not in CUSTOM_FORMS:
+                    if custom_form(wk.name) is None:
                         yield from self._generated(wk)
             yield Static(self._steps_text(), id="nw-steps")
             yield MarkedCheckbox("Rehearse first on a simulated fork: show the predicted outcome, write nothing",
@@ -192,7 +204,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
             return
         event.stop()
         self.kind = event.pressed.id.removeprefix("nw-kind-")
-        self.query_one(ContentSwitcher).current = f"nw-{self.kind}"
+        self.query_one(ContentSwitcher).current = section_id(self.kind)
         self.query_one("#nw-steps", Static).update(self._steps_text())
         self.query_one("#nw-error", Static).update("")
 
@@ -202,9 +214,9 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
 
     def values(self) -> dict[str, Any]:
         """What the form's fields say, by parameter (the same names as `taudash workflow start`'s flags)."""
-        kind = self.kind
-        if kind not in CUSTOM_FORMS:
-            return self._generated_values(registry.get(kind))
+        kind = custom_form(self.kind)
+        if kind is None:
+            return self._generated_values(registry.get(self.kind))
         if kind == "hold":
             mode_btn = self.query_one("#nw-hold-mode", RadioSet).pressed_button
             mode = (mode_btn.id or "").removeprefix("nw-mode-") if mode_btn is not None else "HoldAndDrain"
@@ -228,7 +240,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         input)."""
         s = self.session
         ctx = Context(store=s.store, actions=s.actions, config=s.config, lock=s.lock)
-        return registry.get(self.kind).make(ctx, self.values(), self.directory)
+        return registry.get(self.kind).make(ctx, self.values(), self.directory, registry.kinds())
 
     # a form section generated from a kind's parameters -------------------------------------------
     def _generated(self, wk: WorkflowKind) -> ComposeResult:
@@ -286,7 +298,7 @@ class NewWorkflowScreen(ModalScreen[tuple[str, dict] | None]):
         rehearse = self.query_one("#nw-rehearse", MarkedCheckbox).value
         s = self.session
         refusal = None if rehearse else overlap_refusal(
-            params, s.actions.context or s.source.context or "?", s.cluster, self.directory)
+            self.kind, params, s.actions.context or s.source.context or "?", s.cluster, self.directory)
         if refusal:  # another unfinished run (this dashboard's or the CLI's) writes to the same objects
             self.query_one("#nw-error", Static).update(lit(f"✖ {refusal}"))
             return

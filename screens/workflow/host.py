@@ -218,7 +218,7 @@ class WorkflowHost:
         """Journal a new workflow and run it (StartWorkflow); `rehearsal`: the rehearsal it follows."""
         if self._refused(f"starting a {kind} workflow") or self._busy():
             return
-        refusal = overlap_refusal(params, self._context_name(), self.session.cluster, self.directory())
+        refusal = overlap_refusal(kind, params, self._context_name(), self.session.cluster, self.directory())
         if refusal:  # another unfinished run (here or from the CLI) writes to the same objects
             self._notify(refusal, "error")
             return

@@ -10,7 +10,7 @@ from typing import Any
 
 from taudash.engine.identity import ClusterIdentity, resume_refusal
 from taudash.engine.workflows import Journal, JournalError, status
-from taudash.engine.workflows.hold import about
+from taudash.engine.workflows.journal import about
 from taudash.engine.workflows.params import describe
 
 

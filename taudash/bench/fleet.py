@@ -311,20 +311,16 @@ async def _ui(fleet, fig, progress, rounds: int) -> None:
                  + ", ".join(f"{x * 1000:.0f}" for x in to_overview) + f" ms ({_mem()})")
 
 
-def run_fleet_bench(args) -> int:
-    """The `taudash bench --fleet N` hook (taudash/commands/bench.py)."""
+def run_fleet_bench(size: str, clusters: int, seed: int, output: str) -> int:
+    """`taudash bench --fleet N` (parsed in taudash/commands/bench.py): the result as a table or JSON on stdout."""
     import json
 
-    if args.fleet < 1:
-        from taudash.errors import UsageError
-
-        raise UsageError(f"--fleet {args.fleet}: at least one cluster")
-    results = asyncio.run(fleet_bench(args.size, args.fleet, args.seed))
-    if args.output == "json":
+    results = asyncio.run(fleet_bench(size, clusters, seed))
+    if output == "json":
         json.dump(results, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        from taudash.commands.bench import print_table
+        from taudash.bench.table import print_table
 
         print_table(results)
         print()

@@ -3,11 +3,13 @@ file grows.
 
 On its own copy of the bench's generated cluster (the same objects the simulator serves, built straight
 into a store: the live store of the other phases is left alone), `ticks` recording passes run with a
-clock advancing `interval` seconds each (so every pass writes a sample of every series — the
-dashboard's worst case). Between passes `churn` Workloads change as a busy fleet's do: most get a
+clock advancing `interval` seconds each (so every pass is a sample pass — the dashboard's worst case;
+a pass writes the values that changed, and every value at the first pass of each 5-minute keyframe
+bucket: engine/history/db.py). Between passes `churn` Workloads change as a busy fleet's do: most get a
 status touch (a PodsReady transition), a fifth are admitted (a new admission-wait row) and a tenth are
-preempted by another admitted Workload (an eviction row naming its preemptor). The view is re-derived
-between passes, outside the timing, as the dashboard derives it anyway. Timed per pass: `collect`
+preempted by another admitted Workload (an eviction row naming its preemptor); an admission or a
+preemption moves its ClusterQueue's counts as Kueue's status would (sample values that change). The
+view is re-derived between passes, outside the timing, as the dashboard derives it anyway. Timed per pass: `collect`
 (under the session lock) and `write` (one transaction), medians and p95 over the passes after the
 first (the first is a full scan, reported alone).
 
@@ -66,12 +68,30 @@ class _Churn:
         kind = lookup("kueue.x-k8s.io/v1beta2", "Workload")
         assert kind is not None
         self.model = kind.model
+        cq_kind = lookup("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+        assert cq_kind is not None
+        self.cq_model = cq_kind.model
+        self.queues = {r["metadata"]["name"]: r for r in raws if r["kind"] == "ClusterQueue"}
         self.events = {"touch": 0, "admit": 0, "evict": 0}
         self.fresh: list[tuple[str, str]] = []
 
     def _put(self, key: tuple[str, str], raw: dict) -> None:
         self.raws[key] = raw
         self.session.store.upsert(self.model.model_validate(raw), raw)
+
+    def _count(self, raw: dict, admitted: int) -> None:
+        """The Workload's ClusterQueue counts it as Kueue does: admitted (+1) or back to pending (-1)."""
+        admission = (raw.get("status") or {}).get("admission") or {}
+        cq = self.queues.get(admission.get("clusterQueue", ""))
+        if cq is None:
+            return
+        cq = copy.deepcopy(cq)
+        st = cq.setdefault("status", {})
+        st["pendingWorkloads"] = max(0, st.get("pendingWorkloads", 0) - admitted)
+        for field in ("reservingWorkloads", "admittedWorkloads"):
+            st[field] = max(0, st.get(field, 0) + admitted)
+        self.queues[cq["metadata"]["name"]] = cq
+        self.session.store.upsert(self.cq_model.model_validate(cq), cq)
 
     def apply(self, n: int, now: datetime) -> None:
         # A Workload admitted in this pass is not preempted in it too (the recorder would see only the
@@ -107,6 +127,7 @@ class _Churn:
             _cond("Admitted", "True", "Admitted", "The workload is admitted", now),
         ]
         self._put(key, raw)
+        self._count(raw, +1)
         self.fresh.append(key)
         self.events["admit"] += 1
 
@@ -115,6 +136,7 @@ class _Churn:
         key = self.admitted.pop(i)
         preemptor = self.raws[self.rng.choice(self.admitted)]
         raw = copy.deepcopy(self.raws[key])
+        self._count(raw, -1)
         raw["status"].pop("admission", None)
         msg = (f"Preempted to accommodate a workload (UID: {preemptor['metadata']['uid']}, JobUID: j) "
                "due to prioritization in the ClusterQueue")
@@ -126,6 +148,11 @@ class _Churn:
         ]
         self._put(key, raw)
         self.events["evict"] += 1
+
+
+def _keyframes(conn) -> int:
+    """Sample passes that began a keyframe bucket (and so wrote every value)."""
+    return conn.execute(f"SELECT count(DISTINCT ts / {hdb.KEYFRAME_SECONDS}) FROM sample_passes").fetchone()[0]
 
 
 def _rows(conn) -> tuple[int, int]:
@@ -179,6 +206,7 @@ def recorder_bench(size: str | Size, seed: int = 0, ticks: int = 60, churn: int 
                 first_bytes = hdb.file_bytes(rec.conn)
                 series = rec.conn.execute("SELECT count(*) FROM series").fetchone()[0]
         last_rows = _rows(rec.conn)
+        keyframes = _keyframes(rec.conn) - 1  # after the first pass
         last_bytes = hdb.file_bytes(rec.conn)
         # bytes per row: each table's growth over the passes after the first, from the used pages
         sample_rows = last_rows[0] - first_rows[0]
@@ -204,6 +232,7 @@ def recorder_bench(size: str | Size, seed: int = 0, ticks: int = 60, churn: int 
         "medianSeconds": median(steady),
         "p95Seconds": percentile(steady, 95),
         "sampleRowsPerTick": sample_rows / ticks if ticks else 0,
+        "keyframePasses": keyframes,
         "eventRowsPerTick": event_rows / ticks if ticks else 0,
         "bytesPerTick": per_pass_bytes,
         "bytesPerRow": grown / (sample_rows + event_rows) if sample_rows + event_rows else None,

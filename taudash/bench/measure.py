@@ -187,28 +187,34 @@ class SyncResult:
     not_synced: list[str] = field(default_factory=list)
     pages: dict[str, list[int]] = field(default_factory=dict)  # per kind, the size of each list page received
     server_cpu_seconds: float | None = None  # the simulator process's CPU during the sync, when known
+    live: Any = None  # the LiveCluster (taudash/live.py) the sync went through; None for one in another process
+
+    async def close(self) -> None:
+        if self.live is not None:
+            await self.live.close()
 
 
 async def initial_sync(kubeconfig: Path, store: Store, lock: Any = None,
                        server_cpu: Callable[[], float | None] | None = None) -> SyncResult:
-    """Connect and list every kind through engine.sources.kube; the informers keep watching after.
-    The size of every list page received is recorded (kind → sizes, in order): the decode baseline
-    checks it reads the same pages."""
-    from taudash.engine.sources.kube import KubeSource, connect
+    """Connect and list every kind through the programs' own LiveCluster (engine.sources.kube); the
+    informers keep watching after. The size of every list page received is recorded (kind → sizes, in
+    order): the decode baseline checks it reads the same pages."""
+    from taudash.live import LiveCluster
 
     pages: dict[str, list[int]] = {}
-    target = await connect(None, str(kubeconfig))
-    source = KubeSource(store, target, lock=lock, on_page=lambda kind, body: pages.setdefault(kind, []).append(len(body)))
+    live = LiveCluster(None, str(kubeconfig), sync_timeout=900, lock=lock, never_writes="the bench never writes",
+                       store=store, on_page=lambda kind, body: pages.setdefault(kind, []).append(len(body)))
+    await live.connect()
     s0 = server_cpu() if server_cpu else None
     t, c = time.perf_counter(), time.process_time()
-    await source.start()
-    await source.wait_synced(900)
+    await live.start()
+    await live.wait_synced()
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
     s1 = server_cpu() if server_cpu else None
     counts = {k.kind: store.count(k.kind) for k in KINDS}
     bad = [k for k, a in store.access_states().items() if a.state is not AccessState.SYNCED]
-    return SyncResult(store, source, target, seconds, cpu, counts, bad, pages,
-                      None if s0 is None or s1 is None else s1 - s0)
+    return SyncResult(store, live.source, live.target, seconds, cpu, counts, bad, pages,
+                      None if s0 is None or s1 is None else s1 - s0, live)
 
 
 async def spool_pages(source: KubeSource, out: BinaryIO) -> dict[str, list[int]]:
@@ -350,8 +356,7 @@ async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, store: Stor
             syncs.append(sync)
             decodes.append(dec)
     except BaseException:
-        await kept.source.stop()
-        await kept.target.close()
+        await kept.close()
         raise
     return Interleaved(syncs, decodes, kept.target.transport, all(s.pages == spooled for s in syncs), spool_seconds)
 
@@ -374,8 +379,7 @@ async def _sync_main(kubeconfig: str, profile: str | None) -> dict[str, Any]:
     if prof is not None:
         prof.stop()
         text = prof.output_text(unicode=True, color=False, show_all=False)
-    await sync.source.stop()
-    await sync.target.close()
+    await sync.close()
     return {"seconds": sync.seconds, "cpuSeconds": sync.cpu_seconds, "counts": sync.counts,
             "notSynced": sync.not_synced, "pages": sync.pages, "peakRssMiB": peak_rss_mib(), "profile": text}
 

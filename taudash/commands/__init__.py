@@ -1,12 +1,11 @@
-"""Sub-commands beyond status/check, one module each; each exposes `register(sub, add_source_args)`."""
+"""The sub-commands, one module each; each exposes `register(sub)`, called in the order below (the order
+`taudash --help` lists them). The options they share live in options.py."""
 
 from __future__ import annotations
 
-import importlib
 
-MODULES = ("dashboard", "profiles", "sim", "export", "workflow", "bench", "history", "serve", "why", "rehearse")
+def register_all(sub) -> None:
+    from . import bench, dashboard, export, history, profiles, rehearse, serve, sim, status, why, workflow
 
-
-def register_all(sub, add_source_args) -> None:
-    for name in MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(sub, add_source_args)
+    for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, rehearse):
+        module.register(sub)

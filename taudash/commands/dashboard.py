@@ -13,22 +13,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from taudash.engine.actions import Actions, AuditLog
-from taudash.engine.history import DEMO_CLUSTER_KEY, HistoryReader, Recorder, RecorderThread, cluster_key
+from taudash.engine.history import HistoryReader, Recorder, RecorderThread
 from taudash.engine.paths import state_dir
-from taudash.engine.rules.base import RuleConfig
-from taudash.engine.session import HISTORY_WINDOW, Session
-from taudash.engine.sources.kube import ConfigError, KubeSource, connect
-from taudash.engine.sources.kube import Unreachable as SourceUnreachable
-from taudash.engine.sources.ondemand import KubeOnDemand
-from taudash.engine.store import Store
-from taudash.engine.view import SourceInfo
 
-from ..errors import Unreachable, UsageError
+from .. import compose
+from ..errors import UsageError
+from ..live import LiveCluster
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
+from .options import add_source_args, rule_config
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     d = sub.add_parser("demo", help="open the dashboard on the embedded simulated cluster")
     d.add_argument("--status", action="store_true", help="print the status once instead of opening the dashboard")
     d.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
@@ -51,10 +46,6 @@ DEMO_DEFAULTS = {"status": False, "output": "table", "speed": 10.0, "seed": 1, "
                  "fault": None}
 
 
-def _config(args) -> RuleConfig:
-    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
-
-
 def run_demo(args) -> int:
     if getattr(args, "fleet", None) is not None:
         if args.fleet < 1 or args.snapshot_only or args.status:
@@ -70,7 +61,7 @@ def run_demo(args) -> int:
     if args.snapshot_only:
         args.snapshot, args.demo = str(DEMO_SNAPSHOT), False
         if args.status:
-            from ..cli import cmd_status
+            from .status import cmd_status
 
             return cmd_status(args)
         return open_snapshot_dashboard(args, demo=True)
@@ -122,7 +113,7 @@ def _remove_if_ours(path: Path, token: str | None) -> None:
 
 
 def _status_once(args, kubeconfig: str) -> int:
-    from ..cli import cmd_status
+    from .status import cmd_status
 
     args.demo, args.kubeconfig = False, kubeconfig
     args.source_type = "sim"
@@ -156,7 +147,7 @@ async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, sou
     from ..fleet_app import FleetApp
 
     check_contexts(contexts, kubeconfig)  # a kubeconfig problem is exit 2 before the screen opens, not a row
-    fleet = Fleet([FleetMember(c, _config(args), source_type) for c in contexts],
+    fleet = Fleet([FleetMember(c, rule_config(args), source_type) for c in contexts],
                   mapping=multikueue_mapping() if mapping is None else mapping, freshness_bound=freshness_bound())
     fleet.start(kubeconfig, retry)
     try:
@@ -185,47 +176,13 @@ def run_default(args) -> int:
 
 
 async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str, notices: tuple[str, ...] = ()) -> int:
-    from ..cli import read_only_of
-
-    try:
-        target = await connect(context, kubeconfig)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        asked = read_only_of(args, target.context)  # flag, env, config file (global or this context)
-    except UsageError:
-        await target.close()
-        raise
-    store = Store()
-    session = Session(
-        store,
-        SourceInfo(type=source_type, context=target.context, path=target.server,
-                   observed_at=datetime.now(UTC).isoformat(timespec="seconds")),
-        _config(args),
-        read_only=bool(asked),
-        demo=demo,
-    )
-    session.read_only_why = asked.badge  # the header badge says who asked
-    source = KubeSource(store, target, lock=session.lock)
-    session.queue_positions = source.pending_workloads  # the ClusterQueue detail asks Kueue's visibility API on demand
-    session.on_demand = KubeOnDemand.for_source(source)  # the object detail: whole YAML and Events, on demand
-    try:
-        try:
-            await source.start()
-        except SourceUnreachable as exc:
-            raise Unreachable(str(exc)) from None
-        print(f"taudash: syncing {target.context} ({target.server}) …", file=sys.stderr)
-        await source.wait_synced(30)
-        session.cluster = await source.identity()
-        if asked:
-            session.actions = Actions.read_only(asked.why, target.context)
-        else:
-            session.actions = Actions.live(target.api_client, target.user or "unknown", target.context,
-                                           AuditLog(state_dir() / "audit.log"), versions=source.version_of)
+    async with LiveCluster(context, kubeconfig, read_only=bool(args.read_only),
+                           say=lambda text: print(f"taudash: {text}", file=sys.stderr)) as live:
+        key = compose.history_key(live, demo)
+        session = compose.dashboard_session(live, rule_config(args), demo=demo, source_type=source_type,
+                                            history_reader=HistoryReader.for_cluster(key), now=datetime.now(UTC))
         from ..app import TaudashApp
 
-        key = DEMO_CLUSTER_KEY if demo else cluster_key(target.context, target.server)
-        attach_history(session, HistoryReader.for_cluster(key), datetime.now(UTC))
         history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
         try:
             # The demo's runs share the CLI's journal folder: a CLI run on the demo cluster and one from the
@@ -234,32 +191,14 @@ async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: st
         finally:
             history.stop()
             session.history_reader.close()
-            if history.error:
-                print(f"taudash: {history.error}", file=sys.stderr)
-    finally:
-        await source.stop()
-        await target.close()
+            if history.error or history.standby:  # standby: another taudash recorded this cluster
+                print(f"taudash: {history.error or history.standby}", file=sys.stderr)
     return 0
-
-
-def attach_history(session: Session, reader: HistoryReader, now: datetime) -> None:
-    """Give the session its cluster's recorded history (the History screen reads it) and start the
-    "last 30 min" sparklines from it, so they survive a restart."""
-    session.history_reader = reader
-    session.seed_history(reader.recent_reserved(now.timestamp(), HISTORY_WINDOW))
 
 
 def open_snapshot_dashboard(args, demo: bool) -> int:
     loaded = load_from_args(args)
-    session = Session(
-        loaded.store,
-        loaded.source,
-        _config(args),
-        read_only=True,  # a snapshot is an observed revision: never written back
-        demo=demo,
-        issues=tuple(str(i) for i in loaded.issues),
-    )
-    session.actions = Actions.read_only("snapshot source: nothing to write to")
+    session = compose.snapshot_session(loaded, rule_config(args), demo=demo)
     from ..app import TaudashApp
 
     TaudashApp(session).run()

@@ -15,9 +15,10 @@ from taudash.engine.sources.export import export_snapshot, export_to, kube_relis
 
 from ..errors import UsageError
 from ..loading import load_from_args, report_issues
+from .options import add_source_args
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     e = sub.add_parser(
         "export",
         help="write a ClusterSnapshot file (objects as served + access states; never Secrets; mode 0600)",
@@ -58,11 +59,12 @@ def _write(output: str, to_stream, to_file) -> tuple[int, str]:
 
 def _run_live(args) -> int:
     """Connect, sync every kind once, re-read the slim kinds as served, write, disconnect."""
-    from ..loading import synced_cluster
+    from ..live import synced_cluster
 
     async def go() -> tuple[int, str]:
         async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
-                                  getattr(args, "sync_timeout", 30.0)) as (store, source, target):
+                                  getattr(args, "sync_timeout", 30.0)) as live:
+            store, source, target = live.store, live.source, live.target
             captured = _now()
             if args.output == "-":
                 spooled, failed = await relist_kinds(store, kube_relist(source))

@@ -16,26 +16,27 @@ from taudash.engine.history import query
 from taudash.engine.text import clean
 
 from ..errors import EXIT_OK, UsageError
+from .options import add_source_args
 
 API_VERSION = "taudash/v1"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     h = sub.add_parser("history", help="what the dashboard recorded: preemptions, admission waits, the file")
     add_source_args(h, shown=False)
     hs = h.add_subparsers(dest="history_command", metavar="WHAT", required=True)
     p = hs.add_parser("preemptions", help="the preemption log: who was preempted, by whom, where, why, when")
-    _common(p, add_source_args)
+    _common(p)
     p.add_argument("--all-evictions", action="store_true", help="every eviction, not only preemptions")
     p.add_argument("--queue", metavar="CQ", help="only this ClusterQueue (as victim or preemptor)")
     p.set_defaults(func=cmd_preemptions)
     w = hs.add_parser("waits", help="admission wait (creation -> Admitted) percentiles per queue or team")
-    _common(w, add_source_args)
+    _common(w)
     w.add_argument("--by", choices=("cluster_queue", "team", "namespace", "queue", "flavor"), default="cluster_queue")
     w.set_defaults(func=cmd_waits)
     s = hs.add_parser("summary", help="what the history file holds: series, time covered, size")
-    _common(s, add_source_args, since=False)
+    _common(s, since=False)
     s.set_defaults(func=cmd_summary)
 
 
@@ -43,7 +44,7 @@ def register(sub, add_source_args) -> None:
 HISTORY_USES = frozenset({"read_only", "context", "kubeconfig", "demo"})
 
 
-def _common(p, add_source_args, since: bool = True) -> None:
+def _common(p, since: bool = True) -> None:
     add_source_args(p, HISTORY_USES, helps={"context": "kubeconfig context whose history to read",
                                             "demo": "the history `taudash demo` recorded"})
     g = p.add_argument_group("which history file (instead of a context)")
@@ -85,15 +86,9 @@ def resolve(args) -> tuple[str, Path]:
 
 
 async def _context_key(context: str | None, kubeconfig: str | None) -> str:
-    # Only the kubeconfig is read (context name and server URL): nothing is sent to the cluster.
-    from taudash.engine.sources.kube import ConfigError, connect
+    from ..live import cluster_named
 
-    try:
-        target = await connect(context, kubeconfig)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    await target.close()
-    return hdb.cluster_key(target.context, target.server)
+    return hdb.cluster_key(*await cluster_named(context, kubeconfig))
 
 
 def _open(path: Path):

@@ -17,9 +17,9 @@ from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.profiles import select_profile
 from taudash.engine.text import clean
 
-from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
 from ..loading import load_from_args, report_issues
+from .options import add_source_args, rule_config
 
 SNAPSHOT_SCOPE = "a snapshot authorizes client-side rendering only, never a server dry-run or an apply"
 
@@ -97,7 +97,7 @@ def cmd_verify(args) -> int:
     return EXIT_OK
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     p = sub.add_parser("profiles", help="workload profiles: select, export a ready snapshot, verify a snapshot")
     add_source_args(p, frozenset(), shown=False)  # global options may also stand between the two words
     psub = p.add_subparsers(dest="profiles_command", metavar="SUBCOMMAND", required=True)

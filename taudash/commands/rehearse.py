@@ -13,11 +13,10 @@ from typing import Any
 from taudash.engine.text import clean
 
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, UsageError
+from .options import LOCAL, add_source_args
 
 
-def register(sub, add_source_args) -> None:
-    from ..cli import LOCAL
-
+def register(sub) -> None:
     p = sub.add_parser("rehearse", help="rehearsal reports: what a workflow would do, predicted on a simulated fork",
                        description="Rehearsals are made with `taudash workflow start … --rehearse`; reports are kept "
                        "under the state directory (docs/rehearsal.md: the RehearsalReport contract).")

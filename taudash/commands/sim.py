@@ -9,6 +9,7 @@ import signal
 import sys
 
 from ..errors import EXIT_OK, UsageError
+from .options import add_source_args
 
 # taudash.sim.kueue_versions.VERSIONS and DEFAULT_VERSION, spelled out so that `taudash --help`
 # does not import the simulator (a test keeps them equal).
@@ -66,7 +67,7 @@ def print_control(fleet, out=None) -> None:
           "slow:5s, forbidden:KIND; empty: all healthy)", file=out, flush=True)
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
                        description="The simulated TauGrid cluster.")
     add_source_args(p, frozenset(), shown=False)

@@ -6,21 +6,23 @@ import json
 import sys
 from datetime import UTC, datetime
 
+from taudash.engine.model import LocalQueue, Workload
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.queue_order import MAX_LIMIT, QueuePositions, is_pending, parse_time
 from taudash.engine.rules.why import why_waiting_report
 from taudash.engine.store import Store
 from taudash.engine.text import clean
 
-from ..cli import rule_config
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
-from ..loading import load_from_args, report_issues, synced_cluster
+from ..live import synced_cluster
+from ..loading import load_from_args, report_issues
+from .options import add_source_args, rule_config
 
 AHEAD_SHOWN = 20
 SOURCE_WORDS = {"visibility": "from Kueue's visibility API", "estimated": "estimated"}
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     p = sub.add_parser(
         "why",
         help="why is a Workload waiting: ranked reasons, quota per flavor, the Workloads ahead, preemption",
@@ -74,17 +76,17 @@ async def _live_report(args, namespace: str, name: str):
     Kueue's positions; not served → the estimate, labelled; forbidden → unknown)."""
     _check_source_flags(args)
     async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
-                              getattr(args, "sync_timeout", 30.0)) as (store, source, _target):
-        ctx = RuleContext(store=store, now=datetime.now(UTC), config=rule_config(args))
-        positions = await _positions(store, source, namespace, name)
+                              getattr(args, "sync_timeout", 30.0)) as live:
+        ctx = RuleContext(store=live.store, now=datetime.now(UTC), config=rule_config(args))
+        positions = await _positions(live.store, live.source, namespace, name)
         return why_waiting_report(ctx, namespace, name, positions=positions), ctx.unreadable("Workload"), None
 
 
 async def _positions(store: Store, source, namespace: str, name: str) -> QueuePositions | None:
-    wl = store.get("Workload", name, namespace)
+    wl = store.get(Workload, name, namespace)
     if wl is None or not is_pending(wl) or not wl.spec.queue_name:
         return None  # not queued: no position to ask for
-    lq = store.get("LocalQueue", wl.spec.queue_name, namespace)
+    lq = store.get(LocalQueue, wl.spec.queue_name, namespace)
     if lq is None or not lq.spec.cluster_queue:
         return None
     # The ClusterQueue's whole list: the Workloads ahead come from other LocalQueues too.

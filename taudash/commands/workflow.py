@@ -41,6 +41,7 @@ from taudash.engine.workflows.ops import UNCONFIRMED, operation_records
 
 from ..errors import EXIT_OK, UsageError
 from ..live import LiveCluster
+from .options import LIVE, LOCAL, add_source_args, read_only_of
 
 EXIT_PAUSED = 4  # the run stopped before its end (paused or failed) and can be resumed: `workflow resume ID`
 EXIT_INTERRUPTED = 130  # Ctrl-C: the run is Paused too (the shell's convention for SIGINT)
@@ -52,10 +53,8 @@ exit codes: 0 the run completed, or was aborted on request (`workflow abort`);
   2 bad input or usage (nothing written); 3 cluster unreachable; 130 interrupted (Ctrl-C: Paused, resumable)."""
 
 
-def register(sub, add_source_args) -> None:
+def register(sub) -> None:
     import argparse
-
-    from ..cli import LIVE, LOCAL
 
     w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,7 +62,7 @@ def register(sub, add_source_args) -> None:
     wsub = w.add_subparsers(dest="wf_command", metavar="ACTION", required=True)
 
     def conn(p):
-        # --context/--kubeconfig/--system-namespace/--read-only are global options (taudash.cli).
+        # --context/--kubeconfig/--system-namespace/--read-only are global options (commands/options.py).
         add_source_args(p, LIVE)
         p.add_argument("--yes", action="store_true",
                        help="confirm every step (needed for any write when not run from a terminal)")
@@ -301,8 +300,6 @@ def _list_line(r: dict) -> str:
 
 def _refuse_if_read_only(args, context: str | None, asked=None) -> None:
     """A workflow exists to write: in read-only mode it is refused before a journal or a request exists."""
-    from ..cli import read_only_of
-
     asked = asked if asked is not None else read_only_of(args, context)
     if asked:
         what = f"workflow {args.wf_command}" + (f" {args.wf_kind}" if args.wf_command == "start" else f" {args.id}")
@@ -342,7 +339,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = resume_refusal(journal.header, live.target.context, live.identity)
             if refusal:
                 raise UsageError(refusal)
-            await _check_claims(live, journal.params, config, args.take_over, journal.id, interactive)
+            await _check_claims(live, journal.kind, journal.params, config, args.take_over, journal.id, interactive)
         else:
             ctx0 = Context(store=live.store, actions=live.actions, config=config)
             params = _params(args, ctx0)
@@ -352,10 +349,10 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
 
                 rehearsal = after_rehearsal(args.after_rehearsal, args.wf_kind, params, live.target.context,
                                             live.identity)
-            refusal = overlap_refusal(params, live.target.context, live.identity)
+            refusal = overlap_refusal(args.wf_kind, params, live.target.context, live.identity)
             if refusal:  # another unfinished run writes to the same queue, workspace or catalog
                 raise UsageError(refusal)
-            await _check_claims(live, params, config, args.take_over, None, interactive)  # any operator's run
+            await _check_claims(live, args.wf_kind, params, config, args.take_over, None, interactive)  # any operator's run
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -382,7 +379,7 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
     return EXIT_OK if state in ("Completed", "Aborted") else EXIT_PAUSED
 
 
-async def _check_claims(live, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
+async def _check_claims(live, kind: str, params: dict, config, take_over: str | None, me: str | None, interactive: bool,
                         ask: Callable[[str], str] = input) -> None:
     """Before a journal is created (or a resumed run writes): refused, naming the holder, when another
     workflow claims a target on the cluster (any operator, any machine); a --take-over is confirmed."""
@@ -390,7 +387,7 @@ async def _check_claims(live, params: dict, config, take_over: str | None, me: s
     from taudash.engine.workflows.journal import workflows_dir
 
     now = datetime.now(UTC)
-    held = existing(live.store, params, config.system_namespace)
+    held = existing(live.store, kind, params, config.system_namespace)
     if take_over and not any(h.workflow_id == take_over for _, h in held):
         raise UsageError(f"--take-over {take_over}: workflow {take_over} holds no claim on what this run writes; "
                          "nothing was written")
@@ -414,7 +411,7 @@ def _params(args, ctx: Context) -> dict:
     if kind is None:
         raise UsageError(f"unknown workflow {args.wf_kind}")
     try:
-        return kind.make(ctx, {p.dest: getattr(args, p.dest) for p in kind.params})
+        return kind.make(ctx, {p.dest: getattr(args, p.dest) for p in kind.params}, kinds=registry.kinds())
     except ParamError as exc:
         for problem in exc.problems:  # every problem on its own line; the headline exits 2
             print(f"  ✖ {clean(problem)}", file=sys.stderr)

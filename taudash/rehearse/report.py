@@ -16,7 +16,7 @@ from taudash.engine.paths import state_dir, write_atomic
 from taudash.engine.session import GPU_RESOURCES
 from taudash.engine.text import clean
 from taudash.engine.workflows import Journal, build
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 
 API_VERSION = "taudash/v1"
 KIND = "RehearsalReport"

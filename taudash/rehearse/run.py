@@ -27,7 +27,7 @@ from typing import Any
 from taudash.engine.actions import Actions
 from taudash.engine.incremental import IncrementalDeriver
 from taudash.engine.rules.base import RuleConfig
-from taudash.engine.sources.kube import connect
+from taudash.engine.sources.client import connect
 from taudash.engine.store import AccessState
 from taudash.engine.workflows import Journal, Runner, build, new_id
 from taudash.engine.workflows.base import WAIT_ANYWAY, Context, Operation, Plan, RunnerEvent, Step

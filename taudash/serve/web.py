@@ -11,9 +11,9 @@ of watches however many tabs are open. Decision and measurements: docs/decisions
 ("Wallboard").
 
 Read-only by construction: the shared session's write path is `Actions.read_only(WEB_REASON)` (no
-HTTP client), this module never builds another, and the tab app has no write handlers at all — an
-operation or workflow request is answered with a notice; file delivery (screenshots to the browser)
-is refused too, so a viewer cannot even make the server write a file.
+HTTP client; `attach` refuses any other session), this module builds no write path, and the tab app
+has no write handlers at all — an operation or workflow request is answered with a notice; file
+delivery (screenshots to the browser) is refused too, so a viewer cannot even make the server write a file.
 
 Access: loopback by default; any other address needs a token (`--web-token` / TAUDASH_WEB_TOKEN),
 checked with `hmac.compare_digest` on every request — `Authorization: Bearer TOKEN`, or `?token=TOKEN`
@@ -45,7 +45,6 @@ from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.geometry import Size
 
-from taudash.engine.actions import Actions
 from taudash.engine.session import Session
 from taudash.screens.kit.messages import (
     AbortWorkflow,
@@ -102,14 +101,6 @@ def parse_kiosk(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     return tuple(s.strip() for s in text.split(",") if s.strip())
-
-
-def adopt(session: Session) -> None:
-    """Make `session` the wallboard's: read-only, with the header saying why, and a write path with no
-    client at all (the one the serve command already holds, re-labelled)."""
-    session.read_only = True
-    session.read_only_why = WEB_REASON
-    session.actions = Actions.read_only(WEB_REASON, session.actions.context)
 
 
 # --- one tab: driver and app ------------------------------------------------------------------------------
@@ -356,7 +347,9 @@ class WallboardServer:
 
     def __init__(self, session: Session | None, options: WebOptions, say: Say,
                  streams: tuple[Any, Any] | None = None) -> None:
-        self.session = session  # None until the source has synced (`attach`): the page says so
+        self.session: Session | None = None  # None until the source has synced (`attach`): the page says so
+        if session is not None:
+            self.attach(session)
         self.options = options
         self.say = say
         self.streams = streams or (sys.stdout, sys.stderr)
@@ -391,7 +384,10 @@ class WallboardServer:
             self._runner = None
 
     def attach(self, session: Session) -> None:
-        adopt(session)
+        """Show `session` to the browsers: a read-only one only, whose write path holds no client (serve builds
+        it so, saying WEB_REASON); anything else is refused before a tab can see it."""
+        if not session.read_only or session.actions.writable:
+            raise ValueError("the wallboard shows a read-only session only (its write path must hold no client)")
         self.session = session
 
     def url(self) -> str:

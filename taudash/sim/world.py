@@ -3,7 +3,7 @@
     world = World.from_snapshot("snapshots/demo.yaml", seed=1)
     world.run_for(30 * 60, dt=10)        # thirty simulated minutes, no asyncio, no sleeping
     world.event_log()                    # [(sim seconds, verb, kind, "ns/name"), ...] of every write
-    world.view()                         # engine.view.derive() over the current objects
+    world.view()                         # engine.incremental.derive() over the current objects
 
 `step(dt)` advances the clock by dt simulated seconds and runs each controller once, in order:
 nodes (and the scenario), TauGrid, workloads, garbage collection, pods, Kueue; each sees the writes of
@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.store import Store
-from taudash.engine.view import ClusterView, SourceInfo, derive
+from taudash.engine.view import ClusterView, SourceInfo
 from taudash.sim.clock import DEFAULT_START, SimClock, parse_rfc3339
 from taudash.sim.controllers.base import LogEntry, Mirror, Writer
 from taudash.sim.controllers.gc import GarbageCollector

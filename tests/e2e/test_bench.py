@@ -12,7 +12,7 @@ from factories import validated_store
 
 from taudash.bench.generate import CAPTURED_AT, SIZES, generate
 from taudash.cli import main
-from taudash.engine.view import derive
+from taudash.engine.incremental import derive
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,12 @@ from taudash.bench.history import main, recorder_bench
 TINY = Size("T", 20, 300, 150, 6, 2, 2, 4)
 
 
-def test_recorder_bench_writes_a_sample_per_series_per_pass_and_the_churns_events(tmp_path):
+def test_recorder_bench_writes_the_changed_samples_and_the_churns_events(tmp_path):
     r = recorder_bench(TINY, seed=3, ticks=12, churn=20, directory=tmp_path)
-    assert r["series"] > 0 and r["sampleRowsPerTick"] == r["series"]  # every pass is a sample pass
+    # every pass is a sample pass; it writes what changed (the churn moves some values), every value
+    # at a keyframe pass
+    assert r["series"] > 0 and r["series"] * r["keyframePasses"] < r["sampleRowsPerTick"] * 12
+    assert r["sampleRowsPerTick"] < r["series"]
     ch = r["changes"]
     assert sum(ch.values()) == 12 * 20 and ch["admit"] > 0 and ch["evict"] > 0
     # every admission is one wait row and every preemption one eviction row (findings may add more)
@@ -25,9 +28,10 @@ def test_recorder_bench_writes_a_sample_per_series_per_pass_and_the_churns_event
     assert list(tmp_path.iterdir()) == []  # the bench's database is gone afterwards
 
 
-def test_a_quiet_fleet_writes_samples_and_no_events(tmp_path):
-    r = recorder_bench(TINY, seed=3, ticks=4, churn=0, directory=tmp_path)
-    assert r["eventRowsPerTick"] == 0 and r["sampleRowsPerTick"] == r["series"]
+def test_a_quiet_fleet_writes_no_events_and_samples_only_at_keyframes(tmp_path):
+    r = recorder_bench(TINY, seed=3, ticks=40, churn=0, directory=tmp_path)  # 400 s: one keyframe at least
+    assert r["keyframePasses"] >= 1
+    assert r["eventRowsPerTick"] == 0 and r["sampleRowsPerTick"] * 40 == r["series"] * r["keyframePasses"]
 
 
 def test_the_module_runs_alone_and_prints_json(capsys):

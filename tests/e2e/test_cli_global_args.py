@@ -12,7 +12,8 @@ import yaml
 from tools import yamlc
 from tools.paths import DEMO
 
-from taudash.cli import build_parser, main, merge_global_options
+from taudash.cli import build_parser, main
+from taudash.commands.options import merge_global_options
 from taudash.data import demo_snapshot
 from taudash.engine.workflows import Journal
 from taudash.errors import UsageError

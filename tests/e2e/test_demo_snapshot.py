@@ -1,6 +1,6 @@
 """The demo cluster (snapshots/demo.yaml): loads cleanly, is reproducible, and tells its story.
 
-The story is checked through the public rules (`engine.view.derive`), so a rule change that breaks
+The story is checked through the public rules (`engine.incremental.derive`), so a rule change that breaks
 what the demo is meant to show fails here, next to the generator that would need the fix.
 """
 
@@ -15,11 +15,11 @@ from datetime import datetime
 import pytest
 from tools.paths import DEMO, REPO
 
+from taudash.engine.incremental import derive
 from taudash.engine.model import Quantity
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.rules.queues import ObservedCounts
 from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import derive
 
 GENERATOR = REPO / "taudash" / "sim" / "demo_scenario.py"
 GPU = "nvidia.com/gpu"

@@ -7,10 +7,10 @@ import pytest
 from tools.paths import SNAPSHOTS
 
 from taudash.cli import main
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState
-from taudash.engine.view import derive
 
 SNAPSHOT = SNAPSHOTS / "drain-blocked.yaml"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -172,7 +172,7 @@ def test_every_command_has_a_row():
 
 def test_help_lists_every_global_option(capsys):
     """`taudash --help` shows every global option, `--demo` included (it opens the demo dashboard)."""
-    from taudash.cli import GLOBAL_OPTIONS
+    from taudash.commands.options import GLOBAL_OPTIONS
 
     assert run(["--help"]) == OK
     text = capsys.readouterr().out.split("global options (anywhere on the command line):", 1)[1]

@@ -15,12 +15,12 @@ from tools import kueue_data, yamlc
 from tools.simhttp import list_served
 
 from taudash.cli import main
+from taudash.engine.incremental import derive
 from taudash.engine.model import KINDS
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.export import PARTIAL, export_snapshot, export_to, partial_object
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import derive
 from taudash.loading import DEMO_SNAPSHOT, load_live
 from taudash.sim.schema import DEFAULT_CRD_VERSION, SchemaSet
 from taudash.sim.server import SimServer
@@ -161,8 +161,9 @@ def test_export_to_stdout_from_a_snapshot_is_the_file(tmp_path):
 
 async def test_reread_follows_continue_tokens_page_by_page(tmp_path):
     """Small pages: every page of every slim kind is written, in the order served."""
+    from taudash.engine.sources.client import connect
     from taudash.engine.sources.export import kube_relist
-    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.sources.kube import KubeSource
 
     async with SimServer(DEMO_SNAPSHOT, bookmark_interval=0.05) as sim:
         target = await connect(None, str(sim.kubeconfig))

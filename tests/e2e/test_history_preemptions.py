@@ -13,8 +13,8 @@ from taudash.cli import main
 from taudash.engine.history import Recorder, cluster_key
 from taudash.engine.history import db as hdb
 from taudash.engine.history import query as q
+from taudash.engine.incremental import derive
 from taudash.engine.sources.snapshot import load_documents
-from taudash.engine.view import derive
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

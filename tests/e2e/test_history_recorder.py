@@ -9,6 +9,7 @@ import pytest
 from factories import sim_world
 
 from taudash.engine.history import Recorder
+from taudash.engine.history import db as hdb
 from taudash.engine.history import query as q
 from taudash.engine.history.recorder import parse_time
 
@@ -17,10 +18,14 @@ GPU = "nvidia.com/gpu"
 
 def sample(conn: sqlite3.Connection, ts: int, kind: str, name: str, metric: str, flavor: str = "",
            resource: str = "") -> tuple[bool, float | None]:
-    """(found, value) of one sample row."""
+    """(found, value) of a series at the sample pass `ts`: its latest sample row at or before the pass in
+    the pass's keyframe bucket (db.py: a pass writes only the values that changed)."""
+    if conn.execute("SELECT 1 FROM sample_passes WHERE ts = ?", (ts,)).fetchone() is None:
+        return (False, None)
     row = conn.execute(
         "SELECT s.value FROM samples s JOIN series x ON x.id = s.series_id WHERE x.kind=? AND x.name=? AND "
-        "x.flavor=? AND x.resource=? AND x.metric=? AND s.ts=?", (kind, name, flavor, resource, metric, ts)
+        "x.flavor=? AND x.resource=? AND x.metric=? AND s.ts <= ? AND s.ts >= ? ORDER BY s.ts DESC LIMIT 1",
+        (kind, name, flavor, resource, metric, ts, ts // hdb.KEYFRAME_SECONDS * hdb.KEYFRAME_SECONDS)
     ).fetchone()
     return (row is not None, row[0] if row else None)
 
@@ -140,7 +145,7 @@ def test_samples_are_written_at_most_once_per_interval_and_events_every_tick(tmp
         obs = rec.record(w.view(), w.store(), w.clock.datetime())
         written.append(obs.samples is not None)
     assert written == [True, False, False, True, False, False, True, False]  # t=4, 16, 28 (>= 10 s apart)
-    stamps = [r[0] for r in rec.conn.execute("SELECT DISTINCT ts FROM samples ORDER BY ts")]
+    stamps = [r[0] for r in rec.conn.execute("SELECT ts FROM sample_passes ORDER BY ts")]
     assert len(stamps) == 3 and all(b - a >= 10 for a, b in zip(stamps, stamps[1:], strict=False))
     rec.close()
 

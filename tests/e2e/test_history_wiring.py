@@ -9,7 +9,7 @@ import sqlite3
 from tools.history_fixture import GPU, NOW, T, build, demo_session, sample_values
 from tools.waiting import eventually
 
-from taudash.commands.dashboard import attach_history
+from taudash.compose import seed_from_history
 from taudash.engine.history import db as hdb
 from taudash.engine.history import query
 from taudash.engine.history.queued import QueuedRecorder
@@ -34,8 +34,8 @@ def test_sparklines_start_from_the_recorded_history_after_a_restart(tmp_path):
     spark = fresh.frame(NOW).history[A100]
     assert spark[-1] == 13.0 and all(v is None for v in spark[:-1])  # a new session knows only now
 
-    restarted = demo_session()
-    attach_history(restarted, HistoryReader(path), NOW)
+    restarted = demo_session(HistoryReader(path))
+    seed_from_history(restarted, NOW)
     assert restarted.history_reader is not None
     spark = restarted.frame(NOW).history[A100]
     step = HISTORY_WINDOW / HISTORY_BUCKETS
@@ -57,14 +57,14 @@ def test_only_the_window_is_seeded_and_live_samples_stay_last(tmp_path):
     session.seed_history(seeded)
     assert session.frame(NOW).history[A100][-1] == 13.0  # the recorded sample at NOW does not replace it
     # a file recorded long ago seeds nothing: the sparkline stays unknown, never zero
-    later = demo_session()
-    attach_history(later, reader, NOW.replace(day=1, month=12))
+    later = demo_session(reader)
+    seed_from_history(later, NOW.replace(day=1, month=12))
     assert all(v is None for v in later.frame(NOW.replace(day=1, month=12)).history[A100][:-1])
 
 
 def test_a_cluster_never_recorded_seeds_nothing_and_creates_no_file(tmp_path):
-    session = demo_session()
-    attach_history(session, HistoryReader(tmp_path / "none.sqlite3"), NOW)
+    session = demo_session(HistoryReader(tmp_path / "none.sqlite3"))
+    seed_from_history(session, NOW)
     assert all(v is None for v in session.frame(NOW).history[A100][:-1])
     assert not (tmp_path / "none.sqlite3").exists()
 
@@ -121,7 +121,7 @@ def test_a_newer_schema_is_never_written_and_said_once(tmp_path):
 
 async def test_serve_on_a_simulator_records_history_and_writes_nothing_to_the_cluster(tmp_path, monkeypatch):
     from taudash.cli import parse_args
-    from taudash.commands.serve import Serve
+    from taudash.serve.service import Serve
     from taudash.sim.server import SimServer
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
@@ -150,7 +150,7 @@ async def test_serve_on_a_snapshot_records_nothing(tmp_path, monkeypatch):
     from tools.history_fixture import DEMO
 
     from taudash.cli import parse_args
-    from taudash.commands.serve import Serve
+    from taudash.serve.service import Serve
 
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path / "state"))
     serve = Serve(parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"]), None)
@@ -182,10 +182,10 @@ async def test_the_history_screen_shows_what_the_dashboards_recorder_writes(tmp_
 
     path = tmp_path / "live.sqlite3"
     async with SimServer() as sim:
-        session, source = await live_session(sim)
+        session, source = await live_session(sim, history_reader=HistoryReader(path))
         try:
-            # as commands/dashboard.py wires it: the reader first (no file yet), then the recorder
-            attach_history(session, HistoryReader(path), datetime.now(UTC))
+            # as taudash/compose.py wires it: the reader first (no file yet), then the recorder
+            seed_from_history(session, datetime.now(UTC))
             app = dashboard(session)
             async with app.run_test(size=(120, 36)):
                 app.post_message(Navigate("history"))

@@ -37,6 +37,12 @@ def _copy(tmp_path: Path) -> Path:
     ("engine/leak.py", "import taudash.screens.kit.base\n", "taudash.engine.leak"),
     ("screens/leak.py", "import taudash.cli\n", "taudash.screens.leak"),
     ("taudash/stray.py", "X = 1\n", "taudash.stray"),  # a new program module must be placed in a layer
+    # the programs' own layers: a lower one never imports a higher one, siblings marked `|` never each other
+    ("taudash/live.py", "import taudash.compose\n", "taudash.live"),
+    ("taudash/commands/options.py", "import taudash.cli\n", "taudash.commands.options"),
+    ("taudash/loading.py", "import taudash.sim.server\n", "taudash.loading"),
+    ("taudash/commands/why.py", "from . import dashboard\n", "taudash.commands.why"),
+    ("taudash/commands/stray.py", "X = 1\n", "taudash.commands.stray"),
 ])
 def test_contract_breaks_on_a_forbidden_import(tmp_path, where, line, module):
     copy = _copy(tmp_path)

@@ -17,10 +17,11 @@ from tools.waiting import FrameCount, eventually, next_renders
 
 from taudash.app import TaudashApp
 from taudash.engine import heap
+from taudash.engine.incremental import derive
 from taudash.engine.model import lookup
 from taudash.engine.session import Session, SessionStats
 from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import SourceInfo, derive
+from taudash.engine.view import SourceInfo
 from taudash.runtime import GC_THRESHOLDS, LongLivedHeap, tune_gc_for_long_lived_model
 from taudash.screens.kit.base import DashScreen
 

@@ -50,8 +50,8 @@ def test_every_example_rule_is_documented_and_uses_exported_metrics():
     # every metric a rule reads is one the exporter emits (on the demo cluster, where all are known)
     from test_serve_metrics import names, registry_for
 
+    from taudash.engine.incremental import derive
     from taudash.engine.sources.snapshot import load_snapshot
-    from taudash.engine.view import derive
 
     loaded = load_snapshot(DEMO)
     loaded.store.last_event_at = 1.0

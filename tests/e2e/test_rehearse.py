@@ -20,7 +20,7 @@ from taudash.commands import workflow as wfcli
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
 from taudash.engine.workflows.base import Context
 from taudash.engine.workflows.catalog import affected_queues
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 from taudash.engine.workflows.params import drain_params, hold_params, release_params, rollback_params
 from taudash.errors import UsageError
 from taudash.live import LiveCluster

@@ -24,7 +24,7 @@ from tools.paths import DEMO, REPO
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
 from taudash.engine.workflows.base import Context, Crash
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 from taudash.live import LiveCluster
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer

@@ -19,6 +19,7 @@ from prometheus_client.registry import CollectorRegistry
 from tools.paths import DEMO
 
 from taudash.cli import main
+from taudash.engine.incremental import derive
 from taudash.engine.model.quantity import Quantity
 from taudash.engine.rules.base import Finding, ObjRef, Severity
 from taudash.engine.rules.drain import DrainBlocker, DrainView
@@ -29,7 +30,7 @@ from taudash.engine.rules.queues import ClusterQueueView
 from taudash.engine.rules.workspaces import WorkspaceView
 from taudash.engine.sources.snapshot import load_snapshot, store_from_objects
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import ClusterView, derive
+from taudash.engine.view import ClusterView
 from taudash.serve import metrics as m
 from taudash.serve.exporter import AddressError, MetricsServer, parse_address
 
@@ -367,7 +368,7 @@ async def test_tick_hooks_see_each_view_one_at_a_time_and_a_failing_hook_does_no
     import threading
 
     from taudash.cli import parse_args
-    from taudash.commands.serve import Serve
+    from taudash.serve.service import Serve
 
     args = parse_args(["serve", "--snapshot", str(DEMO), "--interval", "0.01"])
     serve = Serve(args, None)

@@ -55,7 +55,7 @@ def status_json(snapshot: str, extra: list[str], capsys=None) -> str:
     buf = io.StringIO()
     try:
         os.chdir(ROOT)
-        with mock.patch.object(loading, "view_of", fixed), mock.patch("taudash.cli.view_of", fixed), \
+        with mock.patch.object(loading, "view_of", fixed), mock.patch("taudash.commands.status.view_of", fixed), \
                 redirect_stdout(buf):
             code = main(["status", "--snapshot", snapshot, "-o", "json", *extra])
     finally:
@@ -82,9 +82,7 @@ def test_status_json_is_byte_identical_to_the_golden(snapshot, suffix, extra):
 
 def test_the_golden_check_fails_on_a_changed_view(monkeypatch):
     """Fail-closed: a rule whose output moves is caught (here: one finding's message changed)."""
-    from taudash.engine import view as view_mod
-
-    real = view_mod.derive
+    from taudash.engine.incremental import derive as real
 
     def changed(*a, **kw):
         v = real(*a, **kw)

@@ -113,13 +113,29 @@ class Recording:
         return record
 
 
+def test_the_wallboard_shows_only_a_read_only_session_whose_write_path_holds_no_client():
+    loaded = load_snapshot(DEMO)
+    writable = Session(loaded.store, SourceInfo(type="kube", path=str(DEMO)), actions=Recording())
+    unlabelled = Session(loaded.store, SourceInfo(type="kube", path=str(DEMO)), actions=Actions.read_only("x"))
+    for session in (writable, unlabelled):  # a write path with a client; a session that does not say read-only
+        with pytest.raises(ValueError, match="read-only session only"):
+            WallboardServer(None, WebOptions(LOOP), lambda _line: None).attach(session)
+        with pytest.raises(ValueError, match="read-only session only"):
+            WallboardServer(session, WebOptions(LOOP), lambda _line: None)
+    shown = snapshot_session()
+    server = WallboardServer(None, WebOptions(LOOP), lambda _line: None)
+    server.attach(shown)
+    assert server.session is shown and not shown.actions.writable
+
+
 async def test_a_tab_app_has_no_write_path_even_on_a_writable_session(tmp_path, monkeypatch):
     """Every door to a write in the dashboard is closed in the tab app: the requests are answered with a
     notice and never reach the session's Actions, even when the session could write."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    session = snapshot_session()
-    session.read_only = False  # pretend: the tab app must not rely on the session to refuse
-    session.actions = Recording()  # type: ignore[assignment]
+    loaded = load_snapshot(DEMO)
+    # pretend a live, writable session: the tab app must not rely on the session to refuse
+    session = Session(loaded.store, SourceInfo(type="kube", path=str(DEMO)), actions=Recording())
+    assert not session.read_only
     from taudash.serve.web import Tab
 
     session.frame(datetime.now(UTC))

@@ -79,7 +79,7 @@ class Operator:
         return Context(store=self.live.store, actions=self.live.actions)
 
     def params(self, kind: str, values: dict) -> dict:
-        return registry.get(kind).make(self.ctx(), values, self.folder)
+        return registry.get(kind).make(self.ctx(), values, self.folder, registry.kinds())
 
     def journal(self, kind: str, params: dict) -> Journal:
         return Journal.create(new_id(), kind, params, self.live.target.context, self.folder, cluster=self.live.identity)
@@ -152,7 +152,8 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
             kinds = registry.names()
             assert set(kinds) == {"hold", "release", "catalog", "rollback", "drain"}  # the table covers them all
             # The pair table, from the registry: which kinds write to a common object.
-            overlap = {(a, b): bool(targets(params["alice"][a]) & targets(params["bob"][b])) for a in kinds for b in kinds}
+            overlap = {(a, b): bool(targets(a, params["alice"][a]) & targets(b, params["bob"][b]))
+                       for a in kinds for b in kinds}
             queue_kinds = {"hold", "release", "catalog", "rollback"}
             assert {p for p, o in overlap.items() if o} == {(a, b) for a in queue_kinds for b in queue_kinds} | {
                 ("drain", "drain")}
@@ -160,7 +161,7 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
                 for a in kinds:
                     for b in kinds:
                         held, task = await blocked(first, a, params[first.name][a])
-                        want = {t: held.id for t in targets(params[first.name][a])}
+                        want = {t: held.id for t in targets(a, params[first.name][a])}
                         await eventually(lambda j=held: planning(j), f"{a} past its claims")
                         assert holders(sim) == want and marked(sim) == want, a
                         other, second_task = await blocked(second, b, params[second.name][b])
@@ -173,7 +174,7 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
                             assert other.state == "Aborted" and len(other.records) == 2  # created, aborted
                             assert holders(sim) == want and marked(sim) == want, (a, b)  # nothing of the second
                         else:  # disjoint targets: both run side by side
-                            both = want | {t: other.id for t in targets(other.params)}
+                            both = want | {t: other.id for t in targets(b, other.params)}
                             await eventually(lambda j=other: planning(j), f"{b} beside {a}")
                             assert holders(sim) == both and marked(sim) == both, (a, b)
                             await stop(second, other, second_task, sim)
@@ -374,8 +375,8 @@ async def test_a_run_renews_its_claims_and_writes_nothing_once_another_took_them
 def test_status_lists_each_claim_whole_with_its_holder(fixtures_dir):
     from rich.console import Console
 
+    from taudash.engine.incremental import derive
     from taudash.engine.sources.snapshot import load_snapshot
-    from taudash.engine.view import derive
     from taudash.report import render_table
 
     view = derive(load_snapshot(fixtures_dir / "claims.yaml").store, datetime(2026, 11, 30, 9, 30, tzinfo=UTC))

@@ -15,7 +15,7 @@ from tools.workflows import WL, harness
 
 from taudash.cli import main
 from taudash.engine.workflows import Journal, Runner, build, new_id, status
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 from taudash.engine.workflows.params import release_params, rollback_params
 from taudash.engine.workflows.steps import DEACTIVATED_BY
 

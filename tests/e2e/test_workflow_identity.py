@@ -20,18 +20,9 @@ from taudash.engine.actions import Actions
 from taudash.engine.identity import ClusterIdentity, resume_refusal
 from taudash.engine.store import Store
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id, summaries
-from taudash.engine.workflows.base import (
-    RETRY,
-    STOP,
-    WAIT_ANYWAY,
-    Context,
-    Plan,
-    Progress,
-    Step,
-    Workflow,
-    version_reached,
-)
+from taudash.engine.workflows.base import RETRY, STOP, WAIT_ANYWAY, Context, Plan, Progress, Step, Workflow
 from taudash.engine.workflows.journal import TERMINAL
+from taudash.engine.workflows.runner import version_reached
 from taudash.errors import UsageError
 from taudash.live import LiveCluster
 from taudash.screens.workflow.journals import JournalIndex

@@ -1,10 +1,13 @@
 """Adding a workflow is one module plus one registry line (ARCHITECTURE.md, "Add a workflow"): a toy
 kind (tests/tools/toy_workflow.py) appended to engine/workflows/registry.py's list shows up in the CLI's
 help with its flags, is validated, runs from the CLI against the simulator, is listed by `workflow list`,
-and is offered — with a form generated from its parameters — by the dashboard's new-workflow form."""
+and is offered — with a form generated from its parameters — by the dashboard's new-workflow form. What
+its runs write is what it declares (`targets`): the overlap check asks the kind, and a kind that declares
+nothing about it is refused when it is made."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -14,13 +17,14 @@ from textual.widgets import Input
 from tools.toy_workflow import QUEUE_CHECK, registered_toy
 
 from taudash.cli import main
-from taudash.engine.workflows import registry
+from taudash.engine.workflows import Journal, overlap_refusal, registry
+from taudash.engine.workflows.kind import GENERATED, NO_TARGETS, RegistrationError, WorkflowKind
 from taudash.engine.workflows.params import ParamError
 from taudash.screens.kit.help import global_keys
 from taudash.screens.kit.messages import NewWorkflow
 from taudash.screens.registry import REGISTRY
 from taudash.screens.widgets.choices import MarkedCheckbox
-from taudash.screens.workflow.forms import NewWorkflowScreen, kind_labels
+from taudash.screens.workflow.forms import CUSTOM_FORMS, NewWorkflowScreen, custom_form, kind_labels
 
 QUEUE = "tau-ws-train"  # a ClusterQueue of the demo
 
@@ -108,3 +112,30 @@ async def test_registered_toy_has_a_generated_form_in_the_dashboard(toy):
         form.query_one("#nw-queue-check-cq", Input).value = QUEUE
         form.query_one("#nw-queue-check-loud", MarkedCheckbox).value = True
         assert form.params() == {"cq": QUEUE, "loud": True}
+
+
+def test_a_kind_that_does_not_declare_its_targets_is_refused():
+    fields = {f.name: getattr(QUEUE_CHECK, f.name) for f in dataclasses.fields(WorkflowKind)}
+    del fields["targets"]
+    with pytest.raises(RegistrationError, match="'queue-check': targets not declared.*targets=NO_TARGETS"):
+        WorkflowKind(**fields)
+    assert WorkflowKind(**fields, targets=NO_TARGETS).targets({"cq": QUEUE}) == frozenset()  # said explicitly
+
+
+def test_the_overlap_check_asks_the_kind_what_its_runs_write(monkeypatch, tmp_path):
+    # The same toy, declaring that it writes its queue: an unfinished run of it refuses a hold of that queue.
+    writes = dataclasses.replace(QUEUE_CHECK, targets=lambda p: {f"ClusterQueue {p['cq']}"})
+    monkeypatch.setattr(registry, "WORKFLOWS", [*registry.WORKFLOWS, writes])
+    run = Journal.create("a1b2c3", "queue-check", {"cq": QUEUE, "loud": False}, "demo", tmp_path)
+    refusal = overlap_refusal("hold", {"cqs": [QUEUE]}, "demo", None, tmp_path)
+    assert refusal is not None and f"ClusterQueue {QUEUE}: workflow {run.id} (queue-check, InProgress)" in refusal
+    assert overlap_refusal("hold", {"cqs": ["tau-ws-eval"]}, "demo", None, tmp_path) is None  # another queue
+    monkeypatch.setattr(registry, "WORKFLOWS", [*registry.WORKFLOWS[:-1], QUEUE_CHECK])  # it writes nothing
+    assert overlap_refusal("hold", {"cqs": [QUEUE]}, "demo", None, tmp_path) is None
+
+
+def test_every_kind_gets_the_form_it_declares(toy):
+    assert toy.form == GENERATED and custom_form("queue-check") is None  # drawn from its Params (above)
+    built_in = [k for k in registry.kinds() if k is not toy]
+    assert {k.name: custom_form(k.name) for k in built_in} == {k.name: k.form for k in built_in}
+    assert set(CUSTOM_FORMS) == {k.form for k in built_in}  # each hand-drawn form is some kind's

@@ -16,7 +16,7 @@ from taudash.engine.model.names import HELD_BY_ANNOTATION
 from taudash.engine.workflows import Journal, new_id
 from taudash.engine.workflows.base import Context, Crash
 from taudash.engine.workflows.catalog import affected_queues
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 
 pytestmark = pytest.mark.usefixtures("state_dir")
 

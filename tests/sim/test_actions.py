@@ -6,7 +6,7 @@ import os
 import pytest
 
 from taudash.engine.actions import Actions, AuditLog, PermissionDenied, PreconditionFailed, WriteRefused
-from taudash.engine.sources.kube import connect
+from taudash.engine.sources.client import connect
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"

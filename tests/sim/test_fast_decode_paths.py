@@ -17,7 +17,8 @@ from tools import kueue_data
 from taudash.bench.generate import Size, generate
 from taudash.engine.model import KINDS, Job
 from taudash.engine.model.fast import FastCodec, FastObject
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import AccessState, Store
 from taudash.sim.server import SimServer
 

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from taudash.cli import main
-from taudash.engine.sources.kube import KubeSource, Unreachable, connect
+from taudash.engine.incremental import derive
+from taudash.engine.sources.client import Unreachable, connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import derive
 from taudash.sim.server import SimServer
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

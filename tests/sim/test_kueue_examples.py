@@ -14,10 +14,10 @@ from pathlib import Path
 import yaml
 from tools import kueue_data
 
+from taudash.engine.incremental import derive
 from taudash.engine.model.kinds import lookup
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.sources.snapshot import load_snapshot
-from taudash.engine.view import derive
 
 KUEUE = "kueue.x-k8s.io"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

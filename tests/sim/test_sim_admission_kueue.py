@@ -506,6 +506,7 @@ def test_the_history_recorder_reads_a_simulated_preemption(tmp_path):
     rec = Recorder(tmp_path / "h.sqlite3")
     rec.record(w.view(), w.store(), w.clock.datetime())
     [row] = query.preemption_log(rec.conn, 0)
+    rec.close()
     urgent = workload(w, "team-a", "urgent")
     assert (row.name, row.cluster_queue, row.preemption_reason) == (
         workload(w, "team-a", "victim")["metadata"]["name"],

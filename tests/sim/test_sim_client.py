@@ -16,6 +16,7 @@ from kubernetes_asyncio.config import new_client_from_config
 from kubernetes_asyncio.watch import Watch
 from tools.paths import FIXTURES
 
+from taudash.engine.sources.library_files import closing_library_descriptors
 from taudash.sim.apiserver import ApiServer
 from taudash.sim.objects import ObjectDB
 from taudash.sim.server import SimServer
@@ -27,6 +28,13 @@ KUEUE, V2 = "kueue.x-k8s.io", "v1beta2"
 MERGE = {"_content_type": "application/merge-patch+json"}
 
 
+async def library_client(sim: SimServer, tmp_path) -> client.ApiClient:
+    """The client library's own kubeconfig loader (what these tests exercise), without the descriptor it leaves
+    open on each certificate temp file (engine/sources/library_files.py)."""
+    with closing_library_descriptors():
+        return await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
+
+
 @pytest_asyncio.fixture
 async def sim(tmp_path):
     async with SimServer(FIXTURE, bookmark_interval=0.05) as s:
@@ -35,7 +43,7 @@ async def sim(tmp_path):
 
 @pytest_asyncio.fixture
 async def api(sim, tmp_path):
-    c = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
+    c = await library_client(sim, tmp_path)
     yield c
     await c.close()
 
@@ -192,7 +200,7 @@ async def test_bookmarks_carry_only_the_resource_version(api, sim):
 @pytest.mark.parametrize("gone_as", ["event", "http"])
 async def test_expired_resource_version_is_410(tmp_path, gone_as):
     async with SimServer(FIXTURE, history=2, gone_as=gone_as) as sim:
-        api = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
+        api = await library_client(sim, tmp_path)
         try:
             co = client.CustomObjectsApi(api)
             listed = await co.list_cluster_custom_object(KUEUE, V2, "clusterqueues", limit=1)
@@ -294,7 +302,7 @@ async def test_injected_500s_by_count_and_latency(api, sim):
 
 async def test_absent_ray_api_is_404_on_discovery_and_list(tmp_path):
     async with SimServer(FIXTURE, ray=False) as sim:
-        api = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
+        api = await library_client(sim, tmp_path)
         try:
             groups = {g.name for g in (await client.ApisApi(api).get_api_versions()).groups}
             assert "ray.io" not in groups and KUEUE in groups

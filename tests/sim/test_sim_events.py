@@ -12,7 +12,7 @@ from tools.simhttp import request
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
-from taudash.engine.sources.kube import connect
+from taudash.engine.sources.client import connect
 from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCED, KubeOnDemand
 from taudash.sim.clock import SimClock
 from taudash.sim.events import EventRecorder

@@ -14,7 +14,7 @@ from factories import NOW, claim_lease
 from tools.simhttp import request
 
 from taudash.engine.actions import Actions, AuditLog
-from taudash.engine.sources.kube import connect
+from taudash.engine.sources.client import connect
 from taudash.live import LiveCluster
 from taudash.sim.server import SimServer
 

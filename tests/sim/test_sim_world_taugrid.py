@@ -1,5 +1,5 @@
 """The simulated TauGrid controller on the demo: workspace bootstrap and deletion, identity during a
-drain, pool zeroing and Observe mode. Checked through engine.view.derive on the ObjectDB's contents."""
+drain, pool zeroing and Observe mode. Checked through engine.incremental.derive on the ObjectDB's contents."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from tools.claims import claim_record, claim_request
 from tools.paths import REPO
 
 from taudash.engine.actions import Actions, ApiNotServed, AuditLog, PreconditionFailed
-from taudash.engine.sources.kube import connect
+from taudash.engine.sources.client import connect
 from taudash.engine.workflows import Journal, Runner, artifacts_dir, build, new_id
 from taudash.engine.workflows.base import Context
-from taudash.engine.workflows.hold import deactivated_by
+from taudash.engine.workflows.journal import deactivated_by
 from taudash.live import LiveCluster
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.server import SimServer

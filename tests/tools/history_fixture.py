@@ -31,10 +31,11 @@ QUEUES = ("platform-cq", "research-multikueue", "tau-ws-eval", "tau-ws-train", "
 GPU = "nvidia.com/gpu"
 
 
-def demo_session() -> Session:
+def demo_session(history_reader=None) -> Session:
+    """The demo snapshot's session (`history_reader`: what the program would give it, e.g. a HistoryReader)."""
     r = load_snapshot(DEMO)
     src = SourceInfo(type="snapshot", context=r.context, path="snapshots/demo.yaml", observed_at=r.captured_at)
-    return Session(r.store, src, demo=True)
+    return Session(r.store, src, demo=True, history_reader=history_reader)
 
 
 def times() -> list[int]:
@@ -75,6 +76,7 @@ def build(path: Path) -> Path:
                              "ON CONFLICT DO UPDATE SET kind = kind RETURNING id", key).fetchone()[0]
     rows = [(ids[k], t, v) for t in times() for k, v in sample_values(t).items()]
     c.executemany("INSERT OR REPLACE INTO samples VALUES (?,?,?)", rows)
+    c.executemany("INSERT OR IGNORE INTO sample_passes VALUES (?)", [(t,) for t in times()])  # each one a pass
     c.execute("COMMIT")
     rec.close()
     older = Observation(now=T - 2 * DAY)

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from taudash.app import TaudashApp
 from taudash.engine.model import KINDS
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.sim.server import SimServer
@@ -25,12 +26,13 @@ async def eventually(pred, within: float = 10.0, step: float = 0.05) -> bool:
     return bool(pred())
 
 
-async def live_session(sim: SimServer, **source_opts) -> tuple[Session, KubeSource]:
-    """A read-only session fed by a KubeSource writing under the session lock (like `taudash demo`)."""
+async def live_session(sim: SimServer, history_reader=None, **source_opts) -> tuple[Session, KubeSource]:
+    """A read-only session fed by a KubeSource writing under the session lock (like `taudash demo`), with the
+    cluster's recorded history when given (`history_reader`)."""
     target = await connect(kubeconfig=str(sim.kubeconfig))
     store = Store()
     session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=True,
-                      demo=True)
+                      demo=True, history_reader=history_reader)
     opts = {"backoff_base": 0.05, "backoff_cap": 0.5, "absent_recheck": 0.5, **source_opts}
     source = KubeSource(store, target, lock=session.lock, **opts)
     await source.start()

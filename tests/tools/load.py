@@ -302,7 +302,8 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
                    history: int = 200_000) -> LoadResult:
     from taudash.bench.generate import SIZES, Size
     from taudash.engine.session import Session
-    from taudash.engine.sources.kube import KubeSource, connect
+    from taudash.engine.sources.client import connect
+    from taudash.engine.sources.kube import KubeSource
     from taudash.engine.store import Store
     from taudash.engine.view import SourceInfo
 

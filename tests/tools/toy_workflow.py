@@ -1,15 +1,18 @@
 """A toy workflow kind as a newcomer would add one: this module (steps, builder, description) plus one
 line in engine/workflows/registry.py — which the tests stand in for with `registered_toy` (the list with
-this kind appended). It writes nothing: it waits until a ClusterQueue exists and verifies it is there."""
+this kind appended). It writes nothing, and says so (`targets=NO_TARGETS`: it claims nothing and overlaps no
+other run): it waits until a ClusterQueue exists and verifies it is there. Its dashboard form is generated
+from its parameters (it declares no `form`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from taudash.engine.model import ClusterQueue
 from taudash.engine.workflows import Param, WorkflowKind, registry
 from taudash.engine.workflows.base import Check, Context, Progress, Step, Workflow
-from taudash.engine.workflows.kind import unknown_queues
+from taudash.engine.workflows.kind import NO_TARGETS, unknown_queues
 
 
 class QueueThere(Step):
@@ -19,11 +22,11 @@ class QueueThere(Step):
         self.title = f"Check that ClusterQueue {cq} is there"
 
     def progress(self, ctx: Context) -> Progress:
-        there = ctx.store.get("ClusterQueue", self.cq) is not None
+        there = ctx.store.get(ClusterQueue, self.cq) is not None
         return Progress(there, f"ClusterQueue {self.cq} {'found' if there else 'not there yet'}")
 
     def verify(self, ctx: Context) -> list[Check]:
-        return [Check(ctx.store.get("ClusterQueue", self.cq) is not None, f"ClusterQueue {self.cq} is there")]
+        return [Check(ctx.store.get(ClusterQueue, self.cq) is not None, f"ClusterQueue {self.cq} is there")]
 
 
 def queue_check_workflow(params: dict[str, Any]) -> Workflow:
@@ -41,7 +44,7 @@ QUEUE_CHECK = WorkflowKind(
     steps="1 wait until the ClusterQueue is there",
     params=(Param("--cq", "the ClusterQueue to look for", metavar="NAME", required=True),
             Param("--loud", "say more", type="flag")),
-    make_params=queue_check_params, build=queue_check_workflow,
+    make_params=queue_check_params, build=queue_check_workflow, targets=NO_TARGETS,
     describe=lambda p: f"queue {p.get('cq', '?')}",
 )
 

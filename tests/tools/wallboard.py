@@ -15,8 +15,9 @@ from pathlib import Path
 import aiohttp
 import yaml
 
-from taudash.cli import DEFAULT_SYSTEM_NAMESPACE
-from taudash.commands.serve import Serve, web_options
+from taudash.commands.options import DEFAULT_SYSTEM_NAMESPACE
+from taudash.commands.serve import web_options
+from taudash.serve.service import Serve
 from taudash.sim.server import SimServer
 
 CQ = "clusterqueues.kueue.x-k8s.io"

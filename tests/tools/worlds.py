@@ -3,15 +3,15 @@ would. Building worlds is factories.sim_world / factories.small_world."""
 
 from __future__ import annotations
 
+from taudash.engine.incremental import derive
 from taudash.engine.model.quantity import Quantity
 from taudash.engine.sources.snapshot import load_documents
-from taudash.engine.view import derive
 
 GPU = "nvidia.com/gpu"
 
 
 def db_view(w):
-    """engine.view.derive over a fresh store of everything the ObjectDB holds (not the world's mirror)."""
+    """engine.incremental.derive over a fresh store of everything the ObjectDB holds (not the world's mirror)."""
     objs = [o for r in w.db.registry.all for o in w.db.list(r)]
     return derive(load_documents([(None, o) for o in objs]).store, w.clock.datetime())
 

@@ -3,6 +3,7 @@ read-only session whose every key binding sends zero write requests."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 from tools.waiting import eventually, next_renders, palette_results
@@ -10,7 +11,9 @@ from tools.waiting import eventually, next_renders, palette_results
 from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
+from taudash.engine.sources.ondemand import KubeOnDemand
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.screens.widgets.keyed_table import KeyedTable
@@ -20,17 +23,20 @@ CQ = "clusterqueues.kueue.x-k8s.io"
 TICK = 0.3
 
 
-async def live_app(sim: SimServer, read_only: bool) -> tuple[TaudashApp, KubeSource]:
-    """The dashboard wired like `taudash demo`: the live source writes under the session lock."""
+async def live_app(sim: SimServer, read_only: bool, reads_on_demand: bool = False) -> tuple[TaudashApp, KubeSource]:
+    """The dashboard wired like `taudash demo`: the live source writes under the session lock (`reads_on_demand`:
+    with the reads the demo makes on demand too: Kueue's queue positions, an object's whole YAML and Events)."""
     target = await connect(kubeconfig=str(sim.kubeconfig))
     store = Store()
+    actions = None if read_only else Actions.live(target.api_client, "tester", target.context, None)
+    lock = threading.RLock()
+    source = KubeSource(store, target, lock=lock)
     session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=read_only,
-                      demo=True)
-    source = KubeSource(store, target, lock=session.lock)
+                      demo=True, lock=lock, actions=actions,
+                      queue_positions=source.pending_workloads if reads_on_demand else None,
+                      on_demand=KubeOnDemand.for_source(source) if reads_on_demand else None)
     await source.start()
     assert await source.wait_synced(15)
-    if not read_only:
-        session.actions = Actions.live(target.api_client, "tester", target.context, None)
     return TaudashApp(session, clock=lambda: datetime.now(UTC), tick=TICK), source
 
 

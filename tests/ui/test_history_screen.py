@@ -27,9 +27,8 @@ def recorded(tmp_path_factory):
     return build(tmp_path_factory.mktemp("history") / "fixture.sqlite3")
 
 
-def history_app(path=None) -> TaudashApp:
-    session = demo_session()
-    session.history_reader = HistoryReader(path) if path is not None else None
+def history_app(path=None, reader=None) -> TaudashApp:
+    session = demo_session(reader if reader is not None else HistoryReader(path) if path is not None else None)
     return TaudashApp(session, clock=lambda: NOW, tick=3600)
 
 
@@ -210,8 +209,7 @@ async def test_a_file_not_created_yet_reads_as_no_history(tmp_path):
 
 async def test_a_range_with_nothing_recorded_says_so_not_zero(recorded, tmp_path):
     # the same file, read a month later: nothing in the last hour
-    session = demo_session()
-    session.history_reader = HistoryReader(recorded)
+    session = demo_session(HistoryReader(recorded))
     later = NOW.replace(month=12, day=30)
     app = TaudashApp(session, clock=lambda: later, tick=3600)
     async with app.run_test(size=SIZE) as pilot:
@@ -239,8 +237,7 @@ class SlowReader:
 
 
 async def test_a_slow_read_runs_off_the_ui_and_the_screen_says_it_is_reading(recorded):
-    app = history_app()
-    app.session.history_reader = reader = SlowReader(recorded)
+    app = history_app(reader=(reader := SlowReader(recorded)))
     async with app.run_test(size=SIZE) as pilot:
         pilot.app.post_message(Navigate("history"))
         assert await eventually(lambda: isinstance(app.screen, HistoryScreen) and app.screen.frame is not None)
@@ -254,8 +251,7 @@ async def test_a_slow_read_runs_off_the_ui_and_the_screen_says_it_is_reading(rec
 
 
 async def test_an_unreadable_file_is_said_on_the_screen(recorded):
-    app = history_app()
-    app.session.history_reader = reader = SlowReader(recorded, fail=True)
+    app = history_app(reader=(reader := SlowReader(recorded, fail=True)))
     reader.go.set()
     async with app.run_test(size=SIZE) as pilot:
         await to_history(pilot)

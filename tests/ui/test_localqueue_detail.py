@@ -131,7 +131,6 @@ async def test_workspace_opens_its_local_queue_and_back():
 
 
 async def test_local_queue_view_asks_the_local_queue_endpoint_and_unknown_is_not_empty():
-    app = dashboard_app(now=NOW)
     calls = []
     answer = {}
 
@@ -139,13 +138,14 @@ async def test_local_queue_view_asks_the_local_queue_endpoint_and_unknown_is_not
         calls.append((cq, lq))
         return answer["pos"]
 
+    app = dashboard_app(now=NOW, queue_positions=fetch)
+
     async with app.run_test(size=SIZE) as pilot:
         order = [e for e in entries(app)]
         items = tuple({"metadata": {"namespace": "train", "name": e.workload.name}, "priority": 5,
                        "localQueueName": "jobqueue", "positionInClusterQueue": 10 + i, "positionInLocalQueue": i}
                       for i, e in enumerate(reversed(order)))
         answer["pos"] = QueuePositions(CQ, ("train", "jobqueue"), FROM_API, "Synced", items)
-        app.session.queue_positions = fetch
         cq_screen = await open_queue(app, pilot)
         lq = await to_local_queue(app, pilot, key(order[0]))
         assert calls == [(CQ, None), (None, ("train", "jobqueue"))]  # the LocalQueue endpoint for the LocalQueue view

@@ -140,8 +140,7 @@ async def test_history_names_whole_at_100(tmp_path):
     from taudash.app import TaudashApp
     from taudash.engine.history.reader import HistoryReader
 
-    session = demo_session()
-    session.history_reader = HistoryReader(build(tmp_path / "h.sqlite3"))
+    session = demo_session(HistoryReader(build(tmp_path / "h.sqlite3")))
     app = TaudashApp(session, clock=lambda: HNOW, tick=3600)
     async with app.run_test(size=NARROW) as pilot:
         app.post_message(Navigate("history"))

@@ -73,11 +73,11 @@ class FixedOnDemand:
 def slim_app(access: str = SYNCED, ref: ObjRef = WL):
     """The demo dashboard with `ref` kept slim (no raw copy, as the live source keeps Workloads) and a fixed
     on-demand reader that knows its whole document."""
-    app = dashboard_app(now=NOW)
+    reader = FixedOnDemand({}, access=access)
+    app = dashboard_app(now=NOW, on_demand=reader)
     store = app.session.store
-    whole = store.raw(ref.kind, ref.name, ref.namespace)
+    reader.documents[ref] = store.raw(ref.kind, ref.name, ref.namespace)
     store.upsert(store.get(ref.kind, ref.name, ref.namespace), raw=None)
-    app.session.on_demand = FixedOnDemand({ref: whole}, access=access)
     return app
 
 
@@ -291,12 +291,10 @@ async def test_down_past_the_last_row_and_tab_move_between_tables_and_the_yaml()
 async def test_live_events_and_whole_yaml_from_the_simulator():
     from test_app_live import live_app
 
-    from taudash.engine.sources.ondemand import KubeOnDemand
     from taudash.sim.server import SimServer
 
     async with SimServer(simulate=True, speed=60) as sim:
-        app, source = await live_app(sim, read_only=True)
-        app.session.on_demand = KubeOnDemand.for_source(source)
+        app, source = await live_app(sim, read_only=True, reads_on_demand=True)
         try:
             async with app.run_test(size=SIZE) as pilot:
                 def admitted():

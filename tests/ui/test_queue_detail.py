@@ -88,13 +88,14 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
 
 
 async def test_positions_from_the_session_s_visibility_fetch_and_unknown():
-    app = dashboard_app(now=NOW)
     calls = []
     answer = {"pos": None}
 
     async def fetch(*, cq=None, lq=None, limit=1000, offset=0):
         calls.append(cq)
         return answer["pos"]
+
+    app = dashboard_app(now=NOW, queue_positions=fetch)
 
     # Kueue's answer wins over the estimate: here it reverses the estimated order
     async with app.run_test(size=SIZE) as pilot:
@@ -103,7 +104,6 @@ async def test_positions_from_the_session_s_visibility_fetch_and_unknown():
                        "localQueueName": "jobqueue", "positionInClusterQueue": i, "positionInLocalQueue": i}
                       for i, k in enumerate(reversed(order)))
         answer["pos"] = QueuePositions(CQ, None, FROM_API, "Synced", items)
-        app.session.queue_positions = fetch
         screen = await open_queue(app, pilot)
         assert calls == [CQ]
         pending = screen.query_one("#qd-pending", KeyedTable)
@@ -133,8 +133,7 @@ async def test_live_session_reads_the_simulator_s_visibility_api():
     from taudash.sim.server import SimServer
 
     async with SimServer() as sim:
-        app, source = await live_app(sim, read_only=True)
-        app.session.queue_positions = source.pending_workloads  # what the live dashboard sets
+        app, source = await live_app(sim, read_only=True, reads_on_demand=True)  # positions as the dashboard asks
         try:
             async with app.run_test(size=SIZE) as pilot:
                 screen = await open_queue(app, pilot)

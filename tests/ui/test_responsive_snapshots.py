@@ -77,8 +77,7 @@ def test_history_sizes(snap_compare, recorded, size):
     from taudash.app import TaudashApp
     from taudash.engine.history.reader import HistoryReader
 
-    session = demo_session()
-    session.history_reader = HistoryReader(recorded)
+    session = demo_session(HistoryReader(recorded))
 
     async def run_before(pilot):
         pilot.app.post_message(Navigate("history"))

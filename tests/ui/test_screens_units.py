@@ -14,11 +14,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 from tools.paths import FIXTURES, REPO
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import load_documents, load_snapshot
 from taudash.engine.store import AccessState
-from taudash.engine.view import SourceInfo, derive
+from taudash.engine.view import SourceInfo
 from taudash.screens.kit.filtering import RowMeta, parse_filter
 from taudash.screens.kit.help import help_renderable
 from taudash.screens.kit.text import clean, lit, tones_for

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from datetime import UTC, datetime
+from unittest import mock
 
 import pytest
 from rich.console import Console
@@ -20,7 +22,8 @@ from taudash.app import TaudashApp
 from taudash.engine.actions import Actions
 from taudash.engine.model.names import HELD_BY_ANNOTATION
 from taudash.engine.session import Session
-from taudash.engine.sources.kube import KubeSource, connect
+from taudash.engine.sources.client import connect
+from taudash.engine.sources.kube import KubeSource
 from taudash.engine.store import Store
 from taudash.engine.view import SourceInfo
 from taudash.engine.workflows import Journal, summaries
@@ -64,17 +67,14 @@ async def open_rig(sim: SimServer, read_only: bool = False) -> Rig:
     for _ in range(3):
         world.step(5)
     target = await connect(kubeconfig=str(sim.kubeconfig))
-    store = Store()
-    session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=read_only,
-                      demo=True)
-    source = KubeSource(store, target, lock=session.lock)
+    store, lock = Store(), threading.RLock()
+    source = KubeSource(store, target, lock=lock)
     await source.start()
     assert await source.wait_synced(15)
-    session.cluster = await source.identity()
-    if read_only:
-        session.actions = Actions.read_only("read-only mode (--read-only)", target.context)
-    else:
-        session.actions = Actions.live(target.api_client, "tester", target.context, None)
+    actions = (Actions.read_only("read-only mode (--read-only)", target.context) if read_only
+               else Actions.live(target.api_client, "tester", target.context, None))
+    session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=read_only,
+                      demo=True, lock=lock, actions=actions, cluster=await source.identity())
     rig = Rig(sim, world, None, source)  # type: ignore[arg-type]
     rig.app = TaudashApp(session, clock=lambda: datetime.now(UTC), tick=TICK,
                          workflows=RunOptions(poll=0.0, sleep=rig.sleep, clock=world.clock.now))
@@ -464,10 +464,10 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
         [wid] = app.workflows.live()
         for demo, how in ((True, "the demo cluster ends with the demo: this run cannot be resumed on another one"),
                           (False, f"resume it from 9 Workflows or with `taudash workflow resume {wid}`")):
-            app.session.demo = demo
-            await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
-            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
-            assert (app.screen.title_text, app.screen.targets[-1]) == (f"Quit while workflow {wid} runs?", how)
+            with mock.patch.object(Session, "demo", property(lambda _s, d=demo: d)):  # the same run, as on either
+                await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
+                await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
+                assert (app.screen.title_text, app.screen.targets[-1]) == (f"Quit while workflow {wid} runs?", how)
             await pilot.press("enter")  # Cancel has the focus
             await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="back to the wizard")
             assert app.is_running and not app._exit and app.workflows.live()

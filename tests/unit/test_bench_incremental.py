@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tools.paths import DEMO
 
 from taudash.bench.generate import generate
-from taudash.engine.incremental import IncrementalDeriver
+from taudash.engine.incremental import IncrementalDeriver, derive
 from taudash.engine.model import BY_KIND, KINDS, lookup
 from taudash.engine.rules.base import Finding, RuleConfig, RuleContext
 from taudash.engine.rules.cluster import access_entries, access_findings, derive_cluster, derive_teams
@@ -29,7 +29,7 @@ from taudash.engine.rules.queues import all_workload_facts, derive_cluster_queue
 from taudash.engine.rules.workspaces import derive_workspaces
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import ClusterView, SourceInfo, derive
+from taudash.engine.view import ClusterView, SourceInfo
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from factories import cluster_queue, cohort
 from tools.paths import REPO
 
+from taudash.engine.incremental import derive
 from taudash.engine.model import ZERO, Quantity
 from taudash.engine.sources.snapshot import load_snapshot, store_from_objects
-from taudash.engine.view import derive
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"

@@ -23,9 +23,9 @@ from factories import (
     ws_labels,
 )
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.store import AccessState
-from taudash.engine.view import derive
 
 # --- mode ----------------------------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tools.mutate import MUTATION, demo_objects, mutate
 
+from taudash.engine.incremental import derive
 from taudash.engine.sources.snapshot import LoadResult, SnapshotError, load_documents, load_snapshot
-from taudash.engine.view import derive
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

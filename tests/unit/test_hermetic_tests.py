@@ -13,7 +13,7 @@ from tools.paths import TESTS
 
 from taudash import config as taudash_config
 from taudash.engine.paths import state_dir
-from taudash.engine.sources.kube import kubeconfig_path
+from taudash.engine.sources.client import kubeconfig_path
 
 REAL_HOMES = hermetic.real_homes()
 

@@ -36,15 +36,29 @@ def v1_database(path) -> None:
     conn.close()
 
 
-def test_a_v1_database_is_migrated_to_v2_with_its_data_kept_and_back_filled(tmp_path):
+def test_a_file_older_than_v3_reads_without_migrating(tmp_path):
+    """A read-only reader (taudash history, the History screen) never migrates: before v3 every pass wrote
+    every value, so each sample row is a pass."""
+    path = tmp_path / "h.sqlite3"
+    v1_database(path)
+    conn = hdb.connect(path, write=False)
+    assert hdb.schema_version(conn) == 1
+    assert q.series(conn, "flavor", "h100", "reserved", 990, 1020, 10, flavor="h100", resource="nvidia.com/gpu") == [
+        (990, None), (1000, 12.0), (1010, None)]
+    assert q.summary(conn)["samplePasses"] == 1
+    conn.close()
+
+
+def test_a_v1_database_is_migrated_to_the_latest_with_its_data_kept_and_back_filled(tmp_path):
     path = tmp_path / "h.sqlite3"
     v1_database(path)
     with pytest.raises(sqlite3.OperationalError):  # v1 has no preemptor columns
         sqlite3.connect(path).execute("SELECT preemptor_uid FROM evictions").fetchall()
 
     rec = Recorder(path)
-    assert hdb.schema_version(rec.conn) == hdb.LATEST == 2
+    assert hdb.schema_version(rec.conn) == hdb.LATEST == 3
     assert rec.conn.execute("SELECT ts, value FROM samples").fetchall() == [(1000, 12.0)]
+    assert rec.conn.execute("SELECT ts FROM sample_passes").fetchall() == [(1000,)]  # v3: each sample time a pass
     assert rec._series[("flavor", "h100", "h100", "nvidia.com/gpu", "reserved")] == 1
     log = q.preemption_log(rec.conn, 0, all_evictions=True)
     assert [(r.uid, r.reason, r.preemptor_uid) for r in log] == [
@@ -53,7 +67,7 @@ def test_a_v1_database_is_migrated_to_v2_with_its_data_kept_and_back_filled(tmp_
     rec.close()
     # migrating again is a no-op
     again = hdb.connect(path)
-    assert hdb.schema_version(again) == 2 and again.execute("SELECT count(*) FROM evictions").fetchone()[0] == 2
+    assert hdb.schema_version(again) == 3 and again.execute("SELECT count(*) FROM evictions").fetchone()[0] == 2
     again.close()
 
 

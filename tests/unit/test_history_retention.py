@@ -39,6 +39,7 @@ def synthetic(tmp_path, days: float, **retention) -> tuple[Recorder, list[int]]:
     rec.conn.execute("BEGIN")
     rec.conn.executemany("INSERT INTO samples VALUES (?,?,?)",
                          [(ids[0], ts, value_a(ts)) for ts in stamps[1:]] + [(ids[1], ts, value_b(ts)) for ts in stamps[1:]])
+    rec.conn.executemany("INSERT INTO sample_passes VALUES (?)", [(ts,) for ts in stamps[1:]])  # each a pass
     rec.conn.execute("COMMIT")
     return rec, stamps
 
@@ -196,3 +197,30 @@ def test_wait_and_eviction_counts_group_per_bucket(tmp_path):
         q.wait_percentiles(rec.conn, T0, T0 + 1, by="uid; DROP TABLE waits")
     rec.close()
     assert sqlite3.connect(tmp_path / "h.sqlite3").execute("SELECT count(*) FROM waits").fetchone()[0] == 20
+
+
+def test_rollups_of_changed_only_samples_equal_those_of_every_value_at_every_pass(tmp_path):
+    """The recorder writes a value when it changes (and at each 5-minute keyframe); a roll-up weighs each
+    stored value by the passes it held for, so it is the fold of every pass's value (db.py KEYFRAME_SECONDS)."""
+    rec = Recorder(tmp_path / "h.sqlite3", retention=Retention(rollup_chunk=3600))
+    key = ("queue", "slow", "", "", "pending")
+    passes = [ts for ts in range(T0, T0 + 3600, STEP) if not T0 + 900 <= ts < T0 + 1020]  # a 2-minute gap
+
+    def value(ts: int) -> float | None:
+        return None if T0 + 2000 <= ts < T0 + 2200 else float((ts // 60) % 5)  # a minute per value, a NULL spell
+
+    for ts in passes:
+        rec.write(Observation(now=ts, samples={key: value(ts)}))
+    stored = rec.conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+    assert stored < len(passes) / 4  # most passes wrote nothing: the value had not changed
+    run_maintenance(rec, T0 + 3600 + DAY + 300)
+    rows = rec.conn.execute("SELECT ts, min, max, avg, last, n FROM rollups WHERE series_id = ? ORDER BY ts",
+                            (rec._series[key],)).fetchall()
+    assert rec.conn.execute("SELECT count(*) FROM samples").fetchone()[0] == 0
+    assert [r[0] for r in rows] == list(range(T0, T0 + 3600, 300))
+    for ts, lo, hi, avg, last, n in rows:
+        values = [value(p) for p in passes if ts <= p < ts + 300]
+        known = [v for v in values if v is not None]
+        assert (lo, hi, last, n) == (min(known, default=None), max(known, default=None), values[-1], len(values)), ts
+        assert (avg is None and not known) or math.isclose(avg, sum(known) / len(known)), ts
+    rec.close()

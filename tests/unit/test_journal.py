@@ -4,8 +4,9 @@ import os
 import pytest
 
 from taudash.engine.store import Store
-from taudash.engine.workflows.base import Context, Operation, Plan, Progress, Runner, Step, Workflow
+from taudash.engine.workflows.base import Context, Operation, Plan, Progress, Step, Workflow
 from taudash.engine.workflows.journal import Journal, JournalError
+from taudash.engine.workflows.runner import Runner
 
 
 def test_round_trip_and_private_mode(tmp_path):

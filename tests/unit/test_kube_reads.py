@@ -1,4 +1,4 @@
-"""The live source's GETs (engine/sources/kube.RawGet) go through the generated API client's own
+"""The live source's GETs (engine/sources/client.RawGet) go through the generated API client's own
 connection pool and credentials but pick their proxy once, the way a session trusting the environment
 would: the kubeconfig's proxy-url first, else HTTPS_PROXY unless NO_PROXY names the host."""
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import aiohttp
 from yarl import URL
 
-from taudash.engine.sources.kube import RawGet, _env_proxy
+from taudash.engine.sources.client import RawGet, _env_proxy
 
 
 def _client(proxy=None, host="https://10.1.2.3:6443"):

@@ -12,6 +12,7 @@ import pytest
 from factories import PROFILE_CONDITIONS as ORDER
 from factories import pool_workspace, rule_context, workload_profile
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import Severity
 from taudash.engine.rules.profilehash import profile_set_hash
 from taudash.engine.rules.profiles import (
@@ -24,7 +25,6 @@ from taudash.engine.rules.profiles import (
 )
 from taudash.engine.sources.snapshot import store_from_objects
 from taudash.engine.store import AccessState
-from taudash.engine.view import derive
 
 GEN = 7
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

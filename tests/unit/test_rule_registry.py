@@ -9,14 +9,14 @@ import pytest
 from factories import cluster_queue, workload, workspace
 from tools.paths import REPO
 
-from taudash.engine.incremental import IncrementalDeriver, UndeclaredRead
+from taudash.engine.incremental import IncrementalDeriver, UndeclaredRead, derive
 from taudash.engine.model import lookup
 from taudash.engine.registry import RULES
 from taudash.engine.rules.base import Rule, RuleContext, ViewField
 from taudash.engine.rules.cluster import TeamSummary, derive_teams
 from taudash.engine.sources.snapshot import load_snapshot
 from taudash.engine.store import AccessState, Store
-from taudash.engine.view import ClusterView, derive
+from taudash.engine.view import ClusterView
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 DEMO = REPO / "snapshots" / "demo.yaml"
@@ -178,3 +178,15 @@ def test_a_workflow_context_with_a_session_takes_the_session_view():
     ctx = Context(store=store, actions=Actions.read_only("test"), clock=NOW.timestamp, session=session)
     assert ctx.view() is session.view(NOW)  # the session's cached view, shared with the dashboard
     assert ctx._deriver is None
+
+
+def test_a_new_rule_area_needs_no_view_edit():
+    """A rule area the registry does not know (a newcomer's, before its registry line) derives its field
+    in a view of its own, after the registered fields and before the findings; the registry's view class
+    keeps its fields."""
+    toy = Rule("toy", frozenset({"Workload"}), (ViewField("toy", int, 0),),
+               derive=lambda ctx: (len(ctx.store.list("Workload")), []))
+    view = IncrementalDeriver(_store(workload("wl", "team-a")), rules=(*RULES, toy)).view(NOW)
+    assert view.toy == 1  # type: ignore[attr-defined]
+    assert list(type(view).model_fields)[-2:] == ["toy", "findings"]
+    assert "toy" not in ClusterView.model_fields

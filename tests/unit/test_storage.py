@@ -16,10 +16,10 @@ from factories import (
     the_workspace,
 )
 
+from taudash.engine.incremental import derive
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.rules.storage import derive_storage
 from taudash.engine.store import AccessState
-from taudash.engine.view import derive
 
 CLAIM = "blob-training"
 DRIVER = "blob.csi.azure.com"

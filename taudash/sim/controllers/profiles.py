@@ -8,6 +8,14 @@ is published with `profile_set_hash` (the same function taudash verifies with).
 
 from __future__ import annotations
 
+from taudash.engine.model import (
+    ClusterQueue,
+    LocalQueue,
+    PriorityClass,
+    ResourceFlavor,
+    Topology,
+    WorkloadPriorityClass,
+)
 from taudash.engine.model.tau import ResolvedWorkloadProfile, TauCluster
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.multikueue import _m3 as multikueue_wiring
@@ -97,7 +105,7 @@ class _Resolver:
         )
         lqs, issues = [], []
         for ns in namespaces:
-            lq = self.store.get("LocalQueue", p.default_local_queue, ns)
+            lq = self.store.get(LocalQueue, p.default_local_queue, ns)
             if lq is None or not lq.spec.cluster_queue:
                 issues.append(
                     f'LocalQueue "{ns}/{p.default_local_queue}" '
@@ -128,7 +136,7 @@ class _Resolver:
         names = sorted({q["clusterQueue"] for q in lqs})
         cqs, issues = [], []
         for n in names:
-            cq = self.store.get("ClusterQueue", n)
+            cq = self.store.get(ClusterQueue, n)
             active = cq.condition("Active") if cq is not None else None
             if cq is None:
                 issues.append(f'ClusterQueue "{n}" not found')
@@ -154,7 +162,7 @@ class _Resolver:
         flavors = sorted(
             {normalize_name(f.name) for c in cqs if c is not None for rg in c.spec.resource_groups for f in rg.flavors}
         )
-        found = {f: self.store.get("ResourceFlavor", f) for f in flavors}
+        found = {f: self.store.get(ResourceFlavor, f) for f in flavors}
         missing = [f for f, rf in found.items() if rf is None]
         ok = bool(out[1][1]) and not missing
         out.append(
@@ -172,7 +180,7 @@ class _Resolver:
         topologies = sorted(
             {normalize_name(rf.spec.topology_name) for rf in found.values() if rf is not None and rf.spec.topology_name}
         )
-        gone = [t for t in topologies if self.store.get("Topology", t) is None]
+        gone = [t for t in topologies if self.store.get(Topology, t) is None]
         ok = ok and not gone
         out.append(
             (
@@ -190,9 +198,9 @@ class _Resolver:
         pri = p.priorities
         issues = []
         if not pri.disable_default_priorities:
-            if self.store.get("WorkloadPriorityClass", pri.workload_priority_class_name) is None:
+            if self.store.get(WorkloadPriorityClass, pri.workload_priority_class_name) is None:
                 issues.append(f'WorkloadPriorityClass "{pri.workload_priority_class_name}" not found')
-            if self.store.get("PriorityClass", pri.pod_priority_class_name) is None:
+            if self.store.get(PriorityClass, pri.pod_priority_class_name) is None:
                 issues.append(f'PriorityClass "{pri.pod_priority_class_name}" not found')
             body["workloadPriorityClasses"] = [pri.workload_priority_class_name]
             body["podPriorityClasses"] = [pri.pod_priority_class_name]

@@ -11,6 +11,7 @@ this controller writes itself, and of Kueue's queue counters, trigger nothing; a
 
 from __future__ import annotations
 
+from taudash.engine.model import TauCluster, TauTeam, TauWorkspace
 from taudash.engine.model.names import GPU_CLASS_LABEL, RESOURCE_IN_USE_FINALIZER, TEAM_LABEL
 from taudash.engine.rules.base import RuleConfig, RuleContext
 from taudash.engine.rules.pool import FLAVOR_PREFIX, PoolView, derive_pool, team_cohort_name
@@ -166,14 +167,14 @@ class TauGridController(Controller):
         if "pool" in dirty or self.pool is None:
             self._pool()
         if "workspaces" in dirty:
-            for ws in self.store.list("TauWorkspace", self.system_namespace):
+            for ws in self.store.list(TauWorkspace, self.system_namespace):
                 WorkspaceReconciler(self, ws, self.pool).run()
         if "cluster" in dirty:
             self._cluster()
 
     # --- helpers for the workspace reconciler --------------------------------------------------------
     def team_cohort(self, team: str) -> str:
-        return team_cohort_name(team, self.store.get("TauTeam", team, self.system_namespace))
+        return team_cohort_name(team, self.store.get(TauTeam, team, self.system_namespace))
 
     def workspace_groups(self, ws) -> list[Obj] | None:
         """The workspace queue's resource groups: zero nominal on every covered pool flavor/resource
@@ -219,7 +220,7 @@ class TauGridController(Controller):
     def _pool(self) -> None:
         view, _ = derive_pool(self.ctx)
         self.pool = view
-        tc = self.store.get("TauCluster", "cluster")
+        tc = self.store.get(TauCluster, "cluster")
         if tc is not None and tc.spec.management_mode == "Reconcile":
             self._topology()
         if view.mode != "Automatic" or view.valid is None or tc is None:
@@ -254,7 +255,7 @@ class TauGridController(Controller):
             if budget
             else []
         )
-        team = self.store.get("TauTeam", team_name, self.system_namespace)
+        team = self.store.get(TauTeam, team_name, self.system_namespace)
         cohort = self.m.get("Cohort", cohort_name)
         if cohort is None:
             self.w.create(
@@ -318,7 +319,7 @@ class TauGridController(Controller):
 
     # --- the TauCluster status ------------------------------------------------------------------------
     def _cluster(self) -> None:
-        tc = self.store.get("TauCluster", "cluster")
+        tc = self.store.get(TauCluster, "cluster")
         raw = self.m.get("TauCluster", "cluster")
         if tc is None or raw is None:
             return

@@ -10,7 +10,7 @@ finalizer. What must be revoked, kept or bound comes from `derive_identity`.
 
 from __future__ import annotations
 
-from taudash.engine.model import TauWorkspace
+from taudash.engine.model import TauCluster, TauTeam, TauWorkspace
 from taudash.engine.model.base import Condition
 from taudash.engine.model.names import DEFAULT_LOCAL_QUEUE_LABEL as DEFAULT_LQ_LABEL
 from taudash.engine.model.names import LOCAL_QUEUE_LABEL as LQ_LABEL
@@ -53,7 +53,7 @@ class WorkspaceReconciler:
         self.m, self.w = ctl.m, ctl.w
         self.raw = self.m.get("TauWorkspace", ws.name, ws.namespace)
         self.sys_ns = ctl.system_namespace
-        tc = ctl.store.get("TauCluster", "cluster")
+        tc = ctl.store.get(TauCluster, "cluster")
         self.queue = ws.spec.queue or (tc.spec.workspace_defaults.default_queue if tc else "") or "jobqueue"
         self.team = ws.team
         self.cq_name = f"tau-ws-{ws.name}" if self.team else self.queue
@@ -150,7 +150,7 @@ class WorkspaceReconciler:
     # --- queues -----------------------------------------------------------------------------------------
     def _queues(self) -> tuple[bool, str]:
         """(QueueReady, the backing ClusterQueue's UID)."""
-        if self.team and self.ctl.store.get("TauTeam", self.team, self.ws.namespace) is None:
+        if self.team and self.ctl.store.get(TauTeam, self.team, self.ws.namespace) is None:
             self.conds["QueueReady"] = ("False", "QueueNotReady", f'team "{self.team}" does not exist')
             return False, ""
         cq = self.m.get("ClusterQueue", self.cq_name)

@@ -1,0 +1,177 @@
+"""`taudash status` (the output contract) and `taudash check` (exit 1 on a critical finding), for one
+cluster or a fleet (several --context, or --all-contexts: docs/fleet.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from taudash.engine.text import clean
+
+from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, EXIT_UNREACHABLE, UsageError
+from ..loading import load_from_args, report_issues, view_of
+from .options import add_source_args, rule_config
+
+
+def register(sub) -> None:
+    s = sub.add_parser("status", help="print the derived cluster status (the output contract)")
+    add_source_args(s)
+    s.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
+    _fleet_args(s)
+    s.set_defaults(func=cmd_status)
+
+    c = sub.add_parser("check", help="exit 1 when any critical finding exists (for alerts and scripts)")
+    add_source_args(c)
+    c.add_argument("-v", "--verbose", action="store_true", help="list warnings and info findings too")
+    _fleet_args(c)
+    c.set_defaults(func=cmd_check)
+
+
+def _fleet_args(p: argparse.ArgumentParser) -> None:
+    """status and check read several clusters: --context repeatable, or --all-contexts (docs/fleet.md)."""
+    p.add_argument("--all-contexts", action="store_true",
+                   help="every context of the kubeconfig, one FleetStatus entry each (also: --context repeated)")
+    p.set_defaults(_repeatable=frozenset({"context"}))
+
+
+def cmd_status(args) -> int:
+    contexts = _fleet_contexts(args)
+    if contexts is not None:
+        return cmd_fleet_status(args, contexts)
+    loaded = load_from_args(args)
+    view = view_of(loaded, rule_config(args))
+    if args.output == "json":
+        json.dump(view.to_contract(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif args.output == "yaml":
+        yaml.safe_dump(view.to_contract(), sys.stdout, sort_keys=False, allow_unicode=True)
+    else:
+        from ..report import print_table
+
+        print_table(view)
+    report_issues(loaded.issues)
+    return EXIT_BAD_INPUT if loaded.issues else EXIT_OK
+
+
+def cmd_check(args) -> int:
+    contexts = _fleet_contexts(args)
+    if contexts is not None:
+        return cmd_fleet_check(args, contexts)
+    loaded = load_from_args(args)
+    view = view_of(loaded, rule_config(args))
+    report_issues(loaded.issues)
+    c = view.counts()
+    for f in view.findings:
+        if f.severity.value == "critical" or args.verbose:
+            print(f"{f.severity.value:<8} {f.rule:<24} {clean(_object(f))}: {clean(f.message)}")
+    print(f"{c['critical']} critical, {c['warning']} warning, {c['info']} info")
+    if loaded.issues:
+        return EXIT_BAD_INPUT
+    return EXIT_CRITICAL if view.has_critical() else EXIT_OK
+
+
+# --- several clusters -------------------------------------------------------------------------------
+
+
+def _fleet_contexts(args) -> list[str] | None:
+    """The contexts of a fleet command (several --context, or --all-contexts), None for one cluster."""
+    contexts = list(getattr(args, "contexts", None) or ())
+    if getattr(args, "all_contexts", False):
+        if contexts:
+            raise UsageError("--all-contexts and --context: choose one")
+        from ..fleet import all_contexts
+
+        contexts = all_contexts(args.kubeconfig)
+    elif len(contexts) < 2:
+        return None
+    if args.snapshot or args.demo:
+        raise UsageError("several clusters are live contexts: --snapshot and --demo read one cluster")
+    return contexts
+
+
+def _load_fleet(args, contexts: list[str]):
+    from ..fleet import load_fleet
+
+    results = load_fleet(contexts, args.kubeconfig, rule_config(args), getattr(args, "sync_timeout", 30.0))
+    for r in results:
+        if r.error is not None:
+            print(f"taudash: {r.context}: unreachable: {clean(r.error)}", file=sys.stderr)
+    return results
+
+
+def cmd_fleet_status(args, contexts: list[str]) -> int:
+    from ..fleet import fleet_contract, joins_of, multikueue_mapping
+
+    results = _load_fleet(args, contexts)
+    joins = joins_of(results, multikueue_mapping())
+    if args.output in ("json", "yaml"):
+        doc = fleet_contract(results, joins)
+        if args.output == "json":
+            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
+    else:
+        from ..report import print_table
+
+        for r in results:
+            print(f"== {clean(r.context)} ==")
+            if r.view is not None:
+                print_table(r.view)
+            else:
+                print(f"unreachable: {clean(r.error or '')}")
+        _print_join(joins, verbose=True)
+    # The document covers every cluster that answered; the exit code says that not every one did (a
+    # status cannot vouch for a cluster it did not read, as a partly unreadable snapshot is exit 2).
+    return EXIT_UNREACHABLE if not all(r.reachable for r in results) else EXIT_OK
+
+
+def _print_join(joins, verbose: bool) -> int:
+    """The MultiKueue join across the fleet (docs/fleet.md); returns its critical findings."""
+    from ..fleet import fleet_findings
+
+    for ctx, j in joins.items():
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(j.remote_counts().items())) or "none"
+        print(f"{clean(ctx)}: MultiKueue: {len(j.dispatched)} dispatched (remote: {counts}), {len(j.orphans)} orphaned")
+    crit = 0
+    for ctx, f in fleet_findings(joins):
+        crit += f.severity.value == "critical"
+        if f.severity.value == "critical" or verbose:
+            print(f"{clean(ctx)}: {f.severity.value:<8} {f.rule:<24} {clean(_object(f))}: {clean(f.message)}")
+    return crit
+
+
+def cmd_fleet_check(args, contexts: list[str]) -> int:
+    from ..fleet import joins_of, multikueue_mapping
+
+    results = _load_fleet(args, contexts)
+    joins = joins_of(results, multikueue_mapping())
+    total = {"critical": 0, "warning": 0, "info": 0}
+    for r in results:
+        if r.view is None:
+            print(f"{clean(r.context)}: unreachable")
+            continue
+        c = r.view.counts()
+        for k in total:
+            total[k] += c[k]
+        for f in r.view.findings:
+            if f.severity.value == "critical" or args.verbose:
+                print(f"{clean(r.context)}: {f.severity.value:<8} {f.rule:<24} {clean(_object(f))}: "
+                      f"{clean(f.message)}")
+        print(f"{clean(r.context)}: {c['critical']} critical, {c['warning']} warning, {c['info']} info")
+    join_crit = _print_join(joins, args.verbose)
+    down = sum(not r.reachable for r in results)
+    print(f"fleet: {len(results)} clusters, {down} unreachable; "
+          f"{total['critical']} critical, {total['warning']} warning, {total['info']} info; "
+          f"MultiKueue across the fleet: {join_crit} critical")
+    if join_crit or any(r.view is not None and r.view.has_critical() for r in results):
+        return EXIT_CRITICAL
+    # No critical seen, but a cluster that could not be read cannot be vouched for: fail closed.
+    return EXIT_UNREACHABLE if down else EXIT_OK
+
+
+def _object(f) -> str:
+    return f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"

@@ -1,0 +1,166 @@
+"""Every test closes what it opens: a pytest plugin that fails a test leaving file descriptors open.
+
+tests/conftest.py loads it (`-p tools.fd_guard` loads it elsewhere, with tests/ on the path). The autouse fixture
+`fd_guard` lists /proc/self/fd before the test's function-scoped fixtures are set up and again after they are torn
+down (module- and session-scoped fixtures are set up before and torn down after: their descriptors are not the
+test's). When more are open after, it runs the collector once (an object dropped without `close()` is closed by
+its finalizer: not a leak that outlives the test) and counts again; what is still open fails the test at teardown,
+naming each descriptor's target as `readlink /proc/self/fd/N` gives it — a path, `pipe:[…]`, `anon_inode:[…]`, or
+`socket:[inode]` resolved through /proc/net to its addresses and TCP state.
+
+The slack: a process creates a few things lazily, once, and keeps them for its life — an event loop kept in a
+module (its epoll descriptor and the socket pair that wakes it), a thread pool's wake-up pipe. Up to
+`PROCESS_SLACK` descriptors of those kinds (`PROCESS_WIDE`: epoll, eventfd, pipes, unnamed Unix sockets) are
+accepted once per process, the first time they are left open, and are part of every later test's baseline; a
+test that creates them again fails like any other. TCP sockets and files are never accepted: a test that leaves
+one open fails. tests/unit/test_fd_guard.py is the negative control.
+
+A test that runs the CLI in-process installs the programs' garbage-collector policy (taudash/runtime.py: higher
+thresholds, and `gc.freeze()` after bulk builds), and it would stay for every later test of the process: a
+later freeze then pins whatever garbage exists at that moment — an abandoned event loop's transports, with
+their sockets — for the process's life. The fixture puts the policy, the thresholds and the frozen objects back
+as they were before the guard counts.
+
+Linux only (/proc); elsewhere the guard does nothing but that.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import struct
+
+import pytest
+
+from taudash.engine import heap
+
+PROC_FD = "/proc/self/fd"
+PROCESS_SLACK = 3
+PROCESS_WIDE = ("anon_inode:[eventpoll]", "anon_inode:[eventfd]", "pipe:[", "unix-unnamed")
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
+              "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN",
+              "0B": "CLOSING"}
+
+_accepted: dict[int, str] = {}  # descriptors of this process accepted under the slack: fd -> target
+
+
+def open_descriptors() -> dict[int, str]:
+    """fd -> readlink target of every descriptor open now (the listing's own descriptor left out)."""
+    out = {}
+    for name in os.listdir(PROC_FD):
+        try:
+            out[int(name)] = os.readlink(f"{PROC_FD}/{name}")
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+    return out
+
+
+def _address(hexaddr: str) -> str:
+    ip, port = hexaddr.split(":")
+    if len(ip) == 8:
+        host = socket.inet_ntop(socket.AF_INET, struct.pack("<I", int(ip, 16)))
+    else:
+        host = socket.inet_ntop(socket.AF_INET6, b"".join(struct.pack("<I", int(ip[i:i + 8], 16))
+                                                          for i in range(0, 32, 8)))
+    return f"{host}:{int(port, 16)}"
+
+
+def socket_table() -> dict[str, str]:
+    """socket inode -> what it is: `tcp 127.0.0.1:5000 -> 127.0.0.1:40000 CLOSE_WAIT`, `unix /path`,
+    `unix-unnamed` (a socket pair), from this process's network namespace."""
+    table: dict[str, str] = {}
+    for proto in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            with open(f"/proc/self/net/{proto}") as f:
+                next(f)
+                for line in f:
+                    p = line.split()
+                    state = TCP_STATES.get(p[3], p[3]) if proto.startswith("tcp") else ""
+                    table[p[9]] = f"{proto} {_address(p[1])} -> {_address(p[2])} {state}".rstrip()
+        except (OSError, StopIteration, ValueError):
+            continue
+    try:
+        with open("/proc/self/net/unix") as f:
+            next(f)
+            for line in f:
+                p = line.split()
+                table[p[6]] = f"unix {p[7]}" if len(p) > 7 else "unix-unnamed"
+    except (OSError, StopIteration):
+        pass
+    return table
+
+
+def describe(target: str, sockets: dict[str, str]) -> str:
+    if target.startswith("socket:[") and target.endswith("]"):
+        return f"{target} {sockets.get(target[8:-1], '(not in /proc/net)')}"
+    return target
+
+
+def _process_wide(target: str, sockets: dict[str, str]) -> bool:
+    return describe(target, sockets).split(" ", 1)[-1].startswith(PROCESS_WIDE)
+
+
+def left_open(before: dict[int, str], after: dict[int, str]) -> dict[int, str]:
+    """Descriptors open after that were not open (with the same target) before."""
+    return {fd: t for fd, t in after.items() if before.get(fd) != t}
+
+
+def leaks(before: dict[int, str]) -> list[str]:
+    """What the test left open beyond the slack, described; [] when it closed everything."""
+    after = open_descriptors()
+    if len(after) <= len(before) and not left_open(before, after):
+        return []
+    gc.collect()  # finalizers close what was dropped unclosed
+    after = open_descriptors()
+    new = left_open(before, after)
+    if len(after) <= len(before) or not new:
+        return []
+    sockets = socket_table()
+    kept = {fd: t for fd, t in new.items() if _accepted.get(fd) != t}
+    wide = [fd for fd, t in sorted(kept.items()) if _process_wide(t, sockets)]
+    if len(wide) == len(kept) and len(_accepted) + len(wide) <= PROCESS_SLACK:
+        _accepted.update({fd: kept[fd] for fd in wide})  # created once for the process's life
+        return []
+    return [f"fd {fd} -> {describe(t, sockets)}" for fd, t in sorted(kept.items())]
+
+
+def restore_gc(policy: heap.HeapPolicy, thresholds: tuple[int, int, int]) -> None:
+    """The collector as it was before the test (see the module's docstring)."""
+    if heap.current() is not policy:
+        heap.install(policy)
+    if gc.get_threshold() != thresholds:
+        gc.set_threshold(*thresholds)
+    if gc.get_freeze_count():
+        gc.unfreeze()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+def fd_guard(request):
+    """Fails the test (at teardown) when it leaves descriptors open; see the module's docstring. A test
+    that failed is not checked: it stopped before its own cleanup, and its failure is the news."""
+    policy, thresholds = heap.current(), gc.get_threshold()
+    if not os.path.isdir(PROC_FD):
+        yield
+        restore_gc(policy, thresholds)
+        return
+    before = open_descriptors()
+    yield
+    restore_gc(policy, thresholds)
+    if request.node.stash.get(_CALL_FAILED, False):
+        return
+    found = leaks(before)
+    if found:
+        pytest.fail(f"the test left {len(found)} file descriptor(s) open (tests/tools/fd_guard.py):\n  "
+                    + "\n  ".join(found[:40]) + ("\n  …" if len(found) > 40 else ""), pytrace=False)

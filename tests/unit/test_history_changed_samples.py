@@ -1,0 +1,86 @@
+"""The recorder writes a sample only when the value changed (db.py, KEYFRAME_SECONDS): every value at a
+keyframe bucket's first pass, then the changes, a NULL when a series ends, one `sample_passes` row per
+pass. What is read back is every pass's value, as if every value had been written at every pass."""
+
+from __future__ import annotations
+
+from taudash.engine.history import Recorder
+from taudash.engine.history import db as hdb
+from taudash.engine.history import query as q
+from taudash.engine.history.recorder import Observation
+
+K = hdb.KEYFRAME_SECONDS
+T0 = 1_796_000_000 // K * K  # a keyframe bucket's start
+A = ("queue", "a", "", "", "pending")
+B = ("queue", "b", "", "", "pending")
+
+
+def rows(rec: Recorder) -> int:
+    return rec.conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+
+
+def value_at(rec: Recorder, key: tuple, ts: int) -> float | None:
+    """The series' value at the pass `ts`, through the read API (a 10 s bucket holding that pass only)."""
+    [(_, v)] = q.series(rec.conn, key[0], key[1], key[4], ts, ts + 10, 10, flavor=key[2], resource=key[3], agg="last")
+    return v
+
+
+def record(rec: Recorder, ts: int, samples: dict) -> None:
+    rec.write(Observation(now=ts, samples=samples))
+
+
+def test_unchanged_values_are_not_written_again_and_read_back_at_every_pass(tmp_path):
+    rec = Recorder(tmp_path / "h.sqlite3")
+    passes = [(T0, {A: 1.0, B: 5.0}), (T0 + 10, {A: 1.0, B: 5.0}), (T0 + 20, {A: 2.0, B: 5.0}),
+              (T0 + 30, {A: 2.0}), (T0 + 40, {A: 2.0, B: 7.0})]
+    written = []
+    for ts, samples in passes:
+        before = rows(rec)
+        record(rec, ts, samples)
+        written.append(rows(rec) - before)
+    assert written == [2, 0, 1, 1, 1]  # all, nothing, A changed, B ended (a NULL), B is back
+    for ts, samples in passes:
+        assert value_at(rec, A, ts) == samples.get(A)
+        assert value_at(rec, B, ts) == samples.get(B), ts  # None where B had no value: never carried over
+    assert q.summary(rec.conn)["samplePasses"] == len(passes)
+    rec.close()
+
+
+def test_a_new_keyframe_bucket_writes_every_value_and_a_gap_carries_nothing(tmp_path):
+    rec = Recorder(tmp_path / "h.sqlite3")
+    record(rec, T0 + K - 10, {A: 1.0, B: 5.0})
+    before = rows(rec)
+    record(rec, T0 + K, {A: 1.0, B: 5.0})  # unchanged, but the first pass of the next bucket
+    assert rows(rec) - before == 2
+    # no pass between: the read shows a gap there, not the last value
+    assert q.series(rec.conn, "queue", "a", "pending", T0 + K + 10, T0 + K + 40, 10, agg="last") == [
+        (T0 + K + 10, None), (T0 + K + 20, None), (T0 + K + 30, None)]
+    rec.close()
+
+
+def test_a_recorder_taking_over_mid_bucket_ends_what_the_last_one_left_open(tmp_path):
+    """A restart, or another process taking over the file (writer_lock.py): its first pass has no memory of
+    what was written, so a series the last recorder left holding a value and that is gone now gets its NULL."""
+    path = tmp_path / "h.sqlite3"
+    first = Recorder(path)
+    record(first, T0 + 10, {A: 1.0, B: 5.0})
+    first.close()
+    again = Recorder(path)
+    record(again, T0 + 20, {A: 1.0})  # the same bucket; B went away while nobody recorded
+    assert value_at(again, B, T0 + 10) == 5.0
+    assert value_at(again, B, T0 + 20) is None
+    assert value_at(again, A, T0 + 20) == 1.0
+    record(again, T0 + 30, {A: 1.0})
+    assert value_at(again, B, T0 + 30) is None
+    again.close()
+
+
+def test_a_reopened_recorder_samples_an_interval_after_the_last_pass(tmp_path):
+    path = tmp_path / "h.sqlite3"
+    first = Recorder(path, interval=10)
+    record(first, T0, {A: 1.0})
+    record(first, T0 + 10, {A: 1.0})  # no row written, a pass all the same
+    first.close()
+    again = Recorder(path, interval=10)
+    assert again._last_sample == T0 + 10
+    again.close()
