@@ -17,6 +17,7 @@ from kubernetes_asyncio.config import new_client_from_config
 from kubernetes_asyncio.watch import Watch
 from tools.paths import FIXTURES
 
+from taudash.engine.sources.library_files import closing_library_descriptors
 from taudash.sim.controllers.pods import topology_hosts
 from taudash.sim.kueue_versions import OBSERVABILITY, kueue_version
 from taudash.sim.server import SimServer
@@ -306,7 +307,8 @@ async def served(tmp_path):
     pods = [factories.pod(f"p{i}", "team-a", node="n1" if i < 2 else None, phase="Running" if i < 2 else "Pending")
             for i in range(3)]
     async with SimServer(FIXTURES / "sim-cluster.yaml", objects=pods) as sim:
-        c = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
+        with closing_library_descriptors():  # the library leaves one open per certificate temp file
+            c = await new_client_from_config(config_file=str(sim.kubeconfig), temp_file_path=str(tmp_path))
         yield sim, client.CoreV1Api(c)
         await c.close()
 
