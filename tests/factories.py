@@ -145,8 +145,29 @@ def local_queue(name: str, ns: str, cq: str) -> dict:
     return {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}
 
 
-def resource_flavor(name: str, node_labels: dict | None = None) -> dict:
-    return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": node_labels or {}}}
+def resource_flavor(name: str, node_labels: dict | None = None, *, topology: str | None = None) -> dict:
+    spec: dict[str, Any] = {"nodeLabels": node_labels or {}}
+    if topology:
+        spec["topologyName"] = topology
+    return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def topology(name: str, *levels: str) -> dict:
+    """A Kueue Topology with these node-label levels, highest first."""
+    return {"apiVersion": KQ, "kind": "Topology", "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}}
+
+
+def pod(name: str, ns: str = "ns", *, node: str | None = None, gpus: int = 1, phase: str = "Running",
+        **spec: Any) -> dict:
+    """A core/v1 Pod of one container requesting `gpus` GPUs and one CPU, bound to `node` (None: unbound);
+    `spec` keywords join its spec (nodeSelector, tolerations, ...)."""
+    body: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": {GPU: str(gpus), "cpu": "1"}}}],
+                            **spec}
+    if node:
+        body["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": body,
+            "status": {"phase": phase}}
 
 
 def workload_priority_class(name: str, value: int) -> dict:
@@ -628,11 +649,11 @@ def demo_raw_objects() -> list[dict]:
     return copy.deepcopy(list(_demo_raw()[0]))
 
 
-QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}
+QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0, "gpuFaultsPerHour": 0}
 
 
 def sim_scenario(events: Iterable[dict] = (), **knobs: Any):
-    """A simulator Scenario: quiet (no arrivals, flaps or cordons) unless `knobs` say otherwise."""
+    """A simulator Scenario: quiet (no arrivals, flaps, cordons or GPU faults) unless `knobs` say otherwise."""
     from taudash.sim.controllers.scenario import Scenario
 
     return Scenario.parse({"knobs": {**QUIET_KNOBS, **knobs}, "events": list(events)})

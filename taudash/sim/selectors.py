@@ -2,7 +2,8 @@
 
 Labels: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x,y)`, `a`, `!a`, comma-separated (AND).
 Fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=` (what the CRD endpoints support); core/v1
-Events also `involvedObject.*`, `reason`, `type`, `source`, `reportingComponent` (KIND_FIELDS).
+Events also `involvedObject.*`, `reason`, `type`, `source`, `reportingComponent`; core/v1 Pods also `spec.nodeName`,
+`status.phase` and the other pod fields the apiserver converts (KIND_FIELDS).
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ KIND_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "reason": ("reason",), "type": ("type",), "source": ("source", "component"),
         "reportingComponent": ("reportingComponent",),
     },
+    # The pod fields the apiserver converts (pkg/registry/core/pod: what kubelets and schedulers select by).
+    "Pod": {
+        **{f"spec.{f}": ("spec", f) for f in ("nodeName", "restartPolicy", "schedulerName", "serviceAccountName",
+                                              "hostNetwork")},
+        **{f"status.{f}": ("status", f) for f in ("phase", "podIP", "nominatedNodeName")},
+    },
 }
 
 
@@ -119,6 +126,8 @@ def _field_value(o: dict[str, Any], path: tuple[str, ...]) -> str:
     cur: Any = o
     for part in path:
         cur = cur.get(part) if isinstance(cur, dict) else None
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
     return "" if cur is None else str(cur)
 
 

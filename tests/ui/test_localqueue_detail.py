@@ -67,7 +67,7 @@ async def test_queues_to_cluster_queue_to_local_queue_and_back(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         cq_screen = await open_queue(app, pilot)
         order = entries(app)
-        assert len(order) == 5 and f"wl:{SECOND}" in [key(e) for e in order]
+        assert len(order) == 6 and f"wl:{SECOND}" in [key(e) for e in order]
         # the second LocalQueue: one row, its global position kept, 0 in its LocalQueue
         lq = await to_local_queue(app, pilot, f"wl:{SECOND}")
         assert lq.local_queue == ("train", "second") and lq.cq_name == CQ
@@ -85,7 +85,7 @@ async def test_queues_to_cluster_queue_to_local_queue_and_back(tmp_path):
         lq = await to_local_queue(app, pilot, key(order[0]))
         jobq = [e for e in order if e.local_queue == "jobqueue"]
         rows = lq.query_one("#qd-pending", KeyedTable)
-        assert rows.visible_keys() == [key(e) for e in jobq] and len(jobq) == 4
+        assert rows.visible_keys() == [key(e) for e in jobq] and len(jobq) == 5
         shown = [[c.plain for c in rows.get_row(key(e))][:2] for e in jobq]
         assert shown == [[str(e.position_in_cluster_queue), str(i)] for i, e in enumerate(jobq)]
         holders = {f"adm:{w.namespace}/{w.name}" for w in app.session.store.list("Workload")

@@ -40,7 +40,7 @@ def write(tmp_path, data) -> str:
 
 
 def test_the_live_catalog_itself_is_valid(ctx, current):
-    assert len(current) == 6
+    assert len(current) == 7
     assert catalog_problems(ctx, current) == []
 
 

@@ -23,6 +23,7 @@ from taudash.sim.controllers.base import (
     meta,
     qres,
 )
+from taudash.sim.topology import template_request
 
 KUEUE_V = "kueue.x-k8s.io/v1beta2"
 SOURCE_KINDS = ("Job", "RayJob", "RayService", "Deployment")
@@ -124,7 +125,11 @@ def build_workload(src: Obj, priority: int, priority_class: str, name: str | Non
         spec = dict(tmpl.get("spec") or {})
         if kind != "Deployment":
             spec["restartPolicy"] = "Never"
-        pod_sets.append({"name": ps_name, "count": count, "template": {"spec": spec}})
+        pod_set: Obj = {"name": ps_name, "count": count, "template": {"spec": spec}}
+        request = template_request(tmpl)  # the podset-required/preferred-topology annotations
+        if request is not None:
+            pod_set["topologyRequest"] = request
+        pod_sets.append(pod_set)
     wl_spec: Obj = {"active": True, "podSets": pod_sets, "priority": priority, "queueName": queue_name(src)}
     if priority_class:
         wl_spec["priorityClassRef"] = {

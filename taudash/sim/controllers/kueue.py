@@ -72,6 +72,7 @@ INPUTS = {
     "Namespace",
     "Topology",
     "WorkloadPriorityClass",
+    "Node",  # topology placement: a node's room, readiness or cordon changed
 }
 OUTPUTS = {"ClusterQueue", "LocalQueue", "AdmissionCheck"}  # whose status only Kueue writes
 
