@@ -1,0 +1,105 @@
+"""`taudash whatif FILE`: what would happen if this Job, RayJob, Deployment or Workload were submitted now
+(docs/whatif.md: the WhatIfPrediction contract). Predicted on an in-process simulated fork; never written."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from taudash.engine.text import clean
+
+from ..errors import EXIT_CRITICAL, EXIT_OK, UsageError
+from .options import SOURCE, add_source_args, rule_config
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "whatif",
+        help="what if I submit this Job/RayJob/Deployment/Workload: flavor, admission, position, wait, preemptions",
+        description="Forks the cluster (a live context over a read-only connection, a --snapshot or --demo) into "
+        "an in-process simulator, adds the object and runs Kueue's admission forward in simulated time. Nothing is "
+        "written to the cluster. Prints a WhatIfPrediction (docs/whatif.md). Exit 0 when the object is admissible, "
+        "1 when it can never be admitted as the cluster stands (the reason says why), 2 on a bad manifest, "
+        "3 when the cluster cannot be reached.",
+    )
+    p.add_argument("file", metavar="FILE", help="the manifest (YAML or JSON, one object; - reads stdin)")
+    add_source_args(p, SOURCE - {"pvc"})
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    p.add_argument("--horizon", type=float, default=None, metavar="SECONDS",
+                   help="simulated seconds to run the fork forward at most (default 6 h)")
+    p.add_argument("--step", type=float, default=None, metavar="SECONDS",
+                   help="simulated seconds per step: the resolution of the predicted admission time (default 30)")
+    p.add_argument("--seed", type=int, default=0, help="the simulator's seed (job durations in the fork)")
+    p.set_defaults(func=run)
+
+
+def read_manifest(path: str):
+    from taudash.whatif import ManifestError, parse
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return parse(text, "stdin" if path == "-" else path)
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+
+
+def run(args) -> int:
+    from taudash.whatif import DEFAULT_HORIZON, DEFAULT_STEP, ManifestError, whatif
+    from taudash.whatif.document import render_table
+
+    for flag, value in (("--horizon", args.horizon), ("--step", args.step)):
+        if value is not None and not value > 0:
+            raise UsageError(f"{flag}: give a number of seconds above 0")
+    manifest = read_manifest(args.file)  # a bad manifest fails before any cluster is reached
+    fork, source = _fork(args)
+    try:
+        doc = whatif(fork, manifest, config=rule_config(_no_pvc(args)), horizon=args.horizon or DEFAULT_HORIZON,
+                     step=args.step or DEFAULT_STEP, seed=args.seed, source=source)
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+    if args.output == "json":
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        for line in render_table(doc):
+            print(line)
+    return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL
+
+
+def _no_pvc(args):
+    args.pvc = []
+    return args
+
+
+def _fork(args) -> tuple[Any, str]:
+    """(the fork, its source word): a snapshot or the demo at its capture time; a live cluster now."""
+    from taudash.rehearse import fork_store
+    from taudash.sim.clock import parse_rfc3339
+
+    from ..loading import load_from_args
+
+    if args.snapshot or args.demo:
+        loaded = load_from_args(args)
+        at = parse_rfc3339(loaded.source.observed_at) or time.time()
+        return fork_store(loaded.store, at, loaded.source.context), "demo" if args.demo else "snapshot"
+    import asyncio
+
+    return asyncio.run(_live_fork(args)), "live"
+
+
+async def _live_fork(args):
+    from taudash.rehearse import fork_store
+
+    from ..config import ReadOnly
+    from ..live import LiveCluster
+
+    # A connection that cannot write: whatif is never given the real cluster's Actions.
+    no_writes = ReadOnly.asked("a what-if (taudash whatif) never writes to the cluster", "whatif")
+    async with LiveCluster(args.context, args.kubeconfig, read_only=no_writes) as live:
+        return fork_store(live.store, time.time(), live.target.context, live.identity)
