@@ -10,7 +10,7 @@ Uses the simulator and the rehearsal fork, so it lives in the program layer.
 from __future__ import annotations
 
 from .document import whatif
-from .manifest import Manifest, ManifestError, parse
+from .manifest import Manifest, ManifestError, from_object, parse
 from .predict import DEFAULT_HORIZON, DEFAULT_STEP, predict
 
-__all__ = ["DEFAULT_HORIZON", "DEFAULT_STEP", "Manifest", "ManifestError", "parse", "predict", "whatif"]
+__all__ = ["DEFAULT_HORIZON", "DEFAULT_STEP", "Manifest", "ManifestError", "from_object", "parse", "predict", "whatif"]

@@ -21,10 +21,12 @@ from taudash.engine.model.names import PROFILE_LABEL
 from taudash.engine.rules.base import RuleConfig, RuleContext
 from taudash.engine.rules.eta import admission_times, estimate_wait, human
 from taudash.engine.rules.queue_order import cluster_queue_orders
+from taudash.engine.store import AccessState
 from taudash.rehearse.fork import Fork
 from taudash.rehearse.run import QUIET
 from taudash.sim.controllers.admission import Cluster
 from taudash.sim.controllers.base import Obj, condition, controller_owner, is_true, meta
+from taudash.sim.controllers.jobs import requests_of
 from taudash.sim.errors import ApiError
 from taudash.sim.objects import ObjectDB
 from taudash.sim.schema import SchemaSet
@@ -62,24 +64,28 @@ def predict(fork: Fork, manifest: Manifest, *, config: RuleConfig | None = None,
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        world.step(0)  # the controllers' first look at the copy belongs to the baseline
+        # TauGrid's state as it was read (the simulated controllers' first pass may re-resolve profiles)
         store = world.mirror.store
         for kind, state in fork.access.items():
-            from taudash.engine.store import AccessState
-
             store.set_access(kind, AccessState(state), "as in the forked cluster")
+        ws = checks.workspace_of(store, manifest.namespace, config.system_namespace)
+        profile, refused = checks.profile_for(store, manifest, (ws.team if ws is not None else None) or "")
+        world.step(0)  # the controllers' first look at the copy belongs to the baseline
+        _admissible_to_the_api(world, obj, manifest)
         out = _blank(manifest)
         raws = _index([o for k in ("LocalQueue", "ClusterQueue", "Cohort", "ResourceFlavor", "Namespace",
                                    "WorkloadPriorityClass") for o in world.mirror.list(k)])
-        ws = checks.workspace_of(store, manifest.namespace, config.system_namespace)
-        profile, refused = checks.profile_for(store, manifest, (ws.team if ws is not None else None) or "")
         out["profile"] = profile.to_dict() if profile is not None else None
         if profile is not None and profile.name and not refused:
             _stamp(obj, profile)
         lq, cq, why = checks.route(obj, raws)
         out["localQueue"], out["clusterQueue"] = lq, cq
         why = refused or checks.workspace_not_ready(ws) or why
-        wl_shape = checks.as_workload(obj, raws)
+        try:
+            wl_shape = checks.as_workload(obj, raws)
+            requests_of(wl_shape)
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
+            raise ManifestError(f"{manifest.ref()}: cannot read its pod sets: {exc}") from None
         if why is None and cq is not None:
             why = checks.never_fits(wl_shape, cq, raws, now)
         if why is not None:
@@ -90,6 +96,14 @@ def predict(fork: Fork, manifest: Manifest, *, config: RuleConfig | None = None,
     finally:
         logger.setLevel(level)
         world.close()
+
+
+def _admissible_to_the_api(world: World, obj: Obj, manifest: Manifest) -> None:
+    """The API server's own checks first (schema, names): what it would refuse is a bad manifest."""
+    try:
+        world.db.create(obj, dry_run=True)
+    except ApiError as exc:
+        raise ManifestError(f"{manifest.ref()}: the API server would refuse it: {exc.message}") from None
 
 
 def _blank(m: Manifest) -> dict[str, Any]:
