@@ -182,18 +182,14 @@ def _run(world: World, obj: Obj, manifest: Manifest, out: dict[str, Any], horizo
 
 
 def _position(world: World, wl: Obj, config: RuleConfig) -> dict[str, Any] | None:
+    """Its 1-based place in Kueue's queue order (engine/rules/queue_order.py, what the visibility API gives)."""
     ctx = RuleContext(store=world.mirror.store, now=world.clock.datetime(), config=config)
-    cqn = out_cq = None
-    orders = cluster_queue_orders(ctx) or {}
-    for name, order in orders.items():
+    for order in (cluster_queue_orders(ctx) or {}).values():
         e = order.entry(meta(wl)["namespace"], meta(wl)["name"])
         if e is not None:
-            cqn, out_cq = name, e
-            break
-    if out_cq is None:
-        return None
-    return {"clusterQueue": out_cq.position_in_cluster_queue + 1, "localQueue": out_cq.position_in_local_queue + 1,
-            "aheadInClusterQueue": out_cq.position_in_cluster_queue, "of": len(orders[cqn].entries)}
+            return {"clusterQueue": e.position_in_cluster_queue + 1, "localQueue": e.position_in_local_queue + 1,
+                    "aheadInClusterQueue": e.position_in_cluster_queue, "of": len(order.entries)}
+    return None
 
 
 def _preempted_by(world: World, uids: set[str]) -> list[dict[str, Any]]:
