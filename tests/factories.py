@@ -923,3 +923,31 @@ def kubeconfig_doc(clusters: dict[str, dict], user: dict, contexts: dict[str, st
     return {"apiVersion": "v1", "kind": "Config", "current-context": current, "users": [user],
             "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
             "contexts": [{"name": n, "context": {"cluster": c, "user": user["name"]}} for n, c in contexts.items()]}
+
+
+def submittable(kind: str, name: str, ns: str, *, queue: str | None = "jobqueue", gpus: int = 1,
+                workers: int = 1, replicas: int = 1) -> dict:
+    """A manifest as a user submits it (no uid, no status): Job, RayJob (a head and `workers` GPU workers),
+    Deployment (Kueue-managed, `replicas` pods) or Workload, each pod asking for `gpus` GPUs."""
+    pod: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox",
+                                           "resources": {"requests": {GPU: str(gpus)}}}]}
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if kind == "Job":
+        return job(name, ns, queue=queue, gpus=gpus)
+    if kind == "Workload":
+        spec: dict[str, Any] = {"queueName": queue or "", "podSets": [{"name": "main", "count": 1,
+                                                                      "template": {"spec": pod}}]}
+        return {"apiVersion": KQ, "kind": "Workload", "metadata": meta, "spec": spec}
+    if kind == "Deployment":
+        labels = {"app": name, **(managed_template(queue) if queue else {})}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": labels}, "spec": pod}}}
+    if queue:
+        meta["labels"] = {QUEUE_LABEL: queue}
+    head = {"containers": [{"name": "head", "image": "ray", "resources": {"requests": {"cpu": "1"}}}]}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta,
+            "spec": {"entrypoint": "python run.py", "submissionMode": "HTTPMode",
+                     "rayClusterSpec": {"headGroupSpec": {"template": {"spec": head}},
+                                        "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers,
+                                                              "template": {"spec": pod}}]}}}

@@ -56,10 +56,11 @@ def render_table(doc: dict[str, Any]) -> list[str]:
                          f"{pos['clusterQueue']} of {pos['of']} in ClusterQueue {p['clusterQueue']}")
         if p.get("eta"):
             lines.append(f"  eta:         {p['eta']['text']}")
+        when = "    " if p["startsNow"] else " (once admitted)"
         for b in p["borrows"]:
             who = ", ".join(f"{x['name']} ({x['unused']} unused)" for x in b["from"]) or "the cohort"
-            lines.append(f"  borrows:     {b['amount']} {b['resource']} of {b['flavor']} from {who}")
-        lines.append(f"  preempts:    {len(p['preempts'])}")
+            lines.append(f"  borrows{when}: {b['amount']} {b['resource']} of {b['flavor']} from {who}")
+        lines.append(f"  preempts:    {len(p['preempts']) or 'nothing'}")
         for v in p["preempts"]:
             own = f" ({v['owner']['kind']} {v['owner']['name']})" if v.get("owner") else ""
             lines.append(f"    - {v['namespace']}/{v['name']}{own} {v['reason']}")

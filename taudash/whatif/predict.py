@@ -38,7 +38,8 @@ from .manifest import Manifest, ManifestError
 
 DEFAULT_HORIZON = 6 * 3600.0  # simulated seconds the fork is run forward at most
 DEFAULT_STEP = 30.0  # simulated seconds per world step: the resolution of the simulated admission time
-SETTLE_STEPS = 4  # steps with no time passing: Kueue makes the Workload, then schedules it
+SETTLE_STEPS = 4
+STARTS_NOW_STEPS = 4  # a preemptor waits a step or two for its victims' quota: still "now"  # steps with no time passing: Kueue makes the Workload, then schedules it
 
 
 def _index(objects: list[Obj]) -> dict[str, dict[tuple[str, str], Obj]]:
@@ -173,9 +174,10 @@ def _run(world: World, obj: Obj, manifest: Manifest, out: dict[str, Any], horizo
         qr = condition(pending[0], "QuotaReserved") or {}
         out["waiting"] = {"reason": qr.get("reason") or "", "message": qr.get("message") or "",
                           "horizonSeconds": horizon}
-    else:
-        out["flavors"] = _flavors(mine)
-        out["startsNow"] = not freed and world.clock.now() - start <= step * 4
+    out["flavors"] = _flavors(mine)  # of those admitted (every one, unless the horizon ran out)
+    if not pending:
+        # now: nothing else had to finish first (its own preemptions aside), and within a few steps
+        out["startsNow"] = not freed and world.clock.now() - start <= step * STARTS_NOW_STEPS
         out["borrows"] = borrows_of(_cluster(world), out["clusterQueue"], mine)
     admitted_after = None if pending else round(world.clock.now() - now.timestamp(), 3)
     out["eta"] = _eta(out, admissions, now, admitted_after, horizon)

@@ -237,3 +237,35 @@ def test_the_fork_is_untouched_and_the_prediction_repeats():
     assert fork.objects == before
     first.pop("simulation"), second.pop("simulation")
     assert first == second
+
+
+# --- the other kinds ------------------------------------------------------------------------------------------
+
+
+def kinds_cluster() -> World:
+    return settled(cq("train", {"gpu": {GPU: "8", "cpu": "8"}}), local_queue("q", "team-a", "train"))
+
+
+@pytest.mark.parametrize(("kind", "podsets"), [
+    ("Job", [("main", 1)]), ("RayJob", [("head", 1), ("gpu", 2)]), ("Workload", [("main", 1)])])
+def test_each_kind_gets_its_pod_sets_flavored(kind, podsets):
+    p = predict(kinds_cluster(), factories.submittable(kind, "x", "team-a", queue="q", gpus=2, workers=2))
+    assert p["admissible"] and p["startsNow"] and len(p["workloads"]) == 1
+    assert [(f["podSet"], f["count"]) for f in p["flavors"]] == podsets
+    assert all(set(f["flavors"].values()) == {"gpu"} for f in p["flavors"])
+
+
+def test_a_managed_deployment_predicts_one_workload_per_replica():
+    w = kinds_cluster()
+    p = predict(w, factories.submittable("Deployment", "web", "team-a", queue="q", gpus=3, replicas=3))
+    # two replicas of 3 GPUs fit the 8: the third waits (the prediction is for the whole Deployment)
+    assert len(p["workloads"]) == 3 and p["admissible"] and not p["startsNow"]
+    assert p["position"]["clusterQueue"] == 1
+    assert len(p["flavors"]) == 2 and p["waiting"]["horizonSeconds"] > 0  # the two admitted, the third waiting
+    unmanaged = predict(w, factories.submittable("Deployment", "web", "team-a", queue=None))
+    assert unmanaged["admissible"] is False and unmanaged["reason"]["code"] == "NotManagedByKueue"
+
+
+def test_a_rayjob_above_the_queue_maximum_is_inadmissible():
+    p = predict(kinds_cluster(), factories.submittable("RayJob", "big", "team-a", queue="q", gpus=4, workers=3))
+    assert p["admissible"] is False and p["reason"]["code"] == "ExceedsMaxQuota"
