@@ -86,3 +86,16 @@ def from_object(doc: Any, where: str = "manifest") -> Manifest:
                                or not all(isinstance(v, str) for v in labels.values())):
         raise ManifestError(f"{where}: metadata.labels must map names to strings")
     return Manifest(obj)
+
+
+def from_text_or_path(text: str, path: str) -> Manifest:
+    """What the dashboard's modal gives: a path (read here) or the pasted YAML."""
+    if path:
+        from pathlib import Path
+
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ManifestError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        return parse(text, path)
+    return parse(text, "the pasted manifest")
