@@ -41,10 +41,10 @@ from taudash.screens.kit.messages import (
     WorkflowFinished,
 )
 from taudash.screens.kit.palette import NavigationProvider
+from taudash.screens.kit.whatif import WhatIfScreen
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.queue_detail import LocalQueueDetailScreen, QueueDetailScreen
 from taudash.screens.registry import REGISTRY
-from taudash.screens.whatif import WhatIfScreen
 from taudash.screens.workflow.forms import WorkflowProvider
 from taudash.screens.workflow.host import RunOptions, WorkflowHost
 from taudash.screens.workflow.rehearsal import RehearsalScreen

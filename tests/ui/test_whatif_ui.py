@@ -12,7 +12,7 @@ from factories import dashboard_app
 from textual.widgets import Input, Static, TextArea
 from tools.waiting import eventually
 
-from taudash.screens.whatif import WhatIfScreen
+from taudash.screens.kit.whatif import WhatIfScreen
 
 NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)

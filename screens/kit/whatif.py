@@ -1,4 +1,4 @@
-"""What if I submit this? A modal: paste a Job, RayJob, Deployment or Workload manifest (or give a path) and see
+"""What if I submit this? An overlay every screen opens (W, or the palette): paste a Job, RayJob, Deployment or Workload manifest (or give a path) and see
 what Kueue would do with it, predicted on a simulated fork of the cluster (docs/whatif.md).
 
 Screens never import the simulator: the modal posts `PredictWhatIf`, the app (program layer) forks the
@@ -17,8 +17,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
 
-from .kit.messages import PredictWhatIf
-from .kit.text import lit
+from .messages import PredictWhatIf
+from .text import lit
 
 HINT = ("Paste a manifest below, or give a file path; ctrl+r predicts. The prediction runs on an in-process fork: "
         "nothing is written to the cluster.")
