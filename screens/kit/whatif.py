@@ -1,5 +1,6 @@
-"""What if I submit this? An overlay every screen opens (W, or the palette): paste a Job, RayJob, Deployment or Workload manifest (or give a path) and see
-what Kueue would do with it, predicted on a simulated fork of the cluster (docs/whatif.md).
+"""What if I submit this? An overlay every screen opens (W, or the palette): paste a Job, RayJob, Deployment or
+Workload manifest (or give a path) and see what Kueue would do with it, predicted on a simulated fork of the
+cluster (docs/whatif.md).
 
 Screens never import the simulator: the modal posts `PredictWhatIf`, the app (program layer) forks the
 session's store, predicts in a worker thread and hands back the `taudash/v1 WhatIfPrediction` as a plain dict.
