@@ -951,3 +951,20 @@ def submittable(kind: str, name: str, ns: str, *, queue: str | None = "jobqueue"
                      "rayClusterSpec": {"headGroupSpec": {"template": {"spec": head}},
                                         "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers,
                                                               "template": {"spec": pod}}]}}}
+
+
+def whatif_prediction(pid: str, obj: tuple[str, str, str] = ("Job", "train", "try-me"), *,
+                      created: str = "2026-11-30T09:00:00+00:00", flavor: str = "h100", starts_now: bool = True,
+                      interval: tuple[float, float] | None = None, fork_wait: float | None = 0.0,
+                      preempts: Iterable[tuple[str, str]] = ()) -> dict:
+    """A kept `taudash/v1 WhatIfPrediction` (docs/whatif.md) for (kind, namespace, name)."""
+    kind, ns, name = obj
+    est = {"known": True, "low": interval[0], "median": sum(interval) / 2, "high": interval[1]} if interval else None
+    return {"apiVersion": "taudash/v1", "kind": "WhatIfPrediction",
+            "metadata": {"id": pid, "createdAt": created, "source": "live"},
+            "spec": {"object": {"kind": kind, "namespace": ns, "name": name}},
+            "prediction": {"admissible": True, "clusterQueue": "tau-ws-train", "startsNow": starts_now,
+                           "flavors": [{"podSet": "main", "count": 1, "flavors": {GPU: flavor, "cpu": flavor}}],
+                           "eta": {"estimate": est, "fork": {"simulatedAdmissionSeconds": fork_wait}},
+                           "preempts": [{"namespace": n, "name": w} for n, w in preempts]},
+            "writesToCluster": 0}

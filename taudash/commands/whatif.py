@@ -57,12 +57,13 @@ def run(args) -> int:
         if value is not None and not value > 0:
             raise UsageError(f"{flag}: give a number of seconds above 0")
     manifest = read_manifest(args.file)  # a bad manifest fails before any cluster is reached
-    fork, source = _fork(args)
+    fork, source, key = _fork(args)
     try:
         doc = whatif(fork, manifest, config=rule_config(_no_pvc(args)), horizon=args.horizon or DEFAULT_HORIZON,
                      step=args.step or DEFAULT_STEP, seed=args.seed, source=source)
     except ManifestError as exc:
         raise UsageError(clean(str(exc))) from None
+    _record(doc, key)
     if args.output == "json":
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -72,13 +73,27 @@ def run(args) -> int:
     return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL
 
 
+def _record(doc: dict, key: str) -> None:
+    """Keep the prediction beside the cluster's history (`taudash history whatif` holds it against reality)."""
+    from taudash.engine.history.whatif import record
+
+    try:
+        path = record(doc, key)
+    except (OSError, ValueError) as exc:  # a prediction that cannot be kept is still shown
+        print(clean(f"taudash: the prediction was not kept: {exc}"), file=sys.stderr)
+        return
+    print(clean(f"prediction {doc['metadata']['id']} kept in {path}"), file=sys.stderr)
+
+
 def _no_pvc(args):
     args.pvc = []
     return args
 
 
-def _fork(args) -> tuple[Any, str]:
-    """(the fork, its source word): a snapshot or the demo at its capture time; a live cluster now."""
+def _fork(args) -> tuple[Any, str, str]:
+    """(the fork, its source word, the cluster's history key): a snapshot or the demo at its capture time; a
+    live cluster now."""
+    from taudash.engine.history import DEMO_CLUSTER_KEY, cluster_key
     from taudash.rehearse import fork_store
     from taudash.sim.clock import parse_rfc3339
 
@@ -87,10 +102,14 @@ def _fork(args) -> tuple[Any, str]:
     if args.snapshot or args.demo:
         loaded = load_from_args(args)
         at = parse_rfc3339(loaded.source.observed_at) or time.time()
-        return fork_store(loaded.store, at, loaded.source.context), "demo" if args.demo else "snapshot"
+        fork = fork_store(loaded.store, at, loaded.source.context)
+        if args.demo:
+            return fork, "demo", DEMO_CLUSTER_KEY
+        return fork, "snapshot", cluster_key(loaded.source.context, None)
     import asyncio
 
-    return asyncio.run(_live_fork(args)), "live"
+    fork, server = asyncio.run(_live_fork(args))
+    return fork, "live", cluster_key(fork.context, server)
 
 
 async def _live_fork(args):
@@ -102,4 +121,4 @@ async def _live_fork(args):
     # A connection that cannot write: whatif is never given the real cluster's Actions.
     no_writes = ReadOnly.asked("a what-if (taudash whatif) never writes to the cluster", "whatif")
     async with LiveCluster(args.context, args.kubeconfig, read_only=no_writes) as live:
-        return fork_store(live.store, time.time(), live.target.context, live.identity)
+        return fork_store(live.store, time.time(), live.target.context, live.identity), live.target.server

@@ -166,3 +166,37 @@ async def test_live_prediction_matches_kubectl_apply_and_writes_nothing(cli_env,
             mine = next(i for i in items if i["metadata"]["ownerReferences"][0]["name"] == "try-me")
             assert mine["positionInClusterQueue"] + 1 == p["position"]["clusterQueue"] == len(items)
             assert mine["positionInLocalQueue"] + 1 == p["position"]["localQueue"]
+
+
+# --- kept, then held against what happened -------------------------------------------------------------------
+
+
+def test_each_prediction_is_kept_and_history_whatif_holds_it_against_what_happened(cli_env, capsys):
+    import time
+
+    from taudash.engine.history import db as hdb
+
+    code, doc = run_json(capsys, write(cli_env, train_job()), "--demo")
+    assert code == 0
+    kept = cli_env / "state" / "whatif" / hdb.DEMO_CLUSTER_KEY / f"{doc['metadata']['id']}.json"
+    assert json.loads(kept.read_text())["prediction"] == doc["prediction"]
+
+    main(["history", "whatif", "--demo", "-o", "json"])  # not submitted yet: nothing recorded, no guess
+    out = json.loads(capsys.readouterr().out)
+    assert [(i["id"], i["actual"], i["match"]) for i in out["items"]] == [(doc["metadata"]["id"], None, None)]
+
+    # the dashboard's recorder saw the real Job's Workload admitted, on another flavor, after 10 minutes
+    conn = hdb.connect(hdb.db_path(hdb.DEMO_CLUSTER_KEY))
+    t = time.time() + 5
+    conn.execute("INSERT INTO waits (uid, namespace, name, queue, cluster_queue, team, flavor, created, reserved, "
+                 "admitted) VALUES ('u1', 'train', 'job-try-me-1a2b3', 'jobqueue', 'tau-ws-train', 'research', "
+                 "'taugrid-gpu-a100-80gb', ?, ?, ?)", (t, t + 600, t + 600))
+    conn.commit()
+    conn.close()
+    main(["history", "whatif", "--demo", "-o", "json"])
+    item = json.loads(capsys.readouterr().out)["items"][0]
+    assert item["actual"]["workload"] == "job-try-me-1a2b3" and item["actual"]["waitSeconds"] == 600.0
+    assert item["match"] == {"flavor": False, "startsNow": False, "waitInInterval": None, "preempts": True}
+    assert main(["history", "whatif", "--demo"]) == 0
+    table = capsys.readouterr().out
+    assert f"{H100} → taugrid-gpu-a100-80gb ✗" in table and "yes → no ✗" in table and "now → 10.0m" in table
