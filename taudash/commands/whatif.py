@@ -25,7 +25,10 @@ def register(sub) -> None:
         "1 when it can never be admitted as the cluster stands (the reason says why), 2 on a bad manifest, "
         "3 when the cluster cannot be reached.",
     )
-    p.add_argument("file", metavar="FILE", help="the manifest (YAML or JSON, one object; - reads stdin)")
+    p.add_argument("file", metavar="FILE", nargs="?", help="the manifest (YAML or JSON, one object; - reads stdin)")
+    p.add_argument("--quota", metavar="FILE", help="instead of an object: changed ClusterQueues, Cohorts, "
+                   "TauWorkspaces or TauTeams (YAML, several documents); the pending queue is run forward with and "
+                   "without them, and admissions and waits compared per queue and team")
     add_source_args(p, SOURCE - {"pvc"})
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.add_argument("--horizon", type=float, default=None, metavar="SECONDS",
@@ -56,6 +59,10 @@ def run(args) -> int:
     for flag, value in (("--horizon", args.horizon), ("--step", args.step)):
         if value is not None and not value > 0:
             raise UsageError(f"{flag}: give a number of seconds above 0")
+    if (args.file is None) == (args.quota is None):
+        raise UsageError("give one manifest FILE, or --quota FILE")
+    if args.quota is not None:
+        return _run_quota(args)
     manifest = read_manifest(args.file)  # a bad manifest fails before any cluster is reached
     fork, source, key = _fork(args)
     try:
@@ -71,6 +78,51 @@ def run(args) -> int:
         for line in render_table(doc):
             print(line)
     return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL
+
+
+def _run_quota(args) -> int:
+    import yaml
+
+    from taudash.whatif import DEFAULT_HORIZON, DEFAULT_STEP, ManifestError
+    from taudash.whatif.quota import parse_changes, quota_whatif
+
+    try:
+        text = Path(args.quota).read_text(encoding="utf-8")
+        changes = parse_changes([d for d in yaml.safe_load_all(text) if d is not None], args.quota)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.quota}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(clean(f"{args.quota}: not valid YAML: {getattr(exc, 'problem', None) or exc}")) from None
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+    fork, source, _key = _fork(args)
+    try:
+        body = quota_whatif(fork, changes, horizon=args.horizon or DEFAULT_HORIZON, step=args.step or DEFAULT_STEP,
+                            seed=args.seed, system_namespace=args.system_namespace)
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+    doc = {"apiVersion": "taudash/v1", "kind": "QuotaWhatIf", "metadata": {"source": source, "context": fork.context},
+           "result": body, "writesToCluster": 0}
+    if args.output == "json":
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    print(clean(f"what if {', '.join(body['changes'])} changed (fork of {fork.context or source}; the pending "
+                f"queue run {body['horizonSeconds'] / 3600:g} h forward both ways; nothing written to the cluster)"))
+    print(f"{'TEAM':12} {'CLUSTERQUEUE':24} {'PENDING':>7} {'ADMITTED':>13} {'LONGER':>6} {'SHORTER':>7} "
+          f"{'MEDIAN Δ WAIT':>13}")
+    for r in body["queues"]:
+        delta = r["medianWaitDeltaSeconds"]
+        print(clean(f"{r['team'] or '-':12} {r['clusterQueue']:24} {r['pending']:>7} "
+                    f"{str(r['admittedBefore']) + ' → ' + str(r['admittedAfter']):>13} {r['longerWaits']:>6} "
+                    f"{r['shorterWaits']:>7} {'-' if delta is None else f'{delta / 60:+.0f} min':>13}"))
+        for what in ("gained", "lost"):
+            if r[what]:
+                print(clean(f"    {what}: {', '.join(r[what][:6])}" + (" …" if len(r[what]) > 6 else "")))
+    for t in body["teams"]:
+        print(clean(f"team {t['team']}: admitted {t['admittedBefore']} → {t['admittedAfter']} of {t['pending']} "
+                    f"pending; {t['longerWaits']} wait longer, {t['shorterWaits']} shorter"))
+    return EXIT_OK
 
 
 def _record(doc: dict, key: str) -> None:

@@ -269,3 +269,37 @@ def test_a_managed_deployment_predicts_one_workload_per_replica():
 def test_a_rayjob_above_the_queue_maximum_is_inadmissible():
     p = predict(kinds_cluster(), factories.submittable("RayJob", "big", "team-a", queue="q", gpus=4, workers=3))
     assert p["admissible"] is False and p["reason"]["code"] == "ExceedsMaxQuota"
+
+
+# --- what if the quota changed ---------------------------------------------------------------------------------
+
+
+def test_a_quota_change_gains_admissions_in_one_queue_and_loses_them_in_another():
+    from taudash.whatif.quota import quota_whatif
+
+    w = settled(cq("grow", {"gpu": {GPU: "4"}}), cq("shrink", {"gpu": {GPU: "8"}}),
+                local_queue("qa", "team-a", "grow"), local_queue("qb", "team-b", "shrink"),
+                job("team-a", "a-run", "qa", 4, minute=0), job("team-a", "a-wait", "qa", 4, minute=1),
+                job("team-b", "b-run", "qb", 4, minute=0), job("team-b", "b-wait", "qb", 8, minute=1))
+    fork = fork_of(w)
+    out = quota_whatif(fork, [cq("grow", {"gpu": {GPU: "8"}}), cq("shrink", {"gpu": {GPU: "4"}})],
+                       horizon=12 * 3600, step=60)
+    rows = {r["clusterQueue"]: r for r in out["queues"]}
+    grow, shrink = rows["grow"], rows["shrink"]
+    # a-wait fits the grown queue at once; without the change it waits for a-run to finish
+    assert grow["pending"] == 1 and (grow["admittedBefore"], grow["admittedAfter"]) == (1, 1)
+    assert grow["shorterWaits"] == 1 and grow["medianWaitDeltaSeconds"] < 0
+    # b-wait (8 GPUs) fits once b-run is done, but never in a queue of 4
+    assert (shrink["admittedBefore"], shrink["admittedAfter"]) == (1, 0)
+    assert len(shrink["lost"]) == 1 and shrink["lost"][0].startswith("team-b/job-b-wait-")
+    # the same quota: the same on both sides
+    same = quota_whatif(fork, [cq("grow", {"gpu": {GPU: "4"}})], horizon=12 * 3600, step=60)
+    assert all(r["gained"] == [] and r["lost"] == [] and r["medianWaitDeltaSeconds"] == 0 for r in same["queues"])
+
+
+def test_a_quota_change_to_an_object_that_is_not_there_is_refused():
+    from taudash.whatif.quota import quota_whatif
+
+    fork = fork_of(settled(*base(), steps=1))
+    with pytest.raises(ManifestError, match="ClusterQueue nope is not in the cluster"):
+        quota_whatif(fork, [cq("nope", {"gpu": {GPU: "4"}})], horizon=60, step=30)
