@@ -200,3 +200,31 @@ def test_each_prediction_is_kept_and_history_whatif_holds_it_against_what_happen
     assert main(["history", "whatif", "--demo"]) == 0
     table = capsys.readouterr().out
     assert f"{H100} → taugrid-gpu-a100-80gb ✗" in table and "yes → no ✗" in table and "now → 10.0m" in table
+
+
+# --- what if the quota changed ---------------------------------------------------------------------------------
+
+
+def test_quota_whatif_on_a_snapshot(cli_env, capsys):
+    def queue(nominal: str) -> dict:
+        return cluster_queue("small", flavors={"gpu": {GPU: nominal}}, every_resource=True, status=False)
+
+    objs = [namespace("team-a"), resource_flavor("gpu"), queue("4"), local_queue("q", "team-a", "small"),
+            factories.workload("waiting", "team-a", queue="q")]
+    objs[-1]["spec"]["podSets"] = [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {GPU: "8"}}}]}}}]
+    snap = write(cli_env, factories.snapshot_document(objs, context="hand"), "snap.yaml")
+    change = write(cli_env, queue("8"), "quota.yaml")
+    assert main(["whatif", "--quota", change, "--snapshot", snap, "-o", "json", "--horizon", "600"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "QuotaWhatIf" and doc["writesToCluster"] == 0
+    row = doc["result"]["queues"][0]
+    assert (row["clusterQueue"], row["admittedBefore"], row["admittedAfter"]) == ("small", 0, 1)
+    assert row["gained"] == ["team-a/waiting"]
+    assert main(["whatif", "--quota", change, "--snapshot", snap, "--horizon", "600"]) == 0
+    assert "0 → 1" in capsys.readouterr().out
+    # both a manifest and --quota, or neither: refused
+    assert main(["whatif", "--snapshot", snap]) == 2
+    assert main(["whatif", write(cli_env, train_job()), "--quota", change, "--snapshot", snap]) == 2
+    assert main(["whatif", "--quota", write(cli_env, train_job(), "job2.yaml"), "--snapshot", snap]) == 2
+    assert "a quota change is a ClusterQueue" in capsys.readouterr().err
