@@ -119,6 +119,9 @@ def _run_quota(args) -> int:
         for what in ("gained", "lost"):
             if r[what]:
                 print(clean(f"    {what}: {', '.join(r[what][:6])}" + (" …" if len(r[what]) > 6 else "")))
+    for what in body["reverted"]:
+        print(clean(f"note: {what} was put back by its controller in the fork (TauGrid manages it): "
+                    "change what it is derived from (the TauWorkspace or TauTeam quota, or the pool)"))
     for t in body["teams"]:
         print(clean(f"team {t['team']}: admitted {t['admittedBefore']} → {t['admittedAfter']} of {t['pending']} "
                     f"pending; {t['longerWaits']} wait longer, {t['shorterWaits']} shorter"))

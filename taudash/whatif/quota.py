@@ -107,6 +107,19 @@ def _routes(w: World) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
     return lqs, teams
 
 
+def _reverted(w: World, changes: list[Obj], system_ns: str) -> list[str]:
+    """The changes a controller put back during the run (a TauGrid-managed ClusterQueue's quota is the
+    workspace's or the pool's, not an edit's): the prediction then says what the cluster would do — undo it."""
+    out = []
+    for ch in changes:
+        kind, name = ch["kind"], ch["metadata"]["name"]
+        ns = ch["metadata"].get("namespace") or (system_ns if kind in ("TauWorkspace", "TauTeam") else None)
+        now = (w.db.get(kind, name, ns) or {}).get("spec") or {}
+        if any(now.get(k) != v for k, v in ch["spec"].items()):
+            out.append(f"{kind} {name}")
+    return out
+
+
 def quota_whatif(fork: Fork, changes: list[Obj], *, horizon: float, step: float, seed: int = 0,
                  system_namespace: str = "tau-system") -> dict[str, Any]:
     wall0 = time.perf_counter()
@@ -161,6 +174,7 @@ def quota_whatif(fork: Fork, changes: list[Obj], *, horizon: float, step: float,
             for k in t:
                 t[k] += r[k]
         return {"changes": [f"{c['kind']} {c['metadata']['name']}" for c in changes], "horizonSeconds": horizon,
+                "reverted": _reverted(new_w, changes, system_namespace),
                 "queues": queues, "teams": [{"team": k, **v} for k, v in sorted(teams_out.items())],
                 "simulation": {"wallSeconds": round(time.perf_counter() - wall0, 3)}}
     finally:

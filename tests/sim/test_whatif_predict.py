@@ -292,6 +292,7 @@ def test_a_quota_change_gains_admissions_in_one_queue_and_loses_them_in_another(
     # b-wait (8 GPUs) fits once b-run is done, but never in a queue of 4
     assert (shrink["admittedBefore"], shrink["admittedAfter"]) == (1, 0)
     assert len(shrink["lost"]) == 1 and shrink["lost"][0].startswith("team-b/job-b-wait-")
+    assert out["reverted"] == []  # nothing manages these queues: the edits stay
     # the same quota: the same on both sides
     same = quota_whatif(fork, [cq("grow", {"gpu": {GPU: "4"}})], horizon=12 * 3600, step=60)
     assert all(r["gained"] == [] and r["lost"] == [] and r["medianWaitDeltaSeconds"] == 0 for r in same["queues"])
