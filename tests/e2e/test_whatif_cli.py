@@ -228,3 +228,21 @@ def test_quota_whatif_on_a_snapshot(cli_env, capsys):
     assert main(["whatif", write(cli_env, train_job()), "--quota", change, "--snapshot", snap]) == 2
     assert main(["whatif", "--quota", write(cli_env, train_job(), "job2.yaml"), "--snapshot", snap]) == 2
     assert "a quota change is a ClusterQueue" in capsys.readouterr().err
+
+
+def test_quota_whatif_names_an_edit_taugrid_puts_back(cli_env, capsys):
+    import copy
+
+    cq = copy.deepcopy(next(o for o in factories.demo_raw_objects()
+                            if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "tau-ws-train"))
+    for fl in cq["spec"]["resourceGroups"][0]["flavors"]:
+        for r in fl["resources"]:
+            if r["name"] == GPU and fl["name"] == H100:
+                r["nominalQuota"] = "16"
+    change = write(cli_env, {"apiVersion": cq["apiVersion"], "kind": "ClusterQueue",
+                             "metadata": {"name": "tau-ws-train"}, "spec": cq["spec"]}, "quota.yaml")
+    assert main(["whatif", "--quota", change, "--demo", "--horizon", "600", "-o", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    # the demo's automatic pool keeps workspace queues at zero nominal: the edit is undone, nothing changes
+    assert result["reverted"] == ["ClusterQueue tau-ws-train"]
+    assert all(not r["gained"] and not r["lost"] for r in result["queues"])
