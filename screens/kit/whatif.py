@@ -38,7 +38,11 @@ def prediction_text(doc: dict[str, Any]) -> Text:
     t.append(lit(f"{o.get('kind')} {o.get('namespace')}/{o.get('name')}", "bold"))
     t.append(lit(f" → LocalQueue {p.get('localQueue') or '-'} → ClusterQueue {p.get('clusterQueue') or '-'}"))
     t.append("\n")
-    if not p.get("admissible"):
+    if p.get("admissible") is None and p.get("reason"):
+        t.append("? unknown: ", style="bold")
+        t.append(lit(str((p.get("reason") or {}).get("message", ""))))
+        t.append("\n")
+    elif not p.get("admissible"):
         reason = p.get("reason") or {}
         t.append("✖ never admitted as the cluster stands: ", style="bold red")
         t.append(lit(str(reason.get("code", "?")), "bold"))

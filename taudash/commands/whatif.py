@@ -77,7 +77,7 @@ def run(args) -> int:
     else:
         for line in render_table(doc):
             print(line)
-    return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL
+    return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL  # never, or unknown (unreadable kinds)
 
 
 def _run_quota(args) -> int:

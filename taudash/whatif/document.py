@@ -36,7 +36,9 @@ def render_table(doc: dict[str, Any]) -> list[str]:
     lines = [f"what if {o['kind']} {o['namespace']}/{o['name']} is submitted "
              f"(fork of {doc['metadata'].get('context') or doc['metadata']['source']}, "
              f"{doc['spec']['fork']['objects']} objects; nothing written to the cluster)"]
-    if not p["admissible"]:
+    if p["admissible"] is None:
+        lines.append(f"  admissible:  unknown — {p['reason']['message']}")
+    elif not p["admissible"]:
         lines.append(f"  admissible:  no — {p['reason']['code']}: {p['reason']['message']}")
     else:
         lines.append("  admissible:  yes")

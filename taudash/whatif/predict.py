@@ -38,6 +38,7 @@ from .manifest import Manifest, ManifestError
 
 DEFAULT_HORIZON = 6 * 3600.0  # simulated seconds the fork is run forward at most
 DEFAULT_STEP = 30.0  # simulated seconds per world step: the resolution of the simulated admission time
+NEEDED = ("Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor", "Cohort")  # what admission reads
 SETTLE_STEPS = 4
 STARTS_NOW_STEPS = 4  # a preemptor waits a step or two for its victims' quota: still "now"  # steps with no time passing: Kueue makes the Workload, then schedules it
 
@@ -74,6 +75,11 @@ def predict(fork: Fork, manifest: Manifest, *, config: RuleConfig | None = None,
         world.step(0)  # the controllers' first look at the copy belongs to the baseline
         _admissible_to_the_api(world, obj, manifest)
         out = _blank(manifest)
+        unread = [f"{k} {fork.access[k]}" for k in NEEDED if fork.access.get(k) not in (None, "Synced", "Absent")]
+        if unread:  # a queue read in part would give a confident wrong answer: none at all instead
+            out["admissible"] = None
+            out["reason"] = {"code": "Unknown", "message": f"cannot predict: {', '.join(unread)} in the cluster"}
+            return _timed(out, wall0, world, fork)
         raws = _index([o for k in ("LocalQueue", "ClusterQueue", "Cohort", "ResourceFlavor", "Namespace",
                                    "WorkloadPriorityClass") for o in world.mirror.list(k)])
         out["profile"] = profile.to_dict() if profile is not None else None

@@ -214,6 +214,17 @@ def test_inadmissible_when_its_profile_is_not_ready_or_its_workspace_is_not_read
     assert p["admissible"] is False and p["reason"]["code"] == "WorkspaceNotReady"
 
 
+def test_unreadable_workloads_or_queues_give_no_prediction_at_all():
+    w = settled(*base(), job("team-a", "running", "q", 8))
+    fork = fork_of(w)
+    fork.access = {"Workload": "Forbidden"}
+    p = predict(fork, job("team-a", "new", "q", 8))
+    assert p["admissible"] is None and p["reason"]["code"] == "Unknown"
+    assert "Workload Forbidden" in p["reason"]["message"] and p["startsNow"] is False and p["position"] is None
+    fork.access = {"Cohort": "Absent"}  # an API not served is read as empty, as on the cluster
+    assert predict(fork, job("team-a", "new", "q", 8))["admissible"] is True
+
+
 def test_a_manifest_the_api_server_would_refuse_or_that_has_no_readable_pod_sets_is_a_manifest_error():
     w = settled(*base(), steps=1)
     bad = job("team-a", "j", "q", 1)
