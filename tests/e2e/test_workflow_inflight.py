@@ -247,4 +247,5 @@ async def test_a_write_in_flight_is_unconfirmed_until_read_and_never_planned(tmp
         assert "ClusterQueue tau-ws-eval is on stopPolicy HoldAndDrain (it was None before the run)" in out
         assert f"continue it: taudash workflow resume {path.stem}" in out
         _, out, _ = await cli(env, "workflow", "status", path.stem, "--kubeconfig", str(sim.kubeconfig))
-        assert "in flight, unconfirmed" not in out and "done (applied: read from the cluster now" in " ".join(out.split())
+        assert ("in flight, unconfirmed" not in out
+                and "done (applied: read from the cluster now" in " ".join(out.split()))
