@@ -60,7 +60,8 @@ class NavigationProvider(Provider):
             label = entry.label
             score = matcher.match(f"go {label}")
             if score > 0:
-                yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label, help="go to screen")
+                yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label,
+                          help="go to screen")
         score = matcher.match(WHATIF)
         if score > 0:
             yield Hit(score, matcher.highlight(WHATIF), self._whatif, text=WHATIF,
