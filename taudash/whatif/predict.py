@@ -39,8 +39,8 @@ from .manifest import Manifest, ManifestError
 DEFAULT_HORIZON = 6 * 3600.0  # simulated seconds the fork is run forward at most
 DEFAULT_STEP = 30.0  # simulated seconds per world step: the resolution of the simulated admission time
 NEEDED = ("Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor", "Cohort")  # what admission reads
-SETTLE_STEPS = 4
-STARTS_NOW_STEPS = 4  # a preemptor waits a step or two for its victims' quota: still "now"  # steps with no time passing: Kueue makes the Workload, then schedules it
+SETTLE_STEPS = 4  # steps with no time passing: Kueue makes the Workload, then schedules it
+STARTS_NOW_STEPS = 4  # a preemptor waits a step or two for its victims' quota: still "now"
 
 
 def _index(objects: list[Obj]) -> dict[str, dict[tuple[str, str], Obj]]:

@@ -103,7 +103,8 @@ def _play(w: World, pending: dict[str, dict[str, Any]], horizon: float, step: fl
 def _routes(w: World) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
     lqs = {(meta(q)["namespace"], meta(q)["name"]): (q.get("spec") or {}).get("clusterQueue") or ""
            for q in w.mirror.list("LocalQueue")}
-    teams = {meta(c)["name"]: (meta(c).get("labels") or {}).get(TEAM_LABEL) or "" for c in w.mirror.list("ClusterQueue")}
+    teams = {meta(c)["name"]: (meta(c).get("labels") or {}).get(TEAM_LABEL) or ""
+             for c in w.mirror.list("ClusterQueue")}
     return lqs, teams
 
 

@@ -134,7 +134,8 @@ def places(demo_sim, tmp_path_factory) -> dict[str, str]:
         (d / name).write_text(yaml.safe_dump(doc))
         out[name] = str(d / name)
     for name, gpus in (("JOB", 1), ("HUGE", 100000)):  # a Job of the demo's train queue; one no queue holds
-        manifest = job("whatif", "train", queue="jobqueue", gpus=gpus, selector={"tau.azure.com/gpu-class": "h100-80gb"})
+        manifest = job("whatif", "train", queue="jobqueue", gpus=gpus,
+                       selector={"tau.azure.com/gpu-class": "h100-80gb"})
         manifest["spec"]["template"]["spec"]["tolerations"] = [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]
         (d / name).write_text(yaml.safe_dump(manifest))
         out[name] = str(d / name)

@@ -62,13 +62,15 @@ def test_demo_prediction_json(cli_env, capsys):
 def test_demo_table_for_a_job_that_waits(cli_env, capsys):
     assert main(["whatif", write(cli_env, train_job(gpus=64)), "--demo"]) == 0
     out = capsys.readouterr().out
-    assert "starts now:  no" in out and "position:    6 in LocalQueue jobqueue, 6 of 6 in ClusterQueue tau-ws-train" in out
+    assert "starts now:  no" in out
+    assert "position:    6 in LocalQueue jobqueue, 6 of 6 in ClusterQueue tau-ws-train" in out
     assert "writes to the cluster: 0" in out
 
 
 def test_snapshot_inadmissible_exits_1_with_the_reason(cli_env, capsys):
     objs = [namespace("team-a"), resource_flavor("gpu"),
-            cluster_queue("small", flavors={"gpu": {GPU: "4"}}, every_resource=True), local_queue("q", "team-a", "small")]
+            cluster_queue("small", flavors={"gpu": {GPU: "4"}}, every_resource=True),
+            local_queue("q", "team-a", "small")]
     snap = write(cli_env, factories.snapshot_document(objs, context="hand"), "snap.yaml")
     code, doc = run_json(capsys, write(cli_env, factories.job("big", "team-a", queue="q", gpus=8)), "--snapshot", snap)
     assert code == 1
