@@ -22,9 +22,8 @@ def register(sub) -> None:
         description="Forks the cluster (a live context over a read-only connection, a --snapshot or --demo) into "
         "an in-process simulator, adds the object and runs Kueue's admission forward in simulated time. Nothing is "
         "written to the cluster. Prints a WhatIfPrediction (docs/whatif.md). Exit 0 when the object is admissible, "
-        "1 when it can never be admitted as the cluster stands (the reason says why) or when the queues could not be read "
-        "(admissible: null), 2 on a bad manifest, "
-        "3 when the cluster cannot be reached.",
+        "1 when it can never be admitted as the cluster stands (the reason says why) or when the queues could not "
+        "be read (admissible: null), 2 on a bad manifest, 3 when the cluster cannot be reached.",
     )
     p.add_argument("file", metavar="FILE", nargs="?", help="the manifest (YAML or JSON, one object; - reads stdin)")
     p.add_argument("--quota", metavar="FILE", help="instead of an object: changed ClusterQueues, Cohorts, "
