@@ -29,8 +29,10 @@ from taudash.screens.kit.messages import (
     NewWorkflow,
     OpenObject,
     OpenQueue,
+    OpenWhatIf,
     OpenWorkflow,
     PauseWorkflow,
+    PredictWhatIf,
     RehearseWorkflow,
     RequestOperation,
     ResumeWorkflow,
@@ -39,6 +41,7 @@ from taudash.screens.kit.messages import (
     WorkflowFinished,
 )
 from taudash.screens.kit.palette import NavigationProvider
+from taudash.screens.kit.whatif import WhatIfScreen
 from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.queue_detail import LocalQueueDetailScreen, QueueDetailScreen
 from taudash.screens.registry import REGISTRY
@@ -75,6 +78,7 @@ class TaudashApp(App):
         Binding("q", "quit", "quit", show=False),
         Binding("ctrl+c", "quit", "quit", show=False),  # a selection is copied first (the screen's binding)
         Binding("colon", "jump", "jump", show=False),
+        Binding("W", "whatif", "what if…", show=False),
     ]
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
@@ -272,6 +276,49 @@ class TaudashApp(App):
             self.notify(f"read-only: {message.title} was not run ({why})", severity="warning", markup=False)
             return
         self.push_screen(ConfirmScreen(message.title, message.targets, message.reversible))
+
+    # what if I submit this? (docs/whatif.md) ------------------------------------------------
+    def action_whatif(self) -> None:
+        if not isinstance(self.screen, WhatIfScreen):
+            self.push_screen(WhatIfScreen())
+
+    def on_open_what_if(self, _message: OpenWhatIf) -> None:
+        self.action_whatif()
+
+    def on_predict_what_if(self, message: PredictWhatIf) -> None:
+        """Read the manifest, fork the session's store now (on the loop that feeds it), predict in a worker
+        thread and answer the modal. Nothing is written, whatever the session's mode."""
+        from contextlib import nullcontext
+
+        from taudash.engine.rules.queue_order import parse_time
+        from taudash.rehearse import fork_store
+        from taudash.whatif import ManifestError
+        from taudash.whatif.manifest import from_text_or_path
+
+        try:
+            manifest = from_text_or_path(message.text, message.path)
+        except ManifestError as exc:
+            message.screen.show_error(str(exc))
+            return
+        s = self.session
+        at = parse_time(s.source.observed_at) if s.source.type == "snapshot" else None  # judged when captured
+        with s.lock if s.lock is not None else nullcontext():
+            fork = fork_store(s.store, (at or self.clock()).timestamp(), s.source.context, s.cluster)
+        self._whatif(manifest, fork, message.screen)
+
+    @work(thread=True, exclusive=True, group="whatif", exit_on_error=False, description="what if I submit this")
+    def _whatif(self, manifest, fork, screen) -> None:
+        from taudash.whatif import ManifestError, whatif
+
+        try:
+            doc = whatif(fork, manifest, config=self.session.config, source=self.session.source.type or "live")
+        except ManifestError as exc:
+            self.call_from_thread(screen.show_error, str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
+            self.call_from_thread(screen.show_error, f"the prediction failed: {exc}")
+            return
+        self.call_from_thread(screen.show_prediction, doc)
 
     # rehearsals -------------------------------------------------------------------------
     def on_rehearse_workflow(self, message: RehearseWorkflow) -> None:

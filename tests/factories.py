@@ -937,3 +937,48 @@ def kubeconfig_doc(clusters: dict[str, dict], user: dict, contexts: dict[str, st
     return {"apiVersion": "v1", "kind": "Config", "current-context": current, "users": [user],
             "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
             "contexts": [{"name": n, "context": {"cluster": c, "user": user["name"]}} for n, c in contexts.items()]}
+
+
+def submittable(kind: str, name: str, ns: str, *, queue: str | None = "jobqueue", gpus: int = 1,
+                workers: int = 1, replicas: int = 1) -> dict:
+    """A manifest as a user submits it (no uid, no status): Job, RayJob (a head and `workers` GPU workers),
+    Deployment (Kueue-managed, `replicas` pods) or Workload, each pod asking for `gpus` GPUs."""
+    pod: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox",
+                                           "resources": {"requests": {GPU: str(gpus)}}}]}
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if kind == "Job":
+        return job(name, ns, queue=queue, gpus=gpus)
+    if kind == "Workload":
+        spec: dict[str, Any] = {"queueName": queue or "", "podSets": [{"name": "main", "count": 1,
+                                                                      "template": {"spec": pod}}]}
+        return {"apiVersion": KQ, "kind": "Workload", "metadata": meta, "spec": spec}
+    if kind == "Deployment":
+        labels = {"app": name, **(managed_template(queue) if queue else {})}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": labels}, "spec": pod}}}
+    if queue:
+        meta["labels"] = {QUEUE_LABEL: queue}
+    head = {"containers": [{"name": "head", "image": "ray", "resources": {"requests": {"cpu": "1"}}}]}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta,
+            "spec": {"entrypoint": "python run.py", "submissionMode": "HTTPMode",
+                     "rayClusterSpec": {"headGroupSpec": {"template": {"spec": head}},
+                                        "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers,
+                                                              "template": {"spec": pod}}]}}}
+
+
+def whatif_prediction(pid: str, obj: tuple[str, str, str] = ("Job", "train", "try-me"), *,
+                      created: str = "2026-11-30T09:00:00+00:00", flavor: str = "h100", starts_now: bool = True,
+                      interval: tuple[float, float] | None = None, fork_wait: float | None = 0.0,
+                      preempts: Iterable[tuple[str, str]] = ()) -> dict:
+    """A kept `taudash/v1 WhatIfPrediction` (docs/whatif.md) for (kind, namespace, name)."""
+    kind, ns, name = obj
+    est = {"known": True, "low": interval[0], "median": sum(interval) / 2, "high": interval[1]} if interval else None
+    return {"apiVersion": "taudash/v1", "kind": "WhatIfPrediction",
+            "metadata": {"id": pid, "createdAt": created, "source": "live"},
+            "spec": {"object": {"kind": kind, "namespace": ns, "name": name}},
+            "prediction": {"admissible": True, "clusterQueue": "tau-ws-train", "startsNow": starts_now,
+                           "flavors": [{"podSet": "main", "count": 1, "flavors": {GPU: flavor, "cpu": flavor}}],
+                           "eta": {"estimate": est, "fork": {"simulatedAdmissionSeconds": fork_wait}},
+                           "preempts": [{"namespace": n, "name": w} for n, w in preempts]},
+            "writesToCluster": 0}

@@ -27,6 +27,7 @@ esc      back (and: close the filter, clear a filter)
 ?        this help
 ctrl+p   palette: go to any screen or object by name (also the screens without a number key)
 :        jump, k9s style: :cq  :wl NS/NAME  :ws NAME  :KIND [NS/]NAME  :q
+W        what if I submit this? a manifest predicted on a simulated fork (writes nothing)
 o / O    sort the table by the next column / reverse it (or click a column header)
 q        quit (ctrl+c too; both ask first while a workflow runs)
 mouse    click rows, footer entries and overview tiles; scroll with the wheel

@@ -128,3 +128,18 @@ class WorkflowFinished(Message):
     workflow_id: str
     state: str
     error: str = ""
+
+
+@dataclass
+class OpenWhatIf(Message):
+    """Open the what-if modal (docs/whatif.md): "what if I submit this?"."""
+
+
+@dataclass
+class PredictWhatIf(Message):
+    """Predict a manifest on a simulated fork of the session's cluster: the YAML pasted, or a file path (the app
+    reads it). The app answers on the screen that asked (`show_prediction` / `show_error`)."""
+
+    text: str
+    path: str
+    screen: Any = None

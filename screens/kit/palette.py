@@ -16,10 +16,11 @@ from taudash.engine.rules.base import ObjRef
 
 from .entries import ScreenEntry, registry_of
 from .format import objname
-from .messages import Navigate, OpenObject
+from .messages import Navigate, OpenObject, OpenWhatIf
 from .text import lit
 
 MAX_OBJECT_HITS = 40
+WHATIF = "what if I submit this… (W)"
 
 
 def _highlight(text: str, offsets: Sequence[int]) -> Text:
@@ -45,9 +46,13 @@ class NavigationProvider(Provider):
     def _open(self, ref: ObjRef) -> None:
         self.app.post_message(OpenObject(ref))
 
+    def _whatif(self) -> None:
+        self.app.post_message(OpenWhatIf())
+
     async def discover(self) -> Hits:
         for entry in self._screens:
             yield DiscoveryHit(entry.label, partial(self._go, entry.name), help="go to screen")
+        yield DiscoveryHit(WHATIF, self._whatif, help="predict a manifest on a simulated fork")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -57,6 +62,10 @@ class NavigationProvider(Provider):
             if score > 0:
                 yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label,
                           help="go to screen")
+        score = matcher.match(WHATIF)
+        if score > 0:
+            yield Hit(score, matcher.highlight(WHATIF), self._whatif, text=WHATIF,
+                      help="predict a manifest on a simulated fork")
         hits = []
         for ref in self._objects:
             label = f"{ref.kind} {objname(ref.namespace, ref.name)}"

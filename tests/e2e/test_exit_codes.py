@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factories import kubeconfig_doc
+from factories import job, kubeconfig_doc
 from tools.paths import DEMO, SIM_CLUSTER
 
 from taudash.cli import main
@@ -82,6 +82,11 @@ ROWS = [
     ("profiles export", "unreachable", ["profiles", "export", "--kubeconfig", "DOWN", "--output", "-"],
      UNREACHABLE, "unreachable"),
     ("profiles verify", "missing file", ["profiles", "verify", "MISSING"], BAD, "bad"),
+    ("whatif", "live", ["whatif", "JOB", "--kubeconfig", "KC"], OK, "ok"),
+    ("whatif", "never admissible", ["whatif", "HUGE", "--demo"], CRITICAL, "ok"),
+    ("whatif", "bad manifest", ["whatif", "BAD", "--demo"], BAD, "bad"),
+    ("whatif", "missing manifest", ["whatif", "MISSING", "--demo"], BAD, "bad"),
+    ("whatif", "unreachable", ["whatif", "JOB", "--kubeconfig", "DOWN"], UNREACHABLE, "unreachable"),
     ("why", "demo", ["why", WORKLOAD, "--demo"], OK, "ok"),
     ("why", "no such workload", ["why", "train/nope", "--demo"], BAD, "bad"),
     ("why", "bad kubeconfig", ["why", WORKLOAD, "--kubeconfig", "BAD"], BAD, "bad"),
@@ -127,6 +132,12 @@ def places(demo_sim, tmp_path_factory) -> dict[str, str]:
            "MISSING": str(d / "none.yaml")}
     for name, doc in files.items():
         (d / name).write_text(yaml.safe_dump(doc))
+        out[name] = str(d / name)
+    for name, gpus in (("JOB", 1), ("HUGE", 100000)):  # a Job of the demo's train queue; one no queue holds
+        manifest = job("whatif", "train", queue="jobqueue", gpus=gpus,
+                       selector={"tau.azure.com/gpu-class": "h100-80gb"})
+        manifest["spec"]["template"]["spec"]["tolerations"] = [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]
+        (d / name).write_text(yaml.safe_dump(manifest))
         out[name] = str(d / name)
     (d / "BAD").write_text("just a string\n")
     out["BAD"] = str(d / "BAD")
