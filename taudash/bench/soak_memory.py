@@ -1,0 +1,155 @@
+"""`taudash bench --soak … --trace-memory`: where the soak's processes grow, by allocation site.
+
+tracemalloc in the soak process (the dashboard and its recorder) and in serve (started through
+`python -m taudash.bench.soak_memory PREFIX serve …`, which dumps a snapshot on SIGUSR1). A snapshot
+is taken once the warm-up ends (the base) and then every `every` seconds; each time, the sites whose
+allocations grew the most since the base are written to `memory-<process>.txt` in the output folder,
+with the counts of live objects by type (the dashboard only) — a run stopped early still says where it grew.
+Tracing costs time and memory (about twice each): figures of a traced run are not the untraced ones.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import os
+import signal
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+FRAMES = 10
+TOP = 25
+_IGNORED = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>", "<unknown>",
+            tracemalloc.__file__)
+
+
+def _filtered(snapshot: tracemalloc.Snapshot) -> tracemalloc.Snapshot:
+    return snapshot.filter_traces([tracemalloc.Filter(False, f) for f in _IGNORED])
+
+
+def growth_report(base: tracemalloc.Snapshot, now: tracemalloc.Snapshot, title: str, top: int = TOP) -> str:
+    """The `top` allocation sites (whole tracebacks) that grew the most from `base` to `now`, and by line."""
+    base, now = _filtered(base), _filtered(now)
+    total = sum(s.size_diff for s in now.compare_to(base, "filename"))
+    lines = [title, f"net growth of every site: {total / 2**20:+.1f} MiB", ""]
+    by_line = [s for s in now.compare_to(base, "lineno") if s.size_diff > 0][:top]
+    # Whole tracebacks only for the traces allocated at those lines: grouping every trace by its traceback
+    # takes minutes on a heap of millions of blocks.
+    sites = [tracemalloc.Filter(True, s.traceback[0].filename, s.traceback[0].lineno) for s in by_line]
+    by_traceback = [s for s in now.filter_traces(sites).compare_to(base.filter_traces(sites), "traceback")
+                    if s.size_diff > 0][:top] if sites else []
+    for key, heading, stats in (("lineno", "by line", by_line), ("traceback", "by traceback", by_traceback)):
+        lines.append(f"## {heading}")
+        for s in stats:
+            lines.append(f"{s.size_diff / 2**20:+8.2f} MiB {s.count_diff:+9d} blocks  (now {s.size / 2**20:.1f} MiB)")
+            frames = s.traceback.format(most_recent_first=True)
+            lines.extend("      " + f.strip() for f in (frames if key == "traceback" else frames[:1]))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def type_counts() -> collections.Counter[str]:
+    return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+
+
+def type_report(base: collections.Counter[str], now: collections.Counter[str], top: int = TOP) -> str:
+    diff = sorted(((now[k] - base.get(k, 0), k) for k in now), reverse=True)[:top]
+    return "\n".join(["## live objects by type, growth since the base", *(f"{d:+9d}  {k} (now {now[k]})"
+                                                                          for d, k in diff if d > 0)])
+
+
+class MemoryTrace:
+    """The soak process's side: traces itself, and signals serve (traced through `main` below) to dump."""
+
+    def __init__(self, out: Path, every: float = 120.0) -> None:
+        self.out, self.every = out, every
+        self.base: tracemalloc.Snapshot | None = None
+        self.base_types: collections.Counter[str] = collections.Counter()
+        self.base_at = self.last_at = 0.0
+        self.serve_pid: int | None = None
+        self.serve_snaps = 0
+        self._thread: threading.Thread | None = None
+
+    @property
+    def serve_prefix(self) -> Path:
+        return self.out / "serve-snapshot"
+
+    def start(self) -> None:
+        tracemalloc.start(FRAMES)
+
+    def due(self, t: float) -> bool:
+        busy = self._thread is not None and self._thread.is_alive()
+        return not busy and (self.base is None or t - self.last_at >= self.every)
+
+    def take_in_background(self, t: float) -> None:
+        """`take` on a thread of its own: a report takes a while, the soak's clock goes on meanwhile."""
+        self.last_at = t
+        self._thread = threading.Thread(target=self.take, args=(t,), name="soak-memory-trace", daemon=True)
+        self._thread.start()
+
+    def take(self, t: float) -> None:
+        """The base at the first call, a report against it at every later one (also for serve)."""
+        gc.collect()
+        snap = tracemalloc.take_snapshot()
+        self._signal_serve()
+        if self.base is None:
+            self.base, self.base_types, self.base_at = snap, type_counts(), t
+        else:
+            title = (f"the soak's dashboard process: growth from {self.base_at:.0f} s to {t:.0f} s "
+                     f"(traced memory {tracemalloc.get_traced_memory()[0] / 2**20:.0f} MiB)")
+            text = growth_report(self.base, snap, title) + "\n" + type_report(self.base_types, type_counts())
+            (self.out / "memory-dashboard.txt").write_text(text + "\n")
+            self._serve_report(t)
+        self.last_at = t
+
+    def _signal_serve(self) -> None:
+        if self.serve_pid is not None:
+            try:
+                os.kill(self.serve_pid, signal.SIGUSR1)
+                self.serve_snaps += 1
+            except OSError:
+                self.serve_pid = None
+
+    def _serve_report(self, t: float) -> None:
+        """serve dumped its last snapshot a moment ago (a few seconds for a big heap): compare the one before."""
+        done = sorted(self.out.glob("serve-snapshot-*.done"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+        if len(done) < 2:
+            return
+        first, last = (Path(str(p)[:-len(".done")] + ".snap") for p in (done[0], done[-1]))
+        text = growth_report(tracemalloc.Snapshot.load(str(first)), tracemalloc.Snapshot.load(str(last)),
+                             f"taudash serve: growth between its snapshots {first.name} and {last.name} (at {t:.0f} s)")
+        (self.out / "memory-serve.txt").write_text(text + "\n")
+        for p in done[1:-1]:  # keep the base and the newest
+            Path(str(p)[:-len(".done")] + ".snap").unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        tracemalloc.stop()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m taudash.bench.soak_memory PREFIX ARGS…`: the CLI with ARGS, traced; SIGUSR1 dumps a snapshot
+    to PREFIX-<n>.snap (then touches PREFIX-<n>.done)."""
+    prefix, args = argv[0], argv[1:]
+    count = 0
+
+    def dump(signum: int, frame: object) -> None:
+        nonlocal count
+        count += 1
+        gc.collect()
+        path = f"{prefix}-{count}"
+        tracemalloc.take_snapshot().dump(path + ".snap")
+        Path(path + ".done").touch()
+
+    tracemalloc.start(FRAMES)
+    signal.signal(signal.SIGUSR1, dump)
+    from taudash.cli import main as cli_main
+
+    return cli_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
