@@ -180,36 +180,51 @@ def view_samples(view: Any) -> dict[SeriesKey, float | None]:
 class SampleValues:
     """`view_samples`, part by part, converting only the parts that changed: a pool flavor, a
     ClusterQueue, a Cohort, a team. The incremental deriver keeps the view objects of what did not
-    change, so a part whose objects are the very ones of the last pass (compared by identity; the cache
-    holds them, so an identity is never reused meanwhile) keeps its values. Same values as
-    `view_samples`; a team's sums are recomputed when any of its queues' objects is new."""
+    change, so a part whose objects are the very ones of the last pass (compared by identity; the parts
+    hold them, so an identity is never reused meanwhile) keeps its values. Same values as
+    `view_samples`; a team's sums are recomputed when any of its queues' objects is new.
+
+    The values of every part are kept merged (`_out`), so a pass touches only the parts that changed
+    and the ones that went away, then copies the merged values once."""
 
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
+        self._out: dict[SeriesKey, float | None] = {}
 
     def __call__(self, view: Any) -> dict[SeriesKey, float | None]:
-        kept: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
-        out: dict[SeriesKey, float | None] = {}
-
-        def part(key: tuple[str, str], objects: tuple[Any, ...], values: Callable[..., dict[SeriesKey, float | None]],
-                 *args: Any) -> None:
-            last = self._parts.get(key)
-            if last is None or len(last[0]) != len(objects) or any(
-                    a is not b for a, b in zip(last[0], objects, strict=True)):
-                last = (objects, values(*args))
-            kept[key] = last
-            out.update(last[1])
-
-        for f in view.pool.flavors:
-            part(("flavor", f.name), (f,), flavor_values, f)
-        for cq in view.cluster_queues:
-            part(("queue", cq.name), (cq,), queue_values, cq)
-        for cohort in view.cohorts:
-            part(("cohort", cohort.name), (cohort,), cohort_values, cohort)
+        parts, out = self._parts, self._out
+        seen: set[tuple[str, str]] = set()
+        fresh: list[tuple[tuple[str, str], tuple[Any, ...], dict[SeriesKey, float | None]]] = []
+        for kind, objects, convert in (("flavor", view.pool.flavors, flavor_values),
+                                       ("queue", view.cluster_queues, queue_values),
+                                       ("cohort", view.cohorts, cohort_values)):
+            for o in objects:
+                key = (kind, o.name)
+                seen.add(key)
+                last = parts.get(key)
+                if last is None or last[0][0] is not o:
+                    fresh.append((key, (o,), convert(o)))
         for team, queues in _team_queues(view).items():
-            part(("team", team), tuple(queues), team_values, team, queues)
-        self._parts = kept
-        return out
+            key = ("team", team)
+            seen.add(key)
+            last = parts.get(key)
+            if last is None or len(last[0]) != len(queues) or any(
+                    a is not b for a, b in zip(last[0], queues, strict=True)):
+                fresh.append((key, tuple(queues), team_values(team, queues)))
+        # What went away or changed first leaves the merged values (a key may move between parts), then
+        # the new values go in.
+        for key in [k for k in parts if k not in seen]:
+            for series in parts.pop(key)[1]:
+                out.pop(series, None)
+        for key, _, _ in fresh:
+            last = parts.get(key)
+            if last is not None:
+                for series in last[1]:
+                    out.pop(series, None)
+        for key, kept, values in fresh:
+            parts[key] = (kept, values)
+            out.update(values)
+        return dict(out)
 
 
 def view_findings(view: Any) -> dict[FindingKey, tuple[str, str]]:
