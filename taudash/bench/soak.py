@@ -529,6 +529,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
         await asyncio.to_thread(sim.stop)
         if trace is not None:
             await asyncio.to_thread(trace.stop)
+            progress("  comparing the memory snapshots (a few minutes)")
+            await asyncio.to_thread(trace.report)
     markers = [Marker(f.at + offset, f.name) for f in faults.injected]
     result["plots"] = [str(p) for p in await asyncio.to_thread(write_plots, samples, markers, out)]
     result["out"] = str(out)

@@ -2,9 +2,9 @@
 
 tracemalloc in the soak process (the dashboard and its recorder) and in serve (started through
 `python -m taudash.bench.soak_memory PREFIX serve …`, which dumps a snapshot on SIGUSR1). A snapshot
-is taken once the warm-up ends (the base) and then every `every` seconds; each time, the sites whose
-allocations grew the most since the base are written to `memory-<process>.txt` in the output folder,
-with the counts of live objects by type (the dashboard only) — a run stopped early still says where it grew.
+is taken once the warm-up ends (the base) and then every `every` seconds; at the end the sites whose
+allocations grew the most from the base to the last snapshot are written to `memory-<process>.txt` in the
+output folder, with the counts of live objects by type (the dashboard only).
 Tracing costs time and memory (about twice each): figures of a traced run are not the untraced ones.
 """
 
@@ -61,15 +61,18 @@ def type_report(base: collections.Counter[str], now: collections.Counter[str], t
 
 
 class MemoryTrace:
-    """The soak process's side: traces itself, and signals serve (traced through `main` below) to dump."""
+    """The soak process's side: traces itself and signals serve (traced through `main` below). During the
+    run each process only dumps snapshots (`<process>-snapshot-<n>.snap`, the base and the newest kept);
+    `report()` compares them once the soak is over: grouping millions of traces takes minutes, and done
+    beside a running dashboard it would be the stall it is looking for."""
 
     def __init__(self, out: Path, every: float = 120.0) -> None:
         self.out, self.every = out, every
-        self.base: tracemalloc.Snapshot | None = None
-        self.base_types: collections.Counter[str] = collections.Counter()
+        self.taken = 0
         self.base_at = self.last_at = 0.0
+        self.base_types: collections.Counter[str] = collections.Counter()
+        self.types: collections.Counter[str] = collections.Counter()
         self.serve_pid: int | None = None
-        self.serve_snaps = 0
         self._thread: threading.Thread | None = None
 
     @property
@@ -81,53 +84,56 @@ class MemoryTrace:
 
     def due(self, t: float) -> bool:
         busy = self._thread is not None and self._thread.is_alive()
-        return not busy and (self.base is None or t - self.last_at >= self.every)
+        return not busy and (self.taken == 0 or t - self.last_at >= self.every)
 
     def take_in_background(self, t: float) -> None:
-        """`take` on a thread of its own: a report takes a while, the soak's clock goes on meanwhile."""
+        """`take` on a thread of its own (a dump of a big heap takes seconds; the soak's clock goes on)."""
         self.last_at = t
         self._thread = threading.Thread(target=self.take, args=(t,), name="soak-memory-trace", daemon=True)
         self._thread.start()
 
     def take(self, t: float) -> None:
-        """The base at the first call, a report against it at every later one (also for serve)."""
         gc.collect()
-        snap = tracemalloc.take_snapshot()
         self._signal_serve()
-        if self.base is None:
-            self.base, self.base_types, self.base_at = snap, type_counts(), t
+        self.taken += 1
+        tracemalloc.take_snapshot().dump(str(self.out / f"dashboard-snapshot-{self.taken}.snap"))
+        if self.taken == 1:
+            self.base_at, self.base_types = t, type_counts()
         else:
-            title = (f"the soak's dashboard process: growth from {self.base_at:.0f} s to {t:.0f} s "
-                     f"(traced memory {tracemalloc.get_traced_memory()[0] / 2**20:.0f} MiB)")
-            text = growth_report(self.base, snap, title) + "\n" + type_report(self.base_types, type_counts())
-            (self.out / "memory-dashboard.txt").write_text(text + "\n")
-            self._serve_report(t)
+            self.types = type_counts()
+            if self.taken > 2:  # keep the base and the newest
+                (self.out / f"dashboard-snapshot-{self.taken - 1}.snap").unlink(missing_ok=True)
         self.last_at = t
 
     def _signal_serve(self) -> None:
         if self.serve_pid is not None:
             try:
                 os.kill(self.serve_pid, signal.SIGUSR1)
-                self.serve_snaps += 1
             except OSError:
                 self.serve_pid = None
-
-    def _serve_report(self, t: float) -> None:
-        """serve dumped its last snapshot a moment ago (a few seconds for a big heap): compare the one before."""
-        done = sorted(self.out.glob("serve-snapshot-*.done"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-        if len(done) < 2:
-            return
-        first, last = (Path(str(p)[:-len(".done")] + ".snap") for p in (done[0], done[-1]))
-        text = growth_report(tracemalloc.Snapshot.load(str(first)), tracemalloc.Snapshot.load(str(last)),
-                             f"taudash serve: growth between its snapshots {first.name} and {last.name} (at {t:.0f} s)")
-        (self.out / "memory-serve.txt").write_text(text + "\n")
-        for p in done[1:-1]:  # keep the base and the newest
-            Path(str(p)[:-len(".done")] + ".snap").unlink(missing_ok=True)
 
     def stop(self) -> None:
         if self._thread is not None:
             self._thread.join()
         tracemalloc.stop()
+
+    def report(self) -> list[Path]:
+        """memory-dashboard.txt and memory-serve.txt: growth from each process's first snapshot to its last."""
+        written = []
+        for name, title in (("dashboard", "the soak's dashboard process (and its recorder)"), ("serve", "taudash serve")):
+            snaps = sorted(self.out.glob(f"{name}-snapshot-*.snap"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+            if name == "serve":  # complete dumps only (serve touches .done after each)
+                snaps = [p for p in snaps if p.with_suffix(".done").exists()]
+            if len(snaps) < 2:
+                continue
+            text = growth_report(tracemalloc.Snapshot.load(str(snaps[0])), tracemalloc.Snapshot.load(str(snaps[-1])),
+                                 f"{title}: growth from {snaps[0].name} to {snaps[-1].name}")
+            if name == "dashboard":
+                text += f"\n{type_report(self.base_types, self.types)}\n"
+            path = self.out / f"memory-{name}.txt"
+            path.write_text(text + "\n")
+            written.append(path)
+        return written
 
 
 def main(argv: list[str]) -> int:

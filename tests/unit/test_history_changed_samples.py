@@ -145,3 +145,39 @@ def test_sample_values_part_by_part_equal_the_whole_conversion_and_reuse_unchang
     qa.pending = 99  # views are immutable; a change in place is invisible (the cache is by identity)
     assert values(view)[("queue", "a", "", "", "pending")] == 3.0
     assert view_samples(view)[("queue", "a", "", "", "pending")] == 99.0
+
+
+def test_the_recorder_forgets_a_deleted_workload_and_records_a_new_one_of_the_same_name(tmp_path):
+    """Per-Workload state (waits written, evictions written, where a UID lives) goes with the Workload: a
+    console running for weeks sees every Workload its cluster ever ran."""
+    from factories import store_of, workload
+
+    from taudash.engine.model import lookup
+
+    model = lookup("kueue.x-k8s.io/v1beta2", "Workload").model
+
+    def admitted(name: str) -> dict:
+        wl = workload(name, "team-a", admitted_to="cq", state="admitted")
+        for c in wl["status"]["conditions"]:
+            c["lastTransitionTime"] = "2026-11-30T10:00:00Z"
+        return wl
+
+    store = store_of(*(admitted(f"w{i}") for i in range(3)))
+    view = _view([], [], [], [])
+    view.findings, view.workspaces = [], []
+    rec = Recorder(tmp_path / "h.sqlite3")
+    rec.record(view, store, T0)
+    assert len(rec.conn.execute("SELECT * FROM waits").fetchall()) == 3
+    store.delete("Workload", "w0", "team-a")
+    store.delete("Workload", "w1", "team-a")
+    again = admitted("w1")
+    again["metadata"]["uid"] = "uid-wl-w1-again"
+    store.upsert(model.model_validate(again), again)
+    rec.record(view, store, T0 + 10)
+    assert rec._waits_seen == {"uid-wl-w2", "uid-wl-w1-again"}
+    assert set(rec._uids) == {"uid-wl-w2", "uid-wl-w1-again"}
+    uids = sorted(u for (u,) in rec.conn.execute("SELECT uid FROM waits"))
+    assert uids == ["uid-wl-w0", "uid-wl-w1", "uid-wl-w1-again", "uid-wl-w2"]  # the history keeps them all
+    rec.record(view, store, T0 + 20)  # nothing new: no wait twice
+    assert len(rec.conn.execute("SELECT * FROM waits").fetchall()) == 4
+    rec.close()
