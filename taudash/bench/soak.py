@@ -365,7 +365,7 @@ def _settled(store: Store) -> bool:
 
 
 async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: int = 0,
-               progress: Any = _progress, trace_memory: bool = False) -> dict[str, Any]:
+               progress: Any = _progress, trace_memory: str | None = None) -> dict[str, Any]:
     from taudash.app import TaudashApp
     from taudash.engine.sources.client import connect
     from taudash.engine.sources.kube import KubeSource
@@ -384,7 +384,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
     settled: list[dict[str, Any]] = []
     clock = Clock()
     result: dict[str, Any] = {}
-    trace = MemoryTrace(out) if trace_memory else None
+    trace = (MemoryTrace(out, every=120.0 if trace_memory == "allocations" else 60.0,
+                         allocations=trace_memory == "allocations") if trace_memory else None)
     stalls = StallWatch(threshold=STALL_SECONDS)
     if trace is not None:
         trace.start()
@@ -529,7 +530,7 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
         await asyncio.to_thread(sim.stop)
         if trace is not None:
             await asyncio.to_thread(trace.stop)
-            progress("  comparing the memory snapshots (a few minutes)")
+            progress("  comparing the memory snapshots" + (" (a few minutes)" if trace.allocations else ""))
             await asyncio.to_thread(trace.report)
     markers = [Marker(f.at + offset, f.name) for f in faults.injected]
     result["plots"] = [str(p) for p in await asyncio.to_thread(write_plots, samples, markers, out)]
@@ -610,7 +611,7 @@ def run_soak(args: Any) -> int:
         raise UsageError("--soak MINUTES and --fault-every SECONDS must be positive")
     out = Path(args.out) if args.out else default_out()
     result = asyncio.run(soak(args.size, args.soak, args.fault_every, out, args.seed,
-                              trace_memory=getattr(args, "trace_memory", False)))
+                              trace_memory=getattr(args, "trace_memory", None)))
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -51,7 +51,17 @@ def growth_report(base: tracemalloc.Snapshot, now: tracemalloc.Snapshot, title: 
 
 
 def type_counts() -> collections.Counter[str]:
-    return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+    """Live objects the collector tracks, by type — frozen ones too (the GC policy freezes the model, and
+    gc.get_objects does not list frozen objects): thawed for the count and frozen again, as the policy's
+    next freeze would anyway."""
+    frozen = gc.get_freeze_count() > 0
+    if frozen:
+        gc.unfreeze()
+    try:
+        return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+    finally:
+        if frozen:
+            gc.freeze()
 
 
 def type_report(base: collections.Counter[str], now: collections.Counter[str], top: int = TOP) -> str:
@@ -66,8 +76,11 @@ class MemoryTrace:
     `report()` compares them once the soak is over: grouping millions of traces takes minutes, and done
     beside a running dashboard it would be the stall it is looking for."""
 
-    def __init__(self, out: Path, every: float = 120.0) -> None:
-        self.out, self.every = out, every
+    def __init__(self, out: Path, every: float = 120.0, allocations: bool = True) -> None:
+        """`allocations`: tracemalloc in both processes; else only the live objects by type in this one,
+        counted every `every` seconds (a pause of a fraction of a second each at S; nothing else slows)."""
+        self.out, self.every, self.allocations = out, every, allocations
+        self.series: list[tuple[float, collections.Counter[str]]] = []
         self.taken = 0
         self.base_at = self.last_at = 0.0
         self.base_types: collections.Counter[str] = collections.Counter()
@@ -76,11 +89,12 @@ class MemoryTrace:
         self._thread: threading.Thread | None = None
 
     @property
-    def serve_prefix(self) -> Path:
-        return self.out / "serve-snapshot"
+    def serve_prefix(self) -> Path | None:
+        return self.out / "serve-snapshot" if self.allocations else None
 
     def start(self) -> None:
-        tracemalloc.start(FRAMES)
+        if self.allocations:
+            tracemalloc.start(FRAMES)
 
     def due(self, t: float) -> bool:
         busy = self._thread is not None and self._thread.is_alive()
@@ -93,6 +107,10 @@ class MemoryTrace:
         self._thread.start()
 
     def take(self, t: float) -> None:
+        if not self.allocations:
+            self.series.append((t, type_counts()))
+            self.taken += 1
+            return
         gc.collect()
         self._signal_serve()
         self.taken += 1
@@ -115,10 +133,25 @@ class MemoryTrace:
     def stop(self) -> None:
         if self._thread is not None:
             self._thread.join()
-        tracemalloc.stop()
+        if self.allocations:
+            tracemalloc.stop()
+
+    def _objects_report(self, top: int = TOP) -> Path:
+        """The types whose live count grew the most from the first count to the last, with every count
+        between (a plateau shows as a flat tail)."""
+        first, last = self.series[0][1], self.series[-1][1]
+        grown = sorted(((last[k] - first.get(k, 0), k) for k in last), reverse=True)[:top]
+        lines = [f"live objects by type (gc.get_objects: what the collector tracks) at "
+                 f"{', '.join(f'{t:.0f}' for t, _ in self.series)} s; the {top} that grew the most", ""]
+        lines += [f"{d:+9d}  {k:<40} " + " ".join(f"{c[k]}" for _, c in self.series) for d, k in grown if d > 0]
+        path = self.out / "memory-objects.txt"
+        path.write_text("\n".join(lines) + "\n")
+        return path
 
     def report(self) -> list[Path]:
         """memory-dashboard.txt and memory-serve.txt: growth from each process's first snapshot to its last."""
+        if not self.allocations:
+            return [self._objects_report()] if len(self.series) >= 2 else []
         written = []
         for name, title in (("dashboard", "the soak's dashboard process (and its recorder)"), ("serve", "taudash serve")):
             snaps = sorted(self.out.glob(f"{name}-snapshot-*.snap"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
