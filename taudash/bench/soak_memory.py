@@ -54,11 +54,20 @@ def type_counts() -> collections.Counter[str]:
     """Live objects the collector tracks, by type — frozen ones too (the GC policy freezes the model, and
     gc.get_objects does not list frozen objects): thawed for the count and frozen again, as the policy's
     next freeze would anyway."""
+    from textual.widgets import DataTable
+
     frozen = gc.get_freeze_count() > 0
     if frozen:
         gc.unfreeze()
     try:
-        return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+        objects = gc.get_objects()
+        counts = collections.Counter(type(o).__qualname__ for o in objects)
+        # The tables' render caches (fixed sizes, filled as rows change): entries, not objects.
+        for o in objects:
+            if isinstance(o, DataTable):
+                for cache in ("_cell_render_cache", "_row_render_cache", "_line_cache"):
+                    counts[f"[entries in DataTable.{cache}]"] += len(getattr(o, cache, ()))
+        return counts
     finally:
         if frozen:
             gc.freeze()
@@ -144,6 +153,9 @@ class MemoryTrace:
         lines = [f"live objects by type (gc.get_objects: what the collector tracks) at "
                  f"{', '.join(f'{t:.0f}' for t, _ in self.series)} s; the {top} that grew the most", ""]
         lines += [f"{d:+9d}  {k:<40} " + " ".join(f"{c[k]}" for _, c in self.series) for d, k in grown if d > 0]
+        tables = sorted(k for k in last if k.startswith("[entries"))
+        lines += ["", *(f"{last[k] - first.get(k, 0):+9d}  {k:<40} " + " ".join(f"{c[k]}" for _, c in self.series)
+                        for k in tables)]
         path = self.out / "memory-objects.txt"
         path.write_text("\n".join(lines) + "\n")
         return path
