@@ -102,7 +102,8 @@ def flavor_usage(m: dict[str, dict[str, str]] | None, *, borrowed: bool = False)
 def cluster_queue(name: str, *, cohort: str | None = None, stop: str | None = None, pending: int = 0,
                   reserving: int = 0, admitted: int = 0,
                   active: tuple[str, str, str] | None = ("True", "Ready", "Can admit new workloads"),
-                  flavors: dict[str, dict[str, Any]] | None = None, reservation: dict[str, dict[str, str]] | None = None,
+                  flavors: dict[str, dict[str, Any]] | None = None,
+                  reservation: dict[str, dict[str, str]] | None = None,
                   usage: dict[str, dict[str, str]] | None = None, labels: dict | None = None, version: str = KQ,
                   limits: dict[tuple[str, str], dict[str, str]] | None = None, selector: dict | None = EVERY_NAMESPACE,
                   uid: str | None = None, status: bool = True, borrowed: bool = False, every_resource: bool = False,
@@ -142,11 +143,33 @@ def cohort(name: str, *, parent: str | None = None, flavors: dict[str, dict[str,
 
 
 def local_queue(name: str, ns: str, cq: str) -> dict:
-    return {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}
+    return {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterQueue": cq}}
 
 
-def resource_flavor(name: str, node_labels: dict | None = None) -> dict:
-    return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": node_labels or {}}}
+def resource_flavor(name: str, node_labels: dict | None = None, *, topology: str | None = None) -> dict:
+    spec: dict[str, Any] = {"nodeLabels": node_labels or {}}
+    if topology:
+        spec["topologyName"] = topology
+    return {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def topology(name: str, *levels: str) -> dict:
+    """A Kueue Topology with these node-label levels, highest first."""
+    return {"apiVersion": KQ, "kind": "Topology", "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}}
+
+
+def pod(name: str, ns: str = "ns", *, node: str | None = None, gpus: int = 1, phase: str = "Running",
+        **spec: Any) -> dict:
+    """A core/v1 Pod of one container requesting `gpus` GPUs and one CPU, bound to `node` (None: unbound);
+    `spec` keywords join its spec (nodeSelector, tolerations, ...)."""
+    body: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": {GPU: str(gpus), "cpu": "1"}}}],
+                            **spec}
+    if node:
+        body["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": body,
+            "status": {"phase": phase}}
 
 
 def workload_priority_class(name: str, value: int) -> dict:
@@ -171,11 +194,13 @@ def workload(name: str, ns: str, *, queue: str = "jobqueue", admitted_to: str | 
         conds.append(cond("Finished", "True", "Succeeded", "Job finished successfully"))
     meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-wl-{name}"}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner[0], "name": owner[1], "uid": owner[2], "controller": True}]
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner[0], "name": owner[1], "uid": owner[2],
+                                    "controller": True}]
         meta["labels"] = {"kueue.x-k8s.io/job-uid": owner[2]}
     status: dict[str, Any] = {"conditions": conds}
     if admitted_to and state != "pending":
-        status["admission"] = {"clusterQueue": admitted_to, "podSetAssignments": [{"name": "main", "flavors": {}, "count": 1}]}
+        status["admission"] = {"clusterQueue": admitted_to,
+                               "podSetAssignments": [{"name": "main", "flavors": {}, "count": 1}]}
     if checks:
         status["admissionChecks"] = checks
     return {"apiVersion": KQ, "kind": "Workload", "metadata": meta,
@@ -213,7 +238,8 @@ def cluster_queue_request(name: str, **spec: Any) -> dict:
 
 def admission_check(name: str = "mk", active: str = "True", config: str | None = "mk-config",
                     controller: str = "kueue.x-k8s.io/multikueue") -> dict:
-    obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name}, "spec": {"controllerName": controller},
+    obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name},
+           "spec": {"controllerName": controller},
            "status": {"conditions": [cond("Active", active, "Active" if active == "True" else "BadConfig")]}}
     if config:
         obj["spec"]["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}
@@ -221,7 +247,8 @@ def admission_check(name: str = "mk", active: str = "True", config: str | None =
 
 
 def multikueue_config(name: str = "mk-config", clusters: Iterable[str] = ("worker-1", "worker-2")) -> dict:
-    return {"apiVersion": KQ, "kind": "MultiKueueConfig", "metadata": {"name": name}, "spec": {"clusters": list(clusters)}}
+    return {"apiVersion": KQ, "kind": "MultiKueueConfig", "metadata": {"name": name},
+            "spec": {"clusters": list(clusters)}}
 
 
 def multikueue_cluster(name: str, active: str = "True") -> dict:
@@ -266,7 +293,8 @@ def workspace(name: str, *, ns: str = SYS, gen: int = 1, observed: int = 1, phas
               conditions: list[dict] | None = None, team: str | None = "research", **spec: Any) -> dict:
     """A Ready TauWorkspace resolving to namespace `name` (the rules' usual case); `spec` keywords verbatim."""
     if conditions is None:
-        conditions = [cond("RBACReady", reason="RoleBindingReady"), cond("QueueReady"), cond("DriftDetected", "False", "NoDrift")]
+        conditions = [cond("RBACReady", reason="RoleBindingReady"), cond("QueueReady"),
+                      cond("DriftDetected", "False", "NoDrift")]
     s: dict[str, Any] = dict(spec)
     if team:
         s["teamRef"] = {"name": team}
@@ -443,7 +471,8 @@ def job(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", uid: str | 
             "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": pod}}}
 
 
-def rayjob(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", deployment: str = "Running", job_status: str = "") -> dict:
+def rayjob(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", deployment: str = "Running",
+           job_status: str = "") -> dict:
     meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-rayjob-{name}"}
     if queue:
         meta["labels"] = {QUEUE_LABEL: queue}
@@ -505,7 +534,8 @@ def pvc(name: str, ns: str, *, phase: str = "Bound", storage_class: str | None =
 
 
 def storage_class(name: str = "azureblob-fuse", provisioner: str = "blob.csi.azure.com") -> dict:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}, "provisioner": provisioner}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": provisioner}
 
 
 def csinode(name: str, *drivers: str) -> dict:
@@ -530,7 +560,8 @@ def claim_lease(target: str, holder: str, *, workflow: str = "hold", who: str = 
     if duration is not None:
         spec["leaseDurationSeconds"] = duration
     meta: dict[str, Any] = {"name": lease_name(Target(kind, name)), "namespace": ns,
-                            "annotations": {names.CLAIM_TARGET_ANNOTATION: target, names.CLAIM_WORKFLOW_ANNOTATION: workflow,
+                            "annotations": {names.CLAIM_TARGET_ANNOTATION: target,
+                                            names.CLAIM_WORKFLOW_ANNOTATION: workflow,
                                             names.CLAIM_WHO_ANNOTATION: who, names.CLAIM_HOST_ANNOTATION: host}}
     if labelled:
         meta["labels"] = {key: value}
@@ -628,11 +659,11 @@ def demo_raw_objects() -> list[dict]:
     return copy.deepcopy(list(_demo_raw()[0]))
 
 
-QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0}
+QUIET_KNOBS = {"arrivalsPerHour": 0, "nodeFlapsPerHour": 0, "cordonsPerHour": 0, "gpuFaultsPerHour": 0}
 
 
 def sim_scenario(events: Iterable[dict] = (), **knobs: Any):
-    """A simulator Scenario: quiet (no arrivals, flaps or cordons) unless `knobs` say otherwise."""
+    """A simulator Scenario: quiet (no arrivals, flaps, cordons or GPU faults) unless `knobs` say otherwise."""
     from taudash.sim.controllers.scenario import Scenario
 
     return Scenario.parse({"knobs": {**QUIET_KNOBS, **knobs}, "events": list(events)})
@@ -716,7 +747,8 @@ def only(findings, rule: str):
 # --- scenario: the healthy automatic pool -----------------------------------------------------------------------
 
 
-def team_cq(ws: str, *, team: str = "research", cohort: str = TEAM_COHORT, flavors: dict | None = None, **kw: Any) -> dict:
+def team_cq(ws: str, *, team: str = "research", cohort: str = TEAM_COHORT, flavors: dict | None = None,
+            **kw: Any) -> dict:
     """A controller-owned workspace queue: zero nominal on every h100 resource unless told otherwise."""
     labels = {**MANAGED, "tau.azure.com/workspace": ws, "tau.azure.com/team": team}
     return pool_cq(f"tau-ws-{ws}", cohort=cohort, flavors=flavors if flavors is not None else {H100: {GPU: "0"}},
@@ -778,7 +810,8 @@ WS_UID = "uid-ws-eval"
 def drain_workspace(mode: str | None = "Retarget", *, name: str = "eval", resolved: str | None = OLD,
                     target: str | None = None, queue_uid: str | None = "uid-cq-tau-ws-eval",
                     identity: tuple[str, str] | None = ("eval-runner", "client-1"),
-                    subject: tuple[str, str] | None = ("Group", "eval-researchers"), cluster_wide: bool = False) -> dict:
+                    subject: tuple[str, str] | None = ("Group", "eval-researchers"),
+                    cluster_wide: bool = False) -> dict:
     meta: dict[str, Any] = {"name": name, "namespace": SYS, "generation": 1, "uid": WS_UID}
     spec: dict[str, Any] = {"teamRef": {"name": "research"}, "queue": "jobqueue"}
     if mode == "Deletion":
@@ -836,7 +869,8 @@ def drain_workload(name: str, ns: str = OLD, *, queue: str = "jobqueue", finishe
         ]
     if job_uid_label:
         meta["labels"] = {"kueue.x-k8s.io/job-uid": job_uid_label}
-    conds = [cond("QuotaReserved", "True"), cond("Admitted", "True")] if admitted_to else [cond("QuotaReserved", "False", "Pending")]
+    conds = ([cond("QuotaReserved", "True"), cond("Admitted", "True")] if admitted_to
+             else [cond("QuotaReserved", "False", "Pending")])
     if finished:
         conds.append(cond("Finished", "True", "Succeeded"))
     status: dict[str, Any] = {"conditions": conds}
@@ -845,7 +879,8 @@ def drain_workload(name: str, ns: str = OLD, *, queue: str = "jobqueue", finishe
     return {"apiVersion": KQ, "kind": "Workload", "metadata": meta, "spec": {"queueName": queue}, "status": status}
 
 
-def drain_world(mode: str | None = "Retarget", *extra: dict, ws: dict | None = None, ns_labels: dict | None = None) -> list[dict]:
+def drain_world(mode: str | None = "Retarget", *extra: dict, ws: dict | None = None,
+                ns_labels: dict | None = None) -> list[dict]:
     """The baseline objects plus `extra`."""
     return [
         ws or drain_workspace(mode),

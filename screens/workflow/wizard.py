@@ -41,6 +41,16 @@ WRITTEN_SHOWN = 8  # earlier writes listed in a confirmation (the wizard's log h
 DEACTIVATED_SHOWN = 30
 
 
+def preconditions_line(checks: list[tuple[bool, str]], tones: Tones) -> Text:
+    """`PRECONDITIONS ✓ a · ✖ b`: the step's checks, as the confirmation and the wizard both show them."""
+    line = span("PRECONDITIONS ", tones.heading)
+    for i, (ok, msg) in enumerate(checks):
+        if i:
+            line.append(" · ")
+        line.append(tones.mark("ok" if ok else "bad", msg))
+    return line
+
+
 def op_line(op: dict[str, Any], tones: Tones) -> Text:
     """One planned operation as a diff line; destructive ones marked ⚠."""
     t = Text(end="")
@@ -190,7 +200,8 @@ class StepConfirmScreen(TypedConfirm[bool | str]):
         parts.append(title)
         for op in r.operations:
             line = op_line(op, tones)
-            if op.get("verb") == "delete" and op.get("description"):  # why this object goes (a patch's diff says it all)
+            # why this object goes (a patch's diff says it all)
+            if op.get("verb") == "delete" and op.get("description"):
                 line.append("\n    ")
                 line.append(lit(op["description"], tones.muted))
             parts.append(line)
@@ -204,12 +215,7 @@ class StepConfirmScreen(TypedConfirm[bool | str]):
                 parts.append(Text(f"  … and {len(self.written) - WRITTEN_SHOWN} more (the wizard's log lists all)",
                                   style=tones.muted))
         if r.checks:
-            checks = span("PRECONDITIONS ", tones.heading)
-            for i, (ok, msg) in enumerate(r.checks):
-                if i:
-                    checks.append(" · ")
-                checks.append(tones.mark("ok" if ok else "bad", msg))
-            parts.append(checks)
+            parts.append(preconditions_line(r.checks, tones))
         return stack(*parts)
 
     def _ask(self, tones: Tones) -> Text:
@@ -521,12 +527,7 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
             for n in m.plan.get("notes") or []:
                 parts.append(lit(f"  note: {n}", tones.muted))
         if m.checks:
-            checks = span("PRECONDITIONS ", tones.heading)
-            for i, (ok, msg) in enumerate(m.checks):
-                if i:
-                    checks.append(" · ")
-                checks.append(tones.mark("ok" if ok else "bad", msg))
-            parts.append(checks)
+            parts.append(preconditions_line(m.checks, tones))
         if m.error:
             err = span("✖ ", tones.bad)
             err.append(lit(m.error, tones.bad))
@@ -537,7 +538,8 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
         return stack(*parts)
 
     def _progress(self, m: RunModel, tones: Tones) -> RenderableType:
-        title = span(f"PROGRESS · step {m.index(m.current)}  " if m.current else "PROGRESS · last wait  ", tones.heading)
+        title = span(f"PROGRESS · step {m.index(m.current)}  " if m.current else "PROGRESS · last wait  ",
+                     tones.heading)
         title.append(lit(m.progress))
         parts: list[RenderableType] = [title]
         if m.items:

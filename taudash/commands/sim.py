@@ -99,6 +99,11 @@ def register(sub) -> None:
                    help="serve a MultiKueue fleet: a manager (the snapshot) and N worker clusters, each its own "
                         "API server, in one kubeconfig (contexts taudash-manager, taudash-worker-1, ...)")
     add_fault_arg(s)
+    s.add_argument("--node-fault", action="append", default=[], metavar="NODE=CONDITION",
+                   help="hold GPU health Node conditions True on a node for the whole run (repeatable): one of "
+                        "TauGrid's 20 GPU health conditions or DcgmExporterUnavailable, e.g. --node-fault "
+                        "aks-h100-27604139-vmss000003=XIDError79 (drain class: unhealthy), "
+                        "NODE=GPUThermalViolation (taint class: degraded); several: NODE=A,B")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -121,6 +126,7 @@ def cmd_serve(args) -> int:
     if fleet is not None and fleet < 1:
         raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
     args.faults = faults_of(args, fleet)
+    args.node_faults = _node_faults(args)
     _users(args)  # refused before serving
     if fleet is not None:
         return asyncio.run(_serve_fleet(args))
@@ -138,6 +144,19 @@ def _users(args) -> list[str]:
     if users and getattr(args, "fleet", None) is not None:
         raise UsageError("--user: one simulated cluster only (not with --fleet)")
     return users
+
+
+def _node_faults(args) -> list:
+    """The --node-fault values, parsed (exit 2 naming the bad part); a node's existence is checked once seeded."""
+    from taudash.sim.faults import FaultSpecError, parse_node_fault
+
+    specs = getattr(args, "node_fault", None) or []
+    if specs and getattr(args, "fleet", None) is not None:
+        raise UsageError("--node-fault: one simulated cluster only (not with --fleet)")
+    try:
+        return [parse_node_fault(s) for s in specs]
+    except FaultSpecError as exc:
+        raise UsageError(f"--node-fault {exc}") from None
 
 
 async def _wait_for_signal() -> None:
@@ -170,7 +189,8 @@ async def _serve_fleet(args) -> int:
         print(f"taudash sim: serving a fleet of {1 + len(fleet.workers)} clusters", flush=True)
         print(f"{second_terminal(fleet.kubeconfig)}   (in a second terminal: kubectl and taudash reach every "
               "context below)", flush=True)
-        print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these contexts", flush=True)
+        print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these "
+              "contexts", flush=True)
         for s in (fleet.manager, *fleet.workers):
             role = "manager" if s is fleet.manager else f"worker (MultiKueueCluster {fleet.mk_name_of(s)})"
             print(f"context:    {s.context:<20} {fleet.url_of(s)}  {role}", flush=True)
@@ -214,6 +234,11 @@ async def _serve(args) -> int:
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on the main thread / Windows
             pass
     try:
+        from taudash.sim.faults import apply_node_faults
+
+        problems = apply_node_faults(sim.db, getattr(args, "node_faults", None) or [])
+        if problems:
+            raise UsageError(f"--node-fault: {problems[0]}")
         result = sim.load_result
         seeded = f"{result.objects} objects from {snapshot}" if result is not None else "an empty cluster"
         for issue in result.issues if result is not None else ():
@@ -228,6 +253,8 @@ async def _serve(args) -> int:
         k = sim.kueue
         print(f"kueue:      {k.name} ({k.release}): serves {', '.join(k.served)}, stores {k.storage}", flush=True)
         print(f"validation: {sim.validation}", flush=True)
+        if getattr(args, "node_faults", None):
+            print(f"node faults: {' '.join(str(f) for f in args.node_faults)} (held for the whole run)", flush=True)
         if sim.world is not None:
             print(f"simulating: from {sim.world.clock.stamp()} at {args.speed:g}x, seed {args.seed}", flush=True)
         print("Ctrl-C to stop.", flush=True)

@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from taudash.engine.model import Node
+from taudash.engine.model import BY_KIND, Node
 from taudash.engine.model.kinds import KINDS
 from taudash.engine.model.names import (
     ACCELERATOR_DOMAIN_LABEL,
@@ -53,7 +53,6 @@ from taudash.engine.model.names import (
     DEFAULT_LOCAL_QUEUE_LABEL,
     EXECUTION_TARGET_LABEL,
     GPU_CLASS_LABEL,
-    INFINIBAND_LABEL,
     JOB_LABEL,
     JOB_UID_LABEL,
     KUEUE_MANAGED_LABEL,
@@ -67,7 +66,6 @@ from taudash.engine.model.names import (
     PROFILE_LABEL,
     PROFILE_SET_HASH_ANNOTATION,
     QUEUE_NAME_LABEL,
-    REGION_LABEL,
     RESOURCE_IN_USE_FINALIZER,
     RESULT_SCOPE_LABEL,
     SITE_LABEL,
@@ -85,6 +83,8 @@ from taudash.engine.model.quantity import Quantity
 from taudash.engine.model.tau import ResolvedWorkloadProfile
 from taudash.engine.rules.pool import node_inventory
 from taudash.engine.rules.profilehash import normalize_profile, profile_set_hash, validate_profile
+from taudash.sim.health import health_condition
+from taudash.sim.topology import FLEX_ACCELERATOR_DOMAIN, REQUIRED_TOPOLOGY, derived_labels
 
 # The repository's copy (taudash/data/demo.yaml links to it and ships in the wheel).
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "snapshots" / "demo.yaml"
@@ -132,6 +132,8 @@ class NodePool:
     gpu_class: str | None = None
     series: str = ""
     product: str = ""
+    arch: str = "amd64"
+    racks: tuple[str, ...] = ()  # NVLink domains (net.unbounded-cloud.io/accelerator-domain), nodes split evenly
 
 
 def _gpu_node(mem_cap: str, mem_alloc: str, rdma: bool) -> tuple[dict[str, str], dict[str, str]]:
@@ -146,6 +148,11 @@ def _gpu_node(mem_cap: str, mem_alloc: str, rdma: bool) -> tuple[dict[str, str],
 _H100 = _gpu_node("1980864372Ki", "1876530548Ki", rdma=True)
 _A100 = _gpu_node("1980860216Ki", "1876526392Ki", rdma=False)
 _H200 = _gpu_node("1929463536Ki", "1825129712Ki", rdma=False)
+# A GB200 compute tray: two Grace CPUs and four Blackwell GPUs, one of nine trays of an NVL36 rack.
+_GB200 = ({"cpu": "128", "ephemeral-storage": "1055762868Ki", "memory": "943718400Ki", GPU: "4", "pods": "250",
+           HOST_SLOT: "1", RDMA: "4"},
+          {"cpu": "127690m", "ephemeral-storage": "973000123051", "memory": "880803840Ki", GPU: "4", "pods": "250",
+           HOST_SLOT: "1", RDMA: "4"})
 
 POOLS = (
     NodePool("h100", "27604139", "Standard_ND96isr_H100_v5", 9, 212 * DAY, *_H100,
@@ -157,9 +164,22 @@ POOLS = (
     NodePool("system", "13795521", "Standard_D16ds_v5", 2, 240 * DAY,
              {"cpu": "16", "ephemeral-storage": "129886128Ki", "memory": "65842384Ki", "pods": "110"},
              {"cpu": "15740m", "ephemeral-storage": "119703055367", "memory": "58795216Ki", "pods": "110"}),
+    NodePool("gb200", "40925117", "Standard_ND128isr_NDR_GB200_v6", 18, 45 * DAY, *_GB200,
+             gpu_class="gb200-186gb", series="nd-gb200-v6", product="NVIDIA-GB200", arch="arm64",
+             racks=("eus-nvl36-r07", "eus-nvl36-r08")),
 )
 
 CORDONED = {("h100", 6): 6 * HOUR}  # (agentpool, index) -> minutes since cordon
+# GPU health Node conditions from TauGrid's metrics collector: (agentpool, index) -> (type, present, minutes since).
+# h100 #3 lost a GPU off the bus (drain class: unhealthy, its Pods still run: UNO has not drained it yet); a GB200
+# tray is thermally throttled (taint class: degraded, still placeable); an a100's DCGM exporter went silent
+# (health unknown); an h100 recovered from InfiniBand symbol errors (published False, kept).
+GPU_HEALTH = {
+    ("h100", 3): (("XIDError79", True, 25 * MIN),),
+    ("gb200", 13): (("GPUThermalViolation", True, 12 * MIN),),
+    ("a100", 2): (("DcgmExporterUnavailable", True, 8 * MIN),),
+    ("h100", 5): (("IBSymbolError", False, 3 * HOUR),),
+}
 NOT_READY = {("h200", 3): 48 * MIN}  # kubelet stopped posting status
 BLOB_MISSING = {("h200", 1), ("h200", 2)}  # CSINode lacks blob.csi.azure.com
 CSI_DRIVERS = ("disk.csi.azure.com", "file.csi.azure.com", "blob.csi.azure.com")
@@ -225,7 +245,8 @@ LOCAL_QUEUES = (  # (namespace, name, clusterQueue, managed by the workspace, cr
 )
 
 PRIORITY_CLASSES = (("taugrid-default", 1000, "Default TauGrid workloads."),
-                    ("taugrid-priority", 1200, "Priority TauGrid workloads; may preempt taugrid-default in the same queue."))
+                    ("taugrid-priority", 1200,
+                     "Priority TauGrid workloads; may preempt taugrid-default in the same queue."))
 PRIORITY_VALUE = {name: value for name, value, _ in PRIORITY_CLASSES}
 DEFAULT_PRIORITIES = {"workloadPriorityClassName": "taugrid-default", "podPriorityClassName": "taugrid-default"}
 HIGH_PRIORITIES = {"workloadPriorityClassName": "taugrid-priority", "podPriorityClassName": "taugrid-priority"}
@@ -260,6 +281,8 @@ PROFILES = (
              ["train"], 8, 1, "fixed", "same-host", queue=MK_LQ, target="multiKueue"),
     _profile("azure.research.remote.burst", "Elastic burst training on MultiKueue worker clusters.", ["remote"],
              ["train"], 8, 2, "elastic", "same-network-domain", queue=MK_LQ, target="multiKueue"),
+    _profile("azure.research.training.nvl-gang", "Eight GB200 trays inside one NVLink domain.", ["nvlink"],
+             ["train"], 4, 8, "fixed", "same-accelerator-domain"),
 )
 PROFILE_ADDED_AT_GENERATION = {"azure.research.remote.burst": TAU_GENERATION}
 
@@ -269,6 +292,7 @@ FULL_NODE = {"cpu": "88", "memory": "1600Gi", GPU: "8", HOST_SLOT: "1"}
 HALF_NODE = {"cpu": "44", "memory": "800Gi", GPU: "4"}
 ONE_GPU = {"cpu": "10", "memory": "180Gi", GPU: "1"}
 REMOTE_NODE = {"cpu": "88", "memory": "1600Gi", GPU: "8"}
+GB200_TRAY = {"cpu": "120", "memory": "800Gi", GPU: "4", RDMA: "4", HOST_SLOT: "1"}
 RAY_HEAD = {"cpu": "8", "memory": "32Gi"}
 RAY_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
 CPU_SMALL = {"cpu": "4", "memory": "16Gi"}
@@ -278,8 +302,9 @@ CPU_SMALL = {"cpu": "4", "memory": "16Gi"}
 class Source:
     """A Job, RayJob, RayService or Deployment and (unless state says otherwise) its Workload.
 
-    state: pending | preempted | node-failure | checks | admitted | succeeded | failed
-           | awaiting (no Workload yet) | retrying (RayJob, no Workload) | serving (RayService, Workload Finished)
+    state: pending | no-domain (quota fits, no topology domain has the room) | preempted | node-failure | checks
+           | admitted | succeeded | failed | awaiting (no Workload yet) | retrying (RayJob, no Workload)
+           | serving (RayService, Workload Finished)
     """
 
     ns: str
@@ -294,10 +319,12 @@ class Source:
     profile: str | None = None
     lane: str | None = None
     detail: str = ""  # pending reason override or eviction detail
+    level: str | None = None  # the topology level its pod template requires (Kueue's podset-required-topology)
 
 
 def _job(ns, name, state, gpu_class, count, pod, age, **kw):
-    return Source(ns, "Job", name, kw.pop("queue", WORKSPACE_QUEUE), state, gpu_class, (("main", count, pod),), age, **kw)
+    return Source(ns, "Job", name, kw.pop("queue", WORKSPACE_QUEUE), state, gpu_class, (("main", count, pod),), age,
+                  **kw)
 
 
 def _ray(ns, name, state, gpu_class, workers, pod, age, **kw):
@@ -359,10 +386,23 @@ SOURCES = (
     _job("vision", "clip-distill", "pending", "h200-141gb", 1, HALF_NODE, 2 * HOUR),
     _job("vision", "detr-eval", "succeeded", "h200-141gb", 1, ONE_GPU, 28 * HOUR),
     _ray("vision", "seg-augment", "pending", "h200-141gb", 1, HALF_NODE, 100 * MIN),
+    # GB200: 1-GPU jobs that kube-scheduler spread over both NVL36 racks leave each with fewer than eight
+    # whole trays free, so the eight-tray gang cannot start although 64 GPUs of quota are free.
+    _job("train", "kernel-bench-fp4", "admitted", "gb200-186gb", 1, ONE_GPU, 95 * MIN,
+         profile="azure.research.training.l", lane="training"),
+    _job("train", "vllm-smoke-gb200", "admitted", "gb200-186gb", 1, ONE_GPU, 80 * MIN,
+         profile="azure.research.training.l", lane="training"),
+    _job("train", "tokenizer-probe-gb200", "admitted", "gb200-186gb", 1, ONE_GPU, 65 * MIN,
+         profile="azure.research.training.l", lane="training"),
+    _job("train", "nccl-allreduce-check", "admitted", "gb200-186gb", 1, ONE_GPU, 50 * MIN,
+         profile="azure.research.training.l", lane="training"),
+    _job("train", "moe-sft-gb200", "admitted", "gb200-186gb", 1, GB200_TRAY, 3 * HOUR),
+    _job("train", "nvl-pretrain-70b", "no-domain", "gb200-186gb", 8, GB200_TRAY, 35 * MIN,
+         profile="azure.research.training.nvl-gang", lane="nvlink", level=ACCELERATOR_DOMAIN_LABEL),
 )
 
 RESERVING = ("checks", "admitted")
-UNFINISHED_PENDING = ("pending", "preempted", "node-failure")
+UNFINISHED_PENDING = ("pending", "no-domain", "preempted", "node-failure")
 FINISHED = ("succeeded", "failed", "serving")
 NO_WORKLOAD = ("awaiting", "retrying", "unmanaged")
 
@@ -466,36 +506,26 @@ def build_node(pool: NodePool, i: int) -> dict:
         "kubernetes.azure.com/cluster": NODE_RESOURCE_GROUP,
         "kubernetes.azure.com/mode": "user" if pool.gpu_class else "system",
         "kubernetes.azure.com/node-image-version": NODE_IMAGE,
-        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/arch": pool.arch,
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/role": "agent",
         "node.kubernetes.io/instance-type": pool.sku,
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": "0",
-        REGION_LABEL: REGION,
-        SITE_LABEL: f"azure-{REGION}",
     }
     taints = []
     if pool.gpu_class:
-        ib = RDMA in pool.allocatable
         labels |= {
             "kubernetes.azure.com/accelerator": "nvidia",
             "kueue.azure.com/gpu-series": pool.series,
-            "nvidia.com/gpu.count": "8",
+            "nvidia.com/gpu.count": pool.allocatable[GPU],
             "nvidia.com/gpu.product": pool.product,
             GPU_CLASS_LABEL: pool.gpu_class,
-            NETWORK_DOMAIN_LABEL: f"azure-ib-{REGION}-{pool.agentpool}-{pool.sku.lower()}",
-            ACCELERATOR_DOMAIN_LABEL: f"isolated-accelerator-{short_hash(name, n=8)}",
-            INFINIBAND_LABEL: "true" if ib else "false",
         }
         taints.append({"key": "sku", "value": "gpu", "effect": "NoSchedule"})
-    else:
-        labels |= {
-            NETWORK_DOMAIN_LABEL: f"isolated-domain-{short_hash(name, n=8)}",
-            ACCELERATOR_DOMAIN_LABEL: f"isolated-accelerator-{short_hash(name, n=8)}",
-            INFINIBAND_LABEL: "false",
-        }
+    if pool.racks:  # the platform names each tray's NVLink domain; TauGrid derives the accelerator domain from it
+        labels[FLEX_ACCELERATOR_DOMAIN] = pool.racks[i * len(pool.racks) // pool.count]
     key = (pool.agentpool, i)
     spec: dict[str, Any] = {
         "podCIDR": f"10.244.{POOLS.index(pool) * 16 + i}.0/24",
@@ -532,7 +562,11 @@ def build_node(pool: NodePool, i: int) -> dict:
     conditions = [*pressure, ready]
     for c in conditions:
         c["lastHeartbeatTime"] = ts(heartbeat)
-    return {
+    for ctype, present, since in GPU_HEALTH.get(key, ()):
+        c = health_condition(ctype, present, ts(since))
+        c["lastHeartbeatTime"] = ts(heartbeat)
+        conditions.append(c)
+    node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": meta("Node", name, created=pool.created - i * 3, labels=labels,
@@ -546,7 +580,7 @@ def build_node(pool: NodePool, i: int) -> dict:
             "capacity": dict(pool.capacity),
             "conditions": conditions,
             "nodeInfo": {
-                "architecture": "amd64",
+                "architecture": pool.arch,
                 "containerRuntimeVersion": "containerd://1.7.27-1",
                 "kernelVersion": "5.15.0-1089-azure",
                 "kubeProxyVersion": KUBELET_VERSION,
@@ -556,6 +590,9 @@ def build_node(pool: NodePool, i: int) -> dict:
             },
         },
     }
+    # TauGrid's controller derives the topology labels (they cannot be set by hand): the simulator's own rule.
+    node["metadata"]["labels"] = dict(sorted({**labels, **derived_labels(node)}.items()))
+    return node
 
 
 def build_csinode(node: dict, pool: NodePool, i: int) -> dict:
@@ -906,7 +943,8 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
                            "borrowWithinCohort": {"policy": "Never"}},
             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
             "resourceGroups": [{"coveredResources": covered,
-                                "flavors": [{"name": fl, "resources": [{"name": r, "nominalQuota": "0"} for r in covered]}
+                                "flavors": [{"name": fl,
+                                             "resources": [{"name": r, "nominalQuota": "0"} for r in covered]}
                                             for fl in sorted(inventory)]}],
             "stopPolicy": "None",
         }
@@ -955,7 +993,8 @@ def build_local_queues(cluster_queues: list[dict], usage: dict[tuple[str, str], 
         if cq_active["status"] == "True":
             active = cond("Active", "True", "Ready", "Can submit new workloads to localQueue", created - 1, 1)
         else:
-            active = cond("Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", 0, 1)
+            active = cond("Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", 0,
+                          1)
             active["lastTransitionTime"] = cq_active["lastTransitionTime"]
         labels = managed(ws_name, TEAM) if ws_name else None
         annotations = {OWNER_UID_LABEL: uid("TauWorkspace", ws_name, SYSTEM_NS)} if ws_name else None
@@ -1086,14 +1125,17 @@ def started_at(src: Source) -> float:
 
 def build_job(src: Source, hashes) -> dict:
     name, count, pod = src.podsets[0]
-    suspended = src.state in ("pending", "preempted", "node-failure", "awaiting", "checks")
+    suspended = src.state in ("pending", "no-domain", "preempted", "node-failure", "awaiting", "checks")
+    template: dict[str, Any] = {"metadata": {"labels": {JOB_LABEL: src.name}}, "spec": pod_spec(src, pod)}
+    if src.level:
+        template["metadata"]["annotations"] = {REQUIRED_TOPOLOGY: src.level}
     spec: dict[str, Any] = {
         "backoffLimit": 0 if src.state != "failed" else 2,
         "completionMode": "Indexed" if count > 1 else "NonIndexed",
         "completions": count,
         "parallelism": count,
         "suspend": suspended,
-        "template": {"metadata": {"labels": {JOB_LABEL: src.name}}, "spec": pod_spec(src, pod)},
+        "template": template,
     }
     if src.queue == MK_LQ:
         spec["managedBy"] = MULTIKUEUE_CONTROLLER
@@ -1176,13 +1218,15 @@ def build_rayservice(src: Source) -> dict:
             "spec": {"serveConfigV2": "applications:\n- name: llm\n  import_path: serve.llm:app\n  route_prefix: /\n",
                      "rayClusterConfig": {
                          "rayVersion": "2.40.0",
-                         "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec(src, head_pod, "Always")}},
+                         "headGroupSpec": {"rayStartParams": {},
+                                           "template": {"spec": pod_spec(src, head_pod, "Always")}},
                          "workerGroupSpecs": [{"groupName": group, "replicas": workers, "minReplicas": workers,
                                                "maxReplicas": workers, "rayStartParams": {},
                                                "template": {"spec": pod_spec(src, worker_pod, "Always")}}]}},
             "status": {"observedGeneration": 3, "serviceStatus": "Running", "numServeEndpoints": 2,
                        "activeServiceStatus": {"rayClusterName": cluster},
-                       "conditions": [cond("Ready", "True", "RayServiceReady", "Number of serve endpoints is greater than 0",
+                       "conditions": [cond("Ready", "True", "RayServiceReady",
+                                           "Number of serve endpoints is greater than 0",
                                            src.age - 10, 3),
                                       cond("UpgradeInProgress", "False", "NoPendingCluster",
                                            "Active Ray cluster exists and no pending Ray cluster", src.age - 10, 3)]}}
@@ -1204,7 +1248,8 @@ def build_deployment(src: Source) -> dict:
     generation = 4 if src.queue else 1
     status = {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas,
               "availableReplicas": replicas, "updatedReplicas": replicas,
-              "conditions": [cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.",
+              "conditions": [cond("Available", "True", "MinimumReplicasAvailable",
+                                  "Deployment has minimum availability.",
                                   src.age - 5),
                              cond("Progressing", "True", "NewReplicaSetAvailable",
                                   f'ReplicaSet "{src.name}-{short_hash(src.name, n=10)}" has successfully progressed.',
@@ -1240,6 +1285,9 @@ def workload_conditions(src: Source, cq: str, message: str, evictor: dict | None
     if src.state == "pending":
         reason = "Inadmissible" if message.startswith("ClusterQueue") else "WaitingForQuota"
         return [cond("QuotaReserved", "False", reason, message, created)]
+    if src.state == "no-domain":
+        return [cond("Admitted", "False", "NoReservation", "The workload has no reservation", created),
+                cond("QuotaReserved", "False", "TopologyPlacementFailed", message, created)]
     if src.state in ("preempted", "node-failure"):
         if src.state == "preempted":
             assert evictor is not None
@@ -1280,13 +1328,15 @@ def workload_conditions(src: Source, cq: str, message: str, evictor: dict | None
     return [admitted, cond("Finished", "True", *finished, end), reserved]
 
 
-def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor: dict | None) -> dict:
+def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor: dict | None,
+                   placement_messages: dict[str, str]) -> dict:
     kind = src.kind.lower()
     name = f"{kind}-{src.name}-{short_hash(src.kind, owner['apiVersion'], src.name, owner['metadata']['uid'])}"
     cq = lq_target(src.ns, src.queue)
     flavor = assigned_flavor(src, inventory)
     pods = {ps: pod for ps, _, pod in src.podsets}
-    podsets = [{"name": ps, "count": count, "template": {"spec": pod_spec(src, pods[ps])}}
+    podsets = [{"name": ps, "count": count, "template": {"spec": pod_spec(src, pods[ps])},
+                **({"topologyRequest": {"required": src.level}} if src.level else {})}
                for ps, count, _ in src.podsets]
     assignments = [{"name": ps, "count": count, "flavors": {r: flavor for r in sorted(use)},
                     "resourceUsage": qmap(use)} for ps, count, use in pod_usage(src)]
@@ -1294,6 +1344,8 @@ def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor
     if src.state in UNFINISHED_PENDING:
         if cq == "tau-ws-vision":
             message = "ClusterQueue tau-ws-vision is inactive"
+        elif src.state == "no-domain":
+            message = placement_messages.get(src.name, "")
         else:
             message = quota_message(src, inventory, reserved_totals)
     priority = PRIORITY_VALUE[src.priority]
@@ -1328,7 +1380,8 @@ def build_workload(src: Source, owner: dict, inventory, reserved_totals, evictor
             "status": status}
 
 
-def build_sources_and_workloads(inventory, hashes) -> tuple[list[dict], list[dict], dict, dict]:
+def build_sources_and_workloads(inventory, hashes, placement_messages: dict[str, str] | None = None
+                                ) -> tuple[list[dict], list[dict], dict, dict]:
     """Sources, Workloads, and the per-ClusterQueue and per-LocalQueue totals computed from them."""
     reserved_totals = team_reservations(inventory)
     sources: dict[str, dict] = {}
@@ -1343,13 +1396,14 @@ def build_sources_and_workloads(inventory, hashes) -> tuple[list[dict], list[dic
         if src.state in NO_WORKLOAD:
             continue
         evictor = workloads.get(f"{src.ns}/Job/{src.detail}") if src.state == "preempted" else None
-        wl = build_workload(src, obj, inventory, reserved_totals, evictor)
+        wl = build_workload(src, obj, inventory, reserved_totals, evictor, placement_messages or {})
         workloads[f"{src.ns}/{src.kind}/{src.name}"] = wl
         assignments = wl["status"].get("admission", {}).get("podSetAssignments", [])
         cq_usage[lq_target(src.ns, src.queue)].add(src, assignments)
         lq_usage[(src.ns, src.queue)].add(src, assignments)
     key = {f"{s.ns}/{s.kind}/{s.name}": i for i, s in enumerate(SOURCES)}
-    return ([sources[k] for k in sorted(sources, key=key.__getitem__)], [workloads[k] for k in sorted(workloads, key=key.__getitem__)],
+    return ([sources[k] for k in sorted(sources, key=key.__getitem__)],
+            [workloads[k] for k in sorted(workloads, key=key.__getitem__)],
             cq_usage, lq_usage)
 
 
@@ -1363,7 +1417,8 @@ def resolve_profile(p: dict, cluster_queues: dict[str, dict], flavors: dict[str,
     lqs = [{"namespace": ns, "name": p["defaultLocalQueue"], "clusterQueue": lq_target(ns, p["defaultLocalQueue"])}
            for ns in p["applicability"]["namespaces"]]
     cqs = sorted({lq["clusterQueue"] for lq in lqs})
-    fls = sorted({fl["name"] for cq in cqs for rg in cluster_queues[cq]["spec"]["resourceGroups"] for fl in rg["flavors"]})
+    fls = sorted({fl["name"] for cq in cqs for rg in cluster_queues[cq]["spec"]["resourceGroups"]
+                  for fl in rg["flavors"]})
     topologies = sorted({flavors[f]["spec"]["topologyName"] for f in fls if flavors[f]["spec"].get("topologyName")})
     pri = p["priorities"]
     if p["executionTarget"] == "multiKueue":
@@ -1372,15 +1427,19 @@ def resolve_profile(p: dict, cluster_queues: dict[str, dict], flavors: dict[str,
     else:
         execution = "no ClusterQueue uses a MultiKueue AdmissionCheck"
     conditions = [
-        cond("ClusterQueuesReady", "True", "ClusterQueuesReady", f"{plural(len(cqs), 'ClusterQueue')} active", since, g),
+        cond("ClusterQueuesReady", "True", "ClusterQueuesReady", f"{plural(len(cqs), 'ClusterQueue')} active", since,
+             g),
         cond("ExecutionReady", "True", "Ready", execution, since, g),
-        cond("LocalQueuesResolved", "True", "LocalQueuesResolved", f"{plural(len(lqs), 'applicable LocalQueue')} resolved", since, g),
+        cond("LocalQueuesResolved", "True", "LocalQueuesResolved",
+             f"{plural(len(lqs), 'applicable LocalQueue')} resolved", since, g),
         cond("PriorityClassesReady", "True", "PriorityClassesReady",
              f'WorkloadPriorityClass "{pri["workloadPriorityClassName"]}" and PriorityClass '
              f'"{pri["podPriorityClassName"]}" exist', since, g),
         cond("Ready", "True", "WorkloadProfileReady", "workload profile is ready", since, g),
-        cond("ResourceFlavorsReady", "True", "ResourceFlavorsReady", f"{plural(len(fls), 'ResourceFlavor')} found", since, g),
-        cond("TopologiesReady", "True", "TopologiesReady", f"{len(topologies)} {'Topology' if len(topologies) == 1 else 'Topologies'} found", since, g),
+        cond("ResourceFlavorsReady", "True", "ResourceFlavorsReady", f"{plural(len(fls), 'ResourceFlavor')} found",
+             since, g),
+        cond("TopologiesReady", "True", "TopologiesReady",
+             f"{len(topologies)} {'Topology' if len(topologies) == 1 else 'Topologies'} found", since, g),
     ]
     resolved = dict(p)
     resolved |= {"localQueues": lqs, "clusterQueues": cqs, "resourceFlavors": fls}
@@ -1431,7 +1490,8 @@ def build_tau_cluster(resolved: list[dict], hashes: dict[int, str], flavors: lis
         cond("DriftDetected", "False", "NoConflictObserved", "no node-label or topology drift observed", 12 * DAY, g),
         cond("MultiKueueReady", "True", "Ready",
              f'AdmissionCheck "{MK_CHECK}" has an active MultiKueue config and worker', 20 * DAY, g),
-        cond("NodesReady", "True", "NodeLabelsReady", f"{gpu_nodes} nodes match a label rule and carry the desired labels",
+        cond("NodesReady", "True", "NodeLabelsReady",
+             f"{gpu_nodes} nodes match a label rule and carry the desired labels",
              12 * DAY, g),
         cond("ObserveOnly", "False", "ReconcileMode", "the controller reconciles managed resources", 200 * DAY, g),
         cond("OwnershipConflict", "False", "NoConflictObserved", "no ownership conflict observed", 200 * DAY, g),
@@ -1461,6 +1521,57 @@ def build_tau_cluster(resolved: list[dict], hashes: dict[int, str], flavors: lis
             "conditions": conditions,
         },
     }
+
+
+# --- pods: where the simulator's kube-scheduler put the admitted work ---------------------------------------
+
+
+def place_pods(objects: list[dict]) -> tuple[list[dict], dict[str, str]]:
+    """The Pods of the admitted Workloads, placed by the simulator's own pods controller (so the file and a
+    running simulator agree), dated from their jobs' start and Running; and for each Workload waiting on
+    the topology, Kueue's verdict on the free room (the simulator's TAS check, controllers/tas.py)."""
+    from taudash.sim.controllers.pods import PodsController, phase_status
+    from taudash.sim.controllers.scenario import Knobs, Scenario
+    from taudash.sim.controllers.tas import ledger_now, place
+    from taudash.sim.world import World
+
+    quiet = Scenario(knobs=Knobs(arrivals_per_hour=0, node_flaps_per_hour=0, cordons_per_hour=0, gpu_faults_per_hour=0))
+    world = World.from_objects(objects, captured_at=ts(0), seed=0, scenario=quiet)
+    next(c for c in world.controllers if isinstance(c, PodsController)).reconcile([])
+    world.sync()
+    starts = {(o["metadata"].get("namespace"), o["metadata"]["uid"]): o for o in objects if o["kind"] in
+              ("Job", "RayJob", "RayService", "Deployment")}
+    pods = []
+    for pod in world.db.list("Pod"):
+        m = pod["metadata"]
+        owner = starts[(m["namespace"], m["ownerReferences"][0]["uid"])]
+        src = next(s for s in SOURCES
+                   if (s.ns, s.kind, s.name) == (m["namespace"], owner["kind"], owner["metadata"]["name"]))
+        started = ts(started_at(src))
+        if pod["spec"].get("nodeName"):
+            pod["status"] = {**pod["status"], **phase_status(pod["spec"], "Running", started, started)}
+        else:
+            for c in pod["status"]["conditions"]:
+                c["lastTransitionTime"] = started
+        pod["metadata"] = meta("Pod", m["name"], m["namespace"], created=started_at(src), labels=m["labels"],
+                               annotations=m.get("annotations"), owners=m["ownerReferences"])
+        pods.append(pod)
+    ledger = ledger_now(world.mirror)
+    flavors = {f["metadata"]["name"]: f for f in world.mirror.list("ResourceFlavor")}
+    messages = {}
+    for src in SOURCES:
+        if src.state != "no-domain":
+            continue
+        wl = next(w for w in world.mirror.list("Workload", src.ns)
+                  if w["metadata"]["ownerReferences"][0]["name"] == src.name)
+        job = world.mirror.get(src.kind, src.name, src.ns)
+        verdict = place(ledger, world.mirror, wl, job,
+                        {ps: flavor_name(src.gpu_class or "") for ps, _, _ in src.podsets},
+                        flavors)
+        assert isinstance(verdict, tuple), f"{src.name} is meant to wait on the topology but fits"
+        messages[src.name] = verdict[1]
+    world.close()
+    return sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])), messages
 
 
 # --- assembly ------------------------------------------------------------------------------------------
@@ -1501,6 +1612,13 @@ def build_objects() -> list[dict]:
     objects.append(build_cohort(inventory))
     objects += flavors + topo_and_priorities + cluster_queues + local_queues + build_multikueue()
     objects += sources + workloads
+    pods, messages = place_pods(objects)
+    for wl in workloads:  # the topology verdicts, in the Workloads that wait on them
+        for c in wl["status"]["conditions"]:
+            if c["reason"] == "TopologyPlacementFailed":
+                c["message"] = messages[wl["metadata"]["ownerReferences"][0]["name"]]
+    if "Pod" in BY_KIND:  # a snapshot holds the kinds taudash reads (its access list is the same registry)
+        objects += pods
     return objects
 
 
@@ -1539,7 +1657,8 @@ def render(snapshot: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write (default: %(default)s)")
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
+                        help="where to write (default: %(default)s)")
     args = parser.parse_args(argv)
     text = render(build_snapshot())
     args.output.write_text(text, encoding="utf-8")

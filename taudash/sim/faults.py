@@ -94,7 +94,8 @@ class Faults:
 
     # --- evaluation (by the server) --------------------------------------------------------------
     def delay(self, resource: Resource | None) -> float:
-        return sum(x.seconds for x in self._latencies if x.resource is None or (resource is not None and x.resource == resource.key))
+        return sum(x.seconds for x in self._latencies if x.resource is None
+                   or (resource is not None and x.resource == resource.key))
 
     def check(self, resource: Resource | None, verb: str, namespace: str | None, name: str | None) -> ApiError | None:
         if resource is not None and resource.key in self._forbidden:
@@ -112,7 +113,8 @@ class Faults:
                 f.remaining -= 1
                 if f.remaining <= 0:
                     self._failures.remove(f)
-            return ApiError(f"injected failure ({f.status})", code=f.status, reason=_REASONS.get(f.status, InternalError.reason))
+            return ApiError(f"injected failure ({f.status})", code=f.status,
+                            reason=_REASONS.get(f.status, InternalError.reason))
         return None
 
     def take_gone(self) -> bool:
@@ -217,3 +219,63 @@ def parse_fault_lines(text: str, registry: Registry | None = None) -> list[Clust
         except FaultSpecError as exc:
             raise FaultSpecError(f"line {i}: {exc}") from None
     return out
+
+
+# --- node-health faults of a simulated cluster (`sim serve --node-fault NODE=CONDITION`) ------------------
+
+NODE_FAULT_SYNTAX = "NODE=CONDITION[,CONDITION…]"
+NODE_FAULT_EXAMPLE = "--node-fault aks-h100-27604139-vmss000003=XIDError79"
+
+
+@dataclass(frozen=True)
+class NodeFault:
+    """GPU health conditions held True on one node for the whole run (the node controller never clears
+    what it did not raise): one of TauGrid's 20 GPU health conditions or DcgmExporterUnavailable."""
+
+    node: str
+    conditions: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.node}={','.join(self.conditions)}"
+
+
+def parse_node_fault(text: str) -> NodeFault:
+    """`aks-h100-27604139-vmss000003=XIDError79` or `NODE=GPUThermalViolation,IBLinkDown`."""
+    from taudash.sim.health import CONDITION_TYPES
+
+    node, sep, what = text.strip().partition("=")
+    node = node.strip()
+    conditions = tuple(c.strip() for c in what.split(",") if c.strip())
+    if not sep or not node or not conditions:
+        raise FaultSpecError(f"{text!r}: expected {NODE_FAULT_SYNTAX}, e.g. {NODE_FAULT_EXAMPLE}")
+    for c in conditions:
+        if c not in CONDITION_TYPES:
+            close = [t for t in CONDITION_TYPES if t.lower() == c.lower()]
+            hint = f"did you mean {close[0]}?" if close else f"one of {', '.join(CONDITION_TYPES)}"
+            raise FaultSpecError(f"{text!r}: unknown GPU health condition {c!r} ({hint})")
+    return NodeFault(node, conditions)
+
+
+def apply_node_faults(db, faults: list[NodeFault]) -> list[str]:
+    """Raise each fault's conditions on its node (a status write, as TauGrid's collector makes it). Returns
+    what could not be applied (a node the cluster lacks, with the GPU nodes it has); nothing is written
+    then."""
+    from taudash.engine.model.names import GPU_CLASS_LABEL
+    from taudash.sim.clock import rfc3339
+    from taudash.sim.health import health_condition
+
+    missing = [f.node for f in faults if db.get("Node", f.node) is None]
+    if missing:
+        gpu_nodes = sorted(n["metadata"]["name"] for n in db.list("Node")
+                           if (n["metadata"].get("labels") or {}).get(GPU_CLASS_LABEL))
+        shown = ", ".join(gpu_nodes[:4]) + (f", … ({len(gpu_nodes)} GPU nodes)" if len(gpu_nodes) > 4 else "")
+        return [f"no node {name!r} in this cluster (GPU nodes: {shown or 'none'})" for name in missing]
+    now = rfc3339(db.clock())
+    for f in faults:
+        node = db.get("Node", f.node)
+        conds = list((node.get("status") or {}).get("conditions") or ())
+        for ctype in f.conditions:
+            old = next((c for c in conds if c.get("type") == ctype), None)
+            conds = [c for c in conds if c.get("type") != ctype] + [health_condition(ctype, True, now, old)]
+        db.patch_merge("Node", f.node, {"status": {"conditions": conds}}, subresource="status")
+    return []

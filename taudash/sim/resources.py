@@ -116,11 +116,18 @@ def _node_status(obj: dict[str, Any]) -> str:
     return text
 
 
+def _pod_ready(obj: dict[str, Any]) -> str:
+    statuses = path("status.containerStatuses")(obj) or ()
+    containers = path("spec.containers")(obj) or ()
+    return f"{sum(1 for c in statuses if c.get('ready'))}/{len(containers)}"
+
+
 _COLUMNS: dict[str, tuple[Column, ...]] = {
     "Node": (Column("Status", "string", _node_status),),
     "Namespace": (Column("Status", "string", path("status.phase")),),
     "Job": (Column("Status", "string", path("status.conditions[Complete]")),),
-    "Deployment": (Column("Ready", "string", lambda o: f"{path('status.readyReplicas')(o) or 0}/{path('spec.replicas')(o) or 0}"),),
+    "Deployment": (Column("Ready", "string",
+                          lambda o: f"{path('status.readyReplicas')(o) or 0}/{path('spec.replicas')(o) or 0}"),),
     "RayJob": (Column("Job Status", "string", path("status.jobStatus")),
                Column("Deployment Status", "string", path("status.jobDeploymentStatus"))),
     "RayService": (Column("Service Status", "string", path("status.serviceStatus")),),
@@ -136,6 +143,11 @@ _COLUMNS: dict[str, tuple[Column, ...]] = {
                  Column("Admitted", "string", path("status.conditions[Admitted]")),
                  Column("Finished", "string", path("status.conditions[Finished]"))),
     "Lease": (Column("Holder", "string", path("spec.holderIdentity")),),
+    "Pod": (Column("Ready", "string", lambda o: _pod_ready(o)),
+            Column("Status", "string", path("status.phase")),
+            Column("Restarts", "integer", lambda o: sum(int(c.get("restartCount") or 0)
+                                                        for c in path("status.containerStatuses")(o) or ())),
+            Column("Node", "string", path("spec.nodeName"), priority=1)),
     "TauCluster": (Column("Mode", "string", path("spec.managementMode")),
                    Column("Phase", "string", path("status.phase"))),
     "TauTeam": (Column("Phase", "string", path("status.phase")),
@@ -182,10 +194,25 @@ EVENT = Resource(
 )
 
 
+# core/v1 Pods: the simulated Kueue's admitted Workloads run as Pods bound to Nodes (controllers/pods.py).
+# Served as a simulator built-in while the engine has no Pod kind; once it has one, the engine's entry
+# (with these columns) is served instead and this one is dropped.
+POD = Resource(
+    kind="Pod", group="", versions=("v1",), plural="pods", namespaced=True, singular="pod",
+    short_names=("po",), status=True, columns=_COLUMNS["Pod"],
+)
+
+# Kinds served beside the engine's that the simulated controllers read (their mirror keeps them).
+SIM_KINDS = frozenset({"Pod"})
+
+
 def resources_for(kueue: KueueVersion | str | None = None) -> tuple[Resource, ...]:
-    """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19), and core/v1 Events."""
+    """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19), core/v1
+    Events, and core/v1 Pods (the engine's entry when it has one)."""
     version = kueue if isinstance(kueue, KueueVersion) else kueue_version(kueue)
-    return (*(_from_kind(k, version) for k in KINDS), EVENT)
+    engine = tuple(_from_kind(k, version) for k in KINDS)
+    extra = tuple(r for r in (POD,) if all(e.kind != r.kind for e in engine))
+    return (*engine, *extra, EVENT)
 
 
 RESOURCES: tuple[Resource, ...] = resources_for()
@@ -227,10 +254,17 @@ class Registry:
         """The resource an object belongs to, from its apiVersion and kind (accepts TauGrid's plain kinds)."""
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         info = lookup(api_version, kind)
-        r = self.resolve(info.kind) if info is not None else None
+        r = self.resolve(info.kind) if info is not None else self._builtin(api_version, kind)
         if r is None:
             raise KeyError(f"{kind} {api_version} is not a resource the simulator serves")
         return r
+
+    def _builtin(self, api_version: str, kind: str) -> Resource | None:
+        """A resource served beside the engine's kinds (Pods, Events), by its exact apiVersion and kind."""
+        r = self._by_name.get(kind)
+        if r is None or r.engine_kind or r.kind != kind:
+            return None
+        return r if api_version in {r.api_version(v) for v in r.versions} else None
 
     def groups(self) -> list[str]:
         """API groups in first-appearance order (core "" first)."""

@@ -2,7 +2,8 @@
 
 Labels: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x,y)`, `a`, `!a`, comma-separated (AND).
 Fields: `metadata.name` and `metadata.namespace` with `=`, `==`, `!=` (what the CRD endpoints support); core/v1
-Events also `involvedObject.*`, `reason`, `type`, `source`, `reportingComponent` (KIND_FIELDS).
+Events also `involvedObject.*`, `reason`, `type`, `source`, `reportingComponent`; core/v1 Pods also `spec.nodeName`,
+`status.phase` and the other pod fields the apiserver converts (KIND_FIELDS).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def parse_label_selector(text: str | None) -> Matcher:
             key, op = m.group(1), m.group(3)
             values = {v.strip() for v in m.group(4).split(",") if v.strip()}
             if not values:
-                raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values set can't be empty")
+                raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values "
+                                 "set can't be empty")
             if op == "in":
                 checks.append(partial(_label_in, key=key, values=values))
             else:  # notin matches objects without the key too
@@ -112,6 +114,12 @@ KIND_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "reason": ("reason",), "type": ("type",), "source": ("source", "component"),
         "reportingComponent": ("reportingComponent",),
     },
+    # The pod fields the apiserver converts (pkg/registry/core/pod: what kubelets and schedulers select by).
+    "Pod": {
+        **{f"spec.{f}": ("spec", f) for f in ("nodeName", "restartPolicy", "schedulerName", "serviceAccountName",
+                                              "hostNetwork")},
+        **{f"status.{f}": ("status", f) for f in ("phase", "podIP", "nominatedNodeName")},
+    },
 }
 
 
@@ -119,6 +127,8 @@ def _field_value(o: dict[str, Any], path: tuple[str, ...]) -> str:
     cur: Any = o
     for part in path:
         cur = cur.get(part) if isinstance(cur, dict) else None
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
     return "" if cur is None else str(cur)
 
 

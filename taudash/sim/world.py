@@ -6,7 +6,7 @@
     world.view()                         # engine.incremental.derive() over the current objects
 
 `step(dt)` advances the clock by dt simulated seconds and runs each controller once, in order:
-nodes (and the scenario), TauGrid, workloads, garbage collection, Kueue; each sees the writes of
+nodes (and the scenario), TauGrid, workloads, garbage collection, pods, Kueue; each sees the writes of
 the ones before it. Everything is a function of the seed, the seed objects and the steps taken:
 the same inputs give the same event log. `run()` ticks it in real time (`speed` simulated seconds
 per wall second) inside `taudash sim serve`; writes go through the ObjectDB's in-process API, so
@@ -33,6 +33,7 @@ from taudash.sim.controllers.base import LogEntry, Mirror, Writer
 from taudash.sim.controllers.gc import GarbageCollector
 from taudash.sim.controllers.kueue import KueueController
 from taudash.sim.controllers.nodes import NodesController
+from taudash.sim.controllers.pods import PodsController
 from taudash.sim.controllers.scenario import Knobs, Scenario
 from taudash.sim.controllers.taugrid import TauGridController
 from taudash.sim.controllers.workloads import WorkloadsController
@@ -44,7 +45,8 @@ from taudash.sim.schema import SchemaSet
 
 log = logging.getLogger(__name__)
 
-CONTROLLERS = (NodesController, TauGridController, WorkloadsController, GarbageCollector, KueueController)
+CONTROLLERS = (NodesController, TauGridController, WorkloadsController, GarbageCollector, PodsController,
+               KueueController)
 
 
 def start_of(db: ObjectDB, captured_at: str | None = None) -> float:

@@ -24,6 +24,7 @@ from taudash.engine.sources.snapshot import load_snapshot
 GENERATOR = REPO / "taudash" / "sim" / "demo_scenario.py"
 GPU = "nvidia.com/gpu"
 H100, A100, H200 = "taugrid-gpu-h100-80gb", "taugrid-gpu-a100-80gb", "taugrid-gpu-h200-141gb"
+GB200 = "taugrid-gpu-gb200-186gb"
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +68,17 @@ def test_demo_never_contains_secrets():
 
 def test_generator_reproduces_demo_byte_for_byte(tmp_path):
     out = tmp_path / "demo.yaml"
-    proc = subprocess.run([sys.executable, "-m", "taudash.sim.demo_scenario", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "taudash.sim.demo_scenario", "-o", str(out)], capture_output=True,
+                          text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == DEMO.read_bytes(), "snapshots/demo.yaml is stale: run python -m taudash.sim.demo_scenario"
 
 
 def test_object_counts(store):
     counts = {k: store.count(k) for k in store.kinds()}
-    assert counts["Node"] == 18 and counts["CSINode"] == 18
+    assert counts["Node"] == 36 and counts["CSINode"] == 36
     classes = Counter(n.labels.get("tau.azure.com/gpu-class") for n in store.list("Node"))
-    assert classes == {"h100-80gb": 9, "a100-80gb": 3, "h200-141gb": 4, None: 2}
+    assert classes == {"h100-80gb": 9, "a100-80gb": 3, "h200-141gb": 4, "gb200-186gb": 18, None: 2}
     assert (counts["TauCluster"], counts["TauTeam"], counts["TauWorkspace"]) == (1, 1, 3)
     assert counts["Workload"] >= 24 and counts["Job"] + counts["RayJob"] >= 24
     assert counts["MultiKueueCluster"] == 2 and counts["AdmissionCheck"] == 1
@@ -99,7 +101,7 @@ def test_queue_status_counts_match_the_workloads(view):
     for cq in view.cluster_queues:
         assert cq.observed == ObservedCounts(pending=cq.pending, reserving=cq.reserving, admitted=cq.admitted), cq.name
     by = {q.name: q for q in view.cluster_queues}
-    assert (by["tau-ws-train"].pending, by["tau-ws-vision"].pending) == (4, 2)
+    assert (by["tau-ws-train"].pending, by["tau-ws-vision"].pending) == (5, 2)
     assert by["research-multikueue"].reserving == 2 and by["research-multikueue"].admitted == 1
 
 
@@ -116,7 +118,8 @@ def test_local_queue_status_counts_match_the_workloads(store):
             c[0] += 1
     for lq in store.list("LocalQueue"):
         st = lq.status
-        assert [st.pending_workloads, st.reserving_workloads, st.admitted_workloads] == counts[(lq.namespace, lq.name)], (
+        assert [st.pending_workloads, st.reserving_workloads,
+                st.admitted_workloads] == counts[(lq.namespace, lq.name)], (
             f"{lq.namespace}/{lq.name}"
         )
 
@@ -193,15 +196,16 @@ def test_pool_is_valid_and_h200_is_overcommitted(view):
     assert (pool.mode, pool.team, pool.cohort) == ("Automatic", "research", "tau-team-research")
     assert pool.valid is True and pool.established and not pool.zeroed and pool.conflicts == []
     by = {f.name: f for f in pool.flavors}
-    assert set(by) == {H100, A100, H200}
+    assert set(by) == {H100, A100, H200, GB200}
     assert [(e.node, e.reason) for e in by[H100].excluded] == [("aks-h100-27604139-vmss000006", "Unschedulable")]
     assert [(e.node, e.reason) for e in by[H200].excluded] == [("aks-h200-80417362-vmss000003", "NotReady")]
-    assert by[A100].excluded == []
+    assert by[A100].excluded == [] and by[GB200].excluded == []
     summary = {n: (f.nodes, f.inventory[GPU], f.budget[GPU], f.reserved[GPU], f.headroom[GPU]) for n, f in by.items()}
     assert summary == {
         H100: (8, qty("64"), qty("64"), qty("60"), qty("4")),
         A100: (3, qty("24"), qty("24"), qty("13"), qty("11")),
         H200: (3, qty("24"), qty("24"), qty("32"), qty("-8")),
+        GB200: (18, qty("72"), qty("72"), qty("8"), qty("64")),
     }
     for f in pool.flavors:
         # Budget = inventory on every covered resource; one a flavor lacks (rdma/ib off h100) is 0, not unlimited.
@@ -216,7 +220,8 @@ def test_eval_retarget_is_blocked_by_one_of_each(view):
     by = {w.name: w for w in view.workspaces}
     assert by["train"].drain.state == by["vision"].drain.state == "NotDraining"
     drain = by["eval"].drain
-    assert (drain.state, drain.mode, drain.old_namespace, drain.new_namespace) == ("Blocked", "Retarget", "eval", "eval-v2")
+    assert ((drain.state, drain.mode, drain.old_namespace, drain.new_namespace)
+            == ("Blocked", "Retarget", "eval", "eval-v2"))
     routes = {(r.local_queue, r.cluster_queue): r for r in drain.routes}
     assert routes[("jobqueue", "tau-ws-eval")].state == "Required"
     assert routes[("jobqueue", "tau-ws-eval")].uid_continuity == "Unchanged"
@@ -252,7 +257,7 @@ def test_profiles_usable_with_verified_hash_and_one_ambiguous_tuple(view, store)
     prof = view.profiles
     assert prof.usable and prof.generation == 12
     assert prof.profile_set_hash and prof.profile_set_hash == prof.computed_hash
-    assert len(prof.profiles) == 6 and all(p.ready for p in prof.profiles)
+    assert len(prof.profiles) == 7 and all(p.ready for p in prof.profiles)
     assert sorted(p.name for p in prof.profiles if p.execution_target == "multiKueue") == [
         "azure.research.remote.burst",
         "azure.research.remote.training",
@@ -265,9 +270,11 @@ def test_profiles_usable_with_verified_hash_and_one_ambiguous_tuple(view, store)
     assert len(ambiguous) == 1 and "lane=remote" in ambiguous[0].message
     # Work submitted at the current generation carries the published hash.
     tc = store.get("TauCluster", "cluster")
-    stamped = [j for j in store.list("Job") if j.metadata.annotations.get("tau.azure.com/tau-cluster-generation") == "12"]
+    stamped = [j for j in store.list("Job")
+               if j.metadata.annotations.get("tau.azure.com/tau-cluster-generation") == "12"]
     assert stamped and all(
-        j.metadata.annotations["tau.azure.com/workload-profile-set-hash"] == tc.status.workload_profiles.profile_set_hash
+        j.metadata.annotations["tau.azure.com/workload-profile-set-hash"]
+        == tc.status.workload_profiles.profile_set_hash
         for j in stamped
     )
 
@@ -311,3 +318,45 @@ def test_status_cli_reads_the_demo(capsys):
 
     assert main(["status", "--snapshot", str(DEMO), "-o", "json"]) == 0
     assert '"kind": "ClusterStatus"' in capsys.readouterr().out
+
+
+# --- capacity reality: topology, GPU health ---------------------------------------------------------------
+
+
+def test_gb200_gang_waits_on_the_topology_although_quota_is_free(view, store):
+    """Eight whole GB200 trays in one NVLink domain: the pool has 64 GPUs of headroom, but the 1-GPU jobs
+    spread over both racks leave each with fewer than eight whole trays free."""
+    wl = next(w for w in store.list("Workload") if w.owner is not None and w.owner.name == "nvl-pretrain-70b")
+    qr = wl.condition("QuotaReserved")
+    assert qr is not None and (qr.status, qr.reason) == ("False", "TopologyPlacementFailed")
+    assert qr.message.startswith('couldn\'t assign flavors to pod set main: topology "taugrid-gpu-topology" '
+                                 "allows to fit only 7 out of 8 pod(s)")
+    assert wl.spec.pod_sets[0].topology_request == {"required": "tau.azure.com/accelerator-domain"}
+    gb200 = next(f for f in view.pool.flavors if f.name == GB200)
+    assert gb200.headroom[GPU] >= qty("32")  # 8 × 4 GPUs: quota is not what stops it
+    racks = Counter(n.labels["tau.azure.com/accelerator-domain"] for n in store.list("Node")
+                    if n.labels.get("tau.azure.com/gpu-class") == "gb200-186gb")
+    assert racks == {"azure-accelerator-eus-nvl36-r07": 9, "azure-accelerator-eus-nvl36-r08": 9}
+    topology = store.get("Topology", "taugrid-gpu-topology")
+    assert [lv.node_label for lv in topology.spec.levels] == [
+        "tau.azure.com/site", "tau.azure.com/network-domain", "tau.azure.com/accelerator-domain",
+        "kubernetes.io/hostname"]
+    assert all(f.spec.topology_name == "taugrid-gpu-topology" for f in store.list("ResourceFlavor")
+               if f.name.startswith("taugrid-gpu-"))
+
+
+def test_gpu_health_conditions_from_the_metrics_collector(store):
+    """One drain-class fault (its node not cordoned: its Pods still run), one taint-class, one silent
+    exporter, one cleared fault kept as False; every other GPU node carries none."""
+    faults = {}
+    for n in store.list("Node"):
+        for c in n.status.conditions:
+            if c.type not in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure"):
+                faults[(n.name, c.type)] = c.status
+    assert faults == {
+        ("aks-h100-27604139-vmss000003", "XIDError79"): "True",
+        ("aks-gb200-40925117-vmss000013", "GPUThermalViolation"): "True",
+        ("aks-a100-51938270-vmss000002", "DcgmExporterUnavailable"): "True",
+        ("aks-h100-27604139-vmss000005", "IBSymbolError"): "False",
+    }
+    assert not store.get("Node", "aks-h100-27604139-vmss000003").spec.unschedulable

@@ -50,7 +50,8 @@ def test_only_the_window_is_seeded_and_live_samples_stay_last(tmp_path):
     reader = HistoryReader(path)
     seeded = reader.recent_reserved(T, HISTORY_WINDOW)
     assert seeded and all(T - HISTORY_WINDOW <= ts <= T for ts, _ in seeded)
-    assert set(seeded[0][1]) == {"taugrid-gpu-a100-80gb", "taugrid-gpu-h100-80gb", "taugrid-gpu-h200-141gb"}
+    assert set(seeded[0][1]) == {"taugrid-gpu-a100-80gb", "taugrid-gpu-gb200-186gb", "taugrid-gpu-h100-80gb",
+                                 "taugrid-gpu-h200-141gb"}
     session = demo_session()
     session.frame(NOW)  # a live sample first (at NOW)
     session.seed_history(seeded)

@@ -6,8 +6,9 @@ from eta_backtest import run
 
 
 def test_backtest_scores_intervals_and_wider_intervals_cover_more():
-    narrow = run(1, 40.0, hours=3, dispersion=1.0)
-    wide = run(1, 40.0, hours=3)  # the calibrated dispersion
+    # Seed 2: 29 Workloads estimated (seed 1 has only 11 since the demo grew its GB200 pool, too few to tell).
+    narrow = run(2, 40.0, hours=3, dispersion=1.0)
+    wide = run(2, 40.0, hours=3)  # the calibrated dispersion
     assert narrow.estimated == wide.estimated > 10  # the same Workloads, seen pending with evidence
     assert narrow.covered + narrow.early + narrow.late == narrow.estimated
     assert len(wide.abs_errors) == wide.estimated and wide.median_abs_error is not None

@@ -47,8 +47,9 @@ def test_the_event_log_records_only_effective_writes():
     first = len(w.event_log())
     for _ in range(5):
         w.step(5)
-    # a quiet cluster converges: nothing left to write once the first changes settled
-    w.run_for(60, dt=5)
+    # a quiet cluster converges: nothing left to write once the first changes settled (a RayJob initialises for
+    # up to two minutes; no seeded job ends before five)
+    w.run_for(120, dt=5)
     settled = len(w.event_log())
     w.run_for(60, dt=5)
     assert first > 0 and len(w.event_log()) == settled

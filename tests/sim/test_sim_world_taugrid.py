@@ -41,7 +41,8 @@ def test_a_new_team_workspace_gets_its_namespace_queues_access_and_identity():
     assert cq["spec"]["cohortName"] == "tau-team-research"
     assert cq["spec"]["namespaceSelector"] == {"matchLabels": {"tau.azure.com/workspace": "audio"}}
     flavors = cq["spec"]["resourceGroups"][0]["flavors"]
-    assert [f["name"] for f in flavors] == ["taugrid-gpu-a100-80gb", "taugrid-gpu-h100-80gb", "taugrid-gpu-h200-141gb"]
+    assert [f["name"] for f in flavors] == ["taugrid-gpu-a100-80gb", "taugrid-gpu-gb200-186gb", "taugrid-gpu-h100-80gb",
+                                           "taugrid-gpu-h200-141gb"]
     assert {r["nominalQuota"] for f in flavors for r in f["resources"]} == {"0"}
     assert conditions(cq)["Active"]["status"] == "True"
     assert w.db.get("LocalQueue", "jobqueue", "audio")["spec"]["clusterQueue"] == "tau-ws-audio"

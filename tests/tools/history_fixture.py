@@ -24,7 +24,9 @@ NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 T = NOW.timestamp()
 DAY = 86400
 GAP = (T - 3 * 3600, T - 2 * 3600)  # nothing recorded in this hour
-BUDGET = {"taugrid-gpu-a100-80gb": 24.0, "taugrid-gpu-h100-80gb": 64.0, "taugrid-gpu-h200-141gb": 24.0}
+BUDGET = {"taugrid-gpu-a100-80gb": 24.0, "taugrid-gpu-h100-80gb": 64.0, "taugrid-gpu-h200-141gb": 24.0,
+          "taugrid-gpu-gb200-186gb": 72.0}
+PHASE = {flavor: i for i, flavor in enumerate(BUDGET)}  # each flavor's wave and the h100's budget dip (index 1)
 QUEUES = ("platform-cq", "research-multikueue", "tau-ws-eval", "tau-ws-train", "tau-ws-vision")
 GPU = "nvidia.com/gpu"
 
@@ -50,7 +52,8 @@ def wave(t: float, period: float, phase: float = 0.0) -> float:
 
 def sample_values(t: float) -> dict[tuple, float]:
     out = {}
-    for i, (flavor, budget) in enumerate(sorted(BUDGET.items())):
+    for flavor, budget in sorted(BUDGET.items()):
+        i = PHASE[flavor]
         out[("flavor", flavor, flavor, GPU, "budget")] = budget if t > T - 2 * DAY or i != 1 else budget - 16
         out[("flavor", flavor, flavor, GPU, "reserved")] = float(round(budget * (0.3 + 0.8 * wave(t, DAY, i / 3))))
     for i, cq in enumerate(QUEUES):
@@ -90,7 +93,8 @@ def build(path: Path) -> Path:
              "train", "job-mixtral-sft-h100-eccb5", "tau-ws-train"),
         ])
     ]
-    older.evictions.append(Eviction(uid="uid-old-nf", at=T - 8 * 3600, namespace="train", name="job-grad-accum-debug-4b979",
+    older.evictions.append(Eviction(uid="uid-old-nf", at=T - 8 * 3600, namespace="train",
+                                    name="job-grad-accum-debug-4b979",
                                     cluster_queue="tau-ws-train", cohort="tau-team-research", team="train",
                                     reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout"))
     older.waits = [

@@ -53,7 +53,7 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_queue(app, pilot)
         pending = screen.query_one("#qd-pending", KeyedTable)
-        assert pending.visible_keys() == expected_order(app) and len(pending.visible_keys()) == 4
+        assert pending.visible_keys() == expected_order(app) and len(pending.visible_keys()) == 5
         first = [c.plain for c in pending.get_row(pending.visible_keys()[0])]
         assert first[0] == "0" and first[1] == "0" and "gpu" in first[6]
         title = plain(screen.query_one("#qd-title"))

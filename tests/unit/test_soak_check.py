@@ -70,8 +70,6 @@ def test_the_plots_without_matplotlib_are_the_history_screens_braille_plot_as_sv
 
 
 def test_the_png_plots(tmp_path):
-    import pytest
-
-    pytest.importorskip("matplotlib")  # an optional dependency (taudash[plots])
+    # matplotlib is optional for users (taudash[plots]) and part of the test extras
     paths = write_plots(samples(40), [Marker(30.0, "hang")], tmp_path, png=True)  # its font files closed after
     assert all(p.read_bytes().startswith(b"\x89PNG") and p.stat().st_size < 200_000 for p in paths)

@@ -47,6 +47,7 @@ from taudash.engine.quota import (
 from taudash.engine.rules.queue_order import effective_priority, parse_time, queue_order_time
 from taudash.engine.rules.why import reserved_usage
 from taudash.sim.controllers.base import Obj, condition, is_true, meta, qfmt, qres
+from taudash.sim.placement import requirement_matches, taint_text, tolerates
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -446,45 +447,6 @@ class PodSetRequest:
     affinity_terms: list[Obj] | None = None  # requiredDuringScheduling nodeSelectorTerms
 
 
-def _tolerates(tol: Obj, taint: Obj) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    op = tol.get("operator") or "Equal"
-    if tol.get("key"):
-        if tol["key"] != taint.get("key"):
-            return False
-    elif op != "Exists":
-        return False
-    if op == "Exists":
-        return True
-    return op == "Equal" and (tol.get("value") or "") == (taint.get("value") or "")
-
-
-def _taint_text(t: Obj) -> str:
-    value = t.get("value") or ""
-    return f"{t.get('key', '')}={value}:{t.get('effect', '')}" if value else f"{t.get('key', '')}:{t.get('effect', '')}"
-
-
-def _requirement(expr: Obj, labels: dict[str, str]) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator", ""), list(expr.get("values") or ())
-    has = key in labels
-    if op == "In":
-        return has and labels[key] in values
-    if op == "NotIn":
-        return not has or labels[key] not in values
-    if op == "Exists":
-        return has
-    if op == "DoesNotExist":
-        return not has
-    if op in ("Gt", "Lt") and has and len(values) == 1:
-        try:
-            a, b = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
-
-
 def selector_matches(ps: PodSetRequest, labels: dict[str, str], keys: set[str]) -> bool:
     """The pod's nodeSelector and required node affinity, restricted to `keys`, against `labels`."""
     for k, v in ps.node_selector.items():
@@ -497,10 +459,11 @@ def selector_matches(ps: PodSetRequest, labels: dict[str, str], keys: set[str]) 
             terms = []
             break
         terms.append(exprs)
-    return not terms or any(all(_requirement(e, labels) for e in exprs) for exprs in terms)
+    return not terms or any(all(requirement_matches(e, labels) for e in exprs) for exprs in terms)
 
 
-def flavor_mismatch(name: str, flavor: Obj | None, ps: PodSetRequest, group_keys: set[str], behaviour: Behaviour) -> str | None:
+def flavor_mismatch(name: str, flavor: Obj | None, ps: PodSetRequest, group_keys: set[str],
+                    behaviour: Behaviour) -> str | None:
     """Why a pod set cannot use a ResourceFlavor (Kueue's wording), or None."""
     if flavor is None:
         return f"flavor {name} not found"
@@ -509,8 +472,8 @@ def flavor_mismatch(name: str, flavor: Obj | None, ps: PodSetRequest, group_keys
     for taint in spec.get("nodeTaints") or ():
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(_tolerates(t, taint) for t in tolerations):
-            return f"untolerated taint {_taint_text(taint)} in flavor {name}"
+        if not any(tolerates(t, taint) for t in tolerations):
+            return f"untolerated taint {taint_text(taint)} in flavor {name}"
     labels = spec.get("nodeLabels") or {}
     keys = set(labels) if behaviour.label_keys == "flavor" else group_keys
     if not selector_matches(ps, labels, keys):

@@ -35,6 +35,7 @@ from taudash.engine.store import AccessState, Store
 from taudash.sim.clock import SimClock, rfc3339
 from taudash.sim.errors import ApiError, Conflict, Invalid, NotFound
 from taudash.sim.objects import ObjectDB, Subscription, WatchEvent
+from taudash.sim.resources import SIM_KINDS
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -174,11 +175,11 @@ class Mirror:
         if self._sub is not None:
             self._sub.close()
         self._sub = self.db.subscribe()
-        self._raw = {k.kind: {} for k in KINDS}
+        self._raw = {k: {} for k in MIRRORED}
         for r in self.db.registry.all:
-            if r.engine_kind in self._raw:
+            if r.kind in self._raw:
                 for obj in self.db.list(r):
-                    self._raw[r.engine_kind][_key(obj)] = obj
+                    self._raw[r.kind][_key(obj)] = obj
         self._store = None
         self._pending.clear()
 
@@ -188,7 +189,7 @@ class Mirror:
         sub = self._sub
         assert sub is not None  # subscribed by _load() in __init__
         while (ev := sub.get_nowait()) is not None:
-            kind = ev.resource.engine_kind
+            kind = ev.resource.kind
             if kind not in self._raw:
                 continue
             key = _key(ev.object)
@@ -196,7 +197,8 @@ class Mirror:
                 self._raw[kind].pop(key, None)
             else:
                 self._raw[kind][key] = ev.object
-            self._pending.add((kind, key))
+            if kind in BY_KIND:
+                self._pending.add((kind, key))
             events.append(ev)
         if sub.closed:  # fell too far behind (or closed under us): start over
             self._load()
@@ -220,11 +222,14 @@ class Mirror:
         if self._store is None:
             self._store = Store()
             for kind, objs in self._raw.items():
-                for key in objs:
-                    self._pending.add((kind, key))
+                if kind in BY_KIND:
+                    for key in objs:
+                        self._pending.add((kind, key))
             for k in KINDS:
                 self._store.set_access(k.kind, AccessState.SYNCED)
         for kind, key in sorted(self._pending):
+            if kind not in BY_KIND:
+                continue  # a kind only the simulator serves (Pods before the engine reads them): raw only
             raw = self._raw[kind].get(key)
             if raw is None:
                 self._store.delete(kind, key[1], key[0] or None)
@@ -244,6 +249,10 @@ class Mirror:
     def close(self) -> None:
         if self._sub is not None:
             self._sub.close()
+
+
+# What the mirror keeps: the engine's kinds, and the kinds only the simulator serves that its controllers read.
+MIRRORED = frozenset({k.kind for k in KINDS} | SIM_KINDS)
 
 
 def _key(obj: Obj) -> Key:

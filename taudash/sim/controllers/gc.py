@@ -1,12 +1,12 @@
-"""Kubernetes garbage collection, the part the simulator needs: a Workload whose controller owner
-is gone (deleted, or replaced by a namesake with another UID) is deleted. The apiserver of the
+"""Kubernetes garbage collection, the part the simulator needs: a Workload or Pod whose controller
+owner is gone (deleted, or replaced by a namesake with another UID) is deleted. The apiserver of the
 simulator does no GC itself (docs/simulator.md)."""
 
 from __future__ import annotations
 
 from taudash.sim.controllers.base import Controller, controller_owner, deleting, meta
 
-OWNED_KINDS = ("Workload",)
+OWNED_KINDS = ("Workload", "Pod")
 
 
 class GarbageCollector(Controller):
@@ -20,10 +20,12 @@ class GarbageCollector(Controller):
                 o = controller_owner(obj)
                 if o is None or deleting(obj) or not o.get("kind"):
                     continue
+                if kind == "Workload" and o["kind"] == "Pod":
+                    continue  # Kueue's plain-pod Workloads are not simulated: their Pods are not the simulator's
                 m = meta(obj)
                 try:
                     owner = self.m.get(o["kind"], o.get("name", ""), m.get("namespace"))
-                except KeyError:  # an owner kind the simulator does not hold (e.g. Pod)
+                except KeyError:  # an owner kind the simulator does not hold (a ReplicaSet, a RayCluster)
                     continue
                 if owner is None or meta(owner).get("uid") != o.get("uid"):
                     self.w.delete(kind, m["name"], m.get("namespace"))

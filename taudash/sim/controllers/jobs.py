@@ -23,6 +23,7 @@ from taudash.sim.controllers.base import (
     meta,
     qres,
 )
+from taudash.sim.topology import template_request
 
 KUEUE_V = "kueue.x-k8s.io/v1beta2"
 SOURCE_KINDS = ("Job", "RayJob", "RayService", "Deployment")
@@ -124,7 +125,11 @@ def build_workload(src: Obj, priority: int, priority_class: str, name: str | Non
         spec = dict(tmpl.get("spec") or {})
         if kind != "Deployment":
             spec["restartPolicy"] = "Never"
-        pod_sets.append({"name": ps_name, "count": count, "template": {"spec": spec}})
+        pod_set: Obj = {"name": ps_name, "count": count, "template": {"spec": spec}}
+        request = template_request(tmpl)  # the podset-required/preferred-topology annotations
+        if request is not None:
+            pod_set["topologyRequest"] = request
+        pod_sets.append(pod_set)
     wl_spec: Obj = {"active": True, "podSets": pod_sets, "priority": priority, "queueName": queue_name(src)}
     if priority_class:
         wl_spec["priorityClassRef"] = {
@@ -213,7 +218,8 @@ def suspended(src: Obj) -> bool | None:
     return None
 
 
-def suspend_patch(src: Obj, suspend: bool, workload: Obj | None = None, flavors: dict[str, Obj] | None = None) -> Obj | None:
+def suspend_patch(src: Obj, suspend: bool, workload: Obj | None = None,
+                  flavors: dict[str, Obj] | None = None) -> Obj | None:
     """Suspend or resume a job. With its Workload, also what Kueue's job framework does to the pod
     templates: on start the admitted flavors' `nodeLabels` join the nodeSelector and their
     `tolerations` are appended (podset.Merge); on stop the Workload's original pod set values are

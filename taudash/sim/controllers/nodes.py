@@ -1,10 +1,12 @@
-"""Nodes and the scenario: occasional NotReady flaps and cordons of GPU nodes, and scripted events.
+"""Nodes and the scenario: occasional NotReady flaps, cordons and GPU faults of GPU nodes, and scripted events.
 
-Each GPU node draws its next flap and its next cordon from exponential gaps (per-node rates from
+Each GPU node draws its next flap, cordon and GPU fault from exponential gaps (per-node rates from
 the knobs, default rare), so the schedule does not depend on the step size. A flapping node is
 NotReady (kubelet silent, `unreachable` taint) for `flap_minutes`; a cordoned one unschedulable for
-`cordon_minutes`. Only what this controller did is undone: nodes that were NotReady or cordoned in
-the seed stay so unless the scenario says otherwise.
+`cordon_minutes`; a GPU fault is one of TauGrid's GPU health Node conditions (health.py) raised True for
+`gpu_fault_minutes`, then published False (Kubernetes keeps a condition once written). Only what this
+controller did is undone: nodes that were NotReady, cordoned or faulty in the seed, and faults the
+scenario raises (`sim serve --node-fault`), stay so unless the scenario says otherwise.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from taudash.engine.model.names import GPU_CLASS_LABEL as GPU_CLASS
 from taudash.sim.controllers.base import Controller, Obj, condition, labels, meta, with_condition
 from taudash.sim.controllers.scenario import Event
+from taudash.sim.health import applicable, health_condition
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
 UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -26,6 +29,10 @@ class NodesController(Controller):
         self._events = list(world.scenario.events)
         self._next: dict[tuple[str, str], float] = {}  # (node, "flap"|"cordon") -> when it next happens
         self._undo: dict[tuple[str, str], float] = {}  # (node, "flap"|"cordon") -> when it ends
+        # GPU faults draw from their own stream, so adding them moved no flap or cordon of an older seed.
+        self.gpu_rng = world.rng("gpu-health")
+        self._next_fault: dict[str, float] = {}  # node -> when its next GPU fault is raised
+        self._faults: dict[str, tuple[str, float]] = {}  # node -> (condition type, when it clears)
 
     def reconcile(self, events) -> None:
         for ev in events:
@@ -33,6 +40,8 @@ class NodesController(Controller):
                 for what in ("flap", "cordon"):
                     self._next.pop((ev.name, what), None)
                     self._undo.pop((ev.name, what), None)
+                self._next_fault.pop(ev.name, None)
+                self._faults.pop(ev.name, None)
         clock = self.world.clock
         while self._events and self._events[0].at <= clock.elapsed:
             self._act(self._events.pop(0))
@@ -59,6 +68,41 @@ class NodesController(Controller):
                     del self._next[key]
                     self._undo[key] = now + 60.0 * self.rng.uniform(*spans[what])
                     self._not_ready(name) if what == "flap" else self._cordon(name, True)
+            self._gpu_fault(name, now, knobs.gpu_faults_per_hour / 3600.0)
+
+    def _gpu_fault(self, name: str, now: float, rate: float) -> None:
+        """Raise a drawn GPU health condition on a node now and then, and clear it after a drawn time."""
+        if name in self._faults:
+            ctype, until = self._faults[name]
+            if now >= until:
+                del self._faults[name]
+                self._health(name, ctype, False)
+            return
+        if rate <= 0:
+            return
+        if name not in self._next_fault:
+            self._next_fault[name] = now + self.gpu_rng.expovariate(rate)
+        if now >= self._next_fault[name]:
+            del self._next_fault[name]
+            node = self._node(name)
+            kinds = applicable(node) if node is not None else ()
+            ctype = kinds[self.gpu_rng.randrange(len(kinds))] if kinds else ""
+            if node is None or not ctype or (condition(node, ctype) or {}).get("status") == "True":
+                return  # already raised (by the seed or the scenario): not this controller's to clear
+            self._faults[name] = (ctype, now + 60.0 * self.gpu_rng.uniform(*self.world.knobs.gpu_fault_minutes))
+            self._health(name, ctype, True)
+
+    def _health(self, name: str, ctype: str, present: bool) -> None:
+        """Publish one GPU health condition as TauGrid's metrics collector does (only that condition)."""
+        node = self._node(name)
+        if node is None:
+            return
+        conds = list((node.get("status") or {}).get("conditions") or ())
+        new = health_condition(ctype, present, self.stamp, condition(node, ctype))
+        if condition(node, ctype) == new:
+            return
+        conds = [c for c in conds if c.get("type") != ctype] + [new]
+        self.w.status("Node", name, None, {"conditions": conds})
 
     # --- node changes ------------------------------------------------------------------------------
     def _node(self, name: str) -> Obj | None:
@@ -130,6 +174,11 @@ class NodesController(Controller):
             self._cordon(str(t), ev.action == "cordon")
         elif ev.action == "removeNode":
             self.w.delete("Node", str(t))
+        elif ev.action in ("gpuFault", "gpuRecover"):
+            node, ctype = str(t["node"]), str(t["condition"])
+            if self._faults.get(node, ("",))[0] == ctype:
+                del self._faults[node]  # the scenario takes this fault over: it stays as the scenario leaves it
+            self._health(node, ctype, ev.action == "gpuFault")
         elif ev.action in ("workerInactive", "workerActive"):
             self._worker(str(t), ev.action == "workerActive")
         elif ev.action == "delete":

@@ -8,13 +8,16 @@ A scenario is YAML (or the same data in Python)::
     events:                     # `at`: seconds, or "90s", "10m", "1h30m" of simulated time
       - {at: 10m, notReady: aks-h100-27604139-vmss000003}
       - {at: 25m, ready: aks-h100-27604139-vmss000003}
+      - {at: 12m, gpuFault: aks-h100-27604139-vmss000004=XIDError79}
       - {at: 15m, workerInactive: eastus-2}
       - {at: 20m, delete: {kind: RayService, namespace: eval, name: llm}}
       - {at: 30m, patch: {kind: ClusterQueue, name: tau-ws-train, patch: {spec: {stopPolicy: HoldAndDrain}}}}
 
-Actions: notReady, ready, cordon, uncordon, removeNode (a node name); workerInactive, workerActive
-(a MultiKueueCluster name); delete {kind, name, namespace}; patch {kind, name, namespace, patch}
-(a merge patch of the object), status {kind, name, namespace, status} (a merge patch of its status).
+Actions: notReady, ready, cordon, uncordon, removeNode (a node name); gpuFault, gpuRecover ({node,
+condition} or "NODE=CONDITION": one of TauGrid's GPU health conditions raised True or published False);
+workerInactive, workerActive (a MultiKueueCluster name); delete {kind, name, namespace}; patch {kind,
+name, namespace, patch} (a merge patch of the object), status {kind, name, namespace, status} (a merge
+patch of its status).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ ACTIONS = (
     "cordon",
     "uncordon",
     "removeNode",
+    "gpuFault",
+    "gpuRecover",
     "workerInactive",
     "workerActive",
     "delete",
@@ -60,6 +65,8 @@ class Knobs:
     flap_minutes: tuple[float, float] = (2.0, 10.0)
     cordons_per_hour: float = 0.005  # per GPU node: cordoned for cordon_minutes
     cordon_minutes: tuple[float, float] = (15.0, 60.0)
+    gpu_faults_per_hour: float = 0.01  # per GPU node: a GPU health condition raised for gpu_fault_minutes
+    gpu_fault_minutes: tuple[float, float] = (20.0, 180.0)
     resync_minutes: float = 5.0  # the TauGrid controller's periodic reconcile
 
     def with_overrides(self, values: dict[str, Any]) -> Knobs:
@@ -114,6 +121,8 @@ class Scenario:
                 isinstance(target, dict) and target.get("kind") and target.get("name")
             ):
                 raise ScenarioError(f"{where}: events[{i}].{action} needs kind and name")
+            if action in ("gpuFault", "gpuRecover"):
+                target = gpu_target(target, f"{where}: events[{i}].{action}")
             events.append(Event(duration(entry["at"], f"{where}: events[{i}].at"), action, target))
         return cls(knobs, tuple(sorted(events, key=lambda e: e.at)))
 
@@ -128,6 +137,21 @@ class Scenario:
         except yaml.YAMLError as exc:
             raise ScenarioError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
         return cls.parse(data, str(path))
+
+
+def gpu_target(target: Any, where: str) -> dict[str, str]:
+    """A GPU fault's target: {node, condition}, or the `NODE=CONDITION` spelling of `sim serve --node-fault`."""
+    from taudash.sim.health import CONDITION_TYPES
+
+    if isinstance(target, str) and "=" in target:
+        node, _, ctype = target.partition("=")
+        target = {"node": node.strip(), "condition": ctype.strip()}
+    if not (isinstance(target, dict) and target.get("node") and target.get("condition")):
+        raise ScenarioError(f"{where} needs node and condition (or NODE=CONDITION)")
+    if target["condition"] not in CONDITION_TYPES:
+        raise ScenarioError(f"{where}: unknown GPU health condition {target['condition']!r} (one of "
+                            f"{', '.join(CONDITION_TYPES)})")
+    return {"node": str(target["node"]), "condition": str(target["condition"])}
 
 
 def duration(value: Any, where: str = "duration") -> float:

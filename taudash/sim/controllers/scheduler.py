@@ -5,8 +5,9 @@ nominates a flavor assignment for it (admission.py: the engine's quota tree, Kue
 assigner and classical preemption), and processes the heads: already non-borrowing before
 borrowing, then priority, then age. A head that fits is admitted; one that needs preemption
 evicts its victims and waits (`WaitingForPreemptedWorkloads`) until their jobs are inactive and
-their quota is released; one that does not fit steps aside (BestEffortFIFO) or blocks its queue
-(StrictFIFO). Pending Workloads get the QuotaReserved=False reason and message that explain why.
+their quota is released; one that does not fit — in quota, or (tas.py) in the free room of any domain of
+the topology level it asks for (`TopologyPlacementFailed`) — steps aside (BestEffortFIFO) or blocks its
+queue (StrictFIFO). Pending Workloads get the QuotaReserved=False reason and message that explain why.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from taudash.sim.controllers.admission import (
 from taudash.sim.controllers.base import FORMATS, Obj, condition, deleting, is_true, labels, meta, qfmt, with_condition
 from taudash.sim.controllers.jobs import requests_of
 from taudash.sim.controllers.queues import check_names, cq_active, namespace_matches, stop_policy
+from taudash.sim.controllers.tas import ledger_now, place
+from taudash.sim.placement import Ledger
 
 WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
 WAITING_FOR_QUOTA = "WaitingForQuota"
@@ -54,6 +57,7 @@ class Scheduler:
         """Scheduling cycles until no ClusterQueue has a head left to try."""
         behaviour = getattr(self.k, "behaviour", DEFAULT_BEHAVIOUR)
         self._issued: set[str] = set()  # victims evicted in this pass (the raw objects read are older)
+        self._room: Ledger | None = None  # the nodes' free room, built when a head first needs it (tas.py)
         cqs = {meta(c)["name"]: c for c in self.m.list("ClusterQueue")}
         flavors = {meta(f)["name"]: f for f in self.m.list("ResourceFlavor")}
         holders: list[tuple[Obj, str]] = []
@@ -114,7 +118,8 @@ class Scheduler:
                         waiting.append(
                             (behind, "Pending", f"StrictFIFO: waiting behind the head {head} of ClusterQueue {cqn}")
                             if strict
-                            else (behind, WAITING_FOR_QUOTA, f"waiting behind {head}, which is preempting in ClusterQueue {cqn}")
+                            else (behind, WAITING_FOR_QUOTA,
+                                  f"waiting behind {head}, which is preempting in ClusterQueue {cqn}")
                         )
                 else:
                     pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
@@ -159,6 +164,13 @@ class Scheduler:
             a = assign(cl, cqn, workload_model(wl), self._reqs(wl), flavors, FORMATS, behaviour)
             if not a.fits:
                 return (a.no_fit_reason() if a.mode == MODE_NOFIT else WAITING_FOR_QUOTA), a.message(), False
+        tas: dict[str, Obj] = {}
+        if not targets:
+            chosen = {ps.name: min(fl for fl, _ in ps.flavors.values()) for ps in a.podsets if ps.flavors}
+            placed = place(self._ledger(), self.m, wl, self.k._owner(wl), chosen, flavors)
+            if isinstance(placed, tuple):  # quota fits, no domain of the level it asks for has the room
+                return placed[0], placed[1], False
+            tas = placed
         preempted |= uids
         if targets:
             cl.add(cqn, a.usage)  # the preemptor's claim: nothing else takes the room it is freeing
@@ -171,8 +183,13 @@ class Scheduler:
                 n += 1
             return WAITING_FOR_PREEMPTED, f"{a.message()}. Pending the preemption of {n} workload(s)", True
         cl.admit(cqn, wl, a.usage)
-        self._admit(wl, cl.raw[cqn], a)
+        self._admit(wl, cl.raw[cqn], a, tas)
         return None
+
+    def _ledger(self) -> Ledger:
+        if self._room is None:
+            self._room = ledger_now(self.m)
+        return self._room
 
     def _route(self, wl: Obj, cqs: dict[str, Obj], active: dict[str, bool]) -> str | tuple[str, str] | None:
         """The ClusterQueue a pending Workload queues in, or (reason, message) why it cannot."""
@@ -202,7 +219,7 @@ class Scheduler:
             self._requests[key] = requests_of(wl)
         return self._requests[key]
 
-    def _admit(self, wl: Obj, cq: Obj, a: Assignment) -> None:
+    def _admit(self, wl: Obj, cq: Obj, a: Assignment, topology: dict[str, Obj] | None = None) -> None:
         now, cqn = self.k.stamp, meta(cq)["name"]
         st = wl.get("status") or {}
         conds = with_condition(
@@ -234,6 +251,7 @@ class Scheduler:
                 "resourceUsage": {
                     r: qfmt(v.value, FORMATS.get(r, "DecimalSI")) for r, v in sorted(ps.totals.items())
                 },
+                **({"topologyAssignment": topology[ps.name]} if topology and ps.name in topology else {}),
             }
             for ps in a.podsets
         ]
@@ -252,6 +270,8 @@ class Scheduler:
         queued = parse_rfc3339(requeued.get("lastTransitionTime") if requeued.get("status") == "True" else None) \
             or parse_rfc3339(meta(wl).get("creationTimestamp"))
         wait = max(0.0, self.k.world.clock.now() - queued) if queued is not None else 0.0
-        self.k.event(wl, "Normal", "QuotaReserved", f"Quota reserved in ClusterQueue {cqn}, wait time since queued was {wait:.0f}s")
+        self.k.event(wl, "Normal", "QuotaReserved",
+                     f"Quota reserved in ClusterQueue {cqn}, wait time since queued was {wait:.0f}s")
         if not checks:
-            self.k.event(wl, "Normal", "Admitted", f"Admitted by ClusterQueue {cqn}, wait time since reservation was 0s")
+            self.k.event(wl, "Normal", "Admitted",
+                         f"Admitted by ClusterQueue {cqn}, wait time since reservation was 0s")

@@ -2,7 +2,8 @@
 rules taudash checks with (engine.rules.pool, drain, identity, workspaces, profilehash).
 
 Three reconcilers with their own triggers, because a pool evaluation costs ~9 ms at the demo size:
-the pool (root Cohort budget, GPU flavors, team status), the workspaces (workspaces.py), and the
+the pool (root Cohort budget, GPU flavors, team status, and in Reconcile mode the nodes' topology labels
+and the Kueue Topology, topology.py), the workspaces (workspaces.py), and the
 TauCluster status (profiles and MultiKueueReady, profiles.py). Status-only updates of the objects
 this controller writes itself, and of Kueue's queue counters, trigger nothing; a periodic resync
 (`resync_minutes`) catches whatever a trigger missed.
@@ -28,10 +29,11 @@ from taudash.sim.controllers.base import (
 )
 from taudash.sim.controllers.profiles import multikueue_ready, resolve_profiles
 from taudash.sim.controllers.workspaces import WorkspaceReconciler
+from taudash.sim.topology import TOPOLOGY_NAME, derived_labels, topology_object
 
 KQ = "kueue.x-k8s.io/v1beta2"
 _OWN_STATUS = {"TauCluster", "TauWorkspace", "TauTeam"}
-POOL_KINDS = {"Node", "Cohort", "ResourceFlavor", "TauCluster", "TauTeam", "TauWorkspace", "ClusterQueue"}
+POOL_KINDS = {"Node", "Cohort", "ResourceFlavor", "TauCluster", "TauTeam", "TauWorkspace", "ClusterQueue", "Topology"}
 WORKSPACE_KINDS = {
     "TauWorkspace",
     "TauCluster",
@@ -219,6 +221,8 @@ class TauGridController(Controller):
         view, _ = derive_pool(self.ctx)
         self.pool = view
         tc = self.store.get(TauCluster, "cluster")
+        if tc is not None and tc.spec.management_mode == "Reconcile":
+            self._topology()
         if view.mode != "Automatic" or view.valid is None or tc is None:
             return
         if tc.spec.management_mode != "Reconcile":
@@ -292,10 +296,26 @@ class TauGridController(Controller):
                     "spec": {
                         "nodeLabels": {"kubernetes.io/os": "linux", GPU_CLASS_LABEL: f.gpu_class},
                         "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
-                        "topologyName": "taugrid-gpu-topology",
+                        "topologyName": TOPOLOGY_NAME,
                     },
                 }
             )
+
+    def _topology(self) -> None:
+        """Reconcile mode: every node carries its derived topology labels, the Kueue Topology exists, and the
+        GPU flavors this controller manages point at it (topology.py; Kueue refuses to change a set one)."""
+        for node in self.m.list("Node"):
+            have, want = labels(node), derived_labels(node)
+            drift = {k: v for k, v in want.items() if have.get(k) != v}
+            if drift:
+                self.w.patch("Node", meta(node)["name"], None, {"metadata": {"labels": drift}})
+        if self.m.get("Topology", TOPOLOGY_NAME) is None:
+            self.w.create(topology_object(KQ))
+        for rf in self.m.list("ResourceFlavor"):
+            spec = rf.get("spec") or {}
+            managed = labels(rf).get(MANAGED_BY) == TAU_MANAGER and meta(rf)["name"].startswith(FLAVOR_PREFIX)
+            if managed and not spec.get("topologyName") and spec.get("nodeLabels"):
+                self.w.patch("ResourceFlavor", meta(rf)["name"], None, {"spec": {"topologyName": TOPOLOGY_NAME}})
 
     # --- the TauCluster status ------------------------------------------------------------------------
     def _cluster(self) -> None:

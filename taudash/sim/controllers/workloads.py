@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
+from taudash.engine.model.names import ACCELERATOR_DOMAIN_LABEL, JOB_LABEL, TAU_MANAGED_BY_LABEL, TEAM_LABEL
 from taudash.engine.model.names import GPU_CLASS_LABEL as GPU_CLASS
-from taudash.engine.model.names import JOB_LABEL, TAU_MANAGED_BY_LABEL, TEAM_LABEL
 from taudash.engine.model.names import TORCHRUN_HOST_SLOT as HOST_SLOT
 from taudash.engine.model.names import WORKLOAD_KIND_LABEL as GENERATED
 from taudash.engine.rules.pool import FLAVOR_PREFIX
@@ -28,23 +28,29 @@ from taudash.sim.controllers.base import (
     is_true,
     labels,
     meta,
+    qres,
 )
 from taudash.sim.controllers.jobs import short_hash
+from taudash.sim.topology import REQUIRED_TOPOLOGY
 
 GPU = "nvidia.com/gpu"
 RDMA = "rdma/ib"
 
-# (weight, GPUs per pod, pods): one GPU, half a node, a full node, two full nodes.
+# (weight, GPUs per pod, pods): one GPU, half a node, a full node, two full nodes; a class's nodes must hold
+# the pod's GPUs. Where an NVLink domain spans several hosts, also a gang of eight 4-GPU pods that must stay
+# inside one (Kueue's podset-required-topology: the accelerator domain).
 SHAPES = ((5, 1, 1), (2, 4, 1), (2, 8, 1), (1, 8, 2))
+GANG = (1, 4, 8)
 JOB_NAMES = ("sweep-lr", "sft", "eval-mmlu", "pretrain", "ablation", "distill", "probe", "finetune")
 RAY_NAMES = ("hparam", "rl-rollout", "dedup", "ray-eval")
 
 
-def _pod(gpus: int, rdma: bool) -> dict[str, str]:
-    if gpus >= 8:
-        pod = {"cpu": "88", "memory": "1600Gi", GPU: "8", HOST_SLOT: "1"}
+def _pod(gpus: int, rdma: bool, per_node: int = 8) -> dict[str, str]:
+    if gpus >= per_node:  # a whole host: an 8-GPU node, or a 4-GPU GB200 tray (less memory per host)
+        pod = {"cpu": "88", "memory": "1600Gi"} if per_node >= 8 else {"cpu": "120", "memory": "800Gi"}
+        pod |= {GPU: str(per_node), HOST_SLOT: "1"}
         if rdma:
-            pod[RDMA] = "8"
+            pod[RDMA] = str(per_node)
         return pod
     return {
         "cpu": str(11 * gpus - 1 if gpus > 1 else 10),
@@ -131,18 +137,27 @@ class WorkloadsController(Controller):
             out.append((ns, queue, account, (spec.get("teamRef") or {}).get("name")))
         return out
 
-    def _classes(self) -> list[tuple[str, bool]]:
-        """(gpu class, has RDMA) of each pool flavor."""
+    def _classes(self) -> list[tuple[str, bool, int, bool]]:
+        """(gpu class, has RDMA, GPUs per node, an NVLink domain spans hosts) of each pool flavor."""
         rdma: dict[str, bool] = {}
+        size: dict[str, int] = {}
+        domains: dict[str, dict[str, int]] = {}
         for node in self.m.list("Node"):
-            cls = labels(node).get(GPU_CLASS)
+            lbl = labels(node)
+            cls = lbl.get(GPU_CLASS)
             if cls:
-                rdma[cls] = rdma.get(cls, False) or RDMA in ((node.get("status") or {}).get("allocatable") or {})
+                alloc = (node.get("status") or {}).get("allocatable") or {}
+                rdma[cls] = rdma.get(cls, False) or RDMA in alloc
+                size[cls] = max(size.get(cls, 0), int(qres(GPU, alloc.get(GPU, "0"))))
+                per = domains.setdefault(cls, {})
+                ad = lbl.get(ACCELERATOR_DOMAIN_LABEL, "")
+                per[ad] = per.get(ad, 0) + 1
         out = []
         for rf in self.m.list("ResourceFlavor"):
             cls = ((rf.get("spec") or {}).get("nodeLabels") or {}).get(GPU_CLASS)
             if meta(rf)["name"].startswith(FLAVOR_PREFIX) and cls:
-                out.append((cls, rdma.get(cls, False)))
+                spans = any(n > 1 for ad, n in domains.get(cls, {}).items() if ad)
+                out.append((cls, rdma.get(cls, False), size.get(cls, 8), spans))
         return out
 
     def _submit(self) -> None:
@@ -150,9 +165,12 @@ class WorkloadsController(Controller):
         if not targets or not classes:
             return
         ns, queue, account, team = targets[self.rng.randrange(len(targets))]
-        gpu_class, rdma = classes[self.rng.randrange(len(classes))]
-        weights = [s[0] for s in SHAPES]
-        _, gpus, pods = self.rng.choices(SHAPES, weights=weights)[0]
+        gpu_class, rdma, per_node, spans = classes[self.rng.randrange(len(classes))]
+        shapes = [sh for sh in SHAPES if sh[1] <= per_node] + ([GANG] if spans and GANG[1] <= per_node else [])
+        if not shapes:
+            return
+        _, gpus, pods = self.rng.choices(shapes, weights=[sh[0] for sh in shapes])[0]
+        gang = (gpus, pods) == GANG[1:] and spans
         ray = self.rng.random() < self.world.knobs.rayjob_fraction
         names = RAY_NAMES if ray else JOB_NAMES
         base = names[self.rng.randrange(len(names))]
@@ -168,8 +186,11 @@ class WorkloadsController(Controller):
             lbls[PRIORITY_LABEL] = priority
         if team:
             lbls[TEAM_LABEL] = team
-        pod = _pod(gpus, rdma)
+        pod = _pod(gpus, rdma, per_node)
         ttl = int(self.world.knobs.finished_ttl_minutes * 60)
+        workers: Obj = {"spec": _pod_spec(gpu_class, pod, account, priority)}
+        if gang:
+            workers["metadata"] = {"annotations": {REQUIRED_TOPOLOGY: ACCELERATOR_DOMAIN_LABEL}}
         if ray:
             head = {"cpu": "8", "memory": "32Gi"}
             spec: Obj = {
@@ -192,7 +213,7 @@ class WorkloadsController(Controller):
                             "minReplicas": pods,
                             "maxReplicas": pods,
                             "rayStartParams": {},
-                            "template": {"spec": _pod_spec(gpu_class, pod, account, priority)},
+                            "template": workers,
                         }
                     ],
                 },
@@ -212,8 +233,8 @@ class WorkloadsController(Controller):
                 "suspend": True,
                 "ttlSecondsAfterFinished": ttl,
                 "template": {
-                    "metadata": {"labels": {JOB_LABEL: name}},
-                    "spec": _pod_spec(gpu_class, pod, account, priority),
+                    **workers,
+                    "metadata": {**workers.get("metadata", {}), "labels": {JOB_LABEL: name}},
                 },
             }
             obj = {
@@ -405,7 +426,8 @@ class WorkloadsController(Controller):
                         "jobStatus": "FAILED",
                         "failed": failed + 1,
                         "reason": "AppFailed",
-                        "message": f"Ray job driver exited with code 1; retrying the deployment (attempt {failed + 2} of "
+                        "message": f"Ray job driver exited with code 1; retrying the deployment (attempt {failed + 2} "
+                                   "of "
                         f"{int(spec.get('backoffLimit') or 0) + 1})",
                     },
                     now + 60.0,
