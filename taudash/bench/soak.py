@@ -570,7 +570,8 @@ def _figures(size: str, minutes: float, fault_every: float, warmup: float, sampl
         Figure("task_growth", "asyncio task growth (settled, after warm-up)", final["tasks"] - base["tasks"], "tasks",
                0,
                note=f"{base['tasks']} → {final['tasks']}"),
-        Figure("thread_growth", "thread growth (settled, after warm-up; the loop's executor pool aside)", final["threads"] - base["threads"], "threads",
+        Figure("thread_growth", "thread growth (settled, after warm-up; the loop's executor pool aside)",
+               final["threads"] - base["threads"], "threads",
                0, note=f"{base['threads']} → {final['threads']}; serve {base['serve_threads']} → "
                        f"{final['serve_threads']}"),
         Figure("stalled_ticks", f"stalled ticks (> {STALL_SECONDS:g} s late)", len(stalls), "ticks", 0,

@@ -166,7 +166,8 @@ class MemoryTrace:
         if not self.allocations:
             return [self._objects_report()] if len(self.series) >= 2 else []
         written = []
-        for name, title in (("dashboard", "the soak's dashboard process (and its recorder)"), ("serve", "taudash serve")):
+        for name, title in (("dashboard", "the soak's dashboard process (and its recorder)"),
+                            ("serve", "taudash serve")):
             snaps = sorted(self.out.glob(f"{name}-snapshot-*.snap"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
             if name == "serve":  # complete dumps only (serve touches .done after each)
                 snaps = [p for p in snaps if p.with_suffix(".done").exists()]
