@@ -46,7 +46,9 @@ class Access:
         return self.state is AccessState.SYNCED
 
 
-@dataclass(frozen=True)
+# Slots: the store keeps the last FEED_LIMIT changes, 72 bytes each instead of 352 with a __dict__ (17 MiB
+# of a long-running console's memory once the feed is full).
+@dataclass(frozen=True, slots=True)
 class Change:
     revision: int
     kind: str

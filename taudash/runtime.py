@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from taudash.engine import heap
@@ -19,17 +20,45 @@ from taudash.engine import heap
 GC_THRESHOLDS = (20_000, 20, 100)
 
 
+# At most this often a freeze first thaws and collects everything (see LongLivedHeap._freeze).
+THAW_SECONDS = 60.0
+
+
 class LongLivedHeap:
     """The engine's bulk builds (lists, full views) make millions of long-lived objects, almost none
     in reference cycles (refcounting frees them). The cyclic GC would re-walk them on every full
     collection: pauses of up to half a second at fleet scale. Lists run with the collector paused,
-    and what a list or a full view built is frozen out of its reach afterwards (gc.freeze)."""
+    and what a list or a full view built is frozen out of its reach afterwards (gc.freeze).
 
-    def __init__(self) -> None:
+    A freeze also takes whatever else is alive at that moment — connections, the dashboard's widgets,
+    the view being replaced — and what later dies of it in a reference cycle can never be collected:
+    frozen objects are not examined again. A process that re-lists or rebuilds its view now and then
+    (a source's reconnections, a kind turning Forbidden and back) kept every such generation: the soak
+    measured +120 MiB per API-server restart at M (docs/reliability.md, "Soak"). So a freeze thaws the
+    frozen objects and collects everything first, at most every `THAW_SECONDS` (one full collection,
+    a pause of the order of the one the freeze avoids, at a moment that follows a bulk build anyway);
+    the freezes in between leave their garbage to the next thaw: bounded, never growing."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, thaw_seconds: float = THAW_SECONDS) -> None:
         self._depth = 0  # lists of several kinds run concurrently: pause once, resume after the last
         self._was_enabled = True
         # A full view build (a worker thread) may overlap a re-list (the event loop): the count is shared.
         self._lock = threading.Lock()
+        self._clock = clock
+        self._thaw_seconds = thaw_seconds
+        self._thawed: float | None = None
+        self.thaws = 0
+
+    def _freeze(self) -> None:
+        now = self._clock()
+        if self._thawed is not None and now - self._thawed >= self._thaw_seconds:
+            gc.unfreeze()
+            gc.collect()
+            self.thaws += 1
+            self._thawed = now
+        elif self._thawed is None:
+            self._thawed = now  # the first freeze (the initial sync): nothing frozen yet to thaw
+        gc.freeze()
 
     def bulk(self) -> AbstractContextManager[None]:
         return self._bulk()
@@ -47,12 +76,13 @@ class LongLivedHeap:
             with self._lock:
                 self._depth -= 1
                 if self._depth == 0:
-                    gc.freeze()
+                    self._freeze()
                     if self._was_enabled:
                         gc.enable()
 
     def settled(self) -> None:
-        gc.freeze()
+        with self._lock:
+            self._freeze()
 
 
 def tune_gc_for_long_lived_model() -> LongLivedHeap:

@@ -180,36 +180,51 @@ def view_samples(view: Any) -> dict[SeriesKey, float | None]:
 class SampleValues:
     """`view_samples`, part by part, converting only the parts that changed: a pool flavor, a
     ClusterQueue, a Cohort, a team. The incremental deriver keeps the view objects of what did not
-    change, so a part whose objects are the very ones of the last pass (compared by identity; the cache
-    holds them, so an identity is never reused meanwhile) keeps its values. Same values as
-    `view_samples`; a team's sums are recomputed when any of its queues' objects is new."""
+    change, so a part whose objects are the very ones of the last pass (compared by identity; the parts
+    hold them, so an identity is never reused meanwhile) keeps its values. Same values as
+    `view_samples`; a team's sums are recomputed when any of its queues' objects is new.
+
+    The values of every part are kept merged (`_out`), so a pass touches only the parts that changed
+    and the ones that went away, then copies the merged values once."""
 
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
+        self._out: dict[SeriesKey, float | None] = {}
 
     def __call__(self, view: Any) -> dict[SeriesKey, float | None]:
-        kept: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
-        out: dict[SeriesKey, float | None] = {}
-
-        def part(key: tuple[str, str], objects: tuple[Any, ...], values: Callable[..., dict[SeriesKey, float | None]],
-                 *args: Any) -> None:
-            last = self._parts.get(key)
-            if last is None or len(last[0]) != len(objects) or any(
-                    a is not b for a, b in zip(last[0], objects, strict=True)):
-                last = (objects, values(*args))
-            kept[key] = last
-            out.update(last[1])
-
-        for f in view.pool.flavors:
-            part(("flavor", f.name), (f,), flavor_values, f)
-        for cq in view.cluster_queues:
-            part(("queue", cq.name), (cq,), queue_values, cq)
-        for cohort in view.cohorts:
-            part(("cohort", cohort.name), (cohort,), cohort_values, cohort)
+        parts, out = self._parts, self._out
+        seen: set[tuple[str, str]] = set()
+        fresh: list[tuple[tuple[str, str], tuple[Any, ...], dict[SeriesKey, float | None]]] = []
+        for kind, objects, convert in (("flavor", view.pool.flavors, flavor_values),
+                                       ("queue", view.cluster_queues, queue_values),
+                                       ("cohort", view.cohorts, cohort_values)):
+            for o in objects:
+                key = (kind, o.name)
+                seen.add(key)
+                last = parts.get(key)
+                if last is None or last[0][0] is not o:
+                    fresh.append((key, (o,), convert(o)))
         for team, queues in _team_queues(view).items():
-            part(("team", team), tuple(queues), team_values, team, queues)
-        self._parts = kept
-        return out
+            key = ("team", team)
+            seen.add(key)
+            last = parts.get(key)
+            if last is None or len(last[0]) != len(queues) or any(
+                    a is not b for a, b in zip(last[0], queues, strict=True)):
+                fresh.append((key, tuple(queues), team_values(team, queues)))
+        # What went away or changed first leaves the merged values (a key may move between parts), then
+        # the new values go in.
+        for key in [k for k in parts if k not in seen]:
+            for series in parts.pop(key)[1]:
+                out.pop(series, None)
+        for key, _, _ in fresh:
+            last = parts.get(key)
+            if last is not None:
+                for series in last[1]:
+                    out.pop(series, None)
+        for key, kept, values in fresh:
+            parts[key] = (kept, values)
+            out.update(values)
+        return dict(out)
 
 
 def view_findings(view: Any) -> dict[FindingKey, tuple[str, str]]:
@@ -349,9 +364,13 @@ class Recorder:
         }
         self._drains: dict[str, str] = dict(self.conn.execute("SELECT workspace, state FROM drain_state"))
         self._revision: int | None = None  # the store revision the last committed write read up to
+        # Per Workload UID while it exists (a deleted one's entries go with it: a console that runs for weeks
+        # sees every Workload its cluster ever ran): waits and evictions written, and where it lives
+        # (preemptors are named by UID).
         self._waits_seen: set[str] = set()
-        self._evictions_seen: set[tuple[str, float]] = set()
-        self._uids: dict[str, tuple[str | None, str]] = {}  # Workload uid -> (namespace, name): preemptors by UID
+        self._evictions_seen: dict[str, set[float]] = {}
+        self._uids: dict[str, tuple[str | None, str]] = {}
+        self._uid_of: dict[tuple[str, str], str] = {}  # (namespace or "", name) -> uid
         self._values = SampleValues()
         # What this recorder last wrote per series, and the keyframe bucket of that pass (db.py,
         # KEYFRAME_SECONDS): a pass writes only what changed, a pass in a new bucket every value.
@@ -378,31 +397,51 @@ class Recorder:
             obs.samples = self._values(view)
         if store.readable("TauWorkspace"):
             obs.drains = view_drains(view)
-        workloads, full = self._changed_workloads(store)
+        workloads, full, deleted = self._changed_workloads(store)
         if full:
-            self._uids = {}
+            self._uids, self._uid_of = {}, {}
+            alive = {wl.metadata.uid for wl in workloads}
+            self._waits_seen &= alive
+            self._evictions_seen = {u: at for u, at in self._evictions_seen.items() if u in alive}
+        for key in deleted:
+            gone = self._uid_of.pop(key, None)
+            if gone is not None:
+                self._forget(gone)
         for wl in workloads:
-            if wl.metadata.uid:
-                self._uids[wl.metadata.uid] = (wl.metadata.namespace, wl.metadata.name)
+            uid = wl.metadata.uid
+            if uid:
+                key = (wl.metadata.namespace or "", wl.metadata.name)
+                before = self._uid_of.get(key)
+                if before is not None and before != uid:  # deleted and created again between two passes
+                    self._forget(before)
+                self._uids[uid] = (wl.metadata.namespace, wl.metadata.name)
+                self._uid_of[key] = uid
         ctx = _Context(view, store, self._uids)
         for wl in workloads:
             wait = workload_wait(wl, ctx) if wl.metadata.uid not in self._waits_seen else None
             if wait is not None:
                 obs.waits.append(wait)
             eviction = workload_eviction(wl, ctx)
-            if eviction is not None and (eviction.uid, eviction.at) not in self._evictions_seen:
+            if eviction is not None and eviction.at not in self._evictions_seen.get(eviction.uid, ()):
                 obs.evictions.append(eviction)
         return obs
 
-    def _changed_workloads(self, store: Store) -> tuple[list[Workload], bool]:
-        """The Workloads changed since the last committed write, and whether that is a full scan."""
+    def _forget(self, uid: str) -> None:
+        self._uids.pop(uid, None)
+        self._waits_seen.discard(uid)
+        self._evictions_seen.pop(uid, None)
+
+    def _changed_workloads(self, store: Store) -> tuple[list[Workload], bool, list[tuple[str, str]]]:
+        """The Workloads changed since the last committed write, whether that is a full scan, and the
+        (namespace, name) of those deleted."""
         # From the revision the last committed write read up to: a failed write is re-read next time.
         changes = store.changes_since(self._revision) if self._revision is not None else None
         if changes is None or any(c.kind == "Workload" and c.type == "RESET" for c in changes):
-            return store.list(Workload), True
+            return store.list(Workload), True, []
         keys = {(c.namespace, c.name) for c in changes if c.kind == "Workload" and c.type != "DELETED"}
+        deleted = [(c.namespace or "", c.name) for c in changes if c.kind == "Workload" and c.type == "DELETED"]
         found = (store.get(Workload, name, ns or None) for ns, name in sorted(keys))
-        return [w for w in found if w is not None], False
+        return [w for w in found if w is not None], False, deleted
 
     # write --------------------------------------------------------------------------------------------
     def write(self, obs: Observation) -> None:
@@ -438,7 +477,8 @@ class Recorder:
             if obs.revision is not None:
                 self._revision = obs.revision
             self._waits_seen.update(w.uid for w in obs.waits)
-            self._evictions_seen.update((e.uid, e.at) for e in obs.evictions)
+            for e in obs.evictions:
+                self._evictions_seen.setdefault(e.uid, set()).add(e.at)
             for key in closed:
                 del self._open[key]
             self._open.update(opened)

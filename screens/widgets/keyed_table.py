@@ -103,6 +103,18 @@ def _src(r: Row) -> tuple:
     return r.cells() if callable(r.cells) else r.cells
 
 
+# DataTable caches rendered cells, rows and lines keyed by its update count, so every refresh of a live
+# table adds entries that are never read again, up to 10,000 cells and 1,000 rows and lines per table:
+# ~10 MiB a table, filled over an hour or more of a dashboard's ticks (the soak: docs/reliability.md,
+# "Soak"). A page is at most PAGE_ROWS rows; twice what one page shows is enough.
+def _bound_render_caches(table: DataTable, columns: int) -> None:
+    for name, size in (("_cell_render_cache", 2 * PAGE_ROWS * max(columns, 1)), ("_row_render_cache", 2 * PAGE_ROWS),
+                       ("_line_cache", 2 * PAGE_ROWS)):
+        cache = getattr(table, name, None)  # private to Textual: a version without it keeps its own sizes
+        if cache is not None and hasattr(cache, "maxsize"):
+            cache.maxsize = min(cache.maxsize, size)
+
+
 class KeyedTable(DataTable):
     # Thousands of rows (pending Workloads of a fleet) would make every tick and every paint pay for
     # all of them; the table holds one page, and `/` filters over every row.
@@ -138,6 +150,7 @@ class KeyedTable(DataTable):
     def __init__(self, columns: list[Col], *, empty: str = "nothing to show", id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False, cell_padding=1)
+        _bound_render_caches(self, len(columns))
         self.spec = columns
         self.empty_text = empty
         self._rows: list[Row] = []

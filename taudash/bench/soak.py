@@ -49,7 +49,9 @@ from typing import Any
 
 from taudash.bench.measure import Figure, percentile, rss_mib
 from taudash.bench.soak_check import CountedRecorder, differing, finding_difference, lost_passes
+from taudash.bench.soak_memory import MemoryTrace
 from taudash.bench.soak_plot import Marker, write_plots
+from taudash.bench.soak_stall import StallWatch
 from taudash.engine.history import RecorderThread, cluster_key
 from taudash.engine.history import db as hdb
 from taudash.engine.incremental import derive
@@ -133,6 +135,12 @@ class SimChild:
             self._err.close()
 
 
+def threads_of_our_own() -> int:
+    """This process's threads, less the event loop's executor workers: a bounded pool (asyncio.to_thread)
+    that starts a worker when calls overlap and keeps it — growth there is not a leak."""
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("asyncio_"))
+
+
 def proc_status(pid: int | str) -> dict[str, float]:
     """RSS (MiB), threads and open descriptors of a process, from /proc (empty off Linux)."""
     out: dict[str, float] = {}
@@ -195,8 +203,9 @@ class LoopLag:
 class ServeChild:
     """`taudash serve --metrics --web` on the same cluster, its log in the output folder."""
 
-    def __init__(self, kubeconfig: Path, directory: Path, state: Path) -> None:
+    def __init__(self, kubeconfig: Path, directory: Path, state: Path, traced: Path | None = None) -> None:
         self.log = directory / "serve.log"
+        self.traced = traced  # tracemalloc on, a snapshot per SIGUSR1 (taudash/bench/soak_memory.py)
         self.kubeconfig = kubeconfig
         self.env = {**os.environ, "TAUDASH_STATE_DIR": str(state)}
         self.proc: asyncio.subprocess.Process | None = None
@@ -205,8 +214,9 @@ class ServeChild:
     async def start(self, within: float = 300.0) -> None:
         fh = await asyncio.to_thread(open, self.log, "wb")
         try:
+            program = ["taudash.bench.soak_memory", str(self.traced)] if self.traced else ["taudash.cli"]
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "taudash.cli", "serve", "--kubeconfig", str(self.kubeconfig), "--interval", "2",
+                sys.executable, "-m", *program, "serve", "--kubeconfig", str(self.kubeconfig), "--interval", "2",
                 "--metrics", "127.0.0.1:0", "--web", "127.0.0.1:0", stdin=subprocess.DEVNULL,
                 stdout=fh, stderr=subprocess.STDOUT, env=self.env)
         finally:
@@ -355,7 +365,7 @@ def _settled(store: Store) -> bool:
 
 
 async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: int = 0,
-               progress: Any = _progress) -> dict[str, Any]:
+               progress: Any = _progress, trace_memory: str | None = None) -> dict[str, Any]:
     from taudash.app import TaudashApp
     from taudash.engine.sources.client import connect
     from taudash.engine.sources.kube import KubeSource
@@ -374,6 +384,11 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
     settled: list[dict[str, Any]] = []
     clock = Clock()
     result: dict[str, Any] = {}
+    trace = (MemoryTrace(out, every=120.0 if trace_memory == "allocations" else 60.0,
+                         allocations=trace_memory == "allocations") if trace_memory else None)
+    stalls = StallWatch(threshold=STALL_SECONDS)
+    if trace is not None:
+        trace.start()
     try:
         await asyncio.to_thread(sim.ready)
         progress(f"  serving {sim.objects} objects at {sim.url}")
@@ -396,11 +411,12 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
         history = RecorderThread(open_recorder, session, clock, period=5.0).start()
         ticks, lag = Ticks(), LoopLag()
         app = TaudashApp(session, clock=clock, tick=TICK_SECONDS, on_frame=[ticks.observe])
-        serve = ServeChild(sim.kubeconfig, out, state)
+        serve = ServeChild(sim.kubeconfig, out, state, trace.serve_prefix if trace else None)
         viewer: Viewer | None = None
         faults = Faults(sim, clock, duration)
         async with app.run_test(size=(160, 48)):
             lag.task = asyncio.ensure_future(lag.run())
+            stalls.start()
             for _ in range(600):  # the dashboard records first: serve stands by
                 if history.recorder is not None or history.error:
                     break
@@ -409,6 +425,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                 raise RuntimeError(f"the dashboard's recorder did not open its file: {history.error}")
             await serve.start()
             serve_pid = serve.proc.pid if serve.proc else None
+            if trace is not None:
+                trace.serve_pid = serve_pid
             progress(f"  dashboard synced and recording; serve (pid {serve_pid}) on {serve.web} and {serve.metrics}")
             viewer = Viewer(serve.web, serve.metrics)
             viewer.start()
@@ -425,7 +443,7 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                 loop = lag.window() if kind == "run" else None
                 rec = recorders[-1] if recorders else None
                 s = {"t": round(time.monotonic() - started, 1), "wall": time.time(), "kind": kind,
-                     "rss_mib": me.get("rss_mib", rss_mib()), "fds": me.get("fds"), "threads": threading.active_count(),
+                     "rss_mib": me.get("rss_mib", rss_mib()), "fds": me.get("fds"), "threads": threads_of_our_own(),
                      "tasks": len(asyncio.all_tasks()), "serve_rss_mib": sv.get("rss_mib"), "serve_fds": sv.get("fds"),
                      "serve_threads": sv.get("threads"), "sim_rss_mib": sim_rss,
                      "frozen_objects": gc.get_freeze_count(),
@@ -456,6 +474,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                 if int(elapsed // 20) != screen_i:  # an operator looking around now and then
                     screen_i = int(elapsed // 20)
                     app.action_go(SCREENS[screen_i % len(SCREENS)])
+                if trace is not None and elapsed >= warmup and trace.due(elapsed):
+                    trace.take_in_background(elapsed)
                 await asyncio.sleep(0.2)
             if active is not None:
                 await faults.clear()
@@ -497,6 +517,7 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
             await viewer.stop()
             serve_rc = await serve.stop()
             lag.task.cancel()
+            await stalls.stop()
             await asyncio.gather(lag.task, return_exceptions=True)
         history.stop()
         await source.stop()
@@ -508,12 +529,17 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                           len(live_view.findings), viewer, settle_seconds)
     finally:
         await asyncio.to_thread(sim.stop)
+        if trace is not None:
+            await asyncio.to_thread(trace.stop)
+            progress("  comparing the memory snapshots" + (" (a few minutes)" if trace.allocations else ""))
+            await asyncio.to_thread(trace.report)
     markers = [Marker(f.at + offset, f.name) for f in faults.injected]
     result["plots"] = [str(p) for p in await asyncio.to_thread(write_plots, samples, markers, out)]
     result["out"] = str(out)
     result["startedAt"] = datetime.fromtimestamp(wall0, UTC).isoformat(timespec="seconds")
     result["totalSeconds"] = round(time.monotonic() - started, 1)
     await asyncio.to_thread((out / "samples.json").write_text, json.dumps(samples, indent=1))
+    await asyncio.to_thread((out / "stalls.txt").write_text, stalls.report(started))
     await asyncio.to_thread((out / "soak.json").write_text, json.dumps(result, indent=2))
     return result
 
@@ -544,7 +570,8 @@ def _figures(size: str, minutes: float, fault_every: float, warmup: float, sampl
         Figure("task_growth", "asyncio task growth (settled, after warm-up)", final["tasks"] - base["tasks"], "tasks",
                0,
                note=f"{base['tasks']} → {final['tasks']}"),
-        Figure("thread_growth", "thread growth (settled, after warm-up)", final["threads"] - base["threads"], "threads",
+        Figure("thread_growth", "thread growth (settled, after warm-up; the loop's executor pool aside)",
+               final["threads"] - base["threads"], "threads",
                0, note=f"{base['threads']} → {final['threads']}; serve {base['serve_threads']} → "
                        f"{final['serve_threads']}"),
         Figure("stalled_ticks", f"stalled ticks (> {STALL_SECONDS:g} s late)", len(stalls), "ticks", 0,
@@ -588,7 +615,8 @@ def run_soak(args: Any) -> int:
 
         raise UsageError("--soak MINUTES and --fault-every SECONDS must be positive")
     out = Path(args.out) if args.out else default_out()
-    result = asyncio.run(soak(args.size, args.soak, args.fault_every, out, args.seed))
+    result = asyncio.run(soak(args.size, args.soak, args.fault_every, out, args.seed,
+                              trace_memory=getattr(args, "trace_memory", None)))
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -27,6 +27,9 @@ def register(sub) -> None:
     b.add_argument("--soak", type=float, metavar="MINUTES", help="run the dashboard, its recorder and serve for "
                    "MINUTES under faults and report leaks, losses and stalls (taudash/bench/soak.py)")
     b.add_argument("--fault-every", type=float, default=30.0, metavar="SECONDS", help="with --soak (default 30)")
+    b.add_argument("--trace-memory", nargs="?", const="allocations", choices=("allocations", "objects"),
+                   help="with --soak: what grows, to --out: the allocation sites of the dashboard and serve "
+                   "(tracemalloc, slow), or the dashboard's live objects by type (taudash/bench/soak_memory.py)")
     b.add_argument("--out", metavar="DIR", help="with --soak: plots, samples and logs (default: a new state folder)")
     b.set_defaults(func=run_bench)
 

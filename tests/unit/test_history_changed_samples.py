@@ -84,3 +84,100 @@ def test_a_reopened_recorder_samples_an_interval_after_the_last_pass(tmp_path):
     again = Recorder(path, interval=10)
     assert again._last_sample == T0 + 10
     again.close()
+
+
+class _Q:
+    def __init__(self, v: float) -> None:
+        self.v = v
+
+    def as_float(self) -> float:
+        return self.v
+
+
+def _view(flavors, queues, cohorts, team_queues):
+    from types import SimpleNamespace as NS
+
+    return NS(pool=NS(flavors=flavors, queues=team_queues), cluster_queues=queues, cohorts=cohorts)
+
+
+def _flavor(name, used):
+    from types import SimpleNamespace as NS
+
+    return NS(name=name, budget={"gpu": _Q(8)}, reserved={"gpu": _Q(used)}, used={"gpu": _Q(used)}, headroom={})
+
+
+def _cq(name, pending):
+    from types import SimpleNamespace as NS
+
+    return NS(name=name, pending=pending, reserving=1, admitted=1, inactive=None)
+
+
+def _cohort(name, borrowed):
+    from types import SimpleNamespace as NS
+
+    return NS(name=name, flavors=[NS(name="h100", resources=[NS(name="gpu", borrowed=_Q(borrowed))])])
+
+
+def _team_queue(team, used):
+    from types import SimpleNamespace as NS
+
+    return NS(team=team, reserved={"h100": {"gpu": _Q(used)}}, used={"h100": {"gpu": _Q(used)}})
+
+
+def test_sample_values_part_by_part_equal_the_whole_conversion_and_reuse_unchanged_parts():
+    from taudash.engine.history.recorder import SampleValues, view_samples
+
+    values = SampleValues()
+    fl, qa, qb, co = _flavor("h100", 2), _cq("a", 3), _cq("b", 0), _cohort("c", 1)
+    ta1, ta2, tb = _team_queue("ml", 1), _team_queue("ml", 2), _team_queue("web", 4)
+    passes = [
+        _view([fl], [qa, qb], [co], [ta1, ta2, tb]),
+        _view([fl], [qa, _cq("b", 5)], [co], [ta1, ta2, tb]),  # one queue replaced
+        _view([fl], [qa], [], [ta1, _team_queue("ml", 7), tb]),  # a queue and the cohort gone, a team's queue new
+        _view([fl], [qa, _cq("b", 1)], [_cohort("c", 2)], [ta1]),  # back again; a team gone, one of ml's gone
+        _view([], [], [], []),  # nothing at all
+    ]
+    for view in passes:
+        assert values(view) == view_samples(view)
+    # A part whose objects are the same ones as the last pass keeps its values without a conversion:
+    view = _view([fl], [qa], [], [ta1])
+    assert values(view) == view_samples(view)
+    qa.pending = 99  # views are immutable; a change in place is invisible (the cache is by identity)
+    assert values(view)[("queue", "a", "", "", "pending")] == 3.0
+    assert view_samples(view)[("queue", "a", "", "", "pending")] == 99.0
+
+
+def test_the_recorder_forgets_a_deleted_workload_and_records_a_new_one_of_the_same_name(tmp_path):
+    """Per-Workload state (waits written, evictions written, where a UID lives) goes with the Workload: a
+    console running for weeks sees every Workload its cluster ever ran."""
+    from factories import store_of, workload
+
+    from taudash.engine.model import lookup
+
+    model = lookup("kueue.x-k8s.io/v1beta2", "Workload").model
+
+    def admitted(name: str) -> dict:
+        wl = workload(name, "team-a", admitted_to="cq", state="admitted")
+        for c in wl["status"]["conditions"]:
+            c["lastTransitionTime"] = "2026-11-30T10:00:00Z"
+        return wl
+
+    store = store_of(*(admitted(f"w{i}") for i in range(3)))
+    view = _view([], [], [], [])
+    view.findings, view.workspaces = [], []
+    rec = Recorder(tmp_path / "h.sqlite3")
+    rec.record(view, store, T0)
+    assert len(rec.conn.execute("SELECT * FROM waits").fetchall()) == 3
+    store.delete("Workload", "w0", "team-a")
+    store.delete("Workload", "w1", "team-a")
+    again = admitted("w1")
+    again["metadata"]["uid"] = "uid-wl-w1-again"
+    store.upsert(model.model_validate(again), again)
+    rec.record(view, store, T0 + 10)
+    assert rec._waits_seen == {"uid-wl-w2", "uid-wl-w1-again"}
+    assert set(rec._uids) == {"uid-wl-w2", "uid-wl-w1-again"}
+    uids = sorted(u for (u,) in rec.conn.execute("SELECT uid FROM waits"))
+    assert uids == ["uid-wl-w0", "uid-wl-w1", "uid-wl-w1-again", "uid-wl-w2"]  # the history keeps them all
+    rec.record(view, store, T0 + 20)  # nothing new: no wait twice
+    assert len(rec.conn.execute("SELECT * FROM waits").fetchall()) == 4
+    rec.close()
