@@ -456,6 +456,7 @@ class _WirePod(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
 _CONTAINERS = _Shared(GenericAlias(list, (ContainerRequests,)), limit=5_000)
 _TOLERATIONS = _Shared(GenericAlias(list, (Toleration,)), limit=5_000)
 _intern = sys.intern
+_force: Any = force_setattr  # metadata and owners are structs here (the type checker reads them as the models)
 
 
 def _shared_list(cache: _Shared, raw: msgspec.Raw) -> Any:
@@ -489,21 +490,21 @@ def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
     for w in wire:
         meta, sp = w.metadata, w.spec
         if meta.namespace:
-            force_setattr(meta, "namespace", _intern(meta.namespace))
+            _force(meta, "namespace", _intern(meta.namespace))
         if meta.creation_timestamp:
-            force_setattr(meta, "creation_timestamp", _intern(meta.creation_timestamp))
+            _force(meta, "creation_timestamp", _intern(meta.creation_timestamp))
         labels = meta.labels
         for k, v in labels.items():
             labels[k] = _intern(v)
         for ref in meta.owner_references:
-            force_setattr(ref, "kind", _intern(ref.kind))
-            force_setattr(ref, "api_version", _intern(ref.api_version))
-            force_setattr(ref, "name", _intern(ref.name))
-            force_setattr(ref, "uid", _intern(ref.uid))
+            _force(ref, "kind", _intern(ref.kind))
+            _force(ref, "api_version", _intern(ref.api_version))
+            _force(ref, "name", _intern(ref.name))
+            _force(ref, "uid", _intern(ref.uid))
         if not meta.annotations:  # never mutated: stored objects are read-only
-            force_setattr(meta, "annotations", _NO_ANNOTATIONS)
+            _force(meta, "annotations", _NO_ANNOTATIONS)
         if not meta.finalizers:
-            force_setattr(meta, "finalizers", _NO_FINALIZERS)
+            _force(meta, "finalizers", _NO_FINALIZERS)
         spec = PodSpec(node_name=_intern(sp.node_name), containers=_shared_list(_CONTAINERS, sp.containers),
                        init_containers=_shared_list(_CONTAINERS, sp.init_containers), overhead=sp.overhead,
                        tolerations=_shared_list(_TOLERATIONS, sp.tolerations),

@@ -19,7 +19,7 @@ from .base import (
     StrMap,
     _none_to_empty_list,
 )
-from .core import ContainerRequests, ContainerResources, PodTemplate, ResourceList, Taint, Toleration
+from .core import ContainerRequests, PodTemplate, ResourceList, Taint, Toleration
 from .names import MULTIKUEUE_CONTROLLER
 from .quantity import Quantity
 
