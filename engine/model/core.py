@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
@@ -221,10 +221,11 @@ class PodAccessors:
     __slots__ = ()
     if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
 
+        # PodSpec/PodStatus here, their structs in fast.py: the same field names
         @property
-        def spec(self) -> PodSpec: ...
+        def spec(self) -> Any: ...
         @property
-        def status(self) -> PodStatus: ...
+        def status(self) -> Any: ...
 
     @property
     def terminal(self) -> bool:
@@ -233,7 +234,8 @@ class PodAccessors:
 
     @property
     def node_name(self) -> str:
-        return self.spec.node_name
+        name: str = self.spec.node_name
+        return name
 
     def effective_request(self, resource: str) -> Quantity:
         """The request the scheduler counts for one resource: the larger of the containers' sum and the

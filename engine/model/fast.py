@@ -392,7 +392,7 @@ class _WireWorkload(Struct, frozen=True, kw_only=True, rename="camel", gc=False)
 class _Shared:
     """Bytes → decoded struct, bounded (a churned cluster's templates just start over)."""
 
-    def __init__(self, typ: type, limit: int = 20_000) -> None:
+    def __init__(self, typ: Any, limit: int = 20_000) -> None:
         self._dec: msgspec.json.Decoder[Any] = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
         self.default = typ()
         self.hits: dict[bytes, Any] = {}
