@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def register_all(sub) -> None:
-    from . import bench, dashboard, export, history, profiles, rehearse, serve, sim, status, why, workflow
+    from . import bench, capacity, dashboard, export, history, profiles, rehearse, serve, sim, status, why, workflow
 
-    for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, rehearse):
+    for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, capacity, rehearse):
         module.register(sub)
