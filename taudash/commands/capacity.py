@@ -109,10 +109,10 @@ def _print_table(d: dict[str, Any], asked: Shape | None) -> None:
         for n in rows[:NODES_SHOWN]:
             print(clean(f"  {n['name']:<34} {n['allocatable']:>4} {_n(n['requested']):>4} {_n(n['free']):>4}  "
                         f"{n['health']:<9} {', '.join(n['reasons']) or '-'}"))
-        full = len(fl["nodes"]) - len(rows)
-        if len(rows) > NODES_SHOWN or full:
-            more = len(rows) - NODES_SHOWN if len(rows) > NODES_SHOWN else 0
-            print(f"  ({full} full healthy node(s) not shown" + (f", {more} more listed in -o json" if more else "")
+        hidden = len(fl["nodes"]) - len(rows)
+        extra = max(0, len(rows) - NODES_SHOWN)
+        if hidden or extra:
+            print(f"  ({hidden} full healthy node(s) not shown" + (f", {extra} more listed in -o json" if extra else "")
                   + ")")
         fits = [fl["fits"]] if asked is not None and fl.get("fits") else fl["shapes"]
         for f in fits:
