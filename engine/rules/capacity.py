@@ -128,6 +128,8 @@ class Fits(ViewModel):
     where: list[FitsWhere] = []
     profile: str = ""  # the workload profile this shape is of ("" for a shape asked for)
     best_free: int | None = None  # the most free GPUs in any one domain of the placement's level
+    best_domain: str = ""  # that domain ("" for the flavor as a whole)
+    best_workers: int | None = None  # how many workers of the shape that domain holds now
     blockers: list[Blocker] = []
 
 
@@ -409,10 +411,11 @@ def _fits(sh: Shape, profile: str, hosts: list[HostRoom], nodes: list[_NodeRow],
         d = domain_of(h, sh.level)
         if d is not None:
             per_domain[d] = per_domain.get(d, 0) + h.free
-    best = max(per_domain.values(), default=0)
+    best_domain, best = max(per_domain.items(), key=lambda kv: (kv[1], kv[0]), default=("", 0))
     return Fits(count=count, where=[FitsWhere(level=w.level, domain=w.domain, count=w.count, free=w.free)
                                     for w in where],
-                best_free=best, blockers=_blockers(sh, nodes, workloads), **base)
+                best_free=best, best_domain=best_domain,
+                best_workers=worker_slots(hosts, sh).get(best_domain, 0), blockers=_blockers(sh, nodes, workloads), **base)
 
 
 def _blockers(sh: Shape, nodes: list[_NodeRow], workloads: Mapping[str, Workload]) -> list[Blocker]:
