@@ -100,6 +100,16 @@ def test_the_table_reads_as_a_sentence_per_flavor():
     assert "freeing train/probe-a-0 (1 GPU on h100-a1, rack-a) would add 1" in out
 
 
+def test_the_config_files_capacity_section_reaches_the_rule(tmp_path, monkeypatch):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("capacity:\n  unknownConditions: []\n  drainConditions: [GPUThermalViolation]\n")
+    monkeypatch.setenv("TAUDASH_CONFIG", str(cfg))
+    _, out, _ = capacity("--snapshot", FIXTURE, "-o", "json")
+    gb = json.loads(out)["flavors"][0]["gpus"]
+    # The silent exporter no longer makes t3 unknown (4 more free); the throttled tray is now unhealthy (3 fewer).
+    assert (gb["free"], gb["unknownHealth"], gb["unhealthy"], gb["degraded"]) == (8, 0, 4, 0)
+
+
 if __name__ == "__main__" and "--regen" in sys.argv:
     _, text, _ = capacity("--snapshot", FIXTURE, "-o", "json", *SHAPE)
     GOLDEN.write_text(text, encoding="utf-8")
