@@ -290,7 +290,8 @@ def capacity_view(ctx: RuleContext, asked: Shape | None) -> tuple[CapacityView, 
                 held.requested += g
                 held.holders.append((p, g))
 
-    workloads = _admitted_by_owner(ctx) if pods_known else {}
+    workloads = _admitted_by_owner(ctx, {_owner(p)[2] for r in rows.values() for p, _ in r.holders}) \
+        if pods_known else {}
     shapes = profile_shapes(ctx)
     findings: list[Finding] = []
     out = []
@@ -311,13 +312,19 @@ def capacity_view(ctx: RuleContext, asked: Shape | None) -> tuple[CapacityView, 
     return view, findings
 
 
-def _admitted_by_owner(ctx: RuleContext) -> dict[str, Workload]:
-    if ctx.unreadable("Workload"):
+def _admitted_by_owner(ctx: RuleContext, uids: set[str]) -> dict[str, Workload]:
+    """The admitted, unfinished Workloads whose jobs own the GPU-holding Pods (by the job's uid). One pass over
+    the Workloads that reads only their owner's uid until one matches: they are 100k on a fleet."""
+    uids.discard("")
+    if not uids or ctx.unreadable("Workload"):
         return {}
     out = {}
     for wl in ctx.store.list(Workload):
+        refs = wl.metadata.owner_references
+        if not refs or not any(r.uid in uids for r in refs):
+            continue
         owner = wl.owner
-        if owner is not None and owner.uid and wl.admitted and not wl.finished:
+        if owner is not None and owner.uid in uids and wl.admitted and not wl.finished:
             out[owner.uid] = wl
     return out
 
