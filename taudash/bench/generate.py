@@ -489,7 +489,9 @@ class _Gen:
                   "status": status})
         for u in (self.cq_usage[cq], self.lq_usage[(ns, QUEUE)]):
             u.add(state, fl, use)
-        if state in ("admitted", "finished") or (prefix == "pod" and state == "pending"):
+        # A plain Pod workload's Pod exists in every state (Kueue gates it while it waits); a job's only runs
+        # once admitted (and stays, Succeeded, once finished).
+        if state in ("admitted", "finished") or prefix == "pod":
             self.pod(owner_ref, ns, age, state, fl, gpu_class, gpus, cpu, mem)
 
     def pod(self, owner: Obj, ns: str, age: float, state: str, fl: str, gpu_class: str, gpus: int, cpu: str,
@@ -497,7 +499,7 @@ class _Gen:
         """The Pod of a Workload: Running and bound to a node of its flavor with room (the next one from a
         rotating cursor, so jobs scatter), Succeeded once finished, Pending and unbound while it waits."""
         node, phase = "", {"admitted": "Running", "finished": "Succeeded"}.get(state, "Pending")
-        if state != "pending":
+        if state in ("admitted", "finished"):
             rooms = self.rooms.get(fl) or []
             for k in range(min(64, len(rooms))):
                 slot = rooms[(self.cursor[fl] + k) % len(rooms)]
