@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Node, Pod, Quantity, ResourceFlavor, Topology, Workload
+from ..model import ZERO, Node, Pod, Quantity, ResourceFlavor, Topology, Workload
 from ..model.names import (
     ACCELERATOR_DOMAIN_LABEL,
     GPU_CLASS_LABEL,
@@ -144,10 +144,23 @@ class CapacityFlavor(ViewModel):
     shapes: list[Fits] = []  # the ready workload profiles' shapes on this flavor
 
 
+class TopologyWait(ViewModel):
+    """A pending Workload whose quota may exist but whose gang no domain can place now (the Queues and why
+    views say so)."""
+
+    namespace: str
+    name: str
+    message: str  # "quota exists but no domain can place this shape (…): the best … has N free GPUs, …"
+    best_free: int | None = None
+    best_domain: str = ""
+    from_kueue: bool = False  # Kueue's QuotaReserved=False reason is TopologyPlacementFailed
+
+
 class CapacityView(ViewModel):
     known: bool = True  # False: Nodes or Pods unreadable (every free figure is then None)
     unknown_reason: str = ""
     flavors: list[CapacityFlavor] = []
+    topology_waits: list[TopologyWait] = []  # pending Workloads no domain can place, by namespace and name
 
     def flavor(self, name: str) -> CapacityFlavor | None:
         return next((f for f in self.flavors if f.name == name), None)
@@ -305,11 +318,98 @@ def capacity_view(ctx: RuleContext, asked: Shape | None) -> tuple[CapacityView, 
         findings.extend(_flavor_findings(flavor, nodes, workloads))
     view = CapacityView(known=pods_known, unknown_reason="" if pods_known else f"{bad_pods[0][0]} is {bad_pods[0][1]}",
                         flavors=out)
+    if asked is None:
+        view = view.replaced(topology_waits=_topology_waits(ctx, view))
     if not pods_known:
         findings.append(finding(Severity.WARNING, CAPACITY_UNKNOWN, "Pod", "*", None,
                                 f"free GPU capacity is unknown: {view.unknown_reason} (requests on nodes not known)",
                                 "grant list/watch on pods to the console's identity"))
     return view, findings
+
+
+# --- quota exists, no domain has the room ----------------------------------------------------------
+
+TOPOLOGY_FAILED = "TopologyPlacementFailed"
+NO_DOMAIN = "quota exists but no domain can place this shape"
+_LEVEL_PLACEMENTS = {ACCELERATOR_DOMAIN_LABEL: "same-accelerator-domain", NETWORK_DOMAIN_LABEL: "same-network-domain",
+                     SITE_LABEL: "same-site", HOSTNAME_LABEL: "same-host"}
+
+
+def workload_shape(wl: Workload) -> Shape | None:
+    """The gang shape of a Workload's first GPU pod set that asks to stay in one topology domain (its Kueue
+    topology request, required or preferred), or None."""
+    for ps in wl.spec.pod_sets:
+        per_pod = ZERO
+        for c in ps.template.spec.containers:
+            q = c.resources.requests.get(GPU_RESOURCE) or c.resources.limits.get(GPU_RESOURCE)
+            if q is not None:
+                per_pod = per_pod + q
+        req = ps.topology_request or {}
+        level = req.get("required") or req.get("preferred")
+        placement = _LEVEL_PLACEMENTS.get(level) if isinstance(level, str) else None
+        if gpus_of(per_pod) >= 1 and placement is not None:
+            return shape(gpus_of(per_pod), max(1, ps.count), placement)
+    return None
+
+
+def topology_wait(ctx: RuleContext, wl: Workload, flavors: Iterable[str], kueue: Mapping[str, str] | None,
+                  view: CapacityView | None = None) -> TopologyWait | None:
+    """Whether no domain of `flavors` can place `wl`'s gang now (or Kueue says TopologyPlacementFailed and
+    the room cannot be checked), with the best domain's free GPUs and worker room; None when room exists."""
+    sh = workload_shape(wl)
+    said = kueue is not None and kueue.get("reason") == TOPOLOGY_FAILED
+    if sh is None and not said:
+        return None
+    best: tuple[int, str, str, int] | None = None  # (free GPUs, flavor, domain, workers it holds)
+    counts: list[int | None] = []
+    if sh is not None:
+        shaped, _ = capacity_view(ctx, sh) if view is None else (view, [])
+        for name in flavors:
+            fl = shaped.flavor(name)
+            fits = None if fl is None else (fl.fits or next((f for f in fl.shapes if f.profile == ""), None))
+            if fits is None:
+                continue
+            counts.append(fits.count)
+            if fits.best_free is not None and (best is None or fits.best_free > best[0]):
+                best = (fits.best_free, name, fits.best_domain, fits.best_workers or 0)
+    unknown = not counts or any(c is None for c in counts)
+    if any(counts) or (not said and unknown):
+        return None  # room exists (Kueue's word may be stale), or nothing known to say otherwise
+    what = f"{sh.workers}×{sh.gpus_per_worker} GPUs {sh.placement}" if sh is not None else "its topology request"
+    msg = f"{NO_DOMAIN} ({what})"
+    if best is not None and sh is not None:
+        where = f" ({best[2]})" if best[2] else ""
+        msg += (f": the best {sh.level or 'flavor'} of {best[1]}{where} has {best[0]} free GPUs, room for "
+                f"{best[3]} of the {sh.workers} workers of {sh.gpus_per_worker} GPUs on one host")
+    elif unknown:
+        msg += ": free capacity per domain is unknown"
+    return TopologyWait(namespace=wl.namespace or "", name=wl.name, message=msg,
+                        best_free=best[0] if best else None, best_domain=best[2] if best else "", from_kueue=said)
+
+
+def _topology_waits(ctx: RuleContext, view: CapacityView) -> list[TopologyWait]:
+    """The pending Workloads (not admitted, quota not reserved) that no domain can place now, on the flavor
+    their pod template selects by GPU class (else every GPU flavor)."""
+    if ctx.unreadable("Workload"):
+        return []
+    out = []
+    by_shape: dict[Shape, CapacityView] = {}  # one capacity pass per distinct shape
+    for wl in ctx.store.list(Workload):
+        sets = wl.spec.pod_sets
+        if not sets or not any(ps.topology_request for ps in sets) or wl.quota_reserved or wl.finished:
+            continue
+        c = wl.condition("QuotaReserved")
+        kueue = {"reason": c.reason} if c is not None else None
+        cls = next((ps.template.spec.node_selector.get(GPU_CLASS_LABEL) for ps in sets
+                    if ps.template.spec.node_selector.get(GPU_CLASS_LABEL)), None)
+        flavors = [FLAVOR_PREFIX + cls] if cls else [f.name for f in view.flavors]
+        sh = workload_shape(wl)
+        if sh is not None and sh not in by_shape:
+            by_shape[sh] = capacity_view(ctx, sh)[0]
+        found = topology_wait(ctx, wl, flavors, kueue, by_shape.get(sh) if sh is not None else None)
+        if found is not None:
+            out.append(found)
+    return sorted(out, key=lambda w: (w.namespace, w.name))
 
 
 def _admitted_by_owner(ctx: RuleContext, uids: set[str]) -> dict[str, Workload]:
@@ -486,5 +586,6 @@ def _by_name(nodes: list[_NodeRow], name: str) -> _NodeRow:
     return next(r for r in nodes if r.node.name == name)
 
 
-__all__ = ["Blocker", "CapacityDomain", "CapacityFlavor", "CapacityNode", "CapacityView", "Fits", "FitsWhere",
-           "GpuCounts", "PodOnNode", "capacity_view", "derive_capacity", "node_pods", "profile_shapes"]
+__all__ = ["TOPOLOGY_FAILED", "Blocker", "CapacityDomain", "CapacityFlavor", "CapacityNode", "CapacityView", "Fits",
+           "FitsWhere", "GpuCounts", "PodOnNode", "TopologyWait", "capacity_view", "derive_capacity", "node_pods",
+           "profile_shapes", "topology_wait", "workload_shape"]

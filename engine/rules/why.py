@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from ..model import ZERO, ClusterQueue, Cohort, LocalQueue, Namespace, Quantity, ResourceFlavor, Workload
 from ..model.fast import ContainerRequests, PodSet, PodSetPodSpec
 from ..model.kueue import ResourceQuota
-from ..model.names import ACCELERATOR_DOMAIN_LABEL, HOSTNAME_LABEL, NETWORK_DOMAIN_LABEL, SITE_LABEL
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
 from ..quota import (
     FlavorResource,
@@ -35,9 +34,7 @@ from ..quota import (
     remove_usage,
 )
 from .base import QuantityField, RuleContext, ViewModel
-from .capacity import capacity_view
-from .gang import Shape, shape
-from .gpu_health import GPU_RESOURCE
+from .capacity import TOPOLOGY_FAILED, topology_wait
 from .queue_order import (
     ADMISSION_GATED_BY,
     ESTIMATED,
@@ -110,58 +107,16 @@ KUEUE_AGREES = {
 
 # --- topology: quota exists, no domain has the room -------------------------------------------
 
-TOPOLOGY_FAILED = "TopologyPlacementFailed"
-_LEVEL_PLACEMENTS = {ACCELERATOR_DOMAIN_LABEL: "same-accelerator-domain", NETWORK_DOMAIN_LABEL: "same-network-domain",
-                     SITE_LABEL: "same-site", HOSTNAME_LABEL: "same-host"}
-NO_DOMAIN = "quota exists but no domain can place this shape"
-
-
-def workload_shape(wl: Workload) -> Shape | None:
-    """The gang shape of a Workload's first GPU pod set that asks to stay in one topology domain (its Kueue
-    topology request, required or preferred), or None."""
-    for ps in wl.spec.pod_sets:
-        gpus = _pod_requests(ps.template.spec).get(GPU_RESOURCE)
-        req = ps.topology_request or {}
-        level = req.get("required") or req.get("preferred")
-        placement = _LEVEL_PLACEMENTS.get(level) if isinstance(level, str) else None
-        if gpus is not None and int(gpus.value) >= 1 and placement is not None:
-            return shape(int(gpus.value), max(1, ps.count), placement)
-    return None
-
 
 def topology_reason(ctx: RuleContext, wl: Workload, flavors: list[str],
                     kueue: dict[str, str] | None) -> WaitReason | None:
     """`TopologyPlacementFailed` when the quota fits but no domain can place the Workload's shape now: Kueue
     says so (its QuotaReserved=False reason), or the capacity rule finds no room on its flavors."""
-    sh = workload_shape(wl)
-    said = kueue is not None and kueue.get("reason") == TOPOLOGY_FAILED
-    if sh is None and not said:
+    found = topology_wait(ctx, wl, flavors, kueue)
+    if found is None:
         return None
-    best: tuple[int, str, str, int] | None = None  # (free GPUs, flavor, domain, workers it holds)
-    counts: list[int | None] = []
-    if sh is not None:
-        view, _ = capacity_view(ctx, sh)
-        for name in flavors:
-            fl = view.flavor(name)
-            if fl is None or fl.fits is None:
-                continue
-            counts.append(fl.fits.count)
-            if fl.fits.best_free is not None and (best is None or fl.fits.best_free > best[0]):
-                best = (fl.fits.best_free, name, fl.fits.best_domain, fl.fits.best_workers or 0)
-    fits_somewhere = any(c for c in counts)
-    unknown = not counts or any(c is None for c in counts)
-    if fits_somewhere or (not said and unknown):
-        return None  # room exists (Kueue's word may be stale), or nothing known to say otherwise
-    what = f"{sh.workers}×{sh.gpus_per_worker} GPUs {sh.placement}" if sh is not None else "its topology request"
-    msg = f"{NO_DOMAIN} ({what})"
-    if best is not None and sh is not None:
-        where = f" ({best[2]})" if best[2] else ""
-        msg += (f": the best {sh.level or 'flavor'} of {best[1]}{where} has {best[0]} free GPUs, room for "
-                f"{best[3]} of the {sh.workers} workers of {sh.gpus_per_worker} GPUs on one host")
-    elif unknown:
-        msg += ": free capacity per domain is unknown"
-    return _reason(TOPOLOGY_FAILED, Severity.WAITING, msg, bestFree=best[0] if best else None,
-                   bestDomain=best[2] if best else None, fromKueue=said)
+    return _reason(TOPOLOGY_FAILED, Severity.WAITING, found.message, bestFree=found.best_free,
+                   bestDomain=found.best_domain or None, fromKueue=found.from_kueue)
 
 
 # --- the report ----------------------------------------------------------------------------

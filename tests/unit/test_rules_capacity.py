@@ -239,3 +239,17 @@ def test_health_defaults_reach_the_rule_through_its_config():
     cfg = RuleConfig(capacity=CapacityConfig(unknown_conditions=()))
     v, f = view(gpu_node("dark", conditions={"DcgmExporterUnavailable": "True"}), config=cfg)
     assert v.flavor(FLAVOR).gpus.free == 8 and f == []
+
+
+def test_pending_gangs_no_domain_can_place_are_listed_for_the_queues_view():
+    objs = [gpu_node(f"t{i}", f"r{i // 2}") for i in range(4)] + [pod("a", node="t0", gpus=1), pod("b", node="t2", gpus=1)]
+    gang = workload("gang", "ns")  # pending
+    gang["spec"]["podSets"] = [{"name": "main", "count": 2, "topologyRequest": {"required": ACC}, "template": {
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: "8"}}}]}}}]
+    v, _ = view(*objs, gang)
+    assert [(w.namespace, w.name, w.best_free) for w in v.topology_waits] == [("ns", "gang", 15)]
+    assert v.topology_waits[0].message.startswith("quota exists but no domain can place this shape (2×8 GPUs")
+    v, _ = view(*objs[:-1], gang)  # rack r1 is whole again: the gang fits, nothing listed
+    assert v.topology_waits == []
+    v, _ = view(*objs, gang, access={"Pod": AccessState.FORBIDDEN})  # room unknown and Kueue silent: no claim
+    assert v.topology_waits == []
