@@ -398,7 +398,8 @@ class Actions:
             data = await resp.read()
             payload = json.loads(data) if data else {}
             if resp.status >= 400:
-                raise ApiFailure(resp.status, str(payload.get("message", ""))[:300] if isinstance(payload, dict) else "")
+                raise ApiFailure(resp.status,
+                                 str(payload.get("message", ""))[:300] if isinstance(payload, dict) else "")
             return payload
         finally:
             resp.release()
@@ -447,7 +448,8 @@ class Actions:
                 raise PreconditionFailed(f"{kind} {_ref(namespace, name)} no longer exists")
             patch = planner(copy.deepcopy(current))
             if not patch:
-                return Result(False, "patch", kind, namespace, name, current, current, "already in the planned state", attempt)
+                return Result(False, "patch", kind, namespace, name, current, current, "already in the planned state",
+                              attempt)
             body = copy.deepcopy(patch)
             body.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
             about = {"patch": patch, "attempt": attempt, "reason": reason, "fieldManager": field_manager}
@@ -470,7 +472,8 @@ class Actions:
             self._audit("patch", kind, name, namespace, "ok", request=request, diff=merge_diff(current, after),
                         versions=[_version(current), _version(after)], **about)
             return Result(True, "patch", kind, namespace, name, current, after, reason, attempt)
-        raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} plans")
+        raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} "
+                                "plans")
 
     async def delete(self, kind: str, name: str, namespace: str | None, still_wanted: Callable[[Obj], bool],
                      reason: str) -> Result:
@@ -480,7 +483,8 @@ class Actions:
         for attempt in range(1, self.max_attempts + 1):
             current = await self.read(kind, name, namespace)
             if current is None or current["metadata"].get("deletionTimestamp"):
-                return Result(False, "delete", kind, namespace, name, current, None, "already gone or deleting", attempt)
+                return Result(False, "delete", kind, namespace, name, current, None, "already gone or deleting",
+                              attempt)
             if not still_wanted(current):
                 raise PreconditionFailed(f"{kind} {_ref(namespace, name)} changed: the plan no longer applies")
             meta = current["metadata"]
@@ -513,7 +517,8 @@ class Actions:
             self._audit("delete", kind, name, namespace, "ok", request=request,
                         deleted={"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}, **about)
             return Result(True, "delete", kind, namespace, name, current, None, reason, attempt)
-        raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} plans")
+        raise ConflictPersisted(f"{kind} {_ref(namespace, name)} kept changing; gave up after {self.max_attempts} "
+                                "plans")
 
     async def _write(self, verb: str, kind: str, name: str, namespace: str | None, about: dict[str, Any],
                      send: Coroutine[Any, Any, Obj]) -> tuple[str, Obj]:

@@ -3,7 +3,8 @@
 A context name says nothing about the cluster behind it (two kubeconfigs can both call theirs
 `prod`; the simulator names every run's context the same). The fingerprint is the `kube-system`
 Namespace UID: created with the cluster, never renamed, readable with a plain GET. When it cannot
-be read (403/404/error) the identity is the server URL alone, and says so (docs/decisions.md, "Journals are bound to a cluster identity").
+be read (403/404/error) the identity is the server URL alone, and says so (docs/decisions.md, "Journals are
+bound to a cluster identity").
 """
 
 from __future__ import annotations

@@ -294,7 +294,8 @@ class IncrementalDeriver:
             source=self.source, findings=sorted(findings, key=Finding.sort_key), **values))
 
 
-def derive(store: Store, now: datetime, config: RuleConfig | None = None, source: SourceInfo | None = None) -> ClusterView:
+def derive(store: Store, now: datetime, config: RuleConfig | None = None,
+           source: SourceInfo | None = None) -> ClusterView:
     """Run every rule over the store at time `now` (rules never read a clock): a fresh incremental
     deriver's first view — the same code the dashboard's updates run (`status -o json`, the simulator,
     tests)."""

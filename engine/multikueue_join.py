@@ -60,7 +60,8 @@ class Dispatched(ViewModel):
     nominated: list[str] = []
     cluster_name: str | None = None
     state: str = ""  # the manager Workload's: pending | quotaReserved | admitted | finished
-    remote_state: str = ""  # the mirror's on cluster_name: pending | quotaReserved | admitted | finished | gone | unknown
+    # the mirror's on cluster_name: pending | quotaReserved | admitted | finished | gone | unknown
+    remote_state: str = ""
 
 
 class Orphan(ViewModel):

@@ -78,8 +78,8 @@ def build_snapshot(source: RuleContext | Store | ProfileSet) -> dict[str, Any]:
         if not ready:
             detail = f"{ctype} {reason}" + (f": {msg}" if msg else "")
             raise ProfileSnapshotError(
-                f"refusing to export: workload profile {p.name!r} is not Ready at generation {ps.generation} ({detail}); "
-                "export needs every profile Ready"
+                f"refusing to export: workload profile {p.name!r} is not Ready at generation {ps.generation} "
+                f"({detail}); export needs every profile Ready"
             )
     doc = {
         "apiVersion": API_VERSION,
@@ -117,7 +117,8 @@ def export_snapshot(source: RuleContext | Store | ProfileSet, path: str | Path) 
 # to case; yaml.v3 writes metav1.Condition keys lower-cased (`observedgeneration`). Accept both.
 _PROFILE_KEYS = (
     "name description applicability gpusPerWorker workerCount mode placement defaultLocalQueue executionTarget "
-    "priorities localQueues clusterQueues resourceFlavors topologies workloadPriorityClasses podPriorityClasses conditions"
+    "priorities localQueues clusterQueues resourceFlavors topologies workloadPriorityClasses podPriorityClasses "
+    "conditions"
 ).split()
 _NESTED_KEYS = {
     "applicability": "teams lanes namespaces".split(),

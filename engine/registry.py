@@ -65,7 +65,8 @@ def _q(q: Any) -> Any:
 
 def _groups(groups: Any) -> tuple[Any, ...]:
     return tuple((tuple(rg.covered_resources), tuple(
-        (fl.name, tuple((r.name, _q(r.nominal_quota), _q(r.borrowing_limit), _q(r.lending_limit)) for r in fl.resources))
+        (fl.name,
+         tuple((r.name, _q(r.nominal_quota), _q(r.borrowing_limit), _q(r.lending_limit)) for r in fl.resources))
         for fl in rg.flavors)) for rg in groups)
 
 
@@ -107,7 +108,8 @@ RULES: tuple[Rule, ...] = (
     Rule("workspaces", _WORKSPACE_READS, (ViewField("workspaces", list[WorkspaceView], []),),
          part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print}),
     # TauTeam: profiles and MultiKueue say "not applicable" when TauGrid is not installed at all.
-    Rule("profiles", frozenset({"TauCluster", "TauTeam", "TauWorkspace"}), (ViewField("profiles", ProfilesView, ProfilesView()),),
+    Rule("profiles", frozenset({"TauCluster", "TauTeam", "TauWorkspace"}),
+         (ViewField("profiles", ProfilesView, ProfilesView()),),
          derive=derive_profiles),
     Rule("multikueue", frozenset({"TauCluster", "TauTeam", "TauWorkspace", "AdmissionCheck", "MultiKueueConfig",
                                   "MultiKueueCluster"}),

@@ -434,7 +434,8 @@ class Session:
             return None
         return self.store.raw(kind, name, namespace)
 
-    def yaml_source(self, kind: str, name: str, namespace: str | None = None) -> tuple[Any, dict[str, Any] | None, bool]:
+    def yaml_source(self, kind: str, name: str,
+                    namespace: str | None = None) -> tuple[Any, dict[str, Any] | None, bool]:
         """What the object view shows as YAML: (the object, its document, whether the document is whole).
         Kinds the source keeps no raw copy of (tens of thousands of Workloads) show the fields taudash reads."""
         obj = self.get(kind, name, namespace)

@@ -108,7 +108,8 @@ class Store:
         self._emit(kind, key, "DELETED", at)
         return True
 
-    def replace(self, kind: str, objects: Iterable[tuple[StoredObject, dict[str, Any] | None]], at: float | None = None) -> None:
+    def replace(self, kind: str, objects: Iterable[tuple[StoredObject, dict[str, Any] | None]],
+                at: float | None = None) -> None:
         """Swap a kind's whole content (a re-list), emitting one RESET change.
 
         Indexed in one batch: the kind's namespace and label indexes are rebuilt rather than edited

@@ -69,7 +69,8 @@ enter   open the finding's object (conditions, related objects, YAML)"""
         table = self.query_one("#all-findings", KeyedTable)
         terms = table.filter.raw.split()
         current = next((x.split(":", 1)[1] for x in terms if x.startswith("sev:")), "")
-        nxt = SEVERITY_CYCLE[(SEVERITY_CYCLE.index(current) + 1) % len(SEVERITY_CYCLE)] if current in SEVERITY_CYCLE else ""
+        nxt = (SEVERITY_CYCLE[(SEVERITY_CYCLE.index(current) + 1) % len(SEVERITY_CYCLE)] if current in SEVERITY_CYCLE
+               else "")
         terms = [x for x in terms if not x.startswith("sev:")] + ([f"sev:{nxt}"] if nxt else [])
         table.set_filter(parse_filter(" ".join(terms)), self.labels_of)
 

@@ -61,7 +61,8 @@ def stale_text(f: Frame) -> str:
         return f"stale ({fresh.unreachable_why})" if fresh.unreachable_why else "stale"
     at = datetime.fromtimestamp(fresh.unreachable_since, f.now.tzinfo or datetime.now().astimezone().tzinfo)
     zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""  # as the header says it
-    return f"stale since {at.strftime('%H:%M:%S')}{zone}" + (f" ({fresh.unreachable_why})" if fresh.unreachable_why else "")
+    return (f"stale since {at.strftime('%H:%M:%S')}{zone}"
+            + (f" ({fresh.unreachable_why})" if fresh.unreachable_why else ""))
 
 
 class _Solo:
@@ -176,7 +177,8 @@ enter       make that cluster the subject of every other screen (on a dispatched
             else:
                 v = f.view
                 age = f.freshness.age
-                pool = "  ".join(f"{short_flavor(fl.name)} {qty(fl.budget, GPU)}/{qty(fl.reserved, GPU)}/{qty(fl.headroom, GPU)}"
+                pool = "  ".join(f"{short_flavor(fl.name)} "
+                                 f"{qty(fl.budget, GPU)}/{qty(fl.reserved, GPU)}/{qty(fl.headroom, GPU)}"
                                  for fl in v.pool.flavors) or "no pool"
                 pending = sum(q.pending for q in v.cluster_queues)
                 admitted = sum(q.admitted for q in v.cluster_queues)

@@ -33,9 +33,11 @@ RETRY_SECONDS = 5  # how often an empty screen looks again
 NO_HISTORY = ("no history recorded yet for this cluster — taudash records while the dashboard or "
               "`taudash serve` runs")
 
-QUEUE_COLS = [Col("cq", "ClusterQueue", 16, ident=True), Col("pending", "pending", SPARK), Col("ppeak", "peak", 6, right=True),
+QUEUE_COLS = [Col("cq", "ClusterQueue", 16, ident=True), Col("pending", "pending", SPARK),
+              Col("ppeak", "peak", 6, right=True),
               Col("admitted", "admitted", SPARK), Col("apeak", "peak", 6, right=True)]
-WAIT_COLS = [Col("by", "by", 6), Col("group", "ClusterQueue / team", 16, ident=True), Col("count", "admitted", 9, right=True),
+WAIT_COLS = [Col("by", "by", 6), Col("group", "ClusterQueue / team", 16, ident=True),
+             Col("count", "admitted", 9, right=True),
              Col("p50", "wait p50", 10, right=True), Col("p95", "wait p95", 10, right=True)]
 LOG_COLS = [Col("when", "when (UTC)", 11), Col("victim", "preempted", 16, ident=True), Col("cq", "ClusterQueue", 14),
             Col("cohort", "cohort", 15), Col("why", "why", 18), Col("by", "by (preemptor)", flex=True)]

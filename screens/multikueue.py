@@ -26,7 +26,8 @@ CHECK_TEXT = {
     "M4": "ready multiKueue profile, own queue",
     "M5": "profile resolves uniquely",
 }
-CHECK_COLS = [Col("id", "check", 5), Col("what", "what it needs", 36), Col("ok", "result", 8), Col("msg", "message", flex=True)]
+CHECK_COLS = [Col("id", "check", 5), Col("what", "what it needs", 36), Col("ok", "result", 8),
+              Col("msg", "message", flex=True)]
 WORKER_COLS = [Col("name", "worker cluster", 20, ident=True), Col("config", "config", 14), Col("active", "Active", 9),
                Col("reason", "reason", 24), Col("msg", "message", flex=True)]
 OBJECT_COLS = [Col("kind", "kind", 18), Col("name", "name", 24, ident=True), Col("state", "state", flex=True)]
@@ -58,7 +59,8 @@ The platform owner owns worker credentials, rotation and revocation."""
             yield Section("CHECKS", KeyedTable(CHECK_COLS, empty="no checks evaluated", id="mk-checks"))
             yield Static(id="mk-detail", classes="detail")
             yield Section("WORKERS", KeyedTable(WORKER_COLS, empty="no MultiKueueClusters", id="mk-workers"))
-            yield Section("OBJECTS", KeyedTable(OBJECT_COLS, empty="no MultiKueue objects in the store", id="mk-objects"))
+            yield Section("OBJECTS",
+                          KeyedTable(OBJECT_COLS, empty="no MultiKueue objects in the store", id="mk-objects"))
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones

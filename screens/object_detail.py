@@ -31,7 +31,8 @@ from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 FINDING_COLS = [Col("sev", "severity", 10), Col("rule", "rule", 24), Col("message", "message", flex=True)]
-COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
+COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", "reason", 24),
+             Col("message", "message", flex=True)]
 REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name", "name", flex=True, ident=True)]
 EVENT_COLS = [Col("type", "type", 9), Col("reason", "reason", 24), Col("age", "age", 7, right=True),
               Col("count", "count", 6, right=True), Col("message", "message", flex=True)]
@@ -134,7 +135,8 @@ esc        back"""
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
             yield Static(id="od-title", classes="tile")
-            yield Section("FINDINGS", KeyedTable(FINDING_COLS, empty="✓ no findings about this object", id="od-findings"))
+            yield Section("FINDINGS",
+                          KeyedTable(FINDING_COLS, empty="✓ no findings about this object", id="od-findings"))
             yield Section("CONDITIONS", KeyedTable(COND_COLS, empty="no status.conditions", id="od-conditions"))
             yield Section("RELATED", KeyedTable(REL_COLS, empty="no related objects in the store", id="od-related"))
             yield Section("EVENTS", KeyedTable(EVENT_COLS, empty="events: not asked yet", id="od-events"),
@@ -233,7 +235,8 @@ esc        back"""
         head = span(f"{e.type} ", tones.warn if e.type == "Warning" else tones.muted)
         head.append(lit(e.reason, "bold"))
         head.append(lit(f"  ×{e.count} · from {e.source or '?'}", tones.muted))
-        when = " → ".join(dict.fromkeys(t.strftime("%Y-%m-%d %H:%M:%S UTC") for t in (e.first, e.last) if t is not None))
+        when = " → ".join(dict.fromkeys(t.strftime("%Y-%m-%d %H:%M:%S UTC") for t in (e.first, e.last)
+                                        if t is not None))
         head.end = "\n"
         pane.update(Group(head, kv_grid([("message", lit(e.message)), ("seen", lit(when or "?"))], tones.muted)))
 
@@ -355,14 +358,16 @@ esc        back"""
         self.query_one("#od-title", Static).update(title)
 
         mine = [f for f in frame.view.findings
-                if (f.object.kind, f.object.namespace or None, f.object.name) == (ref.kind, ref.namespace or None, ref.name)]
+                if (f.object.kind, f.object.namespace or None, f.object.name)
+                == (ref.kind, ref.namespace or None, ref.name)]
         rows = []
         for i, f in enumerate(mine):
             msg = lit(f.message)
             if f.hint:
                 msg.append("  → ", style=tones.muted)
                 msg.append(lit(f.hint, tones.accent))
-            rows.append(Row(f"{i}|{f.rule}", (severity_cell(f.severity.value, tones), lit(f.rule), msg), finding_meta(f)))
+            rows.append(Row(f"{i}|{f.rule}", (severity_cell(f.severity.value, tones), lit(f.rule), msg),
+                            finding_meta(f)))
         self.query_one("#od-findings", KeyedTable).sync(rows)
         conds = obj.conditions if obj is not None else []
         self.query_one("#od-conditions", KeyedTable).sync([

@@ -268,7 +268,8 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
                                    spark=not narrow))
         note = self.query_one("#ov-pool-note", Static)
         note.display = bool(view.pool.flavors)
-        note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that work runs",
+        note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that "
+                         "work runs",
                          style=tones.muted))
         self.query_one("#ov-borrow", Static).update(borrowing_line(view, tones, unknown_reason(frame, BORROW_KINDS)))
         self.query_one("#ov-status", Static).update(status_lines(view, tones, frame))

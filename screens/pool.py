@@ -48,7 +48,8 @@ RESERVE_COLS = [
     Col("spark", "last 30 min", 16),
 ]
 EXCLUDED_COLS = [Col("node", "node", 16, ident=True), Col("flavor", "flavor", 12), Col("reason", "reason", flex=True)]
-CONFLICT_COLS = [Col("code", "conflict", 20), Col("object", "object", 20, ident=True), Col("message", "message and who fixes it", flex=True)]
+CONFLICT_COLS = [Col("code", "conflict", 20), Col("object", "object", 20, ident=True),
+                 Col("message", "message and who fixes it", flex=True)]
 QUEUE_COLS = [
     Col("queue", "workspace queue", 16, ident=True),
     Col("ws", "workspace", 12),
@@ -95,7 +96,8 @@ enter          open the object of the highlighted row"""
             yield Static(id="pool-note", classes="note")
             yield Section("INVENTORY", KeyedTable(INVENTORY_COLS, empty="no pool flavors", id="pool-inventory"))
             yield Section("RESERVATIONS (GPUs)", KeyedTable(RESERVE_COLS, empty="no pool flavors", id="pool-reserved"))
-            yield Section("EXCLUDED NODES", KeyedTable(EXCLUDED_COLS, empty="✓ every candidate node counts", id="pool-excluded"))
+            yield Section("EXCLUDED NODES",
+                          KeyedTable(EXCLUDED_COLS, empty="✓ every candidate node counts", id="pool-excluded"))
             yield Section("CONFLICTS", KeyedTable(CONFLICT_COLS, empty="✓ none", id="pool-conflicts"))
             yield Section("WORKSPACE QUEUES", KeyedTable(QUEUE_COLS, empty="no workspace queues", id="pool-queues"))
 

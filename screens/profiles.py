@@ -64,7 +64,8 @@ def _selection_cells(s, tones: Tones) -> tuple:
 
 def _selection_row(s, tones: Tones) -> Row:
     return Row(f"{s.namespace}|{s.team}|{s.lane}", partial(_selection_cells, s, tones),
-               RowMeta(kind="TauCluster", name="cluster", text=f"{s.namespace} {s.team} {s.lane} {s.profile or s.error}"))
+               RowMeta(kind="TauCluster", name="cluster",
+                       text=f"{s.namespace} {s.team} {s.lane} {s.profile or s.error}"))
 
 
 class ProfilesScreen(DashScreen):
@@ -87,7 +88,8 @@ enter       open the TauCluster"""
             yield Section("CHECKS", KeyedTable(CHECK_COLS, empty="no checks evaluated", id="pr-checks"))
             yield Section("PROFILES", KeyedTable(PROFILE_COLS, empty="no workload profiles declared", id="pr-profiles"))
             yield Static(id="pr-why", classes="detail")
-            yield Section("SELECTION", KeyedTable(SELECT_COLS, empty="no (namespace, team, lane) tuples", id="pr-select"))
+            yield Section("SELECTION",
+                          KeyedTable(SELECT_COLS, empty="no (namespace, team, lane) tuples", id="pr-select"))
             yield Static(id="pr-stamps", classes="detail")
 
     def render_frame(self, frame: Frame) -> None:
@@ -131,7 +133,8 @@ enter       open the TauCluster"""
                 lit(r.name), ready,
                 lit(r.execution_target or "–", tones.accent if r.execution_target == "multiKueue" else ""),
                 lit(r.placement or "–"), lit(r.default_local_queue or "–"),
-            ), RowMeta(kind="TauCluster", name="cluster", text=f"{r.name} {r.reason} {r.message} {r.execution_target}")))
+            ),
+            RowMeta(kind="TauCluster", name="cluster", text=f"{r.name} {r.reason} {r.message} {r.execution_target}")))
         self.query_one("#pr-profiles", KeyedTable).sync(rows)
         why_pane = self.query_one("#pr-why", Static)
         why_pane.display = bool(why)

@@ -233,7 +233,8 @@ esc    back"""
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
             yield Static(id="qd-title", classes="tile")
-            yield Section("PENDING (Kueue's order)", KeyedTable(PENDING_COLS, empty="fetching positions…", id="qd-pending"),
+            yield Section("PENDING (Kueue's order)",
+                          KeyedTable(PENDING_COLS, empty="fetching positions…", id="qd-pending"),
                           classes="primary")
             yield Section("ADMITTED", KeyedTable(ADMITTED_COLS, empty="nothing admitted", id="qd-admitted"))
 

@@ -62,7 +62,8 @@ def _queue_cells(q: ClusterQueueView, branch: str, tones: Tones, claim: ClaimVie
     borrowed = _gpu_total(q.flavors, "borrowed")
     stop = stop_cell(q.stop_policy, tones)
     if claim is not None:  # a workflow holds the queue (⚠: its run stopped renewing the claim)
-        stop.append(f"  {'⚠' if claim.stale else '⚑'} {claim.holder}", style=tones.warn if claim.stale else tones.accent)
+        stop.append(f"  {'⚠' if claim.stale else '⚑'} {claim.holder}",
+                    style=tones.warn if claim.stale else tones.accent)
     return (
         name,
         stop,
@@ -238,7 +239,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                     tags.append("TauGrid")
                 if tags:
                     name.append(lit(f"  {', '.join(tags)}", tones.muted))
-                own = sum(r.nominal.as_float() for fl in cohort.flavors for r in fl.resources if r.name.endswith("/gpu"))
+                own = sum(r.nominal.as_float() for fl in cohort.flavors for r in fl.resources
+                          if r.name.endswith("/gpu"))
                 rows.append(Row(f"cohort:{cohort.name}", (
                     name, "", "",
                     Text(f"{len(members)} queues", style=tones.muted),
@@ -267,7 +269,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
         self._detail(event.row_key.value)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a ClusterQueue opens its pending and admitted Workloads (queue_detail.py); on a cohort, the object."""
+        """Enter on a ClusterQueue opens its pending and admitted Workloads (queue_detail.py); on a cohort, the
+        object."""
         key = event.row_key.value or ""
         if key.startswith("cq:"):
             event.stop()
@@ -401,7 +404,8 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
                          min_width={"flavor": 9, "resource": 12}.get(col))
         for fl in c.flavors:
             for i, r in enumerate(fl.resources):
-                u = unit_for((r.nominal, r.member_nominal, r.subtree_quota, r.reserved, r.used, r.borrowed, r.available))
+                u = unit_for((r.nominal, r.member_nominal, r.subtree_quota, r.reserved, r.used, r.borrowed,
+                              r.available))
                 t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), in_unit(r.nominal, u),
                           in_unit(r.member_nominal, u), in_unit(r.subtree_quota, u), in_unit(r.reserved, u),
                           in_unit(r.used, u), Text(in_unit(r.borrowed, u), style=tones.accent if r.borrowed else ""),

@@ -305,7 +305,8 @@ l       its LocalQueue: the same, for the Workloads submitted through that Local
         for wl in waiting:
             hit = cache.get(id(wl))
             # The common case at scale: the same row object as last tick and nothing blocks on it.
-            if hit is not None and hit[0] is wl and (not blockers or (hit[2] not in blockers and hit[3] not in blockers)):
+            if (hit is not None and hit[0] is wl
+                    and (not blockers or (hit[2] not in blockers and hit[3] not in blockers))):
                 items[hit[1].key] = hit[1]
                 fresh[id(wl)] = hit
                 continue

@@ -111,7 +111,8 @@ In a read-only session guided operations are disabled: n, r and a only say why."
             if e.elsewhere:  # another cluster's run: listed, greyed, never resumable here
                 rows.append(Row(e.id, (
                     lit(e.id, tones.muted), lit(e.kind, tones.muted), Text("other cluster", style=tones.muted),
-                    Text(f"{e.done}/{e.total}" if e.total else "–", style=tones.muted), lit(e.context or "–", tones.muted),
+                    Text(f"{e.done}/{e.total}" if e.total else "–", style=tones.muted),
+                    lit(e.context or "–", tones.muted),
                     Text(age_text(max(0.0, now - e.started)) if e.started else "–", style=tones.muted),
                     lit(f"{e.about}  ({state}, {e.server or 'server unknown'})", tones.muted),
                 ), RowMeta(text=f"{e.kind} other cluster {state} {e.context or ''} {e.about}")))

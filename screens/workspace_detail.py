@@ -23,7 +23,8 @@ from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
-COND_COLS = [Col("type", "type", 16, ident=True), Col("status", "status", 9), Col("reason", "reason", 24), Col("message", "message", flex=True)]
+COND_COLS = [Col("type", "type", 16, ident=True), Col("status", "status", 9), Col("reason", "reason", 24),
+             Col("message", "message", flex=True)]
 ROUTE_COLS = [
     Col("lq", "local queue", 14, ident=True),
     Col("cq", "cluster queue", 18),
@@ -31,7 +32,8 @@ ROUTE_COLS = [
     Col("uid", "queue UID", 11),
     Col("why", "why", flex=True),
 ]
-BLOCKER_COLS = [Col("kind", "kind", 10), Col("name", "object", 16, ident=True), Col("reason", "reason", 19), Col("why", "why it blocks", flex=True)]
+BLOCKER_COLS = [Col("kind", "kind", 10), Col("name", "object", 16, ident=True), Col("reason", "reason", 19),
+                Col("why", "why it blocks", flex=True)]
 ROUTE_TONE = {"Required": "warn", "SelectorIndependent": "ok", "NotRouted": "ok", "Missing": "ok", "Unknown": "unknown"}
 ROUTE_WORD = {
     "Required": "waits for the drain",

@@ -125,7 +125,8 @@ enter   workspace detail: every condition, routes, blockers with guidance, ident
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="body"):
-            yield Section("WORKSPACES", KeyedTable(COLS, empty="no TauWorkspaces in the system namespace", id="workspaces"),
+            yield Section("WORKSPACES",
+                          KeyedTable(COLS, empty="no TauWorkspaces in the system namespace", id="workspaces"),
                           classes="fit")
             yield Static(id="ws-why", classes="detail")
 

@@ -157,7 +157,8 @@ async def _load_one(context: str, kubeconfig: str | None, sync_timeout: float) -
         return ClusterResult(context, error=f"{type(exc).__name__}: {exc}")
 
 
-async def load_fleet_async(contexts: list[str], kubeconfig: str | None, sync_timeout: float = 30.0) -> list[ClusterResult]:
+async def load_fleet_async(contexts: list[str], kubeconfig: str | None,
+                           sync_timeout: float = 30.0) -> list[ClusterResult]:
     """One connection per cluster, all at once; the results in the order given."""
     results = await asyncio.gather(*(_load_one(c, kubeconfig, sync_timeout) for c in contexts),
                                    return_exceptions=True)

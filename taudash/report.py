@@ -146,7 +146,8 @@ def render_table(view: ClusterView) -> Group:
         parts.append(t)
 
     if view.claims:
-        parts.append(Text("CLAIMS (workflows holding what they write; no other workflow may write to it)", style="bold"))
+        parts.append(Text("CLAIMS (workflows holding what they write; no other workflow may write to it)",
+                          style="bold"))
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=1)
         grid.add_column(ratio=1)

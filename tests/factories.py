@@ -102,7 +102,8 @@ def flavor_usage(m: dict[str, dict[str, str]] | None, *, borrowed: bool = False)
 def cluster_queue(name: str, *, cohort: str | None = None, stop: str | None = None, pending: int = 0,
                   reserving: int = 0, admitted: int = 0,
                   active: tuple[str, str, str] | None = ("True", "Ready", "Can admit new workloads"),
-                  flavors: dict[str, dict[str, Any]] | None = None, reservation: dict[str, dict[str, str]] | None = None,
+                  flavors: dict[str, dict[str, Any]] | None = None,
+                  reservation: dict[str, dict[str, str]] | None = None,
                   usage: dict[str, dict[str, str]] | None = None, labels: dict | None = None, version: str = KQ,
                   limits: dict[tuple[str, str], dict[str, str]] | None = None, selector: dict | None = EVERY_NAMESPACE,
                   uid: str | None = None, status: bool = True, borrowed: bool = False, every_resource: bool = False,
@@ -142,7 +143,8 @@ def cohort(name: str, *, parent: str | None = None, flavors: dict[str, dict[str,
 
 
 def local_queue(name: str, ns: str, cq: str) -> dict:
-    return {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}
+    return {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterQueue": cq}}
 
 
 def resource_flavor(name: str, node_labels: dict | None = None, *, topology: str | None = None) -> dict:
@@ -198,11 +200,13 @@ def workload(name: str, ns: str, *, queue: str = "jobqueue", admitted_to: str | 
         conds.append(cond("Finished", "True", "Succeeded", "Job finished successfully"))
     meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-wl-{name}"}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner[0], "name": owner[1], "uid": owner[2], "controller": True}]
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner[0], "name": owner[1], "uid": owner[2],
+                                    "controller": True}]
         meta["labels"] = {"kueue.x-k8s.io/job-uid": owner[2]}
     status: dict[str, Any] = {"conditions": conds}
     if admitted_to and state != "pending":
-        status["admission"] = {"clusterQueue": admitted_to, "podSetAssignments": [{"name": "main", "flavors": {}, "count": 1}]}
+        status["admission"] = {"clusterQueue": admitted_to,
+                               "podSetAssignments": [{"name": "main", "flavors": {}, "count": 1}]}
     if checks:
         status["admissionChecks"] = checks
     return {"apiVersion": KQ, "kind": "Workload", "metadata": meta,
@@ -240,7 +244,8 @@ def cluster_queue_request(name: str, **spec: Any) -> dict:
 
 def admission_check(name: str = "mk", active: str = "True", config: str | None = "mk-config",
                     controller: str = "kueue.x-k8s.io/multikueue") -> dict:
-    obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name}, "spec": {"controllerName": controller},
+    obj = {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": name},
+           "spec": {"controllerName": controller},
            "status": {"conditions": [cond("Active", active, "Active" if active == "True" else "BadConfig")]}}
     if config:
         obj["spec"]["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config}
@@ -248,7 +253,8 @@ def admission_check(name: str = "mk", active: str = "True", config: str | None =
 
 
 def multikueue_config(name: str = "mk-config", clusters: Iterable[str] = ("worker-1", "worker-2")) -> dict:
-    return {"apiVersion": KQ, "kind": "MultiKueueConfig", "metadata": {"name": name}, "spec": {"clusters": list(clusters)}}
+    return {"apiVersion": KQ, "kind": "MultiKueueConfig", "metadata": {"name": name},
+            "spec": {"clusters": list(clusters)}}
 
 
 def multikueue_cluster(name: str, active: str = "True") -> dict:
@@ -293,7 +299,8 @@ def workspace(name: str, *, ns: str = SYS, gen: int = 1, observed: int = 1, phas
               conditions: list[dict] | None = None, team: str | None = "research", **spec: Any) -> dict:
     """A Ready TauWorkspace resolving to namespace `name` (the rules' usual case); `spec` keywords verbatim."""
     if conditions is None:
-        conditions = [cond("RBACReady", reason="RoleBindingReady"), cond("QueueReady"), cond("DriftDetected", "False", "NoDrift")]
+        conditions = [cond("RBACReady", reason="RoleBindingReady"), cond("QueueReady"),
+                      cond("DriftDetected", "False", "NoDrift")]
     s: dict[str, Any] = dict(spec)
     if team:
         s["teamRef"] = {"name": team}
@@ -476,7 +483,8 @@ def job(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", uid: str | 
             "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": pod}}}
 
 
-def rayjob(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", deployment: str = "Running", job_status: str = "") -> dict:
+def rayjob(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", deployment: str = "Running",
+           job_status: str = "") -> dict:
     meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-rayjob-{name}"}
     if queue:
         meta["labels"] = {QUEUE_LABEL: queue}
@@ -538,7 +546,8 @@ def pvc(name: str, ns: str, *, phase: str = "Bound", storage_class: str | None =
 
 
 def storage_class(name: str = "azureblob-fuse", provisioner: str = "blob.csi.azure.com") -> dict:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}, "provisioner": provisioner}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": provisioner}
 
 
 def csinode(name: str, *drivers: str) -> dict:
@@ -563,7 +572,8 @@ def claim_lease(target: str, holder: str, *, workflow: str = "hold", who: str = 
     if duration is not None:
         spec["leaseDurationSeconds"] = duration
     meta: dict[str, Any] = {"name": lease_name(Target(kind, name)), "namespace": ns,
-                            "annotations": {names.CLAIM_TARGET_ANNOTATION: target, names.CLAIM_WORKFLOW_ANNOTATION: workflow,
+                            "annotations": {names.CLAIM_TARGET_ANNOTATION: target,
+                                            names.CLAIM_WORKFLOW_ANNOTATION: workflow,
                                             names.CLAIM_WHO_ANNOTATION: who, names.CLAIM_HOST_ANNOTATION: host}}
     if labelled:
         meta["labels"] = {key: value}
@@ -749,7 +759,8 @@ def only(findings, rule: str):
 # --- scenario: the healthy automatic pool -----------------------------------------------------------------------
 
 
-def team_cq(ws: str, *, team: str = "research", cohort: str = TEAM_COHORT, flavors: dict | None = None, **kw: Any) -> dict:
+def team_cq(ws: str, *, team: str = "research", cohort: str = TEAM_COHORT, flavors: dict | None = None,
+            **kw: Any) -> dict:
     """A controller-owned workspace queue: zero nominal on every h100 resource unless told otherwise."""
     labels = {**MANAGED, "tau.azure.com/workspace": ws, "tau.azure.com/team": team}
     return pool_cq(f"tau-ws-{ws}", cohort=cohort, flavors=flavors if flavors is not None else {H100: {GPU: "0"}},
@@ -811,7 +822,8 @@ WS_UID = "uid-ws-eval"
 def drain_workspace(mode: str | None = "Retarget", *, name: str = "eval", resolved: str | None = OLD,
                     target: str | None = None, queue_uid: str | None = "uid-cq-tau-ws-eval",
                     identity: tuple[str, str] | None = ("eval-runner", "client-1"),
-                    subject: tuple[str, str] | None = ("Group", "eval-researchers"), cluster_wide: bool = False) -> dict:
+                    subject: tuple[str, str] | None = ("Group", "eval-researchers"),
+                    cluster_wide: bool = False) -> dict:
     meta: dict[str, Any] = {"name": name, "namespace": SYS, "generation": 1, "uid": WS_UID}
     spec: dict[str, Any] = {"teamRef": {"name": "research"}, "queue": "jobqueue"}
     if mode == "Deletion":
@@ -869,7 +881,8 @@ def drain_workload(name: str, ns: str = OLD, *, queue: str = "jobqueue", finishe
         ]
     if job_uid_label:
         meta["labels"] = {"kueue.x-k8s.io/job-uid": job_uid_label}
-    conds = [cond("QuotaReserved", "True"), cond("Admitted", "True")] if admitted_to else [cond("QuotaReserved", "False", "Pending")]
+    conds = ([cond("QuotaReserved", "True"), cond("Admitted", "True")] if admitted_to
+             else [cond("QuotaReserved", "False", "Pending")])
     if finished:
         conds.append(cond("Finished", "True", "Succeeded"))
     status: dict[str, Any] = {"conditions": conds}
@@ -878,7 +891,8 @@ def drain_workload(name: str, ns: str = OLD, *, queue: str = "jobqueue", finishe
     return {"apiVersion": KQ, "kind": "Workload", "metadata": meta, "spec": {"queueName": queue}, "status": status}
 
 
-def drain_world(mode: str | None = "Retarget", *extra: dict, ws: dict | None = None, ns_labels: dict | None = None) -> list[dict]:
+def drain_world(mode: str | None = "Retarget", *extra: dict, ws: dict | None = None,
+                ns_labels: dict | None = None) -> list[dict]:
     """The baseline objects plus `extra`."""
     return [
         ws or drain_workspace(mode),

@@ -8,6 +8,7 @@ from .recorder import Recorder, RecorderThread
 from .retention import Retention
 from .writer_lock import RecorderBusy
 
-__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "HistoryReader", "NewerSchema", "QueuedRecorder", "Recorder", "RecorderBusy",
+__all__ = ["DEMO_CLUSTER_KEY", "HistoryError", "HistoryReader", "NewerSchema", "QueuedRecorder", "Recorder",
+           "RecorderBusy",
            "RecorderThread", "Retention", "cluster_key", "connect",
            "db_path"]

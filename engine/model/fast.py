@@ -533,7 +533,8 @@ class FastCodec:
     def __init__(self, model: type[FastObject]) -> None:
         wire, self._finish = _WIRE.get(model, (model, _stamped))
         page = msgspec.defstruct(f"{model.__name__}List",
-                                 [("items", GenericAlias(list, (wire,)), []), ("metadata", ListMeta, ListMeta())], gc=False)
+                                 [("items", GenericAlias(list, (wire,)), []), ("metadata", ListMeta, ListMeta())],
+                                 gc=False)
         event = msgspec.defstruct(f"{model.__name__}Event", [("type", str), ("object", wire)], gc=False)
         self.model = model
         # The structs are made here, at run time: what they decode is typed by the annotations below.

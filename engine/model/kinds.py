@@ -1,4 +1,5 @@
-"""The registry of kinds the engine reads (ARCHITECTURE.md, "Add a kind"): one description per kind that everything reads.
+"""The registry of kinds the engine reads (ARCHITECTURE.md, "Add a kind"): one description per kind that
+everything reads.
 
 Group, versions, plural, kind, scope and short names (the live source, the snapshot loader, the
 simulator's discovery); whether the kind is high-volume (tens of thousands of objects: the store

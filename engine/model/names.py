@@ -72,7 +72,8 @@ DEACTIVATED_BY_ANNOTATION = "taudash.io/deactivated-by"  # set by taudash workfl
 HELD_BY_ANNOTATION = "taudash.io/held-by"  # on each object a running workflow claims: the workflow id
 
 # --- taudash claims: a coordination.k8s.io Lease per object a workflow writes (engine/workflows/claims.py) ---
-CLAIM_SELECTOR = "app.kubernetes.io/managed-by=taudash"  # every claim Lease carries this label (and only those are read)
+# every claim Lease carries this label (and only those are read)
+CLAIM_SELECTOR = "app.kubernetes.io/managed-by=taudash"
 CLAIM_TARGET_ANNOTATION = "taudash.io/claim-target"  # "ClusterQueue tau-ws-train": the object claimed
 CLAIM_WORKFLOW_ANNOTATION = "taudash.io/claim-workflow"  # the holder's workflow kind (hold, catalog, ...)
 CLAIM_WHO_ANNOTATION = "taudash.io/claim-who"  # the holder's authenticated user (or its kubeconfig user, marked)

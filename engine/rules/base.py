@@ -105,10 +105,12 @@ class Finding(ViewModel):
     hint: str = ""
 
     def sort_key(self) -> tuple[Any, ...]:
-        return (self.severity.rank, self.rule, self.object.kind, self.object.namespace or "", self.object.name, self.message)
+        return (self.severity.rank, self.rule, self.object.kind, self.object.namespace or "", self.object.name,
+                self.message)
 
 
-def finding(severity: Severity, rule: str, kind: str, name: str, namespace: str | None, message: str, hint: str = "") -> Finding:
+def finding(severity: Severity, rule: str, kind: str, name: str, namespace: str | None, message: str,
+            hint: str = "") -> Finding:
     return Finding(
         severity=severity,
         rule=rule,

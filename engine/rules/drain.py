@@ -214,7 +214,8 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
         continuity = None
         if cq is not None and recorded_uid and cqn == recorded_cq:
             continuity = "Unchanged" if cq.uid == recorded_uid else "Changed"
-        routes.append(DrainRoute.trusted(local_queue=lq, cluster_queue=cqn, state=state, uid_continuity=continuity, reason=why))
+        routes.append(DrainRoute.trusted(local_queue=lq, cluster_queue=cqn, state=state, uid_continuity=continuity,
+                                         reason=why))
         if continuity == "Changed" and cqn not in replaced_reported:
             replaced_reported.add(cqn)
             findings.append(
@@ -224,8 +225,9 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                     "TauWorkspace",
                     ws.name,
                     ws_ns,
-                    f"ClusterQueue {cqn} routing namespace {old} has UID {(cq.uid if cq is not None else '') or '(none)'}, but workspace "
-                    f"{ws.name} recorded {recorded_uid}: the queue was replaced by another owner",
+                    f"ClusterQueue {cqn} routing namespace {old} has UID "
+                    f"{(cq.uid if cq is not None else '') or '(none)'}, but workspace {ws.name} recorded "
+                    f"{recorded_uid}: the queue was replaced by another owner",
                     "TauGrid leaves a replaced queue untouched; confirm with the queue's owner that the "
                     "replacement is intended",
                 )

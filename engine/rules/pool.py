@@ -449,7 +449,8 @@ class _Automatic:
                     "QuotaDeclared",
                     "TauTeam",
                     team,
-                    f"TauTeam {team} sets spec.quota ({len(self.team_obj.spec.quota)} entries); automatic capacity requires it omitted",
+                    f"TauTeam {team} sets spec.quota ({len(self.team_obj.spec.quota)} entries); automatic capacity "
+                    "requires it omitted",
                 )
         for ws in self.workspaces:
             if ws.spec.quota:
@@ -457,7 +458,8 @@ class _Automatic:
                     "QuotaDeclared",
                     "TauWorkspace",
                     ws.name,
-                    f"TauWorkspace {ws.name} of team {team} sets spec.quota ({len(ws.spec.quota)} entries); automatic capacity requires it omitted",
+                    f"TauWorkspace {ws.name} of team {team} sets spec.quota ({len(ws.spec.quota)} entries); automatic "
+                    "capacity requires it omitted",
                 )
 
         cqs = s.list(ClusterQueue) if self.ok("ClusterQueue") else []
@@ -468,7 +470,8 @@ class _Automatic:
                     "LegacyDiscovery",
                     "ClusterQueue",
                     cq.name,
-                    f"ClusterQueue {cq.name} is labelled {DISCOVER_LABEL}=true: legacy GPU discovery cannot run alongside the automatic pool",
+                    f"ClusterQueue {cq.name} is labelled {DISCOVER_LABEL}=true: legacy GPU discovery cannot run "
+                    "alongside the automatic pool",
                 )
             if not _managed(cq):
                 held = _nonzero(_totals(cq.status.flavors_reservation), self.pool)
@@ -477,7 +480,8 @@ class _Automatic:
                         "ExternalReservation",
                         "ClusterQueue",
                         cq.name,
-                        f"ClusterQueue {cq.name} is not managed by {TAU_MANAGER} and holds reservations on the pool: {_fmt(held)}",
+                        f"ClusterQueue {cq.name} is not managed by {TAU_MANAGER} and holds reservations on the pool: "
+                        f"{_fmt(held)}",
                     )
             if self.ok("TauWorkspace") and cq.name not in self.team_queues:
                 quota = _nonzero(_nominal(cq.spec.resource_groups), self.pool)
@@ -486,7 +490,8 @@ class _Automatic:
                         "OverlappingBudget",
                         "ClusterQueue",
                         cq.name,
-                        f"ClusterQueue {cq.name} is not a workspace queue of team {team} but gives nominal quota on pool flavors: {_fmt(quota)}",
+                        f"ClusterQueue {cq.name} is not a workspace queue of team {team} but gives nominal quota on "
+                        f"pool flavors: {_fmt(quota)}",
                     )
         if self.root_known:
             for co in cohorts:
@@ -500,7 +505,8 @@ class _Automatic:
                         "OverlappingBudget",
                         "Cohort",
                         co.name,
-                        f"Cohort {co.name}{extra} is not the root {self.root} but gives nominal quota on pool flavors: {_fmt(quota)}",
+                        f"Cohort {co.name}{extra} is not the root {self.root} but gives nominal quota on pool "
+                        f"flavors: {_fmt(quota)}",
                     )
 
         if self.nodes_known and self.ok("ResourceFlavor", "ClusterQueue", "Cohort"):
@@ -522,7 +528,8 @@ class _Automatic:
                         "OverlappingFlavor",
                         "ResourceFlavor",
                         rf.name,
-                        f"ResourceFlavor {rf.name} selects {len(selected)} counted pool node(s) ({_names(selected)}) and has nonzero nominal quota in {_names(givers)}: the same nodes would be budgeted twice",
+                        f"ResourceFlavor {rf.name} selects {len(selected)} counted pool node(s) ({_names(selected)}) "
+                        f"and has nonzero nominal quota in {_names(givers)}: the same nodes would be budgeted twice",
                     )
         return sorted(out, key=lambda c: (c.name, c.kind, c.code))
 
@@ -536,21 +543,28 @@ class _Automatic:
     def _hint(self, c: PoolConflict) -> str:
         never = "TauGrid never divides the pool or rewrites external budgets"
         if c.code == "TeamMissing":
-            return f"the platform team creates TauTeam {c.name} in {self.ns} (without spec.quota), or corrects TauCluster spec.queues.capacityTeamRef"
+            return (f"the platform team creates TauTeam {c.name} in {self.ns} (without spec.quota), or corrects "
+                    "TauCluster spec.queues.capacityTeamRef")
         if c.code == "QuotaDeclared":
-            return f"the owner of {c.kind} {c.name} (platform manifests or Helm teams[]/workspaces[] values) removes spec.quota"
+            return (f"the owner of {c.kind} {c.name} (platform manifests or Helm teams[]/workspaces[] values) removes "
+                    "spec.quota")
         if c.code == "LegacyDiscovery":
-            return f"the owner of ClusterQueue {c.name} (e.g. the umbrella chart's baselineQueue.gpu) removes the {DISCOVER_LABEL} label or the queue"
+            return (f"the owner of ClusterQueue {c.name} (e.g. the umbrella chart's baselineQueue.gpu) removes the "
+                    f"{DISCOVER_LABEL} label or the queue")
         if c.code == "ExternalReservation":
-            return f"the owner of ClusterQueue {c.name} drains or moves those workloads off the pool flavors; TauGrid never adopts external queues"
+            return (f"the owner of ClusterQueue {c.name} drains or moves those workloads off the pool flavors; TauGrid "
+                    "never adopts external queues")
         if c.code == "OverlappingFlavor":
             givers = _names(self.givers.get(c.name, []))
-            return f"the owners of {givers} remove their quota on {c.name}, or the flavor's owner narrows spec.nodeLabels so it selects no pool node; {never}"
+            return (f"the owners of {givers} remove their quota on {c.name}, or the flavor's owner narrows "
+                    f"spec.nodeLabels so it selects no pool node; {never}")
         # OverlappingBudget
         co = self.store.get(c.kind, c.name)
         owner = co.labels.get(TEAM_LABEL) if co is not None and _managed(co) else None
         if owner and owner != self.team:
-            return f"{c.kind} {c.name} is tau-core-controller's allocation for team {owner}: drain and remove that team's workspaces (or give it spec.quota off the pool flavors) so the controller reconciles it away; {never}"
+            return (f"{c.kind} {c.name} is tau-core-controller's allocation for team {owner}: drain and remove that "
+                    "team's workspaces (or give it spec.quota off the pool flavors) so the controller reconciles it "
+                    f"away; {never}")
         return f"the owner of {c.kind} {c.name} removes its quota on the pool flavors; {never}"
 
     # budget, queues, headroom (docs/rules.md#pool-inventory) ------------------------------------------------
@@ -571,7 +585,8 @@ class _Automatic:
                 self.root,
                 f"automatic pool of team {self.team} is invalid ({causes}): the root budget is 0 on every flavor until "
                 "validation passes; running work is not evicted, new admissions wait",
-                "resolve each POOL-CONFLICT through the owner it names; the controller restores the budget on its next reconcile",
+                "resolve each POOL-CONFLICT through the owner it names; the controller restores the budget on its "
+                "next reconcile",
             )
         elif valid is False and self.ok("Cohort") and self.root_known:
             self.add(
@@ -652,7 +667,8 @@ class _Automatic:
     def _overcommitted(self, fl: str, cls: ClassNodes | None, headroom: dict[str, Quantity],
                        budget: dict[str, Quantity], reserved: dict[str, Quantity]) -> None:
         over = [r for r, q in headroom.items() if q.negative]
-        detail = "; ".join(f"{r}: reserved {reserved.get(r, ZERO).human()} > budget {budget.get(r, ZERO).human()}" for r in over)
+        detail = "; ".join(f"{r}: reserved {reserved.get(r, ZERO).human()} > budget {budget.get(r, ZERO).human()}"
+                           for r in over)
         why = ""
         if cls and cls.excluded:
             why = " (excluded: " + _names([f"{e.node} {e.reason}" for e in cls.excluded], 3) + ")"
@@ -740,8 +756,8 @@ class _Automatic:
                     "ClusterQueue",
                     name,
                     f"workspace queue of {ws_name} (team {self.team}) differs from the pool shape: {shown}",
-                    f"the controller reconciles tau-ws queues on its next pass; check TauWorkspace {ws_name} QueueReady "
-                    "for the reason if it persists",
+                    f"the controller reconciles tau-ws queues on its next pass; check TauWorkspace {ws_name} "
+                    "QueueReady for the reason if it persists",
                 )
         if not self.root_known:
             return
@@ -754,8 +770,10 @@ class _Automatic:
                     "POOL-QUEUE-DRIFT",
                     "ClusterQueue",
                     cq.name,
-                    f"joins the root Cohort {self.root} of team {self.team} but is not one of its workspace queues{extra}",
-                    f"its owner moves it out of Cohort {self.root}; only the team's workspace queues borrow from the pool",
+                    f"joins the root Cohort {self.root} of team {self.team} but is not one of its workspace "
+                    f"queues{extra}",
+                    f"its owner moves it out of Cohort {self.root}; only the team's workspace queues borrow from the "
+                    "pool",
                 )
 
 
@@ -907,10 +925,11 @@ def _retained(ctx: RuleContext) -> list[Finding]:
                 "Cohort",
                 co.name,
                 None,
-                f"Cohort {co.name} of {who} still holds an automatic pool budget ({_fmt(held)}) without a capacityTeamRef "
-                "or team quota: it blocks reallocating that capacity",
+                f"Cohort {co.name} of {who} still holds an automatic pool budget ({_fmt(held)}) without a "
+                "capacityTeamRef or team quota: it blocks reallocating that capacity",
                 f"its owner tau-core-controller reconciles it away once team {owner}'s workloads are drained and its "
-                "workspaces removed; if capacityTeamRef was removed first, restore it, drain, remove the workspaces, then remove it",
+                "workspaces removed; if capacityTeamRef was removed first, restore it, drain, remove the workspaces, "
+                "then remove it",
             )
         )
     return out

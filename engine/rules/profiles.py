@@ -216,7 +216,8 @@ def _cond_text(c: Condition) -> str:
 
 
 def load_profile_set(ctx: RuleContext | Store) -> ProfileSet:
-    """Read the TauCluster and run the usable-set checks of docs/rules.md#profiles-usable in order (later ones need earlier)."""
+    """Read the TauCluster and run the usable-set checks of docs/rules.md#profiles-usable in order (later ones
+    need earlier)."""
     store = ctx.store if isinstance(ctx, RuleContext) else ctx
     system_ns = ctx.config.system_namespace if isinstance(ctx, RuleContext) else "tau-system"
     ws_tuples = _workspace_tuples(store, system_ns)
@@ -370,7 +371,8 @@ def _authorization_error(p: ResolvedWorkloadProfile, namespace: str, team: str, 
         ("lane", a.lanes, lane),
     ):
         if not contains_or_global(allowed, value):
-            return f"workload profile {p.name!r} does not authorize {what} {value!r}; allowed {what}s: {', '.join(allowed)}"
+            return (f"workload profile {p.name!r} does not authorize {what} {value!r}; allowed {what}s: "
+                    f"{', '.join(allowed)}")
     return None
 
 
@@ -581,7 +583,8 @@ _HINTS = {
     "PROFILES-UNAVAILABLE": "TauGrid submissions stop until the singleton TauCluster 'cluster' exists and is readable",
     "PROFILES-STALE": "wait for the controller to observe the new generation; check its logs if it does not",
     "PROFILES-NOT-READY": "read the WorkloadProfilesReady message and the first failing condition of each profile",
-    "PROFILES-HASH-MISMATCH": "the published set does not match its hash: do not render from it; check the controller version",
+    "PROFILES-HASH-MISMATCH": "the published set does not match its hash: do not render from it; check the controller "
+                              "version",
 }
 
 

@@ -1,4 +1,5 @@
-"""Cohorts and ClusterQueues (docs/rules.md#cohorts-and-queues): quotas, reservations, borrowing, stop state, why work waits.
+"""Cohorts and ClusterQueues (docs/rules.md#cohorts-and-queues): quotas, reservations, borrowing, stop state,
+why work waits.
 
 Capacity arithmetic is kept here, apart from I/O, in the spirit of Kueue's resource_node.go.
 """
@@ -506,7 +507,8 @@ def _why(wl: Workload, active: bool, qr: ConditionLike | None, adm: ConditionLik
         return ("QuotaReserved", qr.reason or "Pending", qr.message)
     outstanding = [c for c in wl.status.admission_checks if c.state != "Ready"]
     if outstanding:
-        detail = "; ".join(f"admission check {c.name}: {c.state}" + (f" ({c.message})" if c.message else "") for c in outstanding)
+        detail = "; ".join(f"admission check {c.name}: {c.state}" + (f" ({c.message})" if c.message else "")
+                           for c in outstanding)
         return ("Admitted", adm.reason if adm else "UnsatisfiedAdmissionChecks", detail)
     if adm is not None:
         return ("Admitted", adm.reason, adm.message)

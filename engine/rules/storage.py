@@ -107,7 +107,8 @@ def _check_claim(ctx: RuleContext, ns: str, name: str) -> tuple[StorageClaim, li
                 name=name,
                 state="Ready",
                 phase=phase,
-                message="Bound without a StorageClass: the CSI driver cannot be derived; check node registration by hand",
+                message="Bound without a StorageClass: the CSI driver cannot be derived; check node registration by "
+                        "hand",
             ),
             out,
         )

@@ -309,8 +309,10 @@ def flavor_mismatch(flavor: ResourceFlavor | None, pod_sets: Iterable[PodSet]) -
             if k in labels and labels[k] != v:
                 return f"pod set {ps.name} selects {k}={v}, the flavor has {k}={labels[k]}"
         for taint in flavor.spec.node_taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerates([*spec.tolerations, *flavor.spec.tolerations], taint):
-                return f"pod set {ps.name} does not tolerate the flavor's taint {taint.key}={taint.value}:{taint.effect}"
+            tolerations: list[_Toleration] = [*spec.tolerations, *flavor.spec.tolerations]
+            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+                return (f"pod set {ps.name} does not tolerate the flavor's taint "
+                        f"{taint.key}={taint.value}:{taint.effect}")
     return None
 
 
@@ -446,7 +448,8 @@ class _Assignment:
         return {(g, fl) for (g, _), (fl, _) in self.chosen.items()}
 
 
-def _assign(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, flavors: dict[str, Any], flavors_known: bool) -> _Assignment:
+def _assign(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, flavors: dict[str, Any],
+            flavors_known: bool) -> _Assignment:
     per_ps = pod_set_requests(wl)
     covered_all = {r for rg in cq.spec.resource_groups for r in rg.covered_resources}
     requested = workload_requests(wl)
@@ -520,7 +523,8 @@ def _flavor_rows(a: _Assignment, cq: ClusterQueue, node: QuotaNode | None, input
     return rows
 
 
-def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota: ResourceQuota | None, node: QuotaNode | None,
+def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota: ResourceQuota | None,
+                node: QuotaNode | None,
                 subtree: list[QuotaNode], inputs: QuotaInputs) -> FlavorQuota:
     av = available(node, fr) if node is not None else None
     pot = potential_available(node, fr) if node is not None else None
@@ -554,10 +558,12 @@ def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota: Re
 
 
 def _short_text(rows: list[FlavorQuota]) -> str:
-    text = "; ".join(f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more needed)"
+    text = "; ".join(f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more "
+                     "needed)"
                      for f in rows)
     if any(f.available is not None and f.available.negative for f in rows):
-        text += " (a negative availability: quota was lowered below what is already reserved; Kueue does not evict for that)"
+        text += (" (a negative availability: quota was lowered below what is already reserved; Kueue does not evict "
+                 "for that)")
     return text
 
 
@@ -590,7 +596,8 @@ def _satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     return policy == "Any"
 
 
-def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assignment, inputs: QuotaInputs) -> Preemption:
+def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assignment,
+                inputs: QuotaInputs) -> Preemption:
     pol = cq.spec.preemption
     bwc = pol.borrow_within_cohort
     policy = {
@@ -610,7 +617,8 @@ def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assi
         return Preemption(possible=False, policy=policy, message="not needed: the Workload fits without preempting")
     if "ExceedsMaxQuota" in a.modes:
         return Preemption(possible=False, policy=policy,
-                          message="no: the request exceeds the most this queue can ever get; preemption cannot make room")
+                          message="no: the request exceeds the most this queue can ever get; preemption cannot make "
+                                  "room")
     needs = dict(a.assumed)
     short = [fr for fr, req in needs.items() if available(node, fr) < req]
     borrow_ok = bwc is not None and bwc.policy != "Never"
@@ -640,7 +648,8 @@ def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assi
                     candidates.append((-1, h, other.name))
     if not candidates:
         return Preemption(possible=False, policy=policy,
-                          message="no: no admitted Workload that this queue's preemption policy allows it to preempt holds the quota it lacks")
+                          message="no: no admitted Workload that this queue's preemption policy allows it to preempt "
+                                  "holds the quota it lacks")
 
     # Kueue's candidate order: other queues first, lower priority first, most recently reserved first, then UID.
     def reserved_at(h: Workload) -> datetime | None:
@@ -689,8 +698,9 @@ def _preemption(wl: Workload, cq: ClusterQueue, node: QuotaNode | None, a: _Assi
             release(h, cq_name)
     victims = [_ref(h, requests={f"{fl}/{r}": q for (fl, r), q in reserved_usage(h).items()}) for h, _ in taken]
     return Preemption(possible=True, policy=policy, candidates=victims,
-                      message=f"yes: preempting {len(victims)} Workload(s) would make room (an estimate, not a promise: "
-                              "Kueue preempts only for the head of the queue, and the cluster may change first)")
+                      message=f"yes: preempting {len(victims)} Workload(s) would make room (an estimate, not a "
+                              "promise: Kueue preempts only for the head of the queue, and the cluster may change "
+                              "first)")
 
 
 _UNSET: Any = object()
@@ -713,12 +723,14 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         inputs = quota_inputs(ctx)
     reasons: list[WaitReason] = []
     if inputs.unknown:
-        reasons.append(_reason("Unknown", Severity.UNKNOWN, "cannot tell: " + ", ".join(inputs.unknown) + " unreadable; "
+        reasons.append(_reason("Unknown", Severity.UNKNOWN,
+                               "cannot tell: " + ", ".join(inputs.unknown) + " unreadable; "
                                "quota, order and preemption are unknown", unreadable=inputs.unknown))
     lq_known = not ctx.unreadable("LocalQueue")
     lq = ctx.store.get(LocalQueue, wl.spec.queue_name, namespace) if wl.spec.queue_name else None
     adm = wl.status.admission
-    cq_name = adm.cluster_queue if adm is not None and adm.cluster_queue else (lq.spec.cluster_queue if lq is not None else None)
+    cq_name = (adm.cluster_queue if adm is not None and adm.cluster_queue
+               else (lq.spec.cluster_queue if lq is not None else None))
     cq = ctx.store.get(ClusterQueue, cq_name) if cq_name else None
     node = inputs.tree.node(cq_name) if inputs.tree is not None and cq_name else None
 
@@ -762,7 +774,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         reasons.append(_reason("ClusterQueueMissing", Severity.BLOCKING, f"ClusterQueue {cq_name} does not exist"))
     elif cq is not None and (cq.spec.stop_policy or "None") != "None":
         reasons.append(_reason("ClusterQueueStopped", Severity.BLOCKING,
-                               f"ClusterQueue {cq.name} is stopped (stopPolicy {cq.spec.stop_policy}): no new admissions",
+                               f"ClusterQueue {cq.name} is stopped (stopPolicy {cq.spec.stop_policy}): no new "
+                               "admissions",
                                stopPolicy=cq.spec.stop_policy))
     elif cq is not None:
         active = cq.condition("Active")
@@ -784,7 +797,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                                        f"admission check {c.name} rejected it: {c.message}", check=c.name))
             elif c.state != "Ready":
                 reasons.append(_reason("AdmissionCheckPending", Severity.WAITING,
-                                       f"quota is reserved; admission check {c.name} is {c.state}" + (f": {c.message}" if c.message else ""),
+                                       f"quota is reserved; admission check {c.name} is {c.state}"
+                                       + (f": {c.message}" if c.message else ""),
                                        check=c.name, state=c.state))
 
     # --- quota and order (only for a pending Workload)
@@ -799,7 +813,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         flavors = {f.name: f for f in ctx.store.list(ResourceFlavor)}
         a = _assign(wl, cq, node, flavors, rf_known)
         if not rf_known:
-            reasons.append(_reason("Unknown", Severity.UNKNOWN, "ResourceFlavors are unreadable: flavor matching not evaluated",
+            reasons.append(_reason("Unknown", Severity.UNKNOWN,
+                                   "ResourceFlavors are unreadable: flavor matching not evaluated",
                                    unreadable=_unreadable(ctx, ("ResourceFlavor",))))
         flavor_rows = _flavor_rows(a, cq, node, inputs)
         if a.not_covered:
@@ -818,7 +833,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason(
                 "ExceedsMaxQuota", Severity.BLOCKING,
                 "the request exceeds the most this queue can ever reserve (nominal + borrowable within limits): "
-                + "; ".join(f"{f.flavor}/{f.resource} requested {f.requested} > max {f.potential_available}" for f in rows),
+                + "; ".join(f"{f.flavor}/{f.resource} requested {f.requested} > max {f.potential_available}"
+                            for f in rows),
                 flavors=[f"{f.flavor}/{f.resource}" for f in rows]))
         elif node is not None and "Short" in a.modes:
             rows = [f for f in flavor_rows if f.mode == "Preempt" and any(fl == f.flavor for _, fl in chosen)]
@@ -855,8 +871,9 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                 if not _assign(head, cq, node, flavors, rf_known).fits:
                     reasons.append(_reason(
                         "HeadOfLineBlocked", Severity.WAITING,
-                        f"StrictFIFO: the head {head.namespace}/{head.name} (priority {effective_priority(head)}) does not fit, "
-                        "and nothing behind it is tried until it is admitted — this Workload waits even if it would fit",
+                        f"StrictFIFO: the head {head.namespace}/{head.name} (priority {effective_priority(head)}) does "
+                        "not fit, and nothing behind it is tried until it is admitted — this Workload waits even if it "
+                        "would fit",
                         head=f"{head.namespace}/{head.name}", fitsItself=a.fits))
             if pos_cq > 0 and not any(r.code == "HeadOfLineBlocked" for r in reasons):
                 reasons.append(_reason("QueuedBehind", Severity.INFO,
@@ -874,7 +891,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
         if node is not None and a.fits and not any(r.severity == Severity.BLOCKING or r.code in (
                 "HeadOfLineBlocked", "TopologyPlacementFailed") for r in reasons):
             reasons.append(_reason("FitsNow", Severity.INFO,
-                                   "its request fits the unused quota now: Kueue should reserve it in a coming scheduling cycle"))
+                                   "its request fits the unused quota now: Kueue should reserve it in a coming "
+                                   "scheduling cycle"))
 
     # --- Kueue's own word
     kc = _kueue_condition(wl)

@@ -323,7 +323,8 @@ class KubeSource:
         except ValidationError as exc:
             st.decode_errors += 1
             meta = raw.get("metadata") or {}
-            log.warning("%s %s/%s: undecodable object skipped: %s", k.kind, meta.get("namespace", ""), meta.get("name"), exc.errors()[0].get("msg"))
+            log.warning("%s %s/%s: undecodable object skipped: %s", k.kind, meta.get("namespace", ""), meta.get("name"),
+                        exc.errors()[0].get("msg"))
             return None
 
     async def _list(self, k: ResourceKind, st: KindStatus) -> None:

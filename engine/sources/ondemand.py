@@ -229,7 +229,8 @@ class KubeOnDemand:
         """Watch until the server ends the stream; the caller lists again (cheap: one object's Events)."""
         query: list[tuple[str, Any]] = [("watch", "1"), ("fieldSelector", selector), ("resourceVersion", rv),
                                         ("allowWatchBookmarks", "true"), ("timeoutSeconds", self.watch_timeout)]
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=self.watch_timeout + 60)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout,
+                                        sock_read=self.watch_timeout + 60)
         resp = await self._request(path, query, timeout)
         try:
             if resp.status >= 400:

@@ -98,7 +98,8 @@ def _read_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
     return _yaml_docs(text, path)
 
 
-def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>", store: Store | None = None) -> LoadResult:
+def load_documents(docs: list[tuple[int | None, Any]], path: str = "<objects>",
+                   store: Store | None = None) -> LoadResult:
     """Load parsed documents (line, object) into a store. Used by files and tests alike."""
     result = LoadResult(store=store or Store())
     access: dict[str, AccessState] = {}

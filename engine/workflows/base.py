@@ -93,7 +93,8 @@ class Operation:
             planner = self.planner or partial(_fixed_patch, patch=self.patch)
             return await actions.patch(self.kind, self.name, self.namespace, planner, reason)
         if self.verb == "delete":
-            return await actions.delete(self.kind, self.name, self.namespace, self.still_wanted or (lambda _o: True), reason)
+            return await actions.delete(self.kind, self.name, self.namespace, self.still_wanted or (lambda _o: True),
+                                        reason)
         raise ValueError(f"unknown operation {self.verb}")
 
 

@@ -270,7 +270,8 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
                     break
                 rf = refs.ctx.store.get(ResourceFlavor, normalize_name(f.name))
                 if rf is None:
-                    out.append(f"{label}: ClusterQueue {cq.name!r} uses ResourceFlavor {f.name!r}, which does not exist")
+                    out.append(f"{label}: ClusterQueue {cq.name!r} uses ResourceFlavor {f.name!r}, which does not "
+                               "exist")
                 elif rf.spec.topology_name and refs.readable("Topology") and \
                         refs.ctx.store.get(Topology, normalize_name(rf.spec.topology_name)) is None:
                     out.append(f"{label}: ResourceFlavor {f.name!r} names Topology {rf.spec.topology_name!r}, "
@@ -278,7 +279,8 @@ def _reference_problems(ctx: Context, refs: _Refs, p: ResolvedWorkloadProfile, l
     out += _execution_problems(ctx, refs, p, label, cqs)
     pri = p.priorities
     if not pri.disable_default_priorities:
-        for kind, field, name in (("WorkloadPriorityClass", "workloadPriorityClassName", pri.workload_priority_class_name),
+        for kind, field, name in (("WorkloadPriorityClass", "workloadPriorityClassName",
+                                   pri.workload_priority_class_name),
                                   ("PriorityClass", "podPriorityClassName", pri.pod_priority_class_name)):
             if refs.readable(kind) and refs.ctx.store.get(kind, name) is None:
                 out.append(f"{label}: priorities.{field}: {kind} {name!r} not found")
@@ -486,7 +488,8 @@ class CatalogHold(SetStopPolicy):
     """Hold the affected queues, after a server dry-run of the catalog update has been accepted:
     a catalog the API server refuses stops here, before any queue is touched."""
 
-    def __init__(self, step_id: str, cqs: list[str], catalog: list[dict[str, Any]], why: dict[str, list[str]] | None = None,
+    def __init__(self, step_id: str, cqs: list[str], catalog: list[dict[str, Any]],
+                 why: dict[str, list[str]] | None = None,
                  title: str = "Hold the affected queues (HoldAndDrain)") -> None:
         super().__init__(step_id, cqs, "HoldAndDrain", title, why)
         self.catalog = catalog
@@ -623,7 +626,9 @@ class ApplyCatalog(Step):
         if not view.profiles.usable or unready:
             return Progress(False, f"generation {tc.metadata.generation}: waiting for every profile to be Ready"
                             + (f" ({', '.join(unready)} not ready)" if unready else ""), remaining=1 + len(unready))
-        return Progress(True, f"generation {tc.metadata.generation} Ready, hash {(view.profiles.profile_set_hash or '')[:12]}…",
+        return Progress(True,
+                        f"generation {tc.metadata.generation} Ready, hash "
+                        f"{(view.profiles.profile_set_hash or '')[:12]}…",
                         remaining=0)
 
     async def verify(self, ctx: Context) -> list[Check]:
@@ -740,7 +745,8 @@ class RemoveRouting(Step):
                                      still_wanted=partial(_same_uid, uid=lq.uid),
                                      destructive=True))
         notes = [f"ClusterQueue(s) {', '.join(p['clusterQueues'])} served profile {p['name']}: delete them through "
-                 "their owner once no Workload uses them" for p in survey.get("multikueueProfiles", []) if p["clusterQueues"]]
+                 "their owner once no Workload uses them" for p in survey.get("multikueueProfiles", [])
+                 if p["clusterQueues"]]
         return Plan(ops, notes, confirm_each=True)
 
 
@@ -752,7 +758,8 @@ class ListCredentials(Step):
         survey = _survey(ctx)
         if not survey.get("multikueueProfiles"):
             return {"revoke": [], "message": "the change added no MultiKueue profile: no worker credential to revoke"}
-        revoke = [{"cluster": w["cluster"], "kubeconfig": f"{w['locationType']} {w['location']}"} for w in survey.get("workers", [])]
+        revoke = [{"cluster": w["cluster"], "kubeconfig": f"{w['locationType']} {w['location']}"}
+                  for w in survey.get("workers", [])]
         return {"revoke": revoke, "message": "revoke these worker credentials if no remaining profile uses them "
                 "(the platform owner owns worker credentials; taudash never reads Secrets)"}
 
@@ -818,7 +825,8 @@ def rollback_params(ctx: Context, from_id: str, directory: Path | None = None) -
         with open(art["taucluster"], encoding="utf-8") as fh:
             prev = yaml.safe_load(fh) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ParamError(f"{art['taucluster']}: cannot read the exported TauCluster ({exc.__class__.__name__})") from None
+        raise ParamError(f"{art['taucluster']}: cannot read the exported TauCluster "
+                         f"({exc.__class__.__name__})") from None
     previous = (prev.get("spec") or {}).get("workloadProfiles") or []
     if not isinstance(previous, list) or not previous:
         raise ParamError(f"{art['taucluster']}: the exported TauCluster declares no workload profiles")

@@ -77,7 +77,8 @@ class WaitClear(Step):
             return Progress(True, "drain clear: the controller can finish the cleanup", remaining=0)
         n = len(ws.drain.blockers)
         skipped = _skipped(ctx)
-        kept = [f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers if (b.kind, b.namespace, b.name) in skipped]
+        kept = [f"{b.kind} {b.namespace}/{b.name}" for b in ws.drain.blockers
+                if (b.kind, b.namespace, b.name) in skipped]
         stuck = (f"the drain of {self.workspace} cannot clear while the skipped blocker(s) remain: {', '.join(kept)}"
                  if kept else "")
         return Progress(False, f"drain {ws.drain.state}: {n} blocker(s): "

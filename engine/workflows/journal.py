@@ -302,7 +302,8 @@ def later_runs(journal: Journal, directory: Path | None = None) -> list[Journal]
     return out
 
 
-def deactivated_by(journal: Journal, later: Iterable[Journal] | None = None, store: Any = None) -> list[tuple[str, str]]:
+def deactivated_by(journal: Journal, later: Iterable[Journal] | None = None,
+                   store: Any = None) -> list[tuple[str, str]]:
     """Workloads this run (a hold, catalog change or rollback) deactivated that are still deactivated, as
     (namespace, name): its deactivations — done, or in flight when the process died (the server may have
     applied them; reactivating an active Workload is a no-op) — minus what it reactivated itself and what

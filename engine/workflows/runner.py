@@ -367,7 +367,8 @@ class Runner:
             if now - start > timeout:
                 raise StepFailed(f"{step.title}: gave up waiting after {int(now - start)} s (limit {timeout:g} s): "
                                  f"{prog.message}; the workflow is Failed and can be resumed "
-                                 f"(`taudash workflow resume {self.journal.id}`, optionally with a longer --wait-timeout)")
+                                 f"(`taudash workflow resume {self.journal.id}`, optionally with a longer "
+                                 "--wait-timeout)")
             await self.sleep(self.poll)
 
 

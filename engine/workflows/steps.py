@@ -9,7 +9,8 @@ from typing import Any
 
 from ..model import ClusterQueue, Workload
 from ..model.names import (
-    DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY,  # set on every Workload a workflow deactivates, removed on reactivation
+    # set on every Workload a workflow deactivates, removed on reactivation
+    DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY,
 )
 from ..rules.base import RuleContext
 from ..rules.queues import workload_cluster_queue
@@ -223,7 +224,8 @@ def pending_workloads(ctx: Context, cqs: set[str]) -> list[Workload]:
 def evicted_by_hold(ctx: Context, cqs: set[str]) -> list[Workload]:
     """Active Workloads holding quota in those of `cqs` that are on HoldAndDrain: Kueue evicts them and they
     come back pending (still active) unless deactivated."""
-    draining = {n for n in cqs if (q := ctx.store.get(ClusterQueue, n)) is not None and q.spec.stop_policy == "HoldAndDrain"}
+    draining = {n for n in cqs if (q := ctx.store.get(ClusterQueue, n)) is not None
+                and q.spec.stop_policy == "HoldAndDrain"}
     out: list[Workload] = []
     rules = RuleContext(store=ctx.store, now=datetime.fromtimestamp(ctx.clock(), UTC), config=ctx.config)
     for wl in ctx.store.list(Workload):
@@ -273,15 +275,16 @@ class DeactivatePending(Step):
         if evicting:
             names = ", ".join(f"{wl.namespace}/{wl.name}" for wl in evicting[:10])
             more = f" … and {len(evicting) - 10} more" if len(evicting) > 10 else ""
-            notes.append(f"HoldAndDrain is evicting {len(evicting)} Workload(s) that come back pending: confirming also "
-                         f"deactivates them as they do, without asking again: {names}{more}")
+            notes.append(f"HoldAndDrain is evicting {len(evicting)} Workload(s) that come back pending: confirming "
+                         f"also deactivates them as they do, without asking again: {names}{more}")
         return Plan(ops, notes, covers=covers)
 
     def preconditions(self, ctx: Context, plan: Plan) -> list[Check]:
         checks = _cq_checks(ctx, self.cqs)
         for kind in ("Workload", "LocalQueue"):
             if not ctx.store.readable(kind):
-                checks.append(Check(False, f"{kind} data is {ctx.store.access(kind).state.value}: cannot see pending work"))
+                checks.append(Check(False,
+                                    f"{kind} data is {ctx.store.access(kind).state.value}: cannot see pending work"))
         return checks
 
     def progress(self, ctx: Context) -> Progress:

@@ -117,7 +117,8 @@ def status(journal: Journal, later: Iterable[Journal] | None = None, store: Any 
             "paused": dict((paused or {}).get("data") or {}, at=paused["at"]) if paused else None,
             "resume": resume_command(journal) if journal.resumable else None,
             "inFlight": sum(1 for o in records if o.state == UNCONFIRMED and id(o) not in probed),
-            "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal, later, store)] if deactivating else [],
+            "deactivated": [f"{ns}/{name}" for ns, name in deactivated_by(journal, later, store)] if deactivating
+            else [],
             "leftovers": leftovers(journal, later, store, records)}
 
 
@@ -245,7 +246,8 @@ def _workloads_left(journal: Journal, later: list[Journal], store: Any) -> list[
     names = [f"{ns}/{name}" for ns, name in deactivated_by(journal, later, store if checked else None)]
     if not names:
         return []
-    shown = ", ".join(names[:NAMES_SHOWN]) + (f" … and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+    shown = (", ".join(names[:NAMES_SHOWN])
+             + (f" … and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""))
     return [_item("workloads-deactivated", f"{len(names)} Workload(s) deactivated (spec.active=false, out of admission "
                   f"until reactivated): {shown}", checked,
                   command(f"workflow start release --reactivate-from {journal.id}", journal), objects=names)]

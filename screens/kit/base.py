@@ -34,7 +34,8 @@ from .text import Tones, app_tones
 class DashScreen(Screen):
     AUTO_FOCUS: ClassVar[str | None] = "KeyedTable"  # arrows and enter work at once; never the (hidden) filter input
     HELP: ClassVar[str] = ""  # what this screen answers and its own keys; shown by `?`
-    TITLE_TEXT: ClassVar[str] = ""  # the `?` help's title for a screen the registry does not list (a detail, the wizard)
+    # the `?` help's title for a screen the registry does not list (a detail, the wizard)
+    TITLE_TEXT: ClassVar[str] = ""
 
     DEFAULT_CSS = """
     DashScreen > .bottom-bars {

@@ -43,7 +43,8 @@ def unit_for(values: Iterable[Quantity | None]) -> tuple[str, Decimal] | None:
     binary = any(q.format == BINARY_SI for q in qs)
     top = max(abs(q.value) for q in qs)
     low = min(abs(q.value) for q in qs)
-    units = [(s, Decimal(2) ** e) for s, e in _BINARY_UNITS] if binary else [(s, Decimal(10) ** e) for s, e in _DECIMAL_UNITS]
+    units = ([(s, Decimal(2) ** e) for s, e in _BINARY_UNITS] if binary
+             else [(s, Decimal(10) ** e) for s, e in _DECIMAL_UNITS])
     for i, (suffix, size) in enumerate(units):
         if top >= size:
             if low / size < Decimal("0.05") and i + 1 < len(units) and top / units[i + 1][1] < 10_000:
@@ -64,7 +65,8 @@ def in_unit(q: Quantity | None, unit: tuple[str, Decimal] | None) -> str:
     return (f"{v:.2f}" if abs(v) < 1 else f"{v:.1f}") + unit[0]
 
 
-def column_of(maps: Sequence[Mapping[str, Quantity] | None], res: str | None) -> Callable[[Mapping[str, Quantity] | None], str]:
+def column_of(maps: Sequence[Mapping[str, Quantity] | None],
+              res: str | None) -> Callable[[Mapping[str, Quantity] | None], str]:
     """A formatter for resource `res` read from each of `maps` (the rows of one column): one unit for all."""
     unit = unit_for((m or {}).get(res) for m in maps) if res is not None else None
 
@@ -119,7 +121,8 @@ def kv_grid(rows: Sequence[tuple[str, Text | str]], label_style: Style | str = "
 
 
 def ref_meta(ref: ObjRef, *extra: str, severity: str = "", rule: str = "") -> RowMeta:
-    return RowMeta(kind=ref.kind, namespace=ref.namespace, name=ref.name, text=" ".join(extra), severity=severity, rule=rule)
+    return RowMeta(kind=ref.kind, namespace=ref.namespace, name=ref.name, text=" ".join(extra), severity=severity,
+                   rule=rule)
 
 
 def severity_cell(sev: str, tones: Tones) -> Text:

@@ -43,7 +43,8 @@ def global_keys(screens: Registry) -> str:
     numbers = f"{keyed[0].key}–{keyed[-1].key}" if len(keyed) > 1 else "".join(e.key or "" for e in keyed)
     titles = " · ".join(e.title for e in keyed)
     workflows = ", ".join(w.label.lower() for w in registry.kinds())  # every registered workflow kind
-    keys = GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its top level)",
+    keys = GLOBAL_KEYS_TEMPLATE.format(numbers=f"{numbers:<8} {titles} (the current screen's number returns to its "
+                                               "top level)",
                                        workflows=workflows)
     return f"{keys}\n\n{HEADER_LEGEND}"
 

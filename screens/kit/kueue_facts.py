@@ -25,9 +25,11 @@ def kueue_facts(obj) -> list[tuple[str, str]]:
         out.append(("preemption", f"withinClusterQueue {p.within_cluster_queue} · reclaimWithinCohort "
                                   f"{p.reclaim_within_cohort} · borrowWithinCohort {borrow}"))
         ff = spec.flavor_fungibility
-        out.append(("flavorFungibility", "default (whenCanBorrow MayStopSearch · whenCanPreempt TryNextFlavor)" if ff is None
+        out.append(("flavorFungibility",
+                    "default (whenCanBorrow MayStopSearch · whenCanPreempt TryNextFlavor)" if ff is None
                     else f"whenCanBorrow {ff.when_can_borrow or 'MayStopSearch'} · whenCanPreempt "
-                         f"{ff.when_can_preempt or 'TryNextFlavor'}" + (f" · preference {ff.preference}" if ff.preference else "")))
+                         f"{ff.when_can_preempt or 'TryNextFlavor'}"
+                         + (f" · preference {ff.preference}" if ff.preference else "")))
         if spec.admission_scope is not None:
             out.append(("admissionScope", spec.admission_scope.admission_mode or "set (no mode)"))
         limits = [f"{fl.name}/{r.name} borrow {_q(r.borrowing_limit)} lend {_q(r.lending_limit)}"
@@ -60,7 +62,8 @@ def kueue_facts(obj) -> list[tuple[str, str]]:
                         + (f" · requeueAt {rq.requeue_at}" if rq.requeue_at else "")))
         for ps in spec.pod_sets:
             if ps.topology_request:
-                out.append((f"topology {ps.name}", ", ".join(f"{k} {v}" for k, v in sorted(ps.topology_request.items()))))
+                out.append((f"topology {ps.name}",
+                            ", ".join(f"{k} {v}" for k, v in sorted(ps.topology_request.items()))))
         adm = st.admission
         for psa in adm.pod_set_assignments if adm is not None else []:
             ta = psa.topology_assignment

@@ -55,7 +55,8 @@ class NavigationProvider(Provider):
             label = entry.label
             score = matcher.match(f"go {label}")
             if score > 0:
-                yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label, help="go to screen")
+                yield Hit(score, matcher.highlight(label), partial(self._go, entry.name), text=label,
+                          help="go to screen")
         hits = []
         for ref in self._objects:
             label = f"{ref.kind} {objname(ref.namespace, ref.name)}"

@@ -50,11 +50,13 @@ def content_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[in
     return out
 
 
-def natural_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[int]], sorted_key: int | None = None) -> list[int]:
+def natural_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[int]],
+                   sorted_key: int | None = None) -> list[int]:
     """The natural width of each column: its widest cell, or its label (with room for the sort mark on
     the sorted one) when that is wider."""
     content = content_widths(spec, widths_per_row)
-    return [max(w, len(c.label) + (2 if i == sorted_key else 0)) for i, (c, w) in enumerate(zip(spec, content, strict=True))]
+    return [max(w, len(c.label) + (2 if i == sorted_key else 0))
+            for i, (c, w) in enumerate(zip(spec, content, strict=True))]
 
 
 def _floor(c: ColSpec, want: int, content: int | None) -> int:
@@ -85,7 +87,8 @@ def _take(widths: list[int], idxs: list[int], floors: list[int], excess: int) ->
     return 0
 
 
-def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int, content: Sequence[int] | None = None) -> list[int]:
+def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int,
+           content: Sequence[int] | None = None) -> list[int]:
     """Content widths (padding excluded) for the columns of `spec` in a table `avail` cells wide; `content`:
     each column's widest cell without its label (a label may be cut, a cell may not)."""
     want = []
@@ -100,7 +103,8 @@ def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int, content:
         if flex:  # spare width to the messages (the last one: the widest text, usually)
             widths[flex[-1]] += -excess
         return widths
-    floors = [_floor(c, w, content[i] if content is not None else None) for i, (c, w) in enumerate(zip(spec, want, strict=True))]
+    floors = [_floor(c, w, content[i] if content is not None else None)
+              for i, (c, w) in enumerate(zip(spec, want, strict=True))]
     stages = (
         [i for i, c in enumerate(spec) if c.flex and not c.ident],
         [i for i, c in enumerate(spec) if not c.flex and not c.ident],

@@ -170,7 +170,8 @@ class HeaderBar(Widget):
             return t
         probs = frame.freshness.problems
         if not frame.view.profiles.applicable:  # plain Kueue: TauGrid APIs not served is expected, not unknown
-            probs = tuple(p for p in probs if not (p.state == "Absent" and p.kind in ("TauCluster", "TauTeam", "TauWorkspace")))
+            probs = tuple(p for p in probs
+                          if not (p.state == "Absent" and p.kind in ("TauCluster", "TauTeam", "TauWorkspace")))
         if not probs:
             return None
         now = frame.now.timestamp()

@@ -115,7 +115,8 @@ class RunModel:
             elif s["state"] == "Partial":
                 diffs = {o.get("diff") for o in sent}
                 left = [op for op in s["plan"] if op.get("diff") not in diffs]
-                note = f"{len(sent)} change(s) sent before it stopped" + (f", {len(left)} planned, not sent" if left else "")
+                note = (f"{len(sent)} change(s) sent before it stopped"
+                        + (f", {len(left)} planned, not sent" if left else ""))
             elif s["plan"]:
                 note = f"{len(s['plan'])} change(s)"
             steps.append(StepLine(s["id"], s["title"], state, note,

@@ -66,7 +66,8 @@ def report_text(report: dict[str, Any], limit: int = 12) -> Text:
         t.append(f" {_STEP_MARK.get(s.get('state'), ' ')} {i} ")
         t.append(lit(str(s.get("title", ""))))
         ev = sum((s.get("evictions") or {}).values())
-        extra = (f" · evicts {ev}" if ev else "") + (f" · deactivates {s['deactivated']}" if s.get("deactivated") else "")
+        extra = ((f" · evicts {ev}" if ev else "")
+                 + (f" · deactivates {s['deactivated']}" if s.get("deactivated") else ""))
         t.append(f"  {_dur(s.get('simulatedSeconds'))} (deadline {_dur(s.get('deadlineSeconds'))}){extra}\n",
                  style="dim")
     for label, key in (("Evicted", "evictedByQueue"), ("Deactivated", "deactivatedByQueue")):

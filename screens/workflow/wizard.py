@@ -200,7 +200,8 @@ class StepConfirmScreen(TypedConfirm[bool | str]):
         parts.append(title)
         for op in r.operations:
             line = op_line(op, tones)
-            if op.get("verb") == "delete" and op.get("description"):  # why this object goes (a patch's diff says it all)
+            # why this object goes (a patch's diff says it all)
+            if op.get("verb") == "delete" and op.get("description"):
                 line.append("\n    ")
                 line.append(lit(op["description"], tones.muted))
             parts.append(line)
@@ -537,7 +538,8 @@ In a read-only session p, r, a and l only say why they are disabled: the wizard 
         return stack(*parts)
 
     def _progress(self, m: RunModel, tones: Tones) -> RenderableType:
-        title = span(f"PROGRESS · step {m.index(m.current)}  " if m.current else "PROGRESS · last wait  ", tones.heading)
+        title = span(f"PROGRESS · step {m.index(m.current)}  " if m.current else "PROGRESS · last wait  ",
+                     tones.heading)
         title.append(lit(m.progress))
         parts: list[RenderableType] = [title]
         if m.items:

@@ -145,7 +145,8 @@ class FleetSimProcess:
 # --- the client -----------------------------------------------------------------------------------
 def _mem() -> str:
     now = rss_mib()
-    return f"RSS now {now:.0f} MiB, peak {peak_rss_mib():.0f} MiB" if now is not None else f"peak {peak_rss_mib():.0f} MiB"
+    return (f"RSS now {now:.0f} MiB, peak {peak_rss_mib():.0f} MiB" if now is not None
+            else f"peak {peak_rss_mib():.0f} MiB")
 
 
 async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, rounds: int = 5) -> dict:

@@ -350,7 +350,8 @@ async def sync_and_decode_interleaved(kubeconfig: Path, spool: Path, store: Stor
             dec = await asyncio.to_thread(decode_elsewhere, spool)
             if progress is not None:
                 progress(f"  round {i + 1}: sync {sync.seconds:.3f} s (client CPU {sync.cpu_seconds:.2f} s"
-                         + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None else "")
+                         + (f", simulator CPU {sync.server_cpu_seconds:.2f} s" if sync.server_cpu_seconds is not None
+                            else "")
                          + f"), decode {dec.seconds:.3f} s (CPU {dec.cpu_seconds:.2f} s), "
                          f"ratio {sync.seconds / dec.seconds:.2f}x{'' if sync.pages == spooled else ', PAGES DIFFER'}")
             syncs.append(sync)

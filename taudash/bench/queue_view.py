@@ -7,8 +7,8 @@ size L: generate.hot_queue) from the Queues screen by key, and measure
   reported, no target: it depends on the API server;
 - per-tick render of the queue view with its positions shown (a new view object, as a tick after a change);
 - key → screen while a position refresh is in flight: `r` starts a refresh (a worker), then `]`/`[`
-  page the pending table (a one-page queue: the cursor moves); the clock stops when it is painted. A sample counts as "in
-  flight" when the refresh had not finished when the page was painted.
+  page the pending table (a one-page queue: the cursor moves); the clock stops when it is painted. A sample
+  counts as "in flight" when the refresh had not finished when the page was painted.
 
 Runs inside the dashboard the UI phase opened (`app`), after it; reads nothing else of the harness.
 """

@@ -143,7 +143,8 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
             progress("kubectl get <every resource> -A -o json against the same server (one run)")
             kt, note = await asyncio.to_thread(kubectl_seconds, sim.kubeconfig)
             fig(Figure("kubectl_s", "kubectl (same lists)", kt, "s", note=note))
-            fig(Figure.of_runs("sync_vs_kubectl", "initial sync / kubectl", [s / kt for s in inter.sync_runs()] if kt else [],
+            fig(Figure.of_runs("sync_vs_kubectl", "initial sync / kubectl",
+                               [s / kt for s in inter.sync_runs()] if kt else [],
                                "x", 1.0, note="below 1: faster than kubectl; each sync over the one kubectl run"))
 
         now = datetime.now(UTC)
@@ -335,7 +336,8 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         fig(Figure("update_p99_s", "incremental update, p99", percentile(follower.durations, 99), "s", 0.010,
                    note="CPU time of the update in the follower's thread" if not mode == "inline" else "wall, inline"))
         fig(Figure("incr_p50_s", "event → view ready, p50 (incl. waiting behind renders)", median(probe.samples), "s"))
-        fig(Figure("incr_p99_s", "event → view ready, p99 (incl. waiting behind renders)", percentile(probe.samples, 99), "s"))
+        fig(Figure("incr_p99_s", "event → view ready, p99 (incl. waiting behind renders)",
+                   percentile(probe.samples, 99), "s"))
         fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s", 0.100))
         fig(Figure("key_cpu_p95_s", "key press → screen change, p95 UI-thread CPU (under load)",
                    percentile(press_cpu, 95), "s", note="the event loop's work during the press; steadier than wall"))
@@ -373,7 +375,8 @@ class _GcPauses:
     def describe(self) -> str:
         if not self.full:
             return "no full collection"
-        return f"{len(self.full)} full collections, longest {max(self.full) * 1000:.0f} ms, total {sum(self.full) * 1000:.0f} ms"
+        return (f"{len(self.full)} full collections, longest {max(self.full) * 1000:.0f} ms, total "
+                f"{sum(self.full) * 1000:.0f} ms")
 
 
 def _sync_decode_figures(inter: Interleaved, fig) -> dict:
@@ -422,6 +425,7 @@ async def _painted(app) -> None:
 
 def _mem() -> str:
     now = rss_mib()
-    return f"RSS now {now:.0f} MiB, peak {peak_rss_mib():.0f} MiB" if now is not None else f"peak RSS {peak_rss_mib():.0f} MiB"
+    return (f"RSS now {now:.0f} MiB, peak {peak_rss_mib():.0f} MiB" if now is not None
+            else f"peak RSS {peak_rss_mib():.0f} MiB")
 
 

@@ -427,7 +427,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                 s = {"t": round(time.monotonic() - started, 1), "wall": time.time(), "kind": kind,
                      "rss_mib": me.get("rss_mib", rss_mib()), "fds": me.get("fds"), "threads": threading.active_count(),
                      "tasks": len(asyncio.all_tasks()), "serve_rss_mib": sv.get("rss_mib"), "serve_fds": sv.get("fds"),
-                     "serve_threads": sv.get("threads"), "sim_rss_mib": sim_rss, "frozen_objects": gc.get_freeze_count(),
+                     "serve_threads": sv.get("threads"), "sim_rss_mib": sim_rss,
+                     "frozen_objects": gc.get_freeze_count(),
                      "recorder_passes": len(rec.passes) if rec else 0,
                      **({} if gap is None or render is None or loop is None else {
                          "tick_gap_ms": gap * 1000, "render_ms": render * 1000, "loop_lag_ms": loop * 1000})}
@@ -531,7 +532,8 @@ def _figures(size: str, minutes: float, fault_every: float, warmup: float, sampl
     stalls = [g for g in ticks.gaps if g > TICK_SECONDS + STALL_SECONDS]
     differ = sum(len(v) for v in difference.values())
     kinds = sorted({f.name for f in injected})
-    history_errors = [*serve_errors, *([dash_error] if dash_error else []), *([f"{failed} failed writes"] if failed else [])]
+    history_errors = [*serve_errors, *([dash_error] if dash_error else []),
+                      *([f"{failed} failed writes"] if failed else [])]
     figs = [
         Figure("faults", "faults injected", len(injected), "faults", 15 if minutes >= 10 else None, False,
                note=f"every {fault_every:g} s: {', '.join(kinds)}"),
@@ -539,7 +541,8 @@ def _figures(size: str, minutes: float, fault_every: float, warmup: float, sampl
                RSS_GROWTH_TARGET, note=f"{rss0:.0f} → {rss1:.0f} MiB (medians of the first and last minute)"),
         Figure("fd_growth", "descriptor growth (settled, after warm-up)", final["fds"] - base["fds"], "descriptors", 0,
                note=f"{base['fds']} → {final['fds']}; serve {base['serve_fds']} → {final['serve_fds']}"),
-        Figure("task_growth", "asyncio task growth (settled, after warm-up)", final["tasks"] - base["tasks"], "tasks", 0,
+        Figure("task_growth", "asyncio task growth (settled, after warm-up)", final["tasks"] - base["tasks"], "tasks",
+               0,
                note=f"{base['tasks']} → {final['tasks']}"),
         Figure("thread_growth", "thread growth (settled, after warm-up)", final["threads"] - base["threads"], "threads",
                0, note=f"{base['threads']} → {final['threads']}; serve {base['serve_threads']} → "
@@ -553,7 +556,8 @@ def _figures(size: str, minutes: float, fault_every: float, warmup: float, sampl
         Figure("recorder_rows_lost", "recorder rows lost (sample passes not read back exactly)", lost, "passes", 0,
                note=f"{written} sample passes committed by the dashboard's recorder"),
         Figure("history_errors", "history errors (dashboard + serve)", len(history_errors), "errors", 0,
-               note="; ".join(history_errors[:3]) or f"serve stood by while the dashboard recorded; serve exit {serve_rc}"),
+               note="; ".join(history_errors[:3])
+               or f"serve stood by while the dashboard recorded; serve exit {serve_rc}"),
         Figure("findings_wrong", "findings wrong after the faults cleared (live vs a fresh list)", len(wrong),
                "findings", 0, note="; ".join(wrong[:3]) or f"{findings} findings, the same in both"),
     ]
@@ -601,6 +605,7 @@ def print_table(result: dict[str, Any]) -> None:
     for f in result["figures"].values():
         value = f"{f['value'] * 100:.1f} %" if f["unit"] == "ratio" else f"{f['value']:g} {f['unit']}"
         target = "" if f["target"] is None else (f"≤ {f['target'] * 100:.0f} %" if f["unit"] == "ratio"
-                                                 else f"{'≥' if f['label'].startswith('faults') else '≤'} {f['target']:g}")
+                                                 else f"{'≥' if f['label'].startswith('faults') else '≤'} "
+                                                      f"{f['target']:g}")
         res = {True: "pass", False: "MISS", None: ""}[f["pass"]]
         print(f"  {f['label']:<66} {value:>16} {target:>8}  {res}  ({f['note']})")

@@ -175,7 +175,8 @@ def run_default(args) -> int:
                                        source_type="kube"))
 
 
-async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str, notices: tuple[str, ...] = ()) -> int:
+async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str,
+                          notices: tuple[str, ...] = ()) -> int:
     async with LiveCluster(context, kubeconfig, read_only=bool(args.read_only),
                            say=lambda text: print(f"taudash: {text}", file=sys.stderr)) as live:
         key = compose.history_key(live, demo)

@@ -119,7 +119,8 @@ def register(sub) -> None:
     e = psub.add_parser(
         "export",
         help="write a TauWorkloadProfileSnapshot of a ready, verified revision (atomically)",
-        description=f"Refuses unless every profile is Ready at the current generation and the hash verifies; {SNAPSHOT_SCOPE}.",
+        description="Refuses unless every profile is Ready at the current generation and the hash verifies; "
+                    f"{SNAPSHOT_SCOPE}.",
     )
     add_source_args(e)
     e.add_argument("--output", required=True, metavar="FILE", help="snapshot file to write ('-' for stdout)")

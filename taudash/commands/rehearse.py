@@ -53,7 +53,8 @@ def run(args) -> int:
         else:
             for r in rows:
                 print(clean(f"{r['id']:8} {r.get('createdAt', '-'):25} {r.get('workflow', '?'):9} "
-                            f"{r.get('predicted', r.get('error', '?')):10} {r.get('context') or '-'}  {r.get('title', '')}"))
+                            f"{r.get('predicted', r.get('error', '?')):10} {r.get('context') or '-'}  "
+                            f"{r.get('title', '')}"))
             if not rows:
                 print("no rehearsals yet", file=sys.stderr)
         return EXIT_OK

@@ -189,7 +189,8 @@ async def _serve_fleet(args) -> int:
         print(f"taudash sim: serving a fleet of {1 + len(fleet.workers)} clusters", flush=True)
         print(f"{second_terminal(fleet.kubeconfig)}   (in a second terminal: kubectl and taudash reach every "
               "context below)", flush=True)
-        print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these contexts", flush=True)
+        print(f"export TAUDASH_CONFIG={shlex.quote(str(fleet.config))}   # maps the MultiKueueClusters to these "
+              "contexts", flush=True)
         for s in (fleet.manager, *fleet.workers):
             role = "manager" if s is fleet.manager else f"worker (MultiKueueCluster {fleet.mk_name_of(s)})"
             print(f"context:    {s.context:<20} {fleet.url_of(s)}  {role}", flush=True)

@@ -123,7 +123,8 @@ def _print_table(d: dict) -> None:
         print(clean(f"  {r['rank']:>2} {r['severity']:<8} {r['code']:<22} {r['message']}"))
     short = [f for f in d["flavors"] if f["mode"] != "NotMatching"]
     if short:
-        print("quota (flavor/resource: requested / available now / max ever; nominal, borrowingLimit, cohort lendable):")
+        print("quota (flavor/resource: requested / available now / max ever; nominal, borrowingLimit, cohort "
+              "lendable):")
         for f in short:
             print(clean(f"  {f['flavor']}/{f['resource']}: {f['requested']} / {_q(f['available'])} / "
                         f"{_q(f['potentialAvailable'])}; nominal {f['nominal']}, borrowingLimit "

@@ -222,11 +222,13 @@ def _abort(args, journal: Journal, given: bool) -> int:
     print(f"workflow {journal.id} aborted: it will not be resumed; nothing it changed in the cluster is undone",
           file=sys.stderr)
     # again: what undoes a leftover can depend on this run being resumable ("finish the rollback")
-    _print_leftovers((asyncio.run(_live_status(args, journal, give_back=True)) if given else status(journal))["leftovers"],
+    _print_leftovers((asyncio.run(_live_status(args, journal, give_back=True)) if given
+                      else status(journal))["leftovers"],
                      sys.stderr)
     if not given:
-        print(clean(f" its claims on the cluster, if it holds any, stay until they go stale (or `taudash workflow abort "
-                    f"{journal.id} --context {journal.header.get('context') or 'C'}` gives them back)"), file=sys.stderr)
+        print(clean(" its claims on the cluster, if it holds any, stay until they go stale (or `taudash workflow "
+                    f"abort {journal.id} --context {journal.header.get('context') or 'C'}` gives them back)"),
+                    file=sys.stderr)
     return EXIT_OK
 
 
@@ -352,7 +354,8 @@ async def _run_live(args, running: dict[str, str] | None = None) -> int:
             refusal = overlap_refusal(args.wf_kind, params, live.target.context, live.identity)
             if refusal:  # another unfinished run writes to the same queue, workspace or catalog
                 raise UsageError(refusal)
-            await _check_claims(live, args.wf_kind, params, config, args.take_over, None, interactive)  # any operator's run
+            # any operator's run
+            await _check_claims(live, args.wf_kind, params, config, args.take_over, None, interactive)
             wid = new_id()
             if not live.identity.uid:
                 print(f"taudash: cluster fingerprint unavailable ({live.identity.note}); "
@@ -525,7 +528,8 @@ def _print_status(doc: dict) -> None:
         for op in s.get("operations") or []:
             sent.add(op.get("diff"))
             note = f" ({op['note']})" if op.get("note") else ""
-            out(f"      {OP_MARK.get(op['state'], ' ')} {op.get('diff', '')}  {OP_WORD.get(op['state'], op['state'])}{note}")
+            out(f"      {OP_MARK.get(op['state'], ' ')} {op.get('diff', '')}  "
+                f"{OP_WORD.get(op['state'], op['state'])}{note}")
         if s["state"] not in ("Done", "Waiting"):  # what its last plan would still do (not sent)
             for op in s["plan"]:
                 if op.get("diff") not in sent:

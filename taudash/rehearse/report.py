@@ -170,7 +170,8 @@ def written_paths(journal: Journal) -> dict[tuple[str, str | None, str], set[str
         data = r.get("data") or {}
         op, result = data.get("op"), data.get("result") or {}
         if r["event"] == "executed" and isinstance(op, dict) and result.get("changed") and op.get("patch"):
-            _paths("", op["patch"], out.setdefault((op.get("kind", ""), op.get("namespace"), op.get("name", "")), set()))
+            _paths("", op["patch"],
+                   out.setdefault((op.get("kind", ""), op.get("namespace"), op.get("name", "")), set()))
     return out
 
 
@@ -213,7 +214,8 @@ def step_deactivations(journal: Journal) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for r in journal.records:
         op = (r.get("data") or {}).get("op")
-        if r["event"] == "executed" and isinstance(op, dict) and ((r.get("data") or {}).get("result") or {}).get("changed") \
+        if r["event"] == "executed" and isinstance(op, dict) \
+                and ((r.get("data") or {}).get("result") or {}).get("changed") \
                 and (op.get("namespace"), op.get("name")) in wanted and op.get("kind") == "Workload":
             out.setdefault(r["step"], []).append(f"{op['namespace']}/{op['name']}")
     return out
@@ -281,7 +283,8 @@ def build_report(*, rid: str, kind: str, params: dict, fork, state: str, journal
         changes.append({"verb": verb, "kind": k, "namespace": ns, "name": name,
                         "deleted": verb == "delete" and gone,
                         "diff": [] if verb == "delete" else
-                        [d for d in object_diff(prev, now, rid) if _within(d["path"], paths.get((k, ns, name), set()))]})
+                        [d for d in object_diff(prev, now, rid)
+                         if _within(d["path"], paths.get((k, ns, name), set()))]})
 
     # Steps: simulated durations, where it stalled.
     planned_ev = planned_evictions(journal)

@@ -72,7 +72,8 @@ class Serve:
             await live.connect()
         self.metrics = None
         try:
-            self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot else "kube")
+            self.metrics = self._start_metrics("sim" if self.args.demo else "snapshot" if self.args.snapshot
+                                               else "kube")
             await self._start_web()
             if self.args.demo:
                 return await self._demo()

@@ -272,7 +272,8 @@ class ApiServer:
                 if fault is not None:
                     raise fault
                 if method != "GET":
-                    raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+                    raise MethodNotAllowed("the server does not allow this method on the requested resource "
+                                           f"({method})")
                 resp = self._json(discovery())
             else:
                 assert target is not None
@@ -309,7 +310,8 @@ class ApiServer:
         try:
             self._authenticate(request)
             if request.method != "POST":
-                raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({request.method})")
+                raise MethodNotAllowed("the server does not allow this method on the requested resource "
+                                       f"({request.method})")
             body = await _body(request)
             attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
             group, plural = attrs.get("group", ""), attrs.get("resource", "")
@@ -341,7 +343,8 @@ class ApiServer:
         try:
             user = self._authenticate(request)
             if request.method != "POST":
-                raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({request.method})")
+                raise MethodNotAllowed("the server does not allow this method on the requested resource "
+                                       f"({request.method})")
             await request.read()  # a review carries nothing to read (kubectl sends it as protobuf)
             out = {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
                    "metadata": {"creationTimestamp": None},
@@ -457,11 +460,13 @@ class ApiServer:
 
     def _api_versions(self) -> Obj:
         return {"kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"{self.host}:{self.port}"}]}
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                "serverAddress": f"{self.host}:{self.port}"}]}
 
     def _group(self, group: str) -> Obj:
         versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in self._group_versions(group)]
-        return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": versions[0]}
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions,
+                "preferredVersion": versions[0]}
 
     def _group_list(self) -> Obj:
         groups = [self._group(g) for g in self.db.registry.groups() if g and self._group_versions(g)]
@@ -482,7 +487,8 @@ class ApiServer:
             if r.status:
                 resources.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
                                   "kind": r.kind, "verbs": _STATUS_VERBS})
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
+        return {"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}" if group else version,
                 "resources": resources}
 
     # --- resource verbs --------------------------------------------------------------------------
@@ -611,7 +617,8 @@ class ApiServer:
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query
         db, r = self.db, t.resource
-        labels, fields = parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"), r.kind)
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), r.kind)
 
         def matches(o: Obj) -> bool:
             ns_ok = t.namespace is None or not r.namespaced or o["metadata"].get("namespace") == t.namespace
@@ -704,9 +711,12 @@ class ApiServer:
 
     def _table(self, r: Resource, objs: list[Obj], meta: Obj, q: Any) -> Obj:
         include = q.get("includeObject", "PartialObjectMetadata")
-        cols = [{"name": "Name", "type": "string", "format": "name", "description": "Name of the object", "priority": 0}]
-        cols += [{"name": c.name, "type": c.type, "format": "", "description": "", "priority": c.priority} for c in r.columns]
-        cols.append({"name": "Age", "type": "string", "format": "", "description": "Time since creation", "priority": 0})
+        cols = [{"name": "Name", "type": "string", "format": "name", "description": "Name of the object",
+                 "priority": 0}]
+        cols += [{"name": c.name, "type": c.type, "format": "", "description": "", "priority": c.priority}
+                 for c in r.columns]
+        cols.append({"name": "Age", "type": "string", "format": "", "description": "Time since creation",
+                     "priority": 0})
         now = self.db.clock()
         rows = []
         for o in objs:
@@ -718,13 +728,15 @@ class ApiServer:
             elif include != "None":
                 row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m}
             rows.append(row)
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": cols, "rows": rows}
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": cols,
+                "rows": rows}
 
     @staticmethod
     def _json(body: Any, status: int = 200) -> web.Response:
         if isinstance(body, str):
             return web.Response(text=body, status=status, content_type="text/plain")
-        return web.Response(body=json.dumps(body, separators=(",", ":")), status=status, content_type="application/json")
+        return web.Response(body=json.dumps(body, separators=(",", ":")), status=status,
+                            content_type="application/json")
 
     @staticmethod
     async def _stream(request: web.Request) -> web.StreamResponse:

@@ -33,7 +33,7 @@ property test); v1 → v2 → v1 too, except for the dropped fields and the v1-o
 (`admissionChecks`, `Borrow`/`Preempt`). The topology slices are re-encoded in the one-slice compact
 form (a per-level common prefix/suffix, or one universal value): a v2 assignment in another valid
 encoding decodes to the same domains but may come back encoded differently.
-"""
+"""  # noqa: E501 - the table rows above are Markdown: a wrapped row is no longer a row
 
 from __future__ import annotations
 
@@ -342,7 +342,8 @@ def slices_to_domains(ta: Obj) -> Obj:
                 else:
                     ind = lv.get("individual") or {}
                     roots = ind.get("roots") or []
-                    values.append((ind.get("prefix") or "") + (roots[i] if i < len(roots) else "") + (ind.get("suffix") or ""))
+                    values.append((ind.get("prefix") or "") + (roots[i] if i < len(roots) else "")
+                                  + (ind.get("suffix") or ""))
             count = counts.get("universal") if counts.get("universal") is not None else (
                 (counts.get("individual") or [0] * n)[i] if i < len(counts.get("individual") or []) else 0)
             domains.append({"values": values, "count": count})

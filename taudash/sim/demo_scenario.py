@@ -245,7 +245,8 @@ LOCAL_QUEUES = (  # (namespace, name, clusterQueue, managed by the workspace, cr
 )
 
 PRIORITY_CLASSES = (("taugrid-default", 1000, "Default TauGrid workloads."),
-                    ("taugrid-priority", 1200, "Priority TauGrid workloads; may preempt taugrid-default in the same queue."))
+                    ("taugrid-priority", 1200,
+                     "Priority TauGrid workloads; may preempt taugrid-default in the same queue."))
 PRIORITY_VALUE = {name: value for name, value, _ in PRIORITY_CLASSES}
 DEFAULT_PRIORITIES = {"workloadPriorityClassName": "taugrid-default", "podPriorityClassName": "taugrid-default"}
 HIGH_PRIORITIES = {"workloadPriorityClassName": "taugrid-priority", "podPriorityClassName": "taugrid-priority"}
@@ -322,7 +323,8 @@ class Source:
 
 
 def _job(ns, name, state, gpu_class, count, pod, age, **kw):
-    return Source(ns, "Job", name, kw.pop("queue", WORKSPACE_QUEUE), state, gpu_class, (("main", count, pod),), age, **kw)
+    return Source(ns, "Job", name, kw.pop("queue", WORKSPACE_QUEUE), state, gpu_class, (("main", count, pod),), age,
+                  **kw)
 
 
 def _ray(ns, name, state, gpu_class, workers, pod, age, **kw):
@@ -941,7 +943,8 @@ def build_cluster_queues(inventory, usage: dict[str, Usage]) -> list[dict]:
                            "borrowWithinCohort": {"policy": "Never"}},
             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
             "resourceGroups": [{"coveredResources": covered,
-                                "flavors": [{"name": fl, "resources": [{"name": r, "nominalQuota": "0"} for r in covered]}
+                                "flavors": [{"name": fl,
+                                             "resources": [{"name": r, "nominalQuota": "0"} for r in covered]}
                                             for fl in sorted(inventory)]}],
             "stopPolicy": "None",
         }
@@ -990,7 +993,8 @@ def build_local_queues(cluster_queues: list[dict], usage: dict[tuple[str, str], 
         if cq_active["status"] == "True":
             active = cond("Active", "True", "Ready", "Can submit new workloads to localQueue", created - 1, 1)
         else:
-            active = cond("Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", 0, 1)
+            active = cond("Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", 0,
+                          1)
             active["lastTransitionTime"] = cq_active["lastTransitionTime"]
         labels = managed(ws_name, TEAM) if ws_name else None
         annotations = {OWNER_UID_LABEL: uid("TauWorkspace", ws_name, SYSTEM_NS)} if ws_name else None
@@ -1214,13 +1218,15 @@ def build_rayservice(src: Source) -> dict:
             "spec": {"serveConfigV2": "applications:\n- name: llm\n  import_path: serve.llm:app\n  route_prefix: /\n",
                      "rayClusterConfig": {
                          "rayVersion": "2.40.0",
-                         "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec(src, head_pod, "Always")}},
+                         "headGroupSpec": {"rayStartParams": {},
+                                           "template": {"spec": pod_spec(src, head_pod, "Always")}},
                          "workerGroupSpecs": [{"groupName": group, "replicas": workers, "minReplicas": workers,
                                                "maxReplicas": workers, "rayStartParams": {},
                                                "template": {"spec": pod_spec(src, worker_pod, "Always")}}]}},
             "status": {"observedGeneration": 3, "serviceStatus": "Running", "numServeEndpoints": 2,
                        "activeServiceStatus": {"rayClusterName": cluster},
-                       "conditions": [cond("Ready", "True", "RayServiceReady", "Number of serve endpoints is greater than 0",
+                       "conditions": [cond("Ready", "True", "RayServiceReady",
+                                           "Number of serve endpoints is greater than 0",
                                            src.age - 10, 3),
                                       cond("UpgradeInProgress", "False", "NoPendingCluster",
                                            "Active Ray cluster exists and no pending Ray cluster", src.age - 10, 3)]}}
@@ -1242,7 +1248,8 @@ def build_deployment(src: Source) -> dict:
     generation = 4 if src.queue else 1
     status = {"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas,
               "availableReplicas": replicas, "updatedReplicas": replicas,
-              "conditions": [cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.",
+              "conditions": [cond("Available", "True", "MinimumReplicasAvailable",
+                                  "Deployment has minimum availability.",
                                   src.age - 5),
                              cond("Progressing", "True", "NewReplicaSetAvailable",
                                   f'ReplicaSet "{src.name}-{short_hash(src.name, n=10)}" has successfully progressed.',
@@ -1395,7 +1402,8 @@ def build_sources_and_workloads(inventory, hashes, placement_messages: dict[str,
         cq_usage[lq_target(src.ns, src.queue)].add(src, assignments)
         lq_usage[(src.ns, src.queue)].add(src, assignments)
     key = {f"{s.ns}/{s.kind}/{s.name}": i for i, s in enumerate(SOURCES)}
-    return ([sources[k] for k in sorted(sources, key=key.__getitem__)], [workloads[k] for k in sorted(workloads, key=key.__getitem__)],
+    return ([sources[k] for k in sorted(sources, key=key.__getitem__)],
+            [workloads[k] for k in sorted(workloads, key=key.__getitem__)],
             cq_usage, lq_usage)
 
 
@@ -1409,7 +1417,8 @@ def resolve_profile(p: dict, cluster_queues: dict[str, dict], flavors: dict[str,
     lqs = [{"namespace": ns, "name": p["defaultLocalQueue"], "clusterQueue": lq_target(ns, p["defaultLocalQueue"])}
            for ns in p["applicability"]["namespaces"]]
     cqs = sorted({lq["clusterQueue"] for lq in lqs})
-    fls = sorted({fl["name"] for cq in cqs for rg in cluster_queues[cq]["spec"]["resourceGroups"] for fl in rg["flavors"]})
+    fls = sorted({fl["name"] for cq in cqs for rg in cluster_queues[cq]["spec"]["resourceGroups"]
+                  for fl in rg["flavors"]})
     topologies = sorted({flavors[f]["spec"]["topologyName"] for f in fls if flavors[f]["spec"].get("topologyName")})
     pri = p["priorities"]
     if p["executionTarget"] == "multiKueue":
@@ -1418,15 +1427,19 @@ def resolve_profile(p: dict, cluster_queues: dict[str, dict], flavors: dict[str,
     else:
         execution = "no ClusterQueue uses a MultiKueue AdmissionCheck"
     conditions = [
-        cond("ClusterQueuesReady", "True", "ClusterQueuesReady", f"{plural(len(cqs), 'ClusterQueue')} active", since, g),
+        cond("ClusterQueuesReady", "True", "ClusterQueuesReady", f"{plural(len(cqs), 'ClusterQueue')} active", since,
+             g),
         cond("ExecutionReady", "True", "Ready", execution, since, g),
-        cond("LocalQueuesResolved", "True", "LocalQueuesResolved", f"{plural(len(lqs), 'applicable LocalQueue')} resolved", since, g),
+        cond("LocalQueuesResolved", "True", "LocalQueuesResolved",
+             f"{plural(len(lqs), 'applicable LocalQueue')} resolved", since, g),
         cond("PriorityClassesReady", "True", "PriorityClassesReady",
              f'WorkloadPriorityClass "{pri["workloadPriorityClassName"]}" and PriorityClass '
              f'"{pri["podPriorityClassName"]}" exist', since, g),
         cond("Ready", "True", "WorkloadProfileReady", "workload profile is ready", since, g),
-        cond("ResourceFlavorsReady", "True", "ResourceFlavorsReady", f"{plural(len(fls), 'ResourceFlavor')} found", since, g),
-        cond("TopologiesReady", "True", "TopologiesReady", f"{len(topologies)} {'Topology' if len(topologies) == 1 else 'Topologies'} found", since, g),
+        cond("ResourceFlavorsReady", "True", "ResourceFlavorsReady", f"{plural(len(fls), 'ResourceFlavor')} found",
+             since, g),
+        cond("TopologiesReady", "True", "TopologiesReady",
+             f"{len(topologies)} {'Topology' if len(topologies) == 1 else 'Topologies'} found", since, g),
     ]
     resolved = dict(p)
     resolved |= {"localQueues": lqs, "clusterQueues": cqs, "resourceFlavors": fls}
@@ -1477,7 +1490,8 @@ def build_tau_cluster(resolved: list[dict], hashes: dict[int, str], flavors: lis
         cond("DriftDetected", "False", "NoConflictObserved", "no node-label or topology drift observed", 12 * DAY, g),
         cond("MultiKueueReady", "True", "Ready",
              f'AdmissionCheck "{MK_CHECK}" has an active MultiKueue config and worker', 20 * DAY, g),
-        cond("NodesReady", "True", "NodeLabelsReady", f"{gpu_nodes} nodes match a label rule and carry the desired labels",
+        cond("NodesReady", "True", "NodeLabelsReady",
+             f"{gpu_nodes} nodes match a label rule and carry the desired labels",
              12 * DAY, g),
         cond("ObserveOnly", "False", "ReconcileMode", "the controller reconciles managed resources", 200 * DAY, g),
         cond("OwnershipConflict", "False", "NoConflictObserved", "no ownership conflict observed", 200 * DAY, g),
@@ -1531,7 +1545,8 @@ def place_pods(objects: list[dict]) -> tuple[list[dict], dict[str, str]]:
     for pod in world.db.list("Pod"):
         m = pod["metadata"]
         owner = starts[(m["namespace"], m["ownerReferences"][0]["uid"])]
-        src = next(s for s in SOURCES if (s.ns, s.kind, s.name) == (m["namespace"], owner["kind"], owner["metadata"]["name"]))
+        src = next(s for s in SOURCES
+                   if (s.ns, s.kind, s.name) == (m["namespace"], owner["kind"], owner["metadata"]["name"]))
         started = ts(started_at(src))
         if pod["spec"].get("nodeName"):
             pod["status"] = {**pod["status"], **phase_status(pod["spec"], "Running", started, started)}
@@ -1547,9 +1562,11 @@ def place_pods(objects: list[dict]) -> tuple[list[dict], dict[str, str]]:
     for src in SOURCES:
         if src.state != "no-domain":
             continue
-        wl = next(w for w in world.mirror.list("Workload", src.ns) if w["metadata"]["ownerReferences"][0]["name"] == src.name)
+        wl = next(w for w in world.mirror.list("Workload", src.ns)
+                  if w["metadata"]["ownerReferences"][0]["name"] == src.name)
         job = world.mirror.get(src.kind, src.name, src.ns)
-        verdict = place(ledger, world.mirror, wl, job, {ps: flavor_name(src.gpu_class or "") for ps, _, _ in src.podsets},
+        verdict = place(ledger, world.mirror, wl, job,
+                        {ps: flavor_name(src.gpu_class or "") for ps, _, _ in src.podsets},
                         flavors)
         assert isinstance(verdict, tuple), f"{src.name} is meant to wait on the topology but fits"
         messages[src.name] = verdict[1]
@@ -1640,7 +1657,8 @@ def render(snapshot: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write (default: %(default)s)")
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
+                        help="where to write (default: %(default)s)")
     args = parser.parse_args(argv)
     text = render(build_snapshot())
     args.output.write_text(text, encoding="utf-8")

@@ -134,7 +134,8 @@ class Invalid(ApiError):
             text = f"[{text}]"  # the API server's aggregate of several field errors
         kind = resource.kind if resource is not None else "Object"
         group = f".{resource.group}" if resource is not None and resource.group else ""
-        details = {"name": name, "kind": kind, **({"group": resource.group} if resource is not None and resource.group else {})}
+        details = {"name": name, "kind": kind,
+                   **({"group": resource.group} if resource is not None and resource.group else {})}
         details["causes"] = [{"reason": r, "message": m, "field": f} for f, r, m in causes]
         return cls(f'{kind}{group} "{name}" is invalid: {text}', details=details)
 

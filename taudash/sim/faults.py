@@ -94,7 +94,8 @@ class Faults:
 
     # --- evaluation (by the server) --------------------------------------------------------------
     def delay(self, resource: Resource | None) -> float:
-        return sum(x.seconds for x in self._latencies if x.resource is None or (resource is not None and x.resource == resource.key))
+        return sum(x.seconds for x in self._latencies if x.resource is None
+                   or (resource is not None and x.resource == resource.key))
 
     def check(self, resource: Resource | None, verb: str, namespace: str | None, name: str | None) -> ApiError | None:
         if resource is not None and resource.key in self._forbidden:
@@ -112,7 +113,8 @@ class Faults:
                 f.remaining -= 1
                 if f.remaining <= 0:
                     self._failures.remove(f)
-            return ApiError(f"injected failure ({f.status})", code=f.status, reason=_REASONS.get(f.status, InternalError.reason))
+            return ApiError(f"injected failure ({f.status})", code=f.status,
+                            reason=_REASONS.get(f.status, InternalError.reason))
         return None
 
     def take_gone(self) -> bool:

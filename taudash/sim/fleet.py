@@ -47,7 +47,8 @@ def _meta(o: Obj) -> Obj:
 
 
 def _is_true(o: Obj, type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in (o.get("status") or {}).get("conditions") or ())
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in (o.get("status") or {}).get("conditions")
+               or ())
 
 
 def _with(conds: list | None, type_: str, status: str, reason: str, message: str, now: str) -> list:
@@ -590,14 +591,17 @@ class SimFleet:
         for rg in (cq.get("spec") or {}).get("resourceGroups") or ():
             for fl in rg.get("flavors") or ():
                 for r in fl.get("resources") or ():
-                    nominal[r["name"]] = nominal.get(r["name"], Quantity.parse("0")) + Quantity.parse(str(r["nominalQuota"]))
+                    nominal[r["name"]] = (nominal.get(r["name"], Quantity.parse("0"))
+                                          + Quantity.parse(str(r["nominalQuota"])))
         used: dict[str, Quantity] = {}
         for other in w.db.list("workloads"):
             if other is not mirror and _is_true(other, "QuotaReserved") and not _is_true(other, "Finished"):
                 for k, v in _requests(other).items():
                     used[k] = used.get(k, Quantity.parse("0")) + v
         want = _requests(mirror)
-        if not force and any(k not in nominal or used.get(k, Quantity.parse("0")) + v > nominal[k] for k, v in want.items()):
+        if (not force
+                and any(k not in nominal or used.get(k, Quantity.parse("0")) + v > nominal[k]
+                        for k, v in want.items())):
             return False
         cqn = _meta(cq)["name"]
         ps = [{"name": p.get("name", "main"), "count": int(p.get("count") or 1),

@@ -77,10 +77,12 @@ def _lease_causes(obj: Obj) -> list[tuple[str, str, str]]:
     causes = []
     duration = spec.get("leaseDurationSeconds")
     if duration is not None and (not isinstance(duration, int) or duration <= 0):
-        causes.append(("spec.leaseDurationSeconds", "FieldValueInvalid", f"Invalid value: {duration!r}: must be greater than 0"))
+        causes.append(("spec.leaseDurationSeconds", "FieldValueInvalid",
+                       f"Invalid value: {duration!r}: must be greater than 0"))
     transitions = spec.get("leaseTransitions")
     if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
-        causes.append(("spec.leaseTransitions", "FieldValueInvalid", f"Invalid value: {transitions!r}: must be greater than or equal to 0"))
+        causes.append(("spec.leaseTransitions", "FieldValueInvalid",
+                       f"Invalid value: {transitions!r}: must be greater than or equal to 0"))
     for f in ("acquireTime", "renewTime"):
         value = spec.get(f)
         try:
@@ -207,7 +209,8 @@ class ObjectDB:
     `plural.group`, short name or a Resource.
     """
 
-    def __init__(self, *, registry: Registry | None = None, history: int = 10_000, clock: Callable[[], float] | None = None,
+    def __init__(self, *, registry: Registry | None = None, history: int = 10_000,
+                 clock: Callable[[], float] | None = None,
                  seed: int = 0, subscriber_buffer: int = 10_000, schemas: SchemaSet | None = None) -> None:
         self.registry = registry or Registry()
         self.clock = clock or time.time
@@ -407,7 +410,8 @@ class ObjectDB:
         meta = self._meta_of(new, r)
         if namespace is not None and r.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
-                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                                 "request")
             meta["namespace"] = namespace
         if not r.namespaced:
             meta.pop("namespace", None)
@@ -456,7 +460,8 @@ class ObjectDB:
         return self._patch(resource, name, namespace, subresource, dry_run, lambda cur: merge_patch(cur, patch),
                            version, field_validation)
 
-    def patch_json(self, resource: ResourceRef, name: str, operations: builtins.list[Obj], namespace: str | None = None, *,
+    def patch_json(self, resource: ResourceRef, name: str, operations: builtins.list[Obj], namespace: str | None = None,
+                   *,
                    subresource: str | None = None, dry_run: bool = False, version: str | None = None,
                    field_validation: str | None = None) -> Obj:
         """Apply a JSON patch (RFC 6902)."""
@@ -477,9 +482,12 @@ class ObjectDB:
         meta = cur["metadata"]
         pre = preconditions or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise Conflict.of(r, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
+            raise Conflict.of(r, name,
+                              f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                              f"{meta.get('uid')}")
         if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get("resourceVersion"):
-            raise Conflict.of(r, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+            raise Conflict.of(r, name,
+                              f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                                        f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
         self._admit("DELETE", r, None, self._view(r, key, cur, version))
         ns = meta.get("namespace") or ""
@@ -623,12 +631,15 @@ class ObjectDB:
         meta = obj["metadata"]
         name = meta.get("name")
         if not name:
-            raise Invalid.of(r, "", [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")])
+            raise Invalid.of(r, "",
+                             [("metadata.name", "FieldValueRequired",
+                               "Required value: name or generateName is required")])
         causes = []
         if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
             causes.append(("metadata.name", "FieldValueInvalid",
                            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                           "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"))
+                           "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                           "character"))
         if r.namespaced and not meta.get("namespace"):
             causes.append(("metadata.namespace", "FieldValueRequired", "Required value"))
         for f in ("labels", "annotations"):
@@ -660,7 +671,8 @@ class ObjectDB:
                 cur = cur.get(part) if isinstance(cur, dict) else None
             if cur is not None and cur not in allowed:
                 supported = ", ".join(f'"{a}"' for a in allowed)
-                causes.append((dotted, "FieldValueNotSupported", f'Unsupported value: "{cur}": supported values: {supported}'))
+                causes.append((dotted, "FieldValueNotSupported",
+                               f'Unsupported value: "{cur}": supported values: {supported}'))
         if causes:
             raise Invalid.of(r, obj["metadata"]["name"], causes)
         return self._to_storage(r, obj)
@@ -695,7 +707,8 @@ class ObjectDB:
             raise BadRequest("the name of the object does not match the name on the URL")
         if namespace is not None and r.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
-                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                                 "request")
             meta["namespace"] = namespace
         oname = meta.get("name") or ""
         cur = self._peek(r, oname, meta.get("namespace"), version)
@@ -732,7 +745,8 @@ class ObjectDB:
                 added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
                 if added:
                     raise Invalid.of(r, oname, [("metadata.finalizers", "FieldValueForbidden",
-                                                 f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)!r}")])
+                                                 "Forbidden: no new finalizers can be added if the object is being "
+                                                 f"deleted, found new finalizers {sorted(added)!r}")])
             if _spec_of(new) != _spec_of(cur):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]

@@ -345,4 +345,5 @@ def unschedulable_message(ledger: Ledger, spec: Obj) -> str:
         for why in whys:
             counts[why] = counts.get(why, 0) + 1
     parts = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
-    return f"0/{len(ledger.rooms)} nodes are available: {parts}." if parts else f"0/{len(ledger.rooms)} nodes are available."
+    return (f"0/{len(ledger.rooms)} nodes are available: {parts}." if parts
+            else f"0/{len(ledger.rooms)} nodes are available.")

@@ -80,7 +80,8 @@ def parse_label_selector(text: str | None) -> Matcher:
             key, op = m.group(1), m.group(3)
             values = {v.strip() for v in m.group(4).split(",") if v.strip()}
             if not values:
-                raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values set can't be empty")
+                raise BadRequest(f"unable to parse requirement: {req.strip()}: for 'in', 'notin' operators, values "
+                                 "set can't be empty")
             if op == "in":
                 checks.append(partial(_label_in, key=key, values=values))
             else:  # notin matches objects without the key too

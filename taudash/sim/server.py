@@ -80,7 +80,8 @@ class SimServer:
                  kueue_gates: dict[str, bool] | None = None,
                  kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True,
                  users: Iterable[str] = ()) -> None:
-        self.snapshot: Path | None = default_snapshot() if snapshot is _DEFAULT else (Path(snapshot) if snapshot else None)  # type: ignore[arg-type]
+        self.snapshot: Path | None = (default_snapshot() if snapshot is _DEFAULT
+                                      else (Path(snapshot) if snapshot else None))  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
         # `kueue_crds`: the `kueue` test-data folder whose CRDs validate writes (default: crd_root());
         # None turns validation off. An absent folder also runs unvalidated, said once in `validation`.

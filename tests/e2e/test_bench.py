@@ -82,9 +82,11 @@ def test_local_queue_counts_match_workloads(small):
 
 
 FIGURES = {
-    "sync_s", "sync_cpu_s", "sync_server_cpu_s", "decode_s", "decode_cpu_s", "sync_vs_decode", "sync_vs_decode_cpu", "kubectl_s", "sync_vs_kubectl", "derive_full_s",
+    "sync_s", "sync_cpu_s", "sync_server_cpu_s", "decode_s", "decode_cpu_s", "sync_vs_decode", "sync_vs_decode_cpu",
+    "kubectl_s", "sync_vs_kubectl", "derive_full_s",
     "session_first_view_s", "ui_start_s", "first_paint_max_s", "switch_max_s", "tick_render_max_s",
-    "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s", "peak_rss_mib", "sim_rss_mib",
+    "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s",
+    "peak_rss_mib", "sim_rss_mib",
     "ui_composed_s", "ui_screens", "key_cpu_p95_s", "ui_cpu_share",
 }
 

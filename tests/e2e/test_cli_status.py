@@ -23,7 +23,8 @@ def test_status_json_prints_the_contract(tmp_path, capsys):
     assert main(["status", "--snapshot", str(p), "-o", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["apiVersion"], out["kind"]) == ("taudash/v1", "ClusterStatus")
-    for key in ("source", "access", "pool", "cohorts", "clusterQueues", "workspaces", "profiles", "multikueue", "findings"):
+    for key in ("source", "access", "pool", "cohorts", "clusterQueues", "workspaces", "profiles", "multikueue",
+                "findings"):
         assert key in out
     assert out["source"]["type"] == "snapshot" and out["source"]["path"] == str(p)
     assert out["workspaces"][0]["expectedPhase"] == "Ready"
@@ -31,11 +32,15 @@ def test_status_json_prints_the_contract(tmp_path, capsys):
     assert {"resource": "clusterqueues.kueue.x-k8s.io", "state": "Synced"}.items() <= next(
         a for a in out["access"] if a["resource"] == "clusterqueues.kueue.x-k8s.io"
     ).items()
-    assert {"mode", "team", "cohort", "valid", "established", "zeroed", "conflicts", "flavors", "queues"} <= set(out["pool"])
+    assert {"mode", "team", "cohort", "valid", "established", "zeroed", "conflicts", "flavors",
+            "queues"} <= set(out["pool"])
 
 
 def test_status_yaml_and_table(tmp_path, capsys):
-    p = write_objs(tmp_path, [workspace("vision", conditions=[cond("RBACReady"), cond("QueueReady", "False", "QueueNotReady", "[bold]boom[/bold]")])])
+    p = write_objs(tmp_path,
+                   [workspace("vision",
+                              conditions=[cond("RBACReady"),
+                                          cond("QueueReady", "False", "QueueNotReady", "[bold]boom[/bold]")])])
     assert main(["status", "--snapshot", str(p), "-o", "yaml"]) == 0
     assert "kind: ClusterStatus" in capsys.readouterr().out
     assert main(["status", "--snapshot", str(p), "-o", "table"]) == 0

@@ -68,7 +68,8 @@ def test_demo_never_contains_secrets():
 
 def test_generator_reproduces_demo_byte_for_byte(tmp_path):
     out = tmp_path / "demo.yaml"
-    proc = subprocess.run([sys.executable, "-m", "taudash.sim.demo_scenario", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "taudash.sim.demo_scenario", "-o", str(out)], capture_output=True,
+                          text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == DEMO.read_bytes(), "snapshots/demo.yaml is stale: run python -m taudash.sim.demo_scenario"
 
@@ -117,7 +118,8 @@ def test_local_queue_status_counts_match_the_workloads(store):
             c[0] += 1
     for lq in store.list("LocalQueue"):
         st = lq.status
-        assert [st.pending_workloads, st.reserving_workloads, st.admitted_workloads] == counts[(lq.namespace, lq.name)], (
+        assert [st.pending_workloads, st.reserving_workloads,
+                st.admitted_workloads] == counts[(lq.namespace, lq.name)], (
             f"{lq.namespace}/{lq.name}"
         )
 
@@ -218,7 +220,8 @@ def test_eval_retarget_is_blocked_by_one_of_each(view):
     by = {w.name: w for w in view.workspaces}
     assert by["train"].drain.state == by["vision"].drain.state == "NotDraining"
     drain = by["eval"].drain
-    assert (drain.state, drain.mode, drain.old_namespace, drain.new_namespace) == ("Blocked", "Retarget", "eval", "eval-v2")
+    assert ((drain.state, drain.mode, drain.old_namespace, drain.new_namespace)
+            == ("Blocked", "Retarget", "eval", "eval-v2"))
     routes = {(r.local_queue, r.cluster_queue): r for r in drain.routes}
     assert routes[("jobqueue", "tau-ws-eval")].state == "Required"
     assert routes[("jobqueue", "tau-ws-eval")].uid_continuity == "Unchanged"
@@ -267,9 +270,11 @@ def test_profiles_usable_with_verified_hash_and_one_ambiguous_tuple(view, store)
     assert len(ambiguous) == 1 and "lane=remote" in ambiguous[0].message
     # Work submitted at the current generation carries the published hash.
     tc = store.get("TauCluster", "cluster")
-    stamped = [j for j in store.list("Job") if j.metadata.annotations.get("tau.azure.com/tau-cluster-generation") == "12"]
+    stamped = [j for j in store.list("Job")
+               if j.metadata.annotations.get("tau.azure.com/tau-cluster-generation") == "12"]
     assert stamped and all(
-        j.metadata.annotations["tau.azure.com/workload-profile-set-hash"] == tc.status.workload_profiles.profile_set_hash
+        j.metadata.annotations["tau.azure.com/workload-profile-set-hash"]
+        == tc.status.workload_profiles.profile_set_hash
         for j in stamped
     )
 

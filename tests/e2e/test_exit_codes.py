@@ -127,7 +127,8 @@ def places(demo_sim, tmp_path_factory) -> dict[str, str]:
     fleet = kubeconfig_doc({"up": cluster["cluster"], "down": down}, user,
                            {n: n.split("-")[0] for n in ("up-a", "up-b", "down-a", "down-b")}, "up-a")
     files = {"FLEET": fleet, "DOWN": {**good, "clusters": [{"name": cluster["name"], "cluster": down}]}}
-    out = {"KC": str(demo_sim.kubeconfig), "SNAP": str(DEMO), "CLEAN": str(SIM_CLUSTER), "MISSING": str(d / "none.yaml")}
+    out = {"KC": str(demo_sim.kubeconfig), "SNAP": str(DEMO), "CLEAN": str(SIM_CLUSTER),
+           "MISSING": str(d / "none.yaml")}
     for name, doc in files.items():
         (d / name).write_text(yaml.safe_dump(doc))
         out[name] = str(d / name)

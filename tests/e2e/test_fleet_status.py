@@ -41,7 +41,8 @@ async def test_fleet_status_contract_on_a_manager_and_two_workers(fleet, capsys)
         assert c["reachable"] is True and c["error"] is None
         assert c["status"]["kind"] == "ClusterStatus"
         assert c["status"]["source"]["context"] == c["context"]
-        assert c["status"]["source"]["path"] == fleet.url_of(fleet.worker(c["context"])) if c["context"] != MANAGER else True
+        assert (c["status"]["source"]["path"] == fleet.url_of(fleet.worker(c["context"])) if c["context"] != MANAGER
+                else True)
     roles = {c["context"]: c["multikueue"]["role"] for c in doc["clusters"]}
     assert roles == {MANAGER: "manager", W1: "worker", W2: "worker"}
     # The manager's MultiKueue view sees both workers active (the fleet controller keeps them so).

@@ -82,7 +82,8 @@ def scenario() -> list[dict]:
         evicted("sweep", "train", timedelta(days=2), preempted="InCohortReclamation",
                 message=kueue_message("uid-wl-detector", "reclamation within the cohort")),
         # the preemptor is gone by now: its UID is all that is known
-        evicted("old", "train", timedelta(days=10), message=kueue_message("uid-gone", "prioritization in the ClusterQueue")),
+        evicted("old", "train", timedelta(days=10),
+                message=kueue_message("uid-gone", "prioritization in the ClusterQueue")),
         # not preemptions: a PodsReady timeout and a stopped queue; an eviction that is over (False)
         evicted("slow", "train", timedelta(hours=3), reason="PodsReadyTimeout", preempted=None,
                 message="Exceeded the PodsReady timeout train/slow"),
@@ -176,7 +177,8 @@ def test_history_preemptions_json_contract(tmp_path, capsys):
                       "clusterQueue": "tau-ws-train"},
         "message": kueue_message("uid-wl-llama-34b", "prioritization in the ClusterQueue"),
     }
-    week = run_json(capsys, "history", "preemptions", "--db", str(tmp_path / "h.sqlite3"), "--since", "7d", "-o", "json")
+    week = run_json(capsys, "history", "preemptions", "--db", str(tmp_path / "h.sqlite3"), "--since", "7d", "-o",
+                    "json")
     assert [i["workload"]["name"] for i in week["items"]] == ["ablation-32k", "sweep"]
     every = run_json(capsys, "history", "preemptions", "--db", str(tmp_path / "h.sqlite3"), "--since", "30m",
                      "--all-evictions", "-o", "json")

@@ -51,7 +51,8 @@ def test_a_fresh_non_editable_install_runs_the_demo(wheel, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["TAUDASH_STATE_DIR"] = str(tmp_path / "state")
     exe = str(venv / "bin" / "taudash")
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import taudash.engine, sys; print(taudash.engine.__file__)"],
+    where = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import taudash.engine, sys; print(taudash.engine.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert str(venv) in where.stdout  # imported from the install, not from the source tree
     live = subprocess.run([exe, "demo", "--status", "-o", "json"], cwd=tmp_path, env=env,

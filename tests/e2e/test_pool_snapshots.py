@@ -33,7 +33,8 @@ def test_pool_zeroed_fixture():
     ]
     fl = {f["name"]: f for f in out["flavors"]}
     assert set(fl) == {A100, H100}
-    assert fl[H100]["inventory"] == {"cpu": "286260m", "memory": "5538Gi", "nvidia.com/gpu": "24", "pods": "750", "rdma/ib": "24"}
+    assert (fl[H100]["inventory"]
+            == {"cpu": "286260m", "memory": "5538Gi", "nvidia.com/gpu": "24", "pods": "750", "rdma/ib": "24"})
     for f in fl.values():
         assert set(f["budget"].values()) == {"0"} and len(f["budget"]) == 5  # zero on every covered resource
         assert f["observedBudget"] == f["budget"]  # the controller applied the zeroing

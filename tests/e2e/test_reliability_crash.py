@@ -116,13 +116,15 @@ async def test_kill_9_at_random_moments_then_resume(tmp_path, seed):
         cq = sim.db.get(CQ, "tau-ws-train")
         assert cq["spec"]["stopPolicy"] == "HoldAndDrain"
         st = cq["status"]
-        assert (st.get("pendingWorkloads", 0), st.get("reservingWorkloads", 0), st.get("admittedWorkloads", 0)) == (0, 0, 0)
+        assert ((st.get("pendingWorkloads", 0), st.get("reservingWorkloads", 0), st.get("admittedWorkloads", 0))
+                == (0, 0, 0))
         # no write applied twice
         writes = applied_writes(sim)
         assert writes and max(writes.values()) == 1, [w for w, n in writes.items() if n > 1]
         # every Workload the hold deactivated is in its journal: a release can bring them all back
         deactivated = inactive_train_workloads(sim) - inactive_before
-        assert deactivated <= set(map(tuple, deactivated_by(journal))), deactivated - set(map(tuple, deactivated_by(journal)))
+        assert deactivated <= set(map(tuple,
+                                      deactivated_by(journal))), deactivated - set(map(tuple, deactivated_by(journal)))
 
 
 class DiesAfterTheWrite:

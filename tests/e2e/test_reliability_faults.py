@@ -53,7 +53,8 @@ class Writer:
     def step(self) -> None:
         db, i = self.sim.db, self.n
         self.n += 1
-        db.patch_merge(CQ, ("tau-ws-train", "tau-ws-eval", "tau-ws-vision")[i % 3], {"metadata": {"labels": {"tick": str(i)}}})
+        db.patch_merge(CQ, ("tau-ws-train", "tau-ws-eval", "tau-ws-vision")[i % 3],
+                       {"metadata": {"labels": {"tick": str(i)}}})
         db.create(namespace(f"churn-{i}", name_label=False))
         if i >= 3:
             db.delete("namespaces", f"churn-{i - 3}")

@@ -66,7 +66,8 @@ def needles(key: bytes, crt: bytes) -> dict[str, str]:
     crt_body = "".join(crt.decode().splitlines()[1:-1])
     return {
         "token": TOKEN, "token (base64)": base64.b64encode(TOKEN.encode()).decode()[:24], "token (tail)": TOKEN[-16:],
-        "wrong token": WRONG, "client key": key_body[20:60], "client key (kubeconfig)": base64.b64encode(key).decode()[40:80],
+        "wrong token": WRONG, "client key": key_body[20:60],
+        "client key (kubeconfig)": base64.b64encode(key).decode()[40:80],
         "client cert": crt_body[40:80], "secret value": SECRET_VALUE,
     }
 

@@ -116,7 +116,8 @@ class Seen:
 async def test_every_screen_shows_hostile_strings_inert(hostile):
     r = load_snapshot(hostile)
     assert r.issues  # the bad Node: its issue (naming it) is notified on start
-    session = Session(r.store, SourceInfo(type="snapshot", context=r.context, path=str(hostile), observed_at=r.captured_at),
+    session = Session(r.store,
+                      SourceInfo(type="snapshot", context=r.context, path=str(hostile), observed_at=r.captured_at),
                       issues=tuple(str(i) for i in r.issues))
     app = TaudashApp(session, clock=lambda: NOW, tick=3600)
     seen = Seen()

@@ -142,7 +142,8 @@ def test_drain_state_is_one_hot_with_blockers():
     reg = registry_for(view)
     states = series(reg, "taudash_workspace_drain_state")
     assert {dict(k)["state"] for k, v in states.items() if v == 1 and dict(k)["workspace"] == "eval"} == {"Blocked"}
-    assert {dict(k)["state"] for k, v in states.items() if v == 1 and dict(k)["workspace"] == "train"} == {"NotDraining"}
+    assert ({dict(k)["state"] for k, v in states.items() if v == 1 and dict(k)["workspace"] == "train"}
+            == {"NotDraining"})
     assert sum(states.values()) == 2 and len(states) == 2 * len(m.DRAIN_STATES)
     get = reg.get_sample_value
     assert get("taudash_workspace_drain_blockers", {"workspace": "eval"}) == 2
@@ -199,7 +200,8 @@ def test_freshness_and_access_state_from_the_store():
     assert get("taudash_last_event_timestamp_seconds") == 990.0
     assert get("taudash_data_age_seconds") == 20.0  # at scrape time, from the clock
     wl = series(reg, "taudash_access_state")
-    assert {dict(k)["state"] for k, v in wl.items() if dict(k)["resource"] == "workloads.kueue.x-k8s.io" and v} == {"Forbidden"}
+    assert ({dict(k)["state"] for k, v in wl.items() if dict(k)["resource"] == "workloads.kueue.x-k8s.io" and v}
+            == {"Forbidden"})
     assert sum(v for k, v in wl.items() if dict(k)["resource"] == "workloads.kueue.x-k8s.io") == 1
     assert get("taudash_access_state", {"resource": "clusterqueues.kueue.x-k8s.io", "state": "Synced"}) == 1
     assert get("taudash_access_state_since_timestamp_seconds", {"resource": "workloads.kueue.x-k8s.io"}) == 950.0
@@ -236,7 +238,8 @@ def test_the_demo_cluster_exports_what_status_reports_and_no_series_per_workload
                                     {"cluster_queue": cq["name"]}) == cq["admitted"]
     eval_ws = next(w for w in contract["workspaces"] if w["name"] == "eval")
     assert reg.get_sample_value("taudash_workspace_drain_state", {"workspace": "eval", "state": "Blocked"}) == 1
-    assert reg.get_sample_value("taudash_workspace_drain_blockers", {"workspace": "eval"}) == len(eval_ws["drain"]["blockers"])
+    assert (reg.get_sample_value("taudash_workspace_drain_blockers", {"workspace": "eval"})
+            == len(eval_ws["drain"]["blockers"]))
     before = sum(len(f.samples) for f in reg.collect())
     # a hundred more pending Workloads change counts, never the number of series
     for i in range(100):

@@ -99,7 +99,8 @@ async def test_serve_a_v1beta1_only_kueue(tmp_path):
             assert p.returncode == 0, err.decode()
             return out.decode().split()
 
-        assert [v for v in await kubectl("api-versions") if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
+        assert [v for v in await kubectl("api-versions")
+                if v.startswith("kueue.x-k8s.io/")] == ["kueue.x-k8s.io/v1beta1"]
         assert set(await kubectl("get", "clusterqueues", "-o", "jsonpath={.items[*].apiVersion}")) == {
             "kueue.x-k8s.io/v1beta1"}
         # converted: v1beta1's spelling of the cohort, never v1beta2's

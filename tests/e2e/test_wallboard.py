@@ -295,7 +295,8 @@ def test_off_loopback_the_token_is_required_and_never_logged(tmp_path):
             codes = []
             async with aiohttp.ClientSession() as http:
                 for path, headers in (("", {}), ("ws", {}), (f"?token={TOKEN}x", {}),
-                                      ("", {"Authorization": "Bearer nope"}), ("", {"Authorization": f"Bearer {TOKEN}"}),
+                                      ("", {"Authorization": "Bearer nope"}),
+                                      ("", {"Authorization": f"Bearer {TOKEN}"}),
                                       (f"?token={TOKEN}", {})):
                     async with http.get(url + path, headers=headers, allow_redirects=False) as r:
                         codes.append(r.status)
@@ -318,7 +319,8 @@ async def test_ten_viewers_share_one_set_of_watches_and_see_changes(capsys):
     per-tick hooks (the recorder's seat) keep running beside them in the same process."""
     ticks: list[int] = []
     async with SimServer(DEMO) as sim, wallboard(sim, metrics="127.0.0.1:0",
-                                                 hooks=[lambda view, store, now: ticks.append(store.revision)]) as serve:
+                                                 hooks=[lambda view, store,
+                                                        now: ticks.append(store.revision)]) as serve:
         server = serve.web
         metrics_url = f"http://127.0.0.1:{serve.metrics._httpd.server_address[1]}/metrics"
         assert server.session.actions.why_read_only == WEB_REASON and not server.session.actions.writable
@@ -342,7 +344,8 @@ async def test_ten_viewers_share_one_set_of_watches_and_see_changes(capsys):
             # the exporter and the tick hooks run beside the tabs, and see the same change
             ticked = len(ticks)
             assert await eventually(lambda: len(ticks) >= ticked + 2)
-            held = re.compile(r'taudash_cluster_queue_stop_policy\{cluster_queue="tau-ws-train",policy="HoldAndDrain"\} 1')
+            held = re.compile(r'taudash_cluster_queue_stop_policy\{cluster_queue="tau-ws-train",'
+                              r'policy="HoldAndDrain"\} 1')
             body = ""
             async with aiohttp.ClientSession() as http:
                 for _ in range(200):

@@ -45,7 +45,9 @@ SCREEN_TEXT = """() => {
   const t = window.__wallboardTerminal;
   if (!t) return '';
   const b = t.buffer.active, rows = [];
-  for (let y = 0; y < t.rows; y++) { const l = b.getLine(b.viewportY + y); rows.push(l ? l.translateToString(true) : ''); }
+  for (let y = 0; y < t.rows; y++) {
+    const l = b.getLine(b.viewportY + y); rows.push(l ? l.translateToString(true) : '');
+  }
   return rows.join('\\n');
 }"""
 
@@ -164,7 +166,8 @@ async def test_the_wallboard_in_a_real_browser(chromium, tmp_path, monkeypatch):
             # a request over the tab's own websocket in a shape the server does not know is ignored
             await page.evaluate("""() => new Promise((resolve) => {
                 const ws = new WebSocket(location.origin.replace('http', 'ws') + '/ws?width=80&height=24');
-                ws.onopen = () => { ws.send(JSON.stringify(['workflow', {kind: 'hold', cluster_queues: ['tau-ws-train']}]));
+                ws.onopen = () => { ws.send(JSON.stringify(['workflow',
+                                                            {kind: 'hold', cluster_queues: ['tau-ws-train']}]));
                                     ws.send(JSON.stringify(['stdin', '3w']));
                                     setTimeout(() => { ws.close(); resolve(); }, 1500); };
                 ws.onerror = () => resolve();

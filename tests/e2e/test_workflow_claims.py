@@ -183,7 +183,8 @@ async def test_every_overlapping_pair_of_workflow_kinds_is_refused_from_either_s
     # every claim write is on record under the user the cluster authenticated, from this host
     records = AuditLog(state_dir / "audit.log").read_all()
     assert {r["who"] for r in records} == {"alice", "bob"}
-    assert {r["identity"]["source"] for r in records} == {"SelfSubjectReview"} and {r["host"] for r in records} == {HOST}
+    assert ({r["identity"]["source"] for r in records} == {"SelfSubjectReview"} and {r["host"] for r in records}
+            == {HOST})
 
 
 # --- separate processes: two operators, two state folders, one `sim serve`-like cluster -------------------------
@@ -342,7 +343,8 @@ def test_a_crashed_runs_stale_claim_is_taken_over_only_when_named_and_confirmed(
 
 
 async def test_a_run_renews_its_claims_and_writes_nothing_once_another_took_them(tmp_path):
-    async with SimServer(DEMO, users=("alice",)) as sim, LiveCluster(sim.context_of("alice"), str(sim.kubeconfig)) as live:
+    async with SimServer(DEMO, users=("alice",)) as sim, \
+            LiveCluster(sim.context_of("alice"), str(sim.kubeconfig)) as live:
         alice = Operator("alice", live, tmp_path / "alice")
         params = alice.params("hold", {"cq": ["tau-ws-train"]})
         journal = alice.journal("hold", params)

@@ -41,7 +41,8 @@ async def run(h, kind: str, params: dict, decline: str = "") -> tuple[Journal, s
 def annotated(h, wid: str) -> set[tuple[str, str]]:
     """Workloads the cluster says are deactivated by run `wid`."""
     return {(w["metadata"]["namespace"], w["metadata"]["name"]) for w in h.sim.db.list(WL)
-            if (w["metadata"].get("annotations") or {}).get(DEACTIVATED_BY) == wid and not w["spec"].get("active", True)}
+            if (w["metadata"].get("annotations") or {}).get(DEACTIVATED_BY) == wid
+            and not w["spec"].get("active", True)}
 
 
 def ever_deactivated(journal: Journal) -> set[tuple[str, str]]:
@@ -49,7 +50,8 @@ def ever_deactivated(journal: Journal) -> set[tuple[str, str]]:
     out = set()
     for r in journal.records:
         op, result = (r.get("data") or {}).get("op"), (r.get("data") or {}).get("result") or {}
-        if r["event"] == "executed" and isinstance(op, dict) and op.get("kind") == "Workload" and result.get("changed") \
+        if r["event"] == "executed" and isinstance(op, dict) and op.get("kind") == "Workload" \
+                and result.get("changed") \
                 and ((op.get("patch") or {}).get("spec") or {}).get("active") is False:
             out.add((op["namespace"], op["name"]))
     return out

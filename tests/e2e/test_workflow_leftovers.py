@@ -94,7 +94,8 @@ def release(wid: str) -> str:
 
 def inactive(h, wid: str) -> set[str]:
     return {f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in h.sim.db.list(WL)
-            if (w["metadata"].get("annotations") or {}).get(DEACTIVATED_BY) == wid and not w["spec"].get("active", True)}
+            if (w["metadata"].get("annotations") or {}).get(DEACTIVATED_BY) == wid
+            and not w["spec"].get("active", True)}
 
 
 # --- hold --------------------------------------------------------------------------------------------
@@ -161,7 +162,8 @@ async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_w
     journal, state = await run(h, "catalog", params, answers={"reactivate": ["n"]})
     assert state == "Paused" and journal.last("paused")["data"]["step"] == "reactivate"
     doc = await status_json(journal, "--kubeconfig", str(h.sim.kubeconfig))
-    assert undo_of(doc) == {"catalog-changed": f"taudash workflow start rollback --from {journal.id} --context taudash-sim",
+    assert undo_of(doc) == {"catalog-changed": f"taudash workflow start rollback --from {journal.id} --context "
+                                               "taudash-sim",
                             "workloads-deactivated": release(journal.id)}
     assert all(it["checked"] == "cluster" for it in doc["leftovers"])
     assert set(next(it for it in doc["leftovers"] if it["kind"] == "workloads-deactivated")["objects"]) == \

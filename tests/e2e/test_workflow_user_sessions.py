@@ -278,6 +278,7 @@ def test_abort_from_another_terminal_while_a_run_is_running_is_refused(env, demo
     done = cli(env, "workflow", "abort", journal.id, "--yes")
     assert done.returncode == 0 and f"workflow {journal.id} aborted" in done.stderr
     assert "its claims on the cluster, if it holds any, stay until they go stale" in done.stderr  # no cluster given
-    assert cli(env, "workflow", "abort", journal.id, "--yes").stderr.strip() == f"workflow {journal.id} is already Aborted"
+    assert (cli(env, "workflow", "abort", journal.id, "--yes").stderr.strip()
+            == f"workflow {journal.id} is already Aborted")
     end_for_good(env, journal.id)  # given its cluster, an abort (even of an aborted run) gives its claims back
     assert not [lease for lease in demo_sim.db.list(LEASES) if lease["spec"]["holderIdentity"] == journal.id]

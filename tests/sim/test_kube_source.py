@@ -54,7 +54,8 @@ def db_state(sim: SimServer) -> dict[str, set]:
             objs = sim.db.list(k.resource)
         except Exception:  # not served (Ray off)
             continue
-        out[k.kind] = {(o["metadata"].get("namespace", ""), o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in objs}
+        out[k.kind] = {(o["metadata"].get("namespace", ""), o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                       for o in objs}
     return out
 
 
@@ -79,7 +80,8 @@ async def test_initial_sync_of_every_kind():
 async def test_live_updates_arrive():
     async with SimServer() as sim, Live(sim) as live:
         sim.db.patch_merge(CQ, "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
-        assert await eventually(lambda: live.store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "HoldAndDrain")
+        assert await eventually(lambda: live.store.get("ClusterQueue",
+                                                       "tau-ws-train").spec.stop_policy == "HoldAndDrain")
         sim.db.delete("rayservices.ray.io", "llm", "eval")
         assert await eventually(lambda: live.store.get("RayService", "llm", "eval") is None)
         lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
@@ -111,7 +113,8 @@ async def test_dropped_watches_resume_from_the_last_version():
             await sim.api.wait_for_watches(1, CQ)
             sim.faults.drop_watches(abort=abort)
             sim.db.patch_merge(CQ, "tau-ws-train", {"metadata": {"labels": {"dropped": str(abort)}}})
-            assert await eventually(lambda a=abort: live.store.get("ClusterQueue", "tau-ws-train").labels.get("dropped") == str(a))
+            assert await eventually(lambda a=abort: live.store.get("ClusterQueue",
+                                                                   "tau-ws-train").labels.get("dropped") == str(a))
         st = live.source.status["ClusterQueue"]
         assert st.watch_restarts + st.relists >= before + relists + 2  # it reconnected after each drop
         assert live.store.access("ClusterQueue").state is AccessState.SYNCED  # a cut stream is not an error

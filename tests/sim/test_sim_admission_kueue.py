@@ -90,7 +90,8 @@ def test_required_node_affinity_picks_the_matching_flavor():
         with_pod(job("team-a", "in-b", "q", 1, 1), affinity=affinity([("zone", "In", ["b"])])),
         with_pod(job("team-a", "not-a", "q", 1, 2), affinity=affinity([("zone", "NotIn", ["a"])])),
         # terms are ORed: the second one matches zone-a
-        with_pod(job("team-a", "either", "q", 1, 3), affinity=affinity([("zone", "In", ["c"])], [("zone", "Exists", [])])),
+        with_pod(job("team-a", "either", "q", 1, 3),
+                 affinity=affinity([("zone", "In", ["c"])], [("zone", "Exists", [])])),
         with_pod(job("team-a", "nowhere", "q", 1, 4), affinity=affinity([("zone", "NotIn", ["a", "b"])])),
         # a key no flavor has is not the flavors' business: the term drops out and everything matches
         with_pod(job("team-a", "foreign", "q", 1, 5), affinity=affinity([("gpu-model", "In", ["h100"])])),
@@ -337,7 +338,8 @@ def test_deactivation_and_reactivation_set_kueues_conditions():
     start(w)
     assert running(w, "team-a", "runner") and state(w, "team-a", "waiter") == "pending"
     for name in ("runner", "waiter"):
-        w.db.patch_merge("Workload", workload(w, "team-a", name)["metadata"]["name"], {"spec": {"active": False}}, "team-a")
+        w.db.patch_merge("Workload", workload(w, "team-a", name)["metadata"]["name"], {"spec": {"active": False}},
+                         "team-a")
     w.step(1)
     for name in ("runner", "waiter"):
         c = conds(w, "team-a", name)
@@ -356,7 +358,8 @@ def test_deactivation_and_reactivation_set_kueues_conditions():
     assert state(w, "team-a", "waiter") == "pending"  # inactive: not admitted into the freed quota
     assert w.db.get("ClusterQueue", "a")["status"]["pendingWorkloads"] == 0
 
-    w.db.patch_merge("Workload", workload(w, "team-a", "runner")["metadata"]["name"], {"spec": {"active": True}}, "team-a")
+    w.db.patch_merge("Workload", workload(w, "team-a", "runner")["metadata"]["name"], {"spec": {"active": True}},
+                     "team-a")
     w.step(1)
     c = conds(w, "team-a", "runner")
     assert (c["Requeued"]["status"], c["Requeued"]["reason"], c["Requeued"]["message"]) == (
@@ -369,7 +372,8 @@ def test_deactivation_and_reactivation_set_kueues_conditions():
     assert state(w, "team-a", "runner") == "admitted"
     assert (c["Evicted"]["status"], c["Evicted"]["message"]) == ("False", "Previously: The workload is deactivated")
     # a Workload deactivated while pending had no reservation to requeue: no Requeued on reactivation (Kueue 0.19)
-    w.db.patch_merge("Workload", workload(w, "team-a", "waiter")["metadata"]["name"], {"spec": {"active": True}}, "team-a")
+    w.db.patch_merge("Workload", workload(w, "team-a", "waiter")["metadata"]["name"], {"spec": {"active": True}},
+                     "team-a")
     w.step(1)
     assert "Requeued" not in conds(w, "team-a", "waiter") and state(w, "team-a", "waiter") == "pending"
 
@@ -384,7 +388,8 @@ def test_lowering_quota_under_a_preempting_policy_still_evicts_nothing():
         job("team-a", "a2", "q", 4, 2, "low"),
     )
     w.step(1)
-    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
+    w.db.patch_merge("Cohort", "pool",
+                     {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
     w.db.create(job("team-a", "a3", "q", 4, 3, "high"))
     w.step(1)
     w.step(1)

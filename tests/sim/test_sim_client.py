@@ -93,7 +93,8 @@ async def test_list_pagination_with_limit_and_continue(api, sim):
     assert [i["metadata"]["name"] for i in first["items"]] == ["legacy-batch", "tau-ws-evaluation"]
     assert first["metadata"]["remainingItemCount"] == 1 and first["metadata"]["continue"]
     sim.db.create(wl("between"))  # writes between pages do not break the continuation
-    second = await co.list_cluster_custom_object(KUEUE, V2, "clusterqueues", limit=2, _continue=first["metadata"]["continue"])
+    second = await co.list_cluster_custom_object(KUEUE, V2, "clusterqueues", limit=2,
+                                                 _continue=first["metadata"]["continue"])
     assert [i["metadata"]["name"] for i in second["items"]] == ["tau-ws-training"]
     assert "continue" not in second["metadata"]
     assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
@@ -111,7 +112,8 @@ async def test_list_pagination_with_limit_and_continue(api, sim):
 async def test_label_and_field_selectors(api):
     co = client.CustomObjectsApi(api)
     got = await co.list_cluster_custom_object(
-        KUEUE, V2, "clusterqueues", label_selector="tau.azure.com/team=vision,tau.azure.com/workspace notin (evaluation)")
+        KUEUE, V2, "clusterqueues",
+        label_selector="tau.azure.com/team=vision,tau.azure.com/workspace notin (evaluation)")
     assert [i["metadata"]["name"] for i in got["items"]] == ["tau-ws-training"]
     got = await co.list_cluster_custom_object(KUEUE, V2, "workloads", field_selector="metadata.namespace=evaluation")
     assert [i["metadata"]["name"] for i in got["items"]] == ["rayservice-llm-serve-4a5b6"]
@@ -224,7 +226,8 @@ async def test_expired_resource_version_is_410(tmp_path, gone_as):
 async def test_stale_resource_version_update_is_409(api):
     co = client.CustomObjectsApi(api)
     old = await co.get_cluster_custom_object(KUEUE, V2, "clusterqueues", "tau-ws-training")
-    await co.patch_cluster_custom_object(KUEUE, V2, "clusterqueues", "tau-ws-training", {"spec": {"stopPolicy": "Hold"}},
+    await co.patch_cluster_custom_object(KUEUE, V2, "clusterqueues", "tau-ws-training",
+                                         {"spec": {"stopPolicy": "Hold"}},
                                          **MERGE)
     old["spec"]["stopPolicy"] = "HoldAndDrain"
     with pytest.raises(ApiException) as exc:
@@ -330,7 +333,8 @@ async def test_status_patch_does_not_bump_generation(api):
     assert out["metadata"]["generation"] == before["metadata"]["generation"]
     assert int(out["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
     spec = await co.patch_cluster_custom_object(KUEUE, V2, "clusterqueues", "tau-ws-training",
-                                                {"spec": {"stopPolicy": "Hold"}, "status": {"pendingWorkloads": 0}}, **MERGE)
+                                                {"spec": {"stopPolicy": "Hold"}, "status": {"pendingWorkloads": 0}},
+                                                **MERGE)
     assert spec["metadata"]["generation"] == before["metadata"]["generation"] + 1
     assert spec["status"]["pendingWorkloads"] == 7  # the main resource ignores status
     got = await co.get_cluster_custom_object_status(KUEUE, V2, "clusterqueues", "tau-ws-training")
@@ -360,7 +364,8 @@ async def test_error_bodies_are_status_objects(sim):
     assert body["message"] == 'clusterqueues.kueue.x-k8s.io "nope" not found'
     assert body["details"] == {"name": "nope", "group": KUEUE, "kind": "clusterqueues"}
     status, body = await raw(sim, "POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-                             body={"apiVersion": f"{KUEUE}/{V2}", "kind": "ClusterQueue", "metadata": {"name": "tau-ws-training"}})
+                             body={"apiVersion": f"{KUEUE}/{V2}", "kind": "ClusterQueue",
+                                   "metadata": {"name": "tau-ws-training"}})
     assert status == 409 and body["reason"] == "AlreadyExists"
     status, body = await raw(sim, "POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
                              body={"apiVersion": f"{KUEUE}/{V2}", "kind": "ClusterQueue", "metadata": {"name": "x"},

@@ -101,10 +101,12 @@ def test_local_queue_workload_and_multikueue_both_ways():
     up = convert("MultiKueueCluster", mkc, "v1beta2")
     assert up["spec"] == {"clusterSource": {"kubeConfig": {"location": "w1-secret", "locationType": "Secret"}}}
     assert convert("MultiKueueCluster", up, "v1beta1") == mkc
-    prof = convert("MultiKueueCluster", {"apiVersion": V2, "spec": {"clusterSource": {"clusterProfileRef": {"name": "p"}}}},
+    prof = convert("MultiKueueCluster",
+                   {"apiVersion": V2, "spec": {"clusterSource": {"clusterProfileRef": {"name": "p"}}}},
                    "v1beta1")
     assert prof["spec"]["clusterProfileRef"] == {"name": "p"}
-    assert convert("MultiKueueCluster", prof, "v1beta2")["spec"] == {"clusterSource": {"clusterProfileRef": {"name": "p"}}}
+    assert (convert("MultiKueueCluster", prof, "v1beta2")["spec"]
+            == {"clusterSource": {"clusterProfileRef": {"name": "p"}}})
 
     assert convert("AdmissionCheck", {"apiVersion": V1, "spec": {"controllerName": "c", "retryDelayMinutes": 15}},
                    "v1beta2")["spec"] == {"controllerName": "c"}

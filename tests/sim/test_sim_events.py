@@ -74,7 +74,8 @@ async def test_events_are_served_with_involved_object_field_selectors():
         for wl in wls:
             rec.record(wl, "Normal", "QuotaReserved", "Quota reserved in ClusterQueue cq", "kueue-admission")
         ns, uid = wls[0]["metadata"]["namespace"], wls[0]["metadata"]["uid"]
-        status, body = await request(sim, "GET", f"/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.uid={uid}",
+        status, body = await request(sim, "GET",
+                                     f"/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.uid={uid}",
                                      None)
         assert status == 200 and [e["involvedObject"]["uid"] for e in body["items"]] == [uid]
         status, body = await request(sim, "GET", "/api/v1/events?fieldSelector=reason=QuotaReserved", None)

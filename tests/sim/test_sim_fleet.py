@@ -52,7 +52,8 @@ async def test_first_worker_to_admit_wins_and_other_mirrors_are_removed():
         cq = fleet.workers[0].db.get("clusterqueues", "research-multikueue")["status"]
         assert (cq["pendingWorkloads"], cq["reservingWorkloads"], cq["admittedWorkloads"]) == (0, 1, 1)
         gpus = {r["name"]: r["total"] for r in cq["flavorsReservation"][0]["resources"]}["nvidia.com/gpu"]
-        assert gpus != "0" and gpus == {r["name"]: r["total"] for r in cq["flavorsUsage"][0]["resources"]}["nvidia.com/gpu"]
+        assert (gpus != "0" and gpus
+                == {r["name"]: r["total"] for r in cq["flavorsUsage"][0]["resources"]}["nvidia.com/gpu"])
         east = fleet.workers[1].db.get("clusterqueues", "research-multikueue")["status"]
         assert east["admittedWorkloads"] == 1  # eastus-2 runs the demo's other remote Workload
         # The Workload the demo shows running on eastus-2 has its admitted mirror there.
@@ -65,7 +66,8 @@ async def test_first_worker_to_admit_wins_and_other_mirrors_are_removed():
 async def test_no_room_anywhere_keeps_nominations_until_a_worker_admits():
     async with SimFleet(2, gpus=8, interval=None) as fleet:
         w1, w2 = (w.db for w in fleet.workers)
-        w1.create(workload_holding_gpus(8), with_status=True)  # worker-1 full; worker-2 is full with the running Workload
+        # worker-1 full; worker-2 is full with the running Workload
+        w1.create(workload_holding_gpus(8), with_status=True)
         fleet.dispatch()
         st = fleet.manager.db.get("workloads", *PENDING)["status"]
         assert "clusterName" not in st
@@ -88,7 +90,8 @@ async def test_a_stopped_worker_is_skipped_and_marked_inactive():
         assert fleet.workers[0].db.get("workloads", *PENDING) is None
         mc = fleet.manager.db.get("multikueueclusters", "westus-2")
         assert cond(mc, "Active") == "False"
-        assert next(c for c in mc["status"]["conditions"] if c["type"] == "Active")["reason"] == "ClientConnectionFailed"
+        assert (next(c for c in mc["status"]["conditions"] if c["type"] == "Active")["reason"]
+                == "ClientConnectionFailed")
         await fleet.restore("taudash-worker-1")
         fleet.dispatch()
         assert cond(fleet.manager.db.get("multikueueclusters", "westus-2"), "Active") == "True"

@@ -30,7 +30,8 @@ async def kubectl(sim: SimServer, *args: str, ok: bool = True) -> tuple[int, str
     home = sim.kubeconfig.parent
     env = {**os.environ, "HOME": str(home), "KUBECONFIG": str(sim.kubeconfig)}
     proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(sim.kubeconfig), "--cache-dir", str(home / "cache"), "--request-timeout=10s", *args,
+        KUBECTL, "--kubeconfig", str(sim.kubeconfig), "--cache-dir", str(home / "cache"), "--request-timeout=10s",
+        *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     code, stdout, stderr = proc.returncode, out.decode(), err.decode()
@@ -64,7 +65,8 @@ async def test_get_nodes(sim):
 async def test_get_clusterqueues_and_short_name(sim):
     _, out, _ = await kubectl(sim, "get", "clusterqueues")
     assert out.splitlines()[0].split()[:2] == ["NAME", "COHORT"]
-    assert {line.split()[0] for line in out.splitlines()[1:]} == {"legacy-batch", "tau-ws-evaluation", "tau-ws-training"}
+    assert ({line.split()[0] for line in out.splitlines()[1:]}
+            == {"legacy-batch", "tau-ws-evaluation", "tau-ws-training"})
     _, short, _ = await kubectl(sim, "get", "cq", "-o", "name")
     assert "clusterqueue.kueue.x-k8s.io/tau-ws-training" in short.splitlines()
 
@@ -206,7 +208,8 @@ async def test_kubectl_get_with_each_releases_short_names(tmp_path, version):
             plural = s.db.resource(kind).plural
             for short in shorts:
                 _, out, _ = await kubectl(s, "get", short, "-A", "-o", "jsonpath={.items[*].kind}")
-                _, full, _ = await kubectl(s, "get", f"{plural}.kueue.x-k8s.io", "-A", "-o", "jsonpath={.items[*].kind}")
+                _, full, _ = await kubectl(s, "get", f"{plural}.kueue.x-k8s.io", "-A", "-o",
+                                           "jsonpath={.items[*].kind}")
                 assert out == full and set(out.split()) <= {kind}, (version, short)
         # a short name of another release is no resource type here
         for short in sorted(every - {x for shorts in kv.short_names.values() for x in shorts}):

@@ -28,7 +28,8 @@ async def test_leases_are_served_as_a_built_in_kind_discovery_crud_and_validatio
     assert status == 200 and "coordination.k8s.io" in [g["name"] for g in groups["groups"]]
     status, doc = await request(sim, "GET", "/apis/coordination.k8s.io/v1", None)
     (entry,) = [r for r in doc["resources"] if r["name"].startswith("leases")]  # no leases/status: none in Kubernetes
-    assert (entry["kind"], entry["namespaced"]) == ("Lease", True) and {"create", "watch", "patch"} <= set(entry["verbs"])
+    assert ((entry["kind"], entry["namespaced"])
+            == ("Lease", True) and {"create", "watch", "patch"} <= set(entry["verbs"]))
     lease = claim_lease(TARGET, "1a2b3c", renewed=NOW)
     status, created = await request(sim, "POST", LEASES, lease, "application/json")
     assert status == 201 and created["spec"]["holderIdentity"] == "1a2b3c" and created["metadata"]["uid"]

@@ -1,7 +1,7 @@
 """List pages assembled from each object's cached encoding (ObjectDB.encoded) are byte for byte the
 pages the simulator served before the cache: the whole page encoded with orjson from the objects in the
-version asked for (schema validation off: it is not what is tested). Random writes, deletes, creates, pages, selectors, namespaces and served versions,
-with the cache warm from earlier lists so a stale entry would show."""
+version asked for (schema validation off: it is not what is tested). Random writes, deletes, creates, pages,
+selectors, namespaces and served versions, with the cache warm from earlier lists so a stale entry would show."""
 
 from __future__ import annotations
 

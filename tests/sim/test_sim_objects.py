@@ -98,7 +98,8 @@ def test_delete_preconditions():
         db.delete("cq", "a", preconditions={"uid": "other"})
     with pytest.raises(Conflict):
         db.delete("cq", "a", preconditions={"resourceVersion": "999"})
-    db.delete("cq", "a", preconditions={"uid": a["metadata"]["uid"], "resourceVersion": a["metadata"]["resourceVersion"]})
+    db.delete("cq", "a",
+              preconditions={"uid": a["metadata"]["uid"], "resourceVersion": a["metadata"]["resourceVersion"]})
     with pytest.raises(NotFound):
         db.delete("cq", "a")
 
@@ -228,7 +229,8 @@ def test_seed_from_snapshot_keeps_state_and_starts_history_after_it():
     assert ws["kind"] == "TauWorkspace" and ws["status"]["phase"] == "Ready"
     assert db.get("cq", "legacy-batch")["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert db.oldest_resource_version == db.resource_version
-    assert db.list("workloads", "training", label_selector="kueue.x-k8s.io/job-uid")[0]["metadata"]["name"] == "job-train-a-3f2c1"
+    assert (db.list("workloads", "training", label_selector="kueue.x-k8s.io/job-uid")[0]["metadata"]["name"]
+            == "job-train-a-3f2c1")
 
 
 def test_label_selectors():

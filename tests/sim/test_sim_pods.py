@@ -172,7 +172,8 @@ def test_a_rayjob_gets_head_worker_and_submitter_pods_labelled_like_kuberay():
                     for p in pods)
     assert kinds == {("head", "head"): 1, ("worker", "gpu"): 2, (None, "submitter"): 1}
     cluster = w.db.get("RayJob", "rj", "team-a")["status"]["rayClusterName"]
-    assert all(p["metadata"]["labels"]["ray.io/cluster"] == cluster for p in pods if "ray.io/node-type" in p["metadata"]["labels"])
+    assert all(p["metadata"]["labels"]["ray.io/cluster"] == cluster for p in pods
+               if "ray.io/node-type" in p["metadata"]["labels"])
     assert all(p["metadata"]["ownerReferences"][0]["kind"] == "RayJob" for p in pods)
 
 
@@ -270,7 +271,8 @@ def test_a_required_level_the_topology_lacks_is_refused_by_name():
     w = tas_world(job("gang", 1, count=2, level="example.com/rack"))
     w.run_for(15, dt=5)
     assert quota_reserved(w, "gang")[1:] == (
-        "TopologyPlacementFailed", "couldn't assign flavors to pod set main: no requested topology level: example.com/rack")
+        "TopologyPlacementFailed",
+        "couldn't assign flavors to pod set main: no requested topology level: example.com/rack")
 
 
 # --- the demo -----------------------------------------------------------------------------------------------
@@ -367,10 +369,12 @@ def test_the_demo_generator_places_the_pods_the_simulator_would_and_dates_them_f
     objects = build_objects()
     pods, messages = place_pods(objects)
     assert place_pods(build_objects())[0] == pods  # deterministic
-    assert set(messages) == {"nvl-pretrain-70b"} and "allows to fit only 7 out of 8 pod(s)" in messages["nvl-pretrain-70b"]
+    assert (set(messages)
+            == {"nvl-pretrain-70b"} and "allows to fit only 7 out of 8 pod(s)" in messages["nvl-pretrain-70b"])
     w = sim_world()
     w.step(1)
-    live = sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in w.db.list("Pod"))
+    live = sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName"))
+                  for p in w.db.list("Pod"))
     assert sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods) == live
     jobs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] == "Job"}
     for p in pods:

@@ -95,7 +95,8 @@ def test_items_properties_and_maps():
     assert reasons(check(s, {"tags": [], "labels": {"x": "1"}})[0]) == [("tags", "FieldValueInvalid")]
     assert reasons(check(s, {"tags": ["a", "b", "c"], "labels": {"x": "1"}})[0]) == [("tags", "FieldValueTooMany")]
     assert reasons(check(s, {"tags": ["a"], "labels": {}})[0]) == [("labels", "FieldValueInvalid")]
-    assert reasons(check(s, {"tags": ["a"], "labels": {"a": "1", "b": "2", "c": "3"}})[0]) == [("labels", "FieldValueTooMany")]
+    assert (reasons(check(s, {"tags": ["a"], "labels": {"a": "1", "b": "2", "c": "3"}})[0])
+            == [("labels", "FieldValueTooMany")])
     out, value = check(s, {"tags": ["a"], "labels": {"x": 1}})
     assert reasons(out) == [("labels[x]", "FieldValueTypeInvalid")]
     assert value["labels"] == {"x": 1}  # a map's keys are data, never pruned
@@ -108,7 +109,8 @@ def test_list_type_set_and_map_uniqueness():
                 "items": obj_schema({"name": {"type": "string"}, "n": {"type": "integer"}})},
         "atomic": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"},
     })
-    assert check(s, {"set": ["a", "b"], "map": [{"name": "a", "n": 1}, {"name": "b", "n": 1}], "atomic": ["a", "a"]})[0].ok
+    assert check(s,
+                 {"set": ["a", "b"], "map": [{"name": "a", "n": 1}, {"name": "b", "n": 1}], "atomic": ["a", "a"]})[0].ok
     assert reasons(check(s, {"set": ["a", "a"]})[0]) == [("set[1]", "FieldValueDuplicate")]
     out = check(s, {"map": [{"name": "a", "n": 1}, {"name": "a", "n": 2}]})[0]
     assert reasons(out) == [("map[1]", "FieldValueDuplicate")] and '{"name":"a"}' in out.causes[0][2]
@@ -131,7 +133,8 @@ def test_pruning_preserve_unknown_and_embedded_resources():
     assert sorted(out.unknown) == ["spec.inner.junk", "spec.inner.spec.b", "spec.unknown"]
     assert value["metadata"] == {"name": "n", "labels": {"a": "b"}}  # the root's ObjectMeta is not the CRD's to prune
     assert value["spec"] == {"known": "k", "free": {"anything": {"deep": [1]}},
-                             "inner": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"a": "x"}}}
+                             "inner": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                       "spec": {"a": "x"}}}
 
 
 def test_int_or_string_nullable_and_defaults():
@@ -159,18 +162,21 @@ def test_int_or_string_nullable_and_defaults():
 
 def test_cel_rules_and_messages():
     s = obj_schema({"spec": obj_schema(
-        {"min": {"type": "integer"}, "count": {"type": "integer"}, "items": {"type": "array", "items": {"type": "string"}}},
+        {"min": {"type": "integer"}, "count": {"type": "integer"},
+         "items": {"type": "array", "items": {"type": "string"}}},
         **{"x-kubernetes-validations": [
             {"rule": "has(self.min) ? self.min <= self.count : true", "message": "min exceeds count"},
             {"rule": "self.items.all(i, i.startsWith('a')) && !self.items.exists(i, i == 'ab')"},
-            {"rule": "size(self.items.filter(i, i.matches('^a[0-9]$'))) <= 1 && self.items.exists_one(i, i in ['a1', 'zz'])"},
+            {"rule": "size(self.items.filter(i, i.matches('^a[0-9]$'))) <= 1 && self.items.exists_one(i, i in ['a1', "
+                     "'zz'])"},
         ]})})
     assert check(s, {"spec": {"min": 1, "count": 2, "items": ["a1", "ax"]}})[0].ok
     out = check(s, {"spec": {"min": 3, "count": 2, "items": ["a1"]}})[0]
     assert out.causes == [("spec", "FieldValueInvalid", 'Invalid value: "object": min exceeds count')]
     out = check(s, {"spec": {"count": 2, "items": ["a1", "ab"]}})[0]
     assert [c[2] for c in out.causes] == [
-        "Invalid value: \"object\": failed rule: self.items.all(i, i.startsWith('a')) && !self.items.exists(i, i == 'ab')"]
+        "Invalid value: \"object\": failed rule: self.items.all(i, i.startsWith('a')) && !self.items.exists(i, i == "
+        "'ab')"]
     assert not check(s, {"spec": {"count": 2, "items": ["a1", "a2"]}})[0].ok  # two match the regex
     assert out.rules_evaluated == 3 and out.rules_skipped == 0
 
@@ -199,7 +205,8 @@ def test_transition_rules_need_a_correlated_old_value():
     s = obj_schema({"spec": obj_schema(
         {"queue": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]},
          "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
-                   "items": obj_schema({"name": {"type": "string"}, "v": {"type": "string", "x-kubernetes-validations": [
+                   "items": obj_schema({"name": {"type": "string"},
+                                        "v": {"type": "string", "x-kubernetes-validations": [
                        {"rule": "self == oldSelf", "message": "v immutable"}]}})},
          "atomic": {"type": "array", "items": obj_schema({"v": {"type": "string", "x-kubernetes-validations": [
              {"rule": "self == oldSelf", "message": "never correlated"}]}})}})})
@@ -367,14 +374,17 @@ async def test_an_invalid_write_over_http_is_a_422_status_and_stores_nothing(crd
             assert body["details"]["name"] == name and body["details"]["group"] == KUEUE
             assert body["details"]["kind"] == "Workload"
             assert body["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "status", "message":
-                                                  'Invalid value: "object": clusterName and nominatedClusterNames are mutually exclusive'}]
+                                                  'Invalid value: "object": clusterName and nominatedClusterNames '
+                                                  'are mutually exclusive'}]
         # a JSON patch and a PUT are checked on the object they produce, too
-        ops = [{"op": "add", "path": "/status/schedulingStats", "value": {"evictions": [{"reason": "Preempted", "count": 1}]}}]
+        ops = [{"op": "add", "path": "/status/schedulingStats",
+                "value": {"evictions": [{"reason": "Preempted", "count": 1}]}}]
         status, body = await _request(sim, "PATCH", path, ops, "application/json-patch+json")
         assert status == 422 and body["details"]["causes"][0]["field"] == \
             "status.schedulingStats.evictions[0].underlyingCause"
         cq_path = f"/apis/{KUEUE}/v1beta1/clusterqueues/tau-ws-train"
-        put = {**sim.db.get("ClusterQueue", "tau-ws-train"), "spec": {**sim.db.get("ClusterQueue", "tau-ws-train")["spec"],
+        put = {**sim.db.get("ClusterQueue", "tau-ws-train"),
+               "spec": {**sim.db.get("ClusterQueue", "tau-ws-train")["spec"],
                                                                       "stopPolicy": "Paused"}}
         status, body = await _request(sim, "PUT", cq_path, put, "application/json")
         assert status == 422 and body["details"]["causes"][0]["reason"] == "FieldValueNotSupported"

@@ -120,8 +120,10 @@ async def test_kueue_015_stores_v1beta1_and_serves_both_converted():
         assert "cohortName" not in stored["spec"]
         _, v1 = await get(sim, f"/apis/{KUEUE}/v1beta1/clusterqueues/{name}")
         _, v2 = await get(sim, f"/apis/{KUEUE}/v1beta2/clusterqueues/{name}")
-        assert (v1["apiVersion"], v1["spec"]["cohort"]) == (f"{KUEUE}/v1beta1", cohort) and "cohortName" not in v1["spec"]
-        assert (v2["apiVersion"], v2["spec"]["cohortName"]) == (f"{KUEUE}/v1beta2", cohort) and "cohort" not in v2["spec"]
+        assert ((v1["apiVersion"], v1["spec"]["cohort"])
+                == (f"{KUEUE}/v1beta1", cohort) and "cohortName" not in v1["spec"])
+        assert ((v2["apiVersion"], v2["spec"]["cohortName"])
+                == (f"{KUEUE}/v1beta2", cohort) and "cohort" not in v2["spec"])
         # list items too
         _, lst = await get(sim, f"/apis/{KUEUE}/v1beta1/workloads")
         assert lst["apiVersion"] == f"{KUEUE}/v1beta1" and lst["items"]
@@ -189,11 +191,13 @@ async def test_a_schema_invalid_write_is_a_422_at_every_served_version(version):
             assert status == 422 and body["reason"] == "Invalid", (version, v, body)
             assert "spec.stopPolicy" in body["message"]
             assert sim.db.resource_version == rv
-            ok, _ = await _request(sim, "PATCH", f"/apis/{KUEUE}/{v}/clusterqueues/{cq}", {"spec": {"stopPolicy": "Hold"}})
+            ok, _ = await _request(sim, "PATCH", f"/apis/{KUEUE}/{v}/clusterqueues/{cq}",
+                                   {"spec": {"stopPolicy": "Hold"}})
             assert ok == 200
         # a field the addressed version does not know: v1beta1's `cohort` through v1beta2 is refused strictly
         if "v1beta2" in kueue_version(version).served:
-            status, body = await _request(sim, "PATCH", f"/apis/{KUEUE}/v1beta2/clusterqueues/{cq}?fieldValidation=Strict",
+            status, body = await _request(sim, "PATCH",
+                                          f"/apis/{KUEUE}/v1beta2/clusterqueues/{cq}?fieldValidation=Strict",
                                           {"spec": {"cohort": "x"}})
             assert status == 400 and 'unknown field "spec.cohort"' in body["message"]
         status, _ = await _request(sim, "PATCH", f"/apis/{KUEUE}/v1beta1/clusterqueues/{cq}?fieldValidation=Strict",
@@ -218,7 +222,8 @@ async def test_after_a_seeded_run_with_hold_release_preemption_and_dispatch_ever
         for t in range(0, 600, 10):
             world.step(10)
             if t == hold_at:
-                status, _ = await _request(sim, "PATCH", path.format(KUEUE, hold_v), {"spec": {"stopPolicy": "HoldAndDrain"}})
+                status, _ = await _request(sim, "PATCH", path.format(KUEUE, hold_v),
+                                           {"spec": {"stopPolicy": "HoldAndDrain"}})
                 assert status == 200
             if t == hold_at + 60:
                 held = [w["metadata"]["name"] for w in sim.db.list("Workload")
@@ -227,7 +232,8 @@ async def test_after_a_seeded_run_with_hold_release_preemption_and_dispatch_ever
                                     for c in w["status"].get("conditions") or ())]
                 assert held == [], "HoldAndDrain left admitted work in the queue"
             if t == release_at:
-                status, _ = await _request(sim, "PATCH", path.format(KUEUE, release_v), {"spec": {"stopPolicy": "None"}})
+                status, _ = await _request(sim, "PATCH", path.format(KUEUE, release_v),
+                                           {"spec": {"stopPolicy": "None"}})
                 assert status == 200
         assert world.clock.elapsed >= 600 and world.errors == [] and world.writer.invalid == 0, world.errors
         evicted = [w for w in sim.db.list("Workload")

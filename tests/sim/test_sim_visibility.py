@@ -74,7 +74,8 @@ async def test_cluster_queue_endpoint_orders_every_pending_workload(sim):
     other = body["items"][1]
     assert other["localQueueName"] == "second" and other["positionInLocalQueue"] == 0
     assert first["metadata"]["ownerReferences"] == [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "job-w-high-new", "uid": "uid-job-w-high-new", "controller": True}]
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "job-w-high-new", "uid": "uid-job-w-high-new",
+         "controller": True}]
 
 
 async def test_local_queue_endpoint_keeps_the_cluster_queue_position(sim):
@@ -174,7 +175,8 @@ def test_the_head_of_the_list_is_admitted_next(seed):
         assert [i["positionInClusterQueue"] for i in summary["items"]] == list(range(len(summary["items"])))
         head = summary["items"][0]["metadata"]
         (done,) = running
-        finish(w, done, next(x["metadata"]["namespace"] for x in w.db.list("Workload") if x["metadata"]["name"] == done))
+        finish(w, done,
+               next(x["metadata"]["namespace"] for x in w.db.list("Workload") if x["metadata"]["name"] == done))
         for _ in range(5):
             w.step(1)
             if admitted(w) - running - {done}:

@@ -223,7 +223,8 @@ def test_lowering_the_pool_evicts_nothing_and_blocks_new_admissions():
     )
     w.step(1)
     assert gpus(w, "a") == "8"
-    w.db.patch_merge("Cohort", "pool", {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
+    w.db.patch_merge("Cohort", "pool",
+                     {"spec": {"resourceGroups": resource_groups({"gpu": {GPU: "4"}}, every_resource=True)}})
     w.db.create(job("team-a", "a3", "q", 1, 3))
     w.step(1)
     w.step(1)

@@ -149,7 +149,8 @@ class Guard:
         if isinstance(env, dict):
             for key, value in env.items():
                 name = os.fsdecode(key)
-                if name in HOME_VARS or name.startswith("XDG_") or name in ("KUBECONFIG",) or name.startswith("TAUDASH_"):
+                if (name in HOME_VARS or name.startswith("XDG_") or name in ("KUBECONFIG",)
+                        or name.startswith("TAUDASH_")):
                     for part in os.fsdecode(value).split(os.pathsep):
                         if part:
                             self._check_path(f"{event} env {name}", part, writes=True)

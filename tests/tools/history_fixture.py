@@ -93,7 +93,8 @@ def build(path: Path) -> Path:
              "train", "job-mixtral-sft-h100-eccb5", "tau-ws-train"),
         ])
     ]
-    older.evictions.append(Eviction(uid="uid-old-nf", at=T - 8 * 3600, namespace="train", name="job-grad-accum-debug-4b979",
+    older.evictions.append(Eviction(uid="uid-old-nf", at=T - 8 * 3600, namespace="train",
+                                    name="job-grad-accum-debug-4b979",
                                     cluster_queue="tau-ws-train", cohort="tau-team-research", team="train",
                                     reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout"))
     older.waits = [

@@ -274,7 +274,8 @@ class SimProcess:
         self.dir = tempfile.mkdtemp(prefix="taudash-load-")
         self.kubeconfig = Path(self.dir) / "kubeconfig"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
-        self.proc = subprocess.Popen([sys.executable, "-m", "tools.load", "--serve", "--size", size, "--seed", str(seed),
+        self.proc = subprocess.Popen([sys.executable, "-m", "tools.load", "--serve", "--size", size, "--seed",
+                                      str(seed),
                                       "--kubeconfig", str(self.kubeconfig)], cwd=REPO / "tests", env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -374,7 +375,8 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
             else:
                 out = (await asyncio.to_thread(proc.command, f"stream {rate} {seconds}")).split()
                 res.written, res.write_seconds = int(out[1]), float(out[2])
-                res.watch_buffer_max, res.watch_overflows, res.watch_buffer_limit = int(out[3]), int(out[4]), int(out[5])
+                res.watch_buffer_max, res.watch_overflows = int(out[3]), int(out[4])
+                res.watch_buffer_limit = int(out[5])
             ended = time.monotonic()
             # catch up: the store equals the server's state
             want = None
@@ -426,19 +428,21 @@ async def run_load(rate: float = 2000, seconds: float = 60, warmup: float = 10, 
 
 def report(r: LoadResult) -> str:
     def ms(d: dict) -> str:
-        return "n/a" if d.get("p50") is None else f"p50 {d['p50'] * 1000:.0f} ms, p95 {d['p95'] * 1000:.0f} ms, max {d['max'] * 1000:.0f} ms"
+        return "n/a" if d.get("p50") is None else (f"p50 {d['p50'] * 1000:.0f} ms, p95 {d['p95'] * 1000:.0f} ms, max "
+                                                   f"{d['max'] * 1000:.0f} ms")
 
     lines = [
         f"load: {r.written} writes in {r.write_seconds:.1f} s ({r.written / max(r.write_seconds, 1e-9):.0f}/s) "
-        f"into a {r.size} fleet of {r.objects} objects ({'in-process' if r.in_process else 'simulator in its own process'})",
-        f"events applied by the source: {r.applied}; caught up {r.catch_up} s after the stream; converged {r.converged}; "
-        f"re-lists {r.relists}",
+        f"into a {r.size} fleet of {r.objects} objects "
+        f"({'in-process' if r.in_process else 'simulator in its own process'})",
+        f"events applied by the source: {r.applied}; caught up {r.catch_up} s after the stream; converged "
+        f"{r.converged}; re-lists {r.relists}",
         f"source pending writes: max {r.pending_writes_max}, end {r.pending_writes_end}; server per-watch buffer: max "
         f"{r.watch_buffer_max} of {r.watch_buffer_limit}, watches cut for lagging {r.watch_overflows}",
         f"UI tick→render: {ms(r.tick_to_render)} ({r.frames} frames); tick period {ms(r.tick_period)}",
         f"key→screen switch: {ms(r.key_to_screen)} ({r.key_to_screen.get('n', 0)} presses)",
-        f"RSS: {r.rss_warm_mib:.0f} MiB after warm-up, {r.rss_end_mib:.0f} MiB at the end, peak {r.rss_peak_mib:.0f} MiB; "
-        f"objects {r.store_objects_warm} → {r.store_objects_end}; change feed {r.feed_len_end}",
+        f"RSS: {r.rss_warm_mib:.0f} MiB after warm-up, {r.rss_end_mib:.0f} MiB at the end, peak {r.rss_peak_mib:.0f} "
+        f"MiB; objects {r.store_objects_warm} → {r.store_objects_end}; change feed {r.feed_len_end}",
         "RSS over time (s: MiB): " + ", ".join(f"{t:.0f}: {m:.0f}" for t, m, _ in r.rss_series),
     ]
     return "\n".join(lines)

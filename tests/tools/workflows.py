@@ -58,7 +58,8 @@ class Harness:
                        artifacts_dir=artifacts_dir(journal), hooks=hooks)
 
     async def run(self, kind, params, hooks=None, journal=None):
-        journal = journal or Journal.create(new_id(), kind, params, self.live.target.context, cluster=self.live.identity)
+        journal = (journal
+                   or Journal.create(new_id(), kind, params, self.live.target.context, cluster=self.live.identity))
         runner = Runner(build(kind, journal.params), self.ctx(journal, hooks), journal, self.confirm, poll=0.0,
                         sleep=self.sleep)
         return journal, await runner.run()

@@ -57,7 +57,8 @@ async def test_a_cluster_change_appears_within_two_ticks():
             sim.db.patch_merge(CQ, "tau-ws-train", {"spec": {"stopPolicy": "HoldAndDrain"}})
             # Once the watch has delivered it, two ticks put it on screen without a key (waited for as
             # renders, not as seconds: on a busy machine a tick can come late).
-            assert await eventually(lambda: store.get("ClusterQueue", "tau-ws-train").spec.stop_policy == "HoldAndDrain")
+            assert await eventually(lambda: store.get("ClusterQueue",
+                                                      "tau-ws-train").spec.stop_policy == "HoldAndDrain")
             await next_renders(app)
             assert "HoldAndDrain" in row_text(app, "#queues", "cq:tau-ws-train")
             # and a node going NotReady shows on the pool screen
@@ -94,7 +95,8 @@ async def press_all(pilot, app, back: list[str]) -> None:
         await pilot.pause()
         # get back to a known place whatever the key opened (help, detail, palette, filter, a form)
         for _ in range(3):
-            if len(app.screen_stack) > 1 or app.screen.focused is not None and "filter" in str(app.screen.focused.id or ""):
+            focused = app.screen.focused
+            if len(app.screen_stack) > 1 or focused is not None and "filter" in str(focused.id or ""):
                 await pilot.press("escape")
                 await pilot.pause()
         await pilot.press(*back)

@@ -256,7 +256,8 @@ async def test_help_shows_this_screens_keys_and_closes():
         await pilot.press("s")  # the findings screen's own key: critical only
         await pilot.pause()
         keys = table(app, "#all-findings").visible_keys()
-        assert keys and all(app.screen.query_one("#all-findings", KeyedTable).meta(k).severity == "critical" for k in keys)
+        assert (keys
+                and all(app.screen.query_one("#all-findings", KeyedTable).meta(k).severity == "critical" for k in keys))
 
 
 async def test_header_shows_mode_read_only_and_unknown_kinds():

@@ -112,13 +112,19 @@ async def test_the_probe_verdict_reaches_the_row_the_state_line_and_the_join():
     app = FleetApp(fleet, clock=lambda: NOW, tick=3600.0)
     async with app.run_test(size=SIZE):
         assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None)
-        assert await eventually(lambda: "stale" in row(app, "eastus-2"))
+        def state() -> str:
+            return str(app.screen.query_one("#fleet-state").render())
+
+        # the rows, the detail below and the state line are redrawn by separate widgets: wait for all of them
+        assert await eventually(lambda: "stale" in row(app, "eastus-2") and "live" in row(app, "prod-manager")
+                                and "slow 3s" in row(app, "westus-2") and "2 live · 1 stale" in state()
+                                and "stale since" in below(app)), (
+            [row(app, k) for k in ("prod-manager", "eastus-2", "westus-2")], below(app), state())
         assert "stale" not in row(app, "prod-manager") and "live" in row(app, "prod-manager")
         assert "slow 3s" in row(app, "westus-2") and "stale" not in row(app, "westus-2")
         assert "stale since 09:04:48Z (no answer for 12 s; probe unanswered after 7.5 s)" in below(app)
         assert "westus-2" not in below(app)
-        state = str(app.screen.query_one("#fleet-state").render())
-        assert "2 live · 1 stale" in state
+        assert "2 live · 1 stale" in state()
         # the join reads the hung member as not current: never as an empty cluster
         store, current, why = fleet.member("eastus-2").side()
         assert store is not None and not current and why == "stale"

@@ -222,6 +222,7 @@ async def test_the_disconnected_worker_is_a_finding_in_its_detail():
         mine = app.screen.query_one("#od-findings", KeyedTable)
         assert [k.split("|")[1] for k in mine.visible_keys()] == ["MK-WORKER-DISCONNECTED"]
         app.screen.post_message(OpenObject(ObjRef(kind="MultiKueueCluster", name="eastus-2")))
-        assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen) and app.screen.ref.name == "eastus-2")
+        assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen)
+                                and app.screen.ref.name == "eastus-2")
         await pilot.pause()
         assert list(app.screen.query_one("#od-findings", KeyedTable).visible_keys()) == []  # Active: nothing to say

@@ -29,9 +29,11 @@ SECOND = "train/job-second-lq-probe"  # the one Workload of LocalQueue train/sec
 
 
 def two_local_queues(tmp_path):
-    """The demo with a second LocalQueue feeding tau-ws-train, holding one pending Workload (a copy of a pending one)."""
+    """The demo with a second LocalQueue feeding tau-ws-train, holding one pending Workload (a copy of a pending
+    one)."""
     doc = yamlc.load(DEMO_SNAPSHOT.read_text())
-    src = next(o for o in doc["objects"] if o["kind"] == "Workload" and o["metadata"]["name"] == "job-sweep-lr-3e-4-81fce")
+    src = next(o for o in doc["objects"] if o["kind"] == "Workload"
+               and o["metadata"]["name"] == "job-sweep-lr-3e-4-81fce")
     wl = copy.deepcopy(src)
     wl["metadata"].update(name=SECOND.split("/")[1], uid="0f0f0f0f-0000-4000-8000-000000000019")
     wl["spec"]["queueName"] = "second"
@@ -89,12 +91,14 @@ async def test_queues_to_cluster_queue_to_local_queue_and_back(tmp_path):
         shown = [[c.plain for c in rows.get_row(key(e))][:2] for e in jobq]
         assert shown == [[str(e.position_in_cluster_queue), str(i)] for i, e in enumerate(jobq)]
         holders = {f"adm:{w.namespace}/{w.name}" for w in app.session.store.list("Workload")
-                   if w.quota_reserved and not w.finished and w.namespace == "train" and w.spec.queue_name == "jobqueue"}
+                   if w.quota_reserved and not w.finished and w.namespace == "train"
+                   and w.spec.queue_name == "jobqueue"}
         assert set(lq.query_one("#qd-admitted", KeyedTable).visible_keys()) == holders and holders
         # o: the LocalQueue object; c: its ClusterQueue view; esc each time back where it came from
         await pilot.press("o")
         assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen))
-        assert (app.screen.ref.kind, app.screen.ref.namespace, app.screen.ref.name) == ("LocalQueue", "train", "jobqueue")
+        assert ((app.screen.ref.kind, app.screen.ref.namespace, app.screen.ref.name)
+                == ("LocalQueue", "train", "jobqueue"))
         await pilot.press("escape")
         assert await eventually(lambda: app.screen is lq)
         await pilot.press("c")
@@ -123,7 +127,8 @@ async def test_workspace_opens_its_local_queue_and_back():
         assert await eventually(lambda: isinstance(app.screen, LocalQueueDetailScreen))
         lq = app.screen
         assert lq.local_queue == ("train", "jobqueue") and lq.cq_name == CQ
-        assert await eventually(lambda: lq.query_one("#qd-pending", KeyedTable).visible_keys() == [key(e) for e in entries(app)])
+        assert await eventually(lambda: lq.query_one("#qd-pending",
+                                                     KeyedTable).visible_keys() == [key(e) for e in entries(app)])
         await pilot.press("escape")
         assert await eventually(lambda: app.screen is ws)
         await pilot.press("escape")

@@ -62,7 +62,8 @@ class FixedOnDemand:
         try:
             on_change(EventsState(ref, LOADING))
             if self.access == FORBIDDEN:
-                on_change(EventsState(ref, FORBIDDEN, (), 'HTTP 403: events is forbidden: cannot list resource "events"'))
+                on_change(EventsState(ref, FORBIDDEN, (),
+                                      'HTTP 403: events is forbidden: cannot list resource "events"'))
                 return
             on_change(EventsState(ref, SYNCED, tuple(self.events)))
             await asyncio.Event().wait()  # watching until cancelled
@@ -160,7 +161,8 @@ async def test_a_snapshot_has_no_cluster_to_ask_and_says_so():
         assert "events: not available" in shown and "no cluster to ask" in shown and "no events" not in shown
         await pilot.press("y")  # whole already (a snapshot keeps every document): nothing to fetch, no warning
         await pilot.pause()
-        assert screen.focused.id == "od-yaml-view" and "read-only, as observed" in plain(screen.query_one("#od-yaml-title"))
+        assert (screen.focused.id
+                == "od-yaml-view" and "read-only, as observed" in plain(screen.query_one("#od-yaml-title")))
 
 
 async def test_events_are_watched_only_while_the_detail_shows():
@@ -298,9 +300,11 @@ async def test_live_events_and_whole_yaml_from_the_simulator():
         try:
             async with app.run_test(size=SIZE) as pilot:
                 def admitted():
-                    return [e["involvedObject"] for e in sim.db.list("Event", field_selector="involvedObject.kind=Workload")
+                    return [e["involvedObject"]
+                            for e in sim.db.list("Event", field_selector="involvedObject.kind=Workload")
                             if e["reason"] == "Admitted"
-                            and app.session.get("Workload", e["involvedObject"]["name"], e["involvedObject"]["namespace"])]
+                            and app.session.get("Workload", e["involvedObject"]["name"],
+                                                e["involvedObject"]["namespace"])]
 
                 assert await eventually(admitted, 60), "the simulated Kueue admits a Workload"
                 io_ = admitted()[0]

@@ -63,7 +63,9 @@ async def test_queues_show_the_cohort_tree_and_a_queue_s_policies():
         t = app.screen.query_one("#queues", KeyedTable)
         keys = [k.value for k in t.rows]
         # parent before children, each child cohort's queues under it, then the queues without a cohort
-        assert keys == ["cohort:org", "cohort:team-a", "cq:a-train", "cohort:team-b", "cq:b-batch", "cohort:", "cq:dispatch"]
+        assert (keys
+                == ["cohort:org", "cohort:team-a", "cq:a-train", "cohort:team-b", "cq:b-batch", "cohort:",
+                    "cq:dispatch"])
         names = [t.get_row(k)[0].plain for k in keys]
         assert names[0].startswith("▾ org") and "2 child cohorts" in names[0]
         assert names[1].startswith("  ▾ team-a") and names[2].startswith("    └ a-train")
@@ -74,7 +76,8 @@ async def test_queues_show_the_cohort_tree_and_a_queue_s_policies():
         await pilot.pause()
         assert t.selected_key() == "cq:a-train"
         text = plain(pane)
-        assert "withinClusterQueue LowerPriority · reclaimWithinCohort Any · borrowWithinCohort LowerPriority (priority ≤ 100)" in text
+        assert ("withinClusterQueue LowerPriority · reclaimWithinCohort Any · borrowWithinCohort LowerPriority "
+                "(priority ≤ 100)") in text
         assert "whenCanBorrow TryNextFlavor · whenCanPreempt MayStopSearch" in text
         assert "fairSharing weight 3 · weightedShare 250" in text
         assert "admissionScope UsageBasedAdmissionFairSharing" in text
@@ -124,4 +127,5 @@ async def test_profiles_and_multikueue_say_not_applicable_without_red():
         state = plain(app.screen.query_one("#mk-state", Static))
         assert "Ready" in state and "failing" not in state
         checks = app.screen.query_one("#mk-checks", KeyedTable)
-        assert [checks.get_row(k)[2].plain for k in ("M1", "M2", "M3", "M4", "M5")] == ["✓ ok", "n/a", "✓ ok", "n/a", "n/a"]
+        assert ([checks.get_row(k)[2].plain for k in ("M1", "M2", "M3", "M4", "M5")]
+                == ["✓ ok", "n/a", "✓ ok", "n/a", "n/a"])

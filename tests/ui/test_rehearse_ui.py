@@ -57,7 +57,8 @@ REPORT = {
         "changes": [
             {"verb": "patch", "kind": "ClusterQueue", "namespace": None, "name": "tau-ws-train", "deleted": False,
              "diff": [{"path": "spec.stopPolicy", "before": "None", "after": "HoldAndDrain"}]},
-            {"verb": "patch", "kind": "Workload", "namespace": "train", "name": "job-[bold]x[/bold]-1", "deleted": False,
+            {"verb": "patch", "kind": "Workload", "namespace": "train", "name": "job-[bold]x[/bold]-1",
+             "deleted": False,
              "diff": [{"path": "spec.active", "before": True, "after": False}]},
         ],
     },

@@ -247,7 +247,8 @@ def test_help_lists_the_number_keys_from_the_registry():
 
     first = global_keys(REGISTRY).splitlines()[0]
     assert first.startswith("1–9      Overview · Pool · ")
-    assert first.endswith(" · ".join(e.title for e in REGISTRY.keyed()) + " (the current screen's number returns to its top level)")
+    assert first.endswith(" · ".join(e.title for e in REGISTRY.keyed())
+                          + " (the current screen's number returns to its top level)")
 
 
 def test_the_screens_folder_holds_the_screens_and_their_registry_only():

@@ -91,7 +91,8 @@ async def test_the_theme_picker_switches_and_the_screen_redraws_at_once():
         await pilot.press(*"theme")
         await palette_results(pilot, "theme", expect="theme")
         await pilot.press("enter")  # the theme picker: a palette of themes
-        assert await eventually(lambda: isinstance(app.screen, CommandPalette) and app.screen.query_one("Input").value == "")
+        assert await eventually(lambda: isinstance(app.screen, CommandPalette)
+                                and app.screen.query_one("Input").value == "")
         await pilot.press(*LIGHT)
         await palette_results(pilot, LIGHT, expect=LIGHT)
         await pilot.press("enter")

@@ -169,7 +169,8 @@ async def test_hold_from_the_queues_screen_confirms_by_context_name_and_drains(r
         # HoldAndDrain evicted comes back pending, so the step may plan (and ask) again.
         asked = 0
         while True:
-            await wait_for(pilot, lambda m=modal: (isinstance(app.screen, StepConfirmScreen) and app.screen is not m) or (
+            await wait_for(pilot,
+                           lambda m=modal: (isinstance(app.screen, StepConfirmScreen) and app.screen is not m) or (
                 isinstance(app.screen, WizardScreen) and app.screen.model.state in ("Completed", "Failed")),
                 within=60, what="the drain step's confirmation or the end")
             if not isinstance(app.screen, StepConfirmScreen):
@@ -458,7 +459,8 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
         app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": True}))
         await wait_for(pilot, lambda: isinstance(app.screen, StepConfirmScreen), what="the confirmation")
         await pilot.click("#confirm")
-        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
+        await wait_for(pilot,
+                       lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
                        what="the drain wait")
         assert app.workflows.live()
         [wid] = app.workflows.live()
@@ -466,7 +468,8 @@ async def test_abort_while_waiting_stops_at_the_next_wait(rig):
                           (False, f"resume it from 9 Workflows or with `taudash workflow resume {wid}`")):
             with mock.patch.object(Session, "demo", property(lambda _s, d=demo: d)):  # the same run, as on either
                 await pilot.press("q")  # quitting while it runs asks first; Cancel keeps the dashboard and the run
-                await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the quit confirmation")
+                await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
+                               what="the quit confirmation")
                 assert (app.screen.title_text, app.screen.targets[-1]) == (f"Quit while workflow {wid} runs?", how)
             await pilot.press("enter")  # Cancel has the focus
             await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen), what="back to the wizard")

@@ -81,7 +81,8 @@ def test_param_helper_shared_with_the_cli(journals):
     ctx = Context(store=store, actions=None)  # type: ignore[arg-type]
     assert hold_params(ctx, ["tau-ws-train", "tau-ws-eval", "tau-ws-eval"]) == {
         "cqs": ["tau-ws-eval", "tau-ws-train"], "mode": "HoldAndDrain", "cancel_pending": True,
-        "why": {"tau-ws-eval": ["chosen explicitly (--cq or the form)"], "tau-ws-train": ["chosen explicitly (--cq or the form)"]}}
+        "why": {"tau-ws-eval": ["chosen explicitly (--cq or the form)"],
+                "tau-ws-train": ["chosen explicitly (--cq or the form)"]}}
     with pytest.raises(ParamError, match="at least one ClusterQueue"):
         hold_params(ctx, [])
     with pytest.raises(ParamError, match="mode"):

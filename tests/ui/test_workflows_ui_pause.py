@@ -54,7 +54,8 @@ async def test_enter_on_a_step_confirmation_pauses_and_the_wizard_says_what_stay
     app, sim = rig.app, rig.sim
     context = app.session.actions.context
     async with app.run_test(size=SIZE) as pilot:
-        app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "HoldAndDrain", "cancel_pending": True}))
+        app.post_message(StartWorkflow("hold",
+                                       {"cqs": ["tau-ws-eval"], "mode": "HoldAndDrain", "cancel_pending": True}))
         modal = await until_confirm(pilot, app, 1)
         modal.query_one("#sc-context", Input).value = context
         await pilot.press("enter")
@@ -106,14 +107,16 @@ async def test_p_pauses_a_waiting_run_and_quitting_a_running_one_pauses_it(rig):
         app.post_message(StartWorkflow("hold", {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": True}))
         await until_confirm(pilot, app, 1)
         await pilot.click("#confirm")
-        await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
+        await wait_for(pilot,
+                       lambda: isinstance(app.screen, WizardScreen) and app.screen.model.steps[1].state == "Waiting",
                        what="the drain wait")
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, WizardScreen) and app.screen.model.state == "Paused",
                        what="Paused by p")
         [wid] = [r["id"] for r in summaries()]
         assert Journal.open(wid).last("paused")["data"]["reason"] == "operator"
-        assert "ClusterQueue tau-ws-eval is on stopPolicy Hold" in text_of(app.screen.query_one("#wz-leftovers", Static))
+        leftovers = text_of(app.screen.query_one("#wz-leftovers", Static))
+        assert "ClusterQueue tau-ws-eval is on stopPolicy Hold" in leftovers
         # resumed, then the dashboard quit while it waits: the run is paused, not lost
         await pilot.press("r")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the resume confirmation")
@@ -231,7 +234,8 @@ def test_the_list_reads_each_journal_once_and_a_release_refreshes_the_run_it_und
                                                   "restore_to": {"tau-ws-vision": "None"}}, "aks-eastus-prod-demo",
                              directory=directory)
     op = {"verb": "patch", "kind": "ClusterQueue", "namespace": None, "name": "tau-ws-vision",
-          "patch": {"spec": {"stopPolicy": "None"}}, "diff": "~ ClusterQueue tau-ws-vision: stopPolicy HoldAndDrain → None"}
+          "patch": {"spec": {"stopPolicy": "None"}},
+          "diff": "~ ClusterQueue tau-ws-vision: stopPolicy HoldAndDrain → None"}
     release.append("executing", "restore", {"op": op})
     release.append("executed", "restore", {"op": op, "result": {"changed": True}})
     opened.clear()

@@ -201,7 +201,8 @@ class Mutations:
         if labels and self.rng.random() < 0.5:
             labels.pop(self.rng.choice(sorted(labels)))
         else:
-            labels["tau.azure.com/workspace"] = self.rng.choice([w.name for w in self.store.list("TauWorkspace")] or ["x"])
+            workspaces = [w.name for w in self.store.list("TauWorkspace")]
+            labels["tau.azure.com/workspace"] = self.rng.choice(workspaces or ["x"])
         _upsert(self.store, raw)
 
     def node_flip(self) -> None:

@@ -34,7 +34,8 @@ class TestBatchSourceOwnership:
         view, findings = drain(drain_world(mode, job("prep")))
         assert view.state == "Blocked" and view.mode == mode
         (b,) = view.blockers
-        assert (b.kind, b.namespace, b.name, b.reason, b.route) == ("Job", OLD, "prep", "AwaitingWorkload", "tau-ws-eval")
+        assert ((b.kind, b.namespace, b.name, b.reason, b.route)
+                == ("Job", OLD, "prep", "AwaitingWorkload", "tau-ws-eval"))
         assert b.action == f"wait for Job eval/prep to complete, or delete it, before completing {op(mode)}"
         assert rules(findings) == ["DRAIN-BLOCKED"]
 
@@ -48,7 +49,8 @@ class TestBatchSourceOwnership:
         view, _ = drain(drain_world(mode, job("prep"), wl))
         assert blocker_names(view) == [("Workload", "job-prep-1a2b3")]
         assert view.blockers[0].action == (
-            f"wait for Workload eval/job-prep-1a2b3 to finish, or cancel its owner Job eval/prep, before completing {op(mode)}"
+            "wait for Workload eval/job-prep-1a2b3 to finish, or cancel its owner Job eval/prep, before completing "
+            f"{op(mode)}"
         )
 
     @pytest.mark.parametrize(
@@ -103,7 +105,8 @@ class TestBatchSourceOwnership:
         assert blocker_names(view) == [("RayJob", "sweep")]
 
     def test_rayjob_with_derived_workload_defers_to_it(self, mode):
-        wl = drain_workload("rayjob-sweep-9f8e7", owner=("RayJob", "sweep", "uid-rayjob-sweep"), owner_api="ray.io/v1", finished=True)
+        wl = drain_workload("rayjob-sweep-9f8e7", owner=("RayJob", "sweep", "uid-rayjob-sweep"), owner_api="ray.io/v1",
+                            finished=True)
         view, _ = drain(drain_world(mode, rayjob("sweep", deployment="Retrying"), wl))
         assert view.state == "Clear"
 
@@ -113,7 +116,8 @@ class TestBatchSourceOwnership:
 
 class TestLongRunningRayService:
     def test_rayservice_blocks_even_when_its_workload_reports_finished(self, mode):
-        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), owner_api="ray.io/v1", finished=True)
+        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"),
+                            owner_api="ray.io/v1", finished=True)
         view, findings = drain(drain_world(mode, rayservice("llm"), wl))
         assert view.state == "Blocked"
         (b,) = view.blockers
@@ -134,7 +138,8 @@ class TestLongRunningRayService:
         assert view.state == "Clear" and findings == []
 
     def test_unfinished_service_workload_points_at_the_service(self, mode):
-        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"), admitted_to="tau-ws-eval")
+        wl = drain_workload("rayservice-llm-4d5e6", owner=("RayService", "llm", "uid-raysvc-llm"),
+                            admitted_to="tau-ws-eval")
         view, _ = drain(drain_world(mode, rayservice("llm"), wl))
         assert blocker_names(view) == [("RayService", "llm"), ("Workload", "rayservice-llm-4d5e6")]
         assert view.blockers[1].action.startswith("delete RayService eval/llm (owner of Workload")
@@ -160,7 +165,8 @@ class TestManagedDeployment:
         }.get(variant, {})
         extra = [deployment("web", template_labels=managed_template(), **kw)]
         if variant == "pod-workloads-finished":
-            extra += [drain_workload(f"pod-web-{i}", owner=("Pod", f"web-{i}", f"uid-pod-{i}"), owner_api="v1", finished=True) for i in range(2)]
+            extra += [drain_workload(f"pod-web-{i}", owner=("Pod", f"web-{i}", f"uid-pod-{i}"), owner_api="v1",
+                                     finished=True) for i in range(2)]
         view, findings = drain(drain_world(mode, *extra))
         assert view.state == "Blocked"
         (b,) = view.blockers
@@ -169,7 +175,8 @@ class TestManagedDeployment:
         assert rules(findings) == ["DRAIN-BLOCKED"]
 
     def test_state_is_named_in_the_message(self, mode):
-        view, _ = drain(drain_world(mode, deployment("web", template_labels=managed_template(), replicas=0, paused=True)))
+        view, _ = drain(drain_world(mode,
+                                    deployment("web", template_labels=managed_template(), replicas=0, paused=True)))
         assert "scaled to zero, paused" in view.blockers[0].message
 
     def test_root_labels_alone_do_not_make_a_deployment_managed(self, mode):
@@ -183,7 +190,8 @@ class TestManagedDeployment:
         assert view.state == "Clear"
 
     def test_managed_template_with_queue_only_on_root_still_blocks(self, mode):
-        dep = deployment("web", template_labels={"kueue.x-k8s.io/managed": "true"}, root_labels={"kueue.x-k8s.io/queue-name": "jobqueue"})
+        dep = deployment("web", template_labels={"kueue.x-k8s.io/managed": "true"},
+                         root_labels={"kueue.x-k8s.io/queue-name": "jobqueue"})
         view, _ = drain(drain_world(mode, dep))
         assert blocker_names(view) == [("Deployment", "web")]
 
@@ -210,7 +218,8 @@ class TestSourceDiscovery:
         assert view.state == "Unknown"
         assert [u.resource.split(".")[0] for u in view.unknown] == [kind.lower() + "s"]
         (f,) = findings
-        assert (f.rule, f.severity.value, f.object.kind, f.object.name) == ("DRAIN-UNKNOWN", "critical", "TauWorkspace", "eval")
+        assert ((f.rule, f.severity.value, f.object.kind, f.object.name)
+                == ("DRAIN-UNKNOWN", "critical", "TauWorkspace", "eval"))
 
     def test_absent_ray_apis_are_skipped(self, mode):
         view, findings = drain(drain_world(mode), {"RayJob": AccessState.ABSENT, "RayService": AccessState.ABSENT})
@@ -237,7 +246,8 @@ class TestSourceDiscovery:
 
         from taudash.engine.rules.drain import derive_drain
 
-        ctx = drain_ctx(drain_world(mode, job("prep"), rayservice("llm"), deployment("web", template_labels=managed_template())))
+        ctx = drain_ctx(drain_world(mode, job("prep"), rayservice("llm"),
+                                    deployment("web", template_labels=managed_template())))
         before = ctx.store.revision
         derive_drain(ctx, the_workspace(ctx))
         assert ctx.store.revision == before

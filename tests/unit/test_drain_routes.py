@@ -125,7 +125,8 @@ def test_objects_outside_the_old_namespace_are_ignored(mode):
 
 
 def _route_with(mode: str, selector, *extra, ns_labels=None):
-    objs = drain_world(mode, cluster_queue("ext", status=False, selector=selector), local_queue("ext", OLD, "ext"), *extra, ns_labels=ns_labels)
+    objs = drain_world(mode, cluster_queue("ext", status=False, selector=selector), local_queue("ext", OLD, "ext"),
+                       *extra, ns_labels=ns_labels)
     view, findings = drain(objs)
     return next(r for r in view.routes if r.cluster_queue == "ext"), view, findings
 
@@ -141,7 +142,8 @@ def _route_with(mode: str, selector, *extra, ns_labels=None):
         ({}, "SelectorIndependent"),
         ({"matchLabels": {"kubernetes.io/metadata.name": OLD}}, "SelectorIndependent"),
         ({"matchExpressions": [{"key": "tau.azure.com/workspace", "operator": "DoesNotExist"}]}, "NotRouted"),
-        ({"matchExpressions": [{"key": "tau.azure.com/workspace", "operator": "NotIn", "values": ["eval"]}]}, "NotRouted"),
+        ({"matchExpressions": [{"key": "tau.azure.com/workspace", "operator": "NotIn", "values": ["eval"]}]},
+         "NotRouted"),
         ({"matchLabels": {"tau.azure.com/workspace": "other"}}, "NotRouted"),
         (None, "NotRouted"),  # a null selector matches no namespace
     ],
@@ -160,7 +162,8 @@ def test_mixed_selector_needs_both_kept_and_cleaned_labels(mode):
 
 @pytest.mark.parametrize("mode", DRAIN_MODES)
 @pytest.mark.parametrize(
-    "selector", [{}, None, {"matchLabels": {"tau.azure.com/workspace": "other"}}], ids=["independent", "null", "unmatched"]
+    "selector", [{}, None, {"matchLabels": {"tau.azure.com/workspace": "other"}}],
+    ids=["independent", "null", "unmatched"]
 )
 def test_work_on_non_required_routes_does_not_wait(mode, selector):
     extra = [
@@ -169,14 +172,17 @@ def test_work_on_non_required_routes_does_not_wait(mode, selector):
         rayservice("llm", queue="ext"),
         deployment("web", template_labels=managed_template("ext")),
     ]
-    objs = [o for o in drain_world(mode, cluster_queue("ext", status=False, selector=selector), local_queue("ext", OLD, "ext"), *extra)]
+    objs = [o
+            for o in drain_world(mode, cluster_queue("ext", status=False, selector=selector),
+                                 local_queue("ext", OLD, "ext"), *extra)]
     view, findings = drain(objs)
     assert view.state == "Clear" and view.blockers == [] and findings == []
 
 
 @pytest.mark.parametrize("mode", DRAIN_MODES)
 def test_missing_cluster_queue_is_a_route_without_wait(mode):
-    objs = drain_world(mode, local_queue("legacy", OLD, "old-batch"), drain_workload("w", queue="legacy"), job("prep", queue="legacy"))
+    objs = drain_world(mode, local_queue("legacy", OLD, "old-batch"), drain_workload("w", queue="legacy"),
+                       job("prep", queue="legacy"))
     view, findings = drain(objs)
     route = next(r for r in view.routes if r.cluster_queue == "old-batch")
     assert (route.local_queue, route.state) == ("legacy", "Missing")
@@ -199,7 +205,8 @@ def test_cleaned_labels_already_gone_means_not_routed(mode):
 @pytest.mark.parametrize("mode", DRAIN_MODES)
 def test_workload_blocks_through_its_admitted_queue(mode):
     # Its LocalQueue now points at an external queue; the reservation is still in the required team queue.
-    objs = drain_world(mode, cluster_queue("ext", status=False, selector={}), local_queue("ext", OLD, "ext"), drain_workload("w", queue="ext", admitted_to="tau-ws-eval"))
+    objs = drain_world(mode, cluster_queue("ext", status=False, selector={}), local_queue("ext", OLD, "ext"),
+                       drain_workload("w", queue="ext", admitted_to="tau-ws-eval"))
     view, _ = drain(objs)
     assert {(r.local_queue, r.cluster_queue) for r in view.routes} >= {("ext", "ext"), ("ext", "tau-ws-eval")}
     assert view.blockers[0].route == "tau-ws-eval"
@@ -219,7 +226,8 @@ def test_replaced_cluster_queue_is_reported_and_left_alone(mode):
     view, findings = drain(drain_world(mode, ws=drain_workspace(mode, queue_uid="uid-before-replacement")))
     assert view.routes[0].uid_continuity == "Changed"
     (f,) = findings
-    assert (f.rule, f.severity.value, f.object.kind, f.object.name) == ("DRAIN-QUEUE-REPLACED", "warning", "TauWorkspace", "eval")
+    assert ((f.rule, f.severity.value, f.object.kind, f.object.name)
+            == ("DRAIN-QUEUE-REPLACED", "warning", "TauWorkspace", "eval"))
     assert "uid-before-replacement" in f.message
     assert "delete" not in f.hint.lower() and "patch" not in f.hint.lower()
 

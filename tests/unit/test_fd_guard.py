@@ -84,4 +84,5 @@ def test_sockets_are_named_by_address_and_state():
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         target = fd_guard.open_descriptors()[server.fileno()]
-        assert fd_guard.describe(target, fd_guard.socket_table()) == f"{target} tcp 127.0.0.1:{port} -> 0.0.0.0:0 LISTEN"
+        assert (fd_guard.describe(target, fd_guard.socket_table())
+                == f"{target} tcp 127.0.0.1:{port} -> 0.0.0.0:0 LISTEN")

@@ -1,6 +1,6 @@
-"""Property-based fuzzing of the snapshot loader (bad input: one line, exit 2; README.md "Exit codes"): random bytes, random YAML and
-JSON documents, hand-made nasties, and real objects from snapshots/demo.yaml with a value anywhere
-replaced by a wrong type, null, huge number or odd unicode. The only outcomes allowed are loaded
+"""Property-based fuzzing of the snapshot loader (bad input: one line, exit 2; README.md "Exit codes"): random
+bytes, random YAML and JSON documents, hand-made nasties, and real objects from snapshots/demo.yaml with a
+value anywhere replaced by a wrong type, null, huge number or odd unicode. The only outcomes allowed are loaded
 objects plus one-line issues naming the file, or one SnapshotError line naming the file; and what
 loads can be derived and printed (the output contract is valid JSON)."""
 
@@ -100,14 +100,20 @@ NASTY = {
     "python tag": "!!python/object/apply:os.system ['echo hi']\n",
     "unhashable key": "? [a, b]\n: 1\n",
     "huge YAML int": "apiVersion: v1\nkind: Node\nmetadata: {name: n, generation: " + "9" * 5000 + "}\n",
-    "huge quantity exponent": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: 1e99999999}}\n",
-    "huge quantity digits": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '" + "9" * 4000 + "'}}\n",
+    "huge quantity exponent": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: "
+                              "1e99999999}}\n",
+    "huge quantity digits": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '"
+    + "9" * 4000 + "'}}\n",
     "YAML inf quantity": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: .inf}}\n",
     "YAML nan quantity": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: .nan}}\n",
-    "JSON inf quantity": '{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":1e999}}}',
-    "JSON NaN quantity": '{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":NaN}}}',
-    "envelope with scalar parts": "apiVersion: taudash/v1\nkind: ClusterSnapshot\nmetadata: abc\naccess: abc\nobjects: abc\n",
-    "envelope access entries": "apiVersion: taudash/v1\nkind: ClusterSnapshot\naccess: [abc, 1, null, {resource: 1}]\nobjects: []\n",
+    "JSON inf quantity": ('{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},'
+                          '"status":{"allocatable":{"cpu":1e999}}}'),
+    "JSON NaN quantity": ('{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},'
+                          '"status":{"allocatable":{"cpu":NaN}}}'),
+    "envelope with scalar parts": "apiVersion: taudash/v1\nkind: ClusterSnapshot\nmetadata: abc\naccess: "
+                                  "abc\nobjects: abc\n",
+    "envelope access entries": "apiVersion: taudash/v1\nkind: ClusterSnapshot\naccess: [abc, 1, null, {resource: "
+                               "1}]\nobjects: []\n",
     "List with scalar items": "kind: List\napiVersion: v1\nitems: abc\n",
     "List with mapping items": "kind: List\napiVersion: v1\nitems: {a: 1}\n",
     "kind is a list": "apiVersion: v1\nkind: [a]\nmetadata: {name: x}\n",

@@ -38,7 +38,8 @@ def synthetic(tmp_path, days: float, **retention) -> tuple[Recorder, list[int]]:
     # The rest in bulk: a recorder writing every 10 s for days would make the test slow, not better.
     rec.conn.execute("BEGIN")
     rec.conn.executemany("INSERT INTO samples VALUES (?,?,?)",
-                         [(ids[0], ts, value_a(ts)) for ts in stamps[1:]] + [(ids[1], ts, value_b(ts)) for ts in stamps[1:]])
+                         [(ids[0], ts, value_a(ts)) for ts in stamps[1:]]
+                         + [(ids[1], ts, value_b(ts)) for ts in stamps[1:]])
     rec.conn.executemany("INSERT INTO sample_passes VALUES (?)", [(ts,) for ts in stamps[1:]])  # each a pass
     rec.conn.execute("COMMIT")
     return rec, stamps

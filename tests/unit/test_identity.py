@@ -204,7 +204,8 @@ def test_foreign_binding_in_the_old_namespace_is_not_revoked_either():
 def test_retarget_recovery_restores_the_current_researcher_in_the_retained_namespace():
     # The obsolete account is gone: the binding in the old namespace is expected while work is unfinished.
     ws = drain_workspace("Retarget", identity=("eval-runner-v2", "client-1"))
-    view, findings = identity(drain_world("Retarget", BLOCKER, sa("eval-runner-v2", NEW), binding(OLD), binding(NEW), ws=ws))
+    view, findings = identity(drain_world("Retarget", BLOCKER, sa("eval-runner-v2", NEW), binding(OLD), binding(NEW),
+                                          ws=ws))
     assert view.revocation_confirmed is True
     assert view.expected_bindings == [OLD, NEW]
     assert [b.status for b in view.bindings] == ["Expected", "Expected"]
@@ -219,7 +220,8 @@ def test_retarget_missing_binding_in_the_retained_namespace_is_reported():
 
 def test_retarget_with_revocation_pending_keeps_the_new_namespace_binding():
     ws = drain_workspace("Retarget", identity=("eval-runner-v2", "client-1"))
-    view, findings = identity(drain_world("Retarget", BLOCKER, sa(), sa("eval-runner-v2", NEW), binding(OLD), binding(NEW), ws=ws))
+    view, findings = identity(drain_world("Retarget", BLOCKER, sa(), sa("eval-runner-v2", NEW), binding(OLD),
+                                          binding(NEW), ws=ws))
     assert {b.namespace: b.status for b in view.bindings} == {OLD: "NotRevoked", NEW: "Expected"}
     assert rules(findings) == ["ACCESS-NOT-REVOKED", "IDENTITY-REVOCATION-PENDING"]
 
@@ -263,7 +265,8 @@ def test_never_bound_in_an_abandoned_namespace(mode):
 
 def test_never_bound_in_a_foreign_namespace():
     # The old namespace was reclaimed by another workspace: restoring access there would be wrong.
-    objs = drain_world("Retarget", BLOCKER, sa(), binding(OLD), binding(NEW), ns_labels={"tau.azure.com/workspace": "other"})
+    objs = drain_world("Retarget", BLOCKER, sa(), binding(OLD), binding(NEW),
+                       ns_labels={"tau.azure.com/workspace": "other"})
     view, findings = identity(objs)
     assert OLD not in view.expected_bindings
     assert bound(view, OLD).status == "Unexpected"

@@ -90,7 +90,8 @@ class _Rounds(Step):
     async def plan(self, ctx):
         names = self.rounds[min(self.planned, len(self.rounds) - 1)]
         self.planned += 1
-        ops = [Operation("patch", "Workload", "ns", n, f"deactivate {n}", patch={"spec": {"active": False}}) for n in names]
+        ops = [Operation("patch", "Workload", "ns", n, f"deactivate {n}", patch={"spec": {"active": False}})
+               for n in names]
         return Plan(ops, covers=[f"patch:Workload ns/{n}" for n in self.covers] if self.planned == 1 else [])
 
     def progress(self, ctx):

@@ -15,7 +15,8 @@ from taudash.engine.sources.client import RawGet, _env_proxy
 def _client(proxy=None, host="https://10.1.2.3:6443"):
     session = SimpleNamespace(connector=aiohttp.TCPConnector())
     rest = SimpleNamespace(pool_manager=session, proxy=proxy, proxy_headers=None, server_hostname="api.internal")
-    return SimpleNamespace(rest_client=rest, configuration=SimpleNamespace(host=host), default_headers={"User-Agent": "x"})
+    return SimpleNamespace(rest_client=rest, configuration=SimpleNamespace(host=host),
+                           default_headers={"User-Agent": "x"})
 
 
 def test_the_environment_proxy_is_read_once_and_no_proxy_is_honoured(monkeypatch):
@@ -24,7 +25,8 @@ def test_the_environment_proxy_is_read_once_and_no_proxy_is_honoured(monkeypatch
     assert _env_proxy("https://10.1.2.3:6443") == {}
     monkeypatch.setenv("HTTPS_PROXY", "http://user:pw@proxy.corp:3128")
     got = _env_proxy("https://10.1.2.3:6443")
-    assert got["proxy"] == URL("http://proxy.corp:3128") and (got["proxy_auth"].login, got["proxy_auth"].password) == ("user", "pw")
+    assert (got["proxy"] == URL("http://proxy.corp:3128") and (got["proxy_auth"].login, got["proxy_auth"].password)
+            == ("user", "pw"))
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     assert _env_proxy("https://10.1.2.3:6443") == {}
 

@@ -18,7 +18,8 @@ WL = {
         "clusterName": "worker-2",
         "requeueState": {"count": 3, "requeueAt": "2026-12-01T10:00:00Z"},
         "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "InClusterQueue", "count": 4}]},
-        "admissionChecks": [{"name": "mk", "state": "Ready", "message": "", "lastTransitionTime": "2026-12-01T09:00:00Z"}],
+        "admissionChecks": [{"name": "mk", "state": "Ready", "message": "",
+                             "lastTransitionTime": "2026-12-01T09:00:00Z"}],
         "admission": {"clusterQueue": "cq", "podSetAssignments": [
             {"name": "main", "count": 2, "flavors": {"cpu": "f"},
              "topologyAssignment": {"levels": ["rack"], "slices": [{"domainCount": 1}]},
@@ -78,8 +79,10 @@ def test_queue_policies_and_fair_sharing():
                                           "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "2"}},
                                           "status": {"fairSharing": {"weightedShare": 7}}})
     assert lq.spec.fair_sharing.weight.human() == "2" and lq.status.fair_sharing.weighted_share == 7
-    co = kueue.Cohort.model_validate({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "c"},
-                                      "spec": {"fairSharing": {"weight": "0"}}, "status": {"fairSharing": {"weightedShare": 0}}})
+    co = kueue.Cohort.model_validate({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                                      "metadata": {"name": "c"},
+                                      "spec": {"fairSharing": {"weight": "0"}},
+                                      "status": {"fairSharing": {"weightedShare": 0}}})
     assert co.spec.fair_sharing.weight.is_zero() and co.status.fair_sharing.weighted_share == 0
     # absent: Kueue's defaults, not invented values
     plain = kueue.ClusterQueue.model_validate({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",

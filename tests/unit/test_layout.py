@@ -36,7 +36,8 @@ def object_builders(tree: ast.Module) -> list[str]:
     or are named like a builder."""
     found = []
     for n in tree.body:
-        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or n.name.startswith(("test_", "Test")):
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                or n.name.startswith(("test_", "Test")):
             continue
         if any("composite" in ast.unparse(d) for d in getattr(n, "decorator_list", ())):
             continue  # a hypothesis strategy draws random objects for one property test: it is not a builder
@@ -50,7 +51,8 @@ def object_builders(tree: ast.Module) -> list[str]:
 
 
 def test_every_test_module_sits_in_a_level_directory():
-    misplaced = [str(p.relative_to(TESTS)) for p in all_test_modules() if p.parent.parent != TESTS or p.parent.name not in LEVELS]
+    misplaced = [str(p.relative_to(TESTS)) for p in all_test_modules() if p.parent.parent != TESTS
+                 or p.parent.name not in LEVELS]
     assert not misplaced, f"move these into tests/{{{','.join(LEVELS)}}}/ (see ARCHITECTURE.md, Testing): {misplaced}"
     for level in LEVELS:  # and every level has tests (the layout is not an empty promise)
         assert list((TESTS / level).glob("test_*.py")), level
@@ -70,8 +72,10 @@ def test_objects_are_built_by_the_factories(path: Path):
 @pytest.mark.parametrize("path", all_test_modules(), ids=lambda p: str(p.relative_to(TESTS)))
 def test_a_module_holds_tests_and_imports_no_other_test_module_across_levels(path: Path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    assert any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name.startswith(("test_", "Test"))
-               for n in tree.body), f"{path.name} holds no tests: shared code goes to tests/factories.py or tests/tools/"
+    assert any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and n.name.startswith(("test_", "Test"))
+               for n in tree.body), (f"{path.name} holds no tests: shared code goes to tests/factories.py or "
+                                     "tests/tools/")
     siblings = {p.stem for p in path.parent.glob("test_*.py")}
     foreign = [m for m in module_imports(tree)
                if m.split(".")[-1].startswith("test_") and (m.startswith("tests.") or m not in siblings)]

@@ -58,10 +58,12 @@ def test_accessors_match_the_pydantic_models():
         fast, schema = Workload.model_validate(raw), Workload.pydantic_model.model_validate(raw)
         assert (fast.name, fast.namespace, fast.uid, fast.labels, fast.deleting) == \
             (schema.name, schema.namespace, schema.uid, schema.labels, schema.deleting)
-        assert (fast.finished, fast.admitted, fast.quota_reserved) == (schema.finished, schema.admitted, schema.quota_reserved)
+        assert ((fast.finished, fast.admitted, fast.quota_reserved)
+                == (schema.finished, schema.admitted, schema.quota_reserved))
         assert [c.type for c in fast.conditions] == [c.type for c in schema.conditions]
         got, want = fast.condition("QuotaReserved"), schema.condition("QuotaReserved")
-        assert (got is None) == (want is None) and (got is None or (got.is_true, got.message) == (want.is_true, want.message))
+        assert ((got is None)
+                == (want is None) and (got is None or (got.is_true, got.message) == (want.is_true, want.message)))
         assert (fast.owner and fast.owner.name) == (schema.owner and schema.owner.name)
         for a, b in zip(fast.status.admission.pod_set_assignments if fast.status.admission else [],
                         schema.status.admission.pod_set_assignments if schema.status.admission else [], strict=True):
@@ -71,7 +73,8 @@ def test_accessors_match_the_pydantic_models():
 
 def test_a_page_decodes_from_bytes_to_the_same_objects_as_one_by_one():
     raws = _raws("Workload")[:40]
-    body = orjson.dumps({"kind": "WorkloadList", "metadata": {"resourceVersion": "77", "continue": "tok"}, "items": raws})
+    body = orjson.dumps({"kind": "WorkloadList", "metadata": {"resourceVersion": "77", "continue": "tok"},
+                         "items": raws})
     items, rv, cont = FastCodec(Workload).page(body)
     assert (rv, cont) == ("77", "tok")
     assert items == [Workload.model_validate(r) for r in raws]

@@ -202,7 +202,8 @@ def test_a_disconnected_worker_is_a_finding_with_its_reason():
 
 
 def test_no_disconnected_finding_when_every_worker_is_active():
-    objs = [o for o in ready_objects() if o["kind"] != "MultiKueueCluster"] + [mk_cluster("worker-1"), mk_cluster("worker-2")]
+    objs = ([o for o in ready_objects() if o["kind"] != "MultiKueueCluster"]
+            + [mk_cluster("worker-1"), mk_cluster("worker-2")])
     view, findings = run(objs)
     assert view.state == "Ready" and findings == []
 

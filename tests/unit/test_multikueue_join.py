@@ -96,7 +96,8 @@ def test_an_unmapped_worker_is_unknown_and_an_inactive_one_is_left_to_the_manage
 def test_a_mirror_the_manager_no_longer_tracks_is_an_orphan():
     m = manager(dispatched("moved", on="w2"), dispatched("done", on="w1", state="finished"),
                 dispatched("dispatching", nominated=["w1", "w2"], state="reserved"))
-    w1 = live(mirror("ghost"), mirror("moved"), mirror("done", state="finished"), mirror("dispatching", state="pending"),
+    w1 = live(mirror("ghost"), mirror("moved"), mirror("done", state="finished"),
+              mirror("dispatching", state="pending"),
               mirror("young", created=JUST))
     j = join_multikueue(m, {"w1": w1, "w2": live(mirror("moved"))}, NOW)
     assert [(o.worker, o.name, o.why) for o in j.orphans] == [

@@ -29,7 +29,8 @@ from taudash.engine.rules.base import Severity
 
 def test_healthy_pool_is_valid_established_and_quiet():
     v, f = pool_of(healthy_pool())
-    assert (v.mode, v.team, v.cohort, v.valid, v.established, v.zeroed) == ("Automatic", "research", TEAM_COHORT, True, True, False)
+    assert ((v.mode, v.team, v.cohort, v.valid, v.established, v.zeroed)
+            == ("Automatic", "research", TEAM_COHORT, True, True, False))
     assert f == [] and v.conflicts == []
     h = pool_flavor(v, H100).to_contract()
     assert h["inventory"] == h["budget"] == h["observedBudget"] == {GPU: "16"}
@@ -81,7 +82,8 @@ def test_team_status_cohort_names_the_root():
 
 
 def test_queue_status_names_the_workspace_queue():
-    objs = replace(without(healthy_pool(), "ClusterQueue", "tau-ws-train"), pool_workspace("train", cq="research-train"),
+    objs = replace(without(healthy_pool(), "ClusterQueue", "tau-ws-train"),
+                   pool_workspace("train", cq="research-train"),
                    team_cq("train") | {"metadata": {"name": "research-train", "labels": MANAGED}})
     v, f = pool_of(objs)
     assert [x.cluster_queue for x in v.queues] == ["research-train", "tau-ws-eval"]
@@ -113,7 +115,8 @@ def test_queue_in_another_cohort_is_drift():
 
 def test_queue_without_an_entry_for_a_covered_resource_cannot_borrow_it():
     base = replace(healthy_pool(), node("gpu-1", alloc={GPU: "8", "rdma/ib": "4"}),
-                   root_cohort({H100: {GPU: "16", "rdma/ib": "4"}}), team_cq("eval", flavors={H100: {GPU: "0", "rdma/ib": "0"}}))
+                   root_cohort({H100: {GPU: "16", "rdma/ib": "4"}}),
+                   team_cq("eval", flavors={H100: {GPU: "0", "rdma/ib": "0"}}))
     (d,) = queue_drift(base=base)
     assert d.object.name == "tau-ws-train" and f"no quota entry for {H100} rdma/ib" in d.message
 
@@ -167,8 +170,10 @@ def test_headroom_exactly_zero_is_not_overcommitted():
 
 def test_a_flavor_whose_nodes_vanished_stays_with_zero_budget():
     # every h200 node is gone; the Cohort and the queues keep the h200 entries at zero
-    objs = replace(healthy_pool(), team_cq("train", flavors={H100: {GPU: "0"}, H200: {GPU: "0"}}, reservation={H100: {GPU: "6"}}),
-                   team_cq("eval", flavors={H100: {GPU: "0"}, H200: {GPU: "0"}}, reservation={H100: {GPU: "4"}, H200: {GPU: "3"}}),
+    objs = replace(healthy_pool(),
+                   team_cq("train", flavors={H100: {GPU: "0"}, H200: {GPU: "0"}}, reservation={H100: {GPU: "6"}}),
+                   team_cq("eval", flavors={H100: {GPU: "0"}, H200: {GPU: "0"}},
+                           reservation={H100: {GPU: "4"}, H200: {GPU: "3"}}),
                    root_cohort({H100: {GPU: "16"}, H200: {GPU: "0"}}))
     v, f = pool_of(objs)
     g = pool_flavor(v, H200)

@@ -49,7 +49,8 @@ def test_legacy_discovery_label_not_true_is_fine():
 # --- OverlappingFlavor ------------------------------------------------------------------------
 
 def test_a_flavor_with_empty_node_labels_selects_every_pool_node():
-    objs = healthy_pool() + [resource_flavor("default-flavor"), pool_cq("batch", flavors={"default-flavor": {GPU: "4"}})]
+    objs = (healthy_pool()
+            + [resource_flavor("default-flavor"), pool_cq("batch", flavors={"default-flavor": {GPU: "4"}})])
     _, got, f = conflicts(objs)
     assert ("OverlappingFlavor", "ResourceFlavor", "default-flavor") in got
     x = next(i for i in f if i.object.name == "default-flavor")
@@ -66,14 +67,17 @@ def test_a_differently_named_flavor_matching_pool_nodes_through_a_cohort():
 
 
 def test_overlapping_flavor_needs_a_nonzero_quota():
-    assert_clean(healthy_pool() + [resource_flavor("default-flavor"), pool_cq("batch", flavors={"default-flavor": {GPU: "0"}})])
+    assert_clean(healthy_pool()
+                 + [resource_flavor("default-flavor"), pool_cq("batch", flavors={"default-flavor": {GPU: "0"}})])
     assert_clean(healthy_pool() + [resource_flavor("default-flavor")])
 
 
 def test_overlapping_flavor_needs_a_counted_pool_node():
     # selects only an excluded node and a non-candidate node
-    objs = healthy_pool() + [node("a10-1", gpu_class="a10", ready="False"), node("cpu-1", gpu_class=None, labels={"sku": "cpu"}),
-                        resource_flavor("a10", {"tau.azure.com/gpu-class": "a10"}), resource_flavor("cpu", {"sku": "cpu"}),
+    objs = healthy_pool() + [node("a10-1", gpu_class="a10", ready="False"),
+                             node("cpu-1", gpu_class=None, labels={"sku": "cpu"}),
+                        resource_flavor("a10", {"tau.azure.com/gpu-class": "a10"}),
+                        resource_flavor("cpu", {"sku": "cpu"}),
                         pool_cq("batch", flavors={"a10": {GPU: "4"}, "cpu": {"cpu": "32"}})]
     assert_clean(objs)
 
@@ -99,7 +103,9 @@ def test_another_cohort_budgeting_a_pool_flavor_is_a_conflict():
 
 
 def test_a_retained_cohort_of_another_team_names_that_team():
-    objs = healthy_pool() + [cohort("tau-team-vision", flavors={H100: {GPU: "8"}}, labels={**MANAGED, "tau.azure.com/team": "vision"})]
+    objs = (healthy_pool()
+            + [cohort("tau-team-vision", flavors={H100: {GPU: "8"}},
+                      labels={**MANAGED, "tau.azure.com/team": "vision"})])
     _, got, f = conflicts(objs)
     assert got == [("OverlappingBudget", "Cohort", "tau-team-vision")]
     assert "retained budget of team vision" in f[0].message
@@ -165,7 +171,8 @@ def test_workspace_quota_is_a_conflict_only_for_the_capacity_team():
 
 def test_conflicts_are_sorted_by_name_and_every_hint_names_an_owner():
     objs = replace(healthy_pool(), team(quota={(H100, GPU): "16"}), pool_workspace("eval", quota={(H100, GPU): "4"}))
-    objs += [pool_cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"}), cohort("aaa", flavors={H100: {GPU: "1"}})]
+    objs += [pool_cq("jobqueue", labels={"tau.azure.com/discover-gpu-flavors": "true"}),
+             cohort("aaa", flavors={H100: {GPU: "1"}})]
     v, got, f = conflicts(objs)
     assert [n for _, _, n in got] == ["aaa", "eval", "jobqueue", "research"]
     assert len(f) == 4 and all("owner" in x.hint for x in f)

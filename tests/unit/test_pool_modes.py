@@ -1,4 +1,5 @@
-"""Explicit and None modes, leaving the automatic mode (POOL-RETAINED), failing closed (ARCHITECTURE.md (kinds: engine/model/kinds.py), docs/rules.md#pool-leaving)."""
+"""Explicit and None modes, leaving the automatic mode (POOL-RETAINED), failing closed
+(ARCHITECTURE.md (kinds: engine/model/kinds.py), docs/rules.md#pool-leaving)."""
 
 import pytest
 from factories import (
@@ -73,7 +74,8 @@ def test_explicit_mode_shows_declared_quota_cohorts_queues_and_borrowing():
     assert train["nominal"] == {H100: {GPU: "4"}} and train["borrowingLimit"] == {H100: {GPU: "2"}}
     assert train["borrowed"] == {H100: {GPU: "2"}}  # 6 reserved - 4 nominal
     (t,) = v.teams
-    assert (t.name, t.cohort, t.cohort_exists, t.managed, t.quota_declared) == ("vision", "tau-team-vision", True, True, True)
+    assert ((t.name, t.cohort, t.cohort_exists, t.managed, t.quota_declared)
+            == ("vision", "tau-team-vision", True, True, True))
     assert t.workspaces == ["eval", "train"] and t.queues == ["tau-ws-eval", "tau-ws-train"]
     assert t.to_contract()["cohortNominal"] == {H100: {GPU: "6"}}
     assert t.to_contract()["memberNominal"] == {H100: {GPU: "10"}}
@@ -168,7 +170,8 @@ def test_a_conflict_proven_from_readable_kinds_makes_the_pool_invalid_even_when_
 
 def test_pool_flavors_known_from_references_still_catch_overlaps_without_nodes():
     # Nodes unreadable: h100 is still a pool flavor because the root Cohort budgets it.
-    v, _ = pool_of(healthy_pool() + [cohort("platform", flavors={H100: {GPU: "8"}})], access={"Node": AccessState.FORBIDDEN})
+    v, _ = pool_of(healthy_pool() + [cohort("platform", flavors={H100: {GPU: "8"}})],
+                   access={"Node": AccessState.FORBIDDEN})
     assert [(c.code, c.name) for c in v.conflicts] == [("OverlappingBudget", "platform")]
 
 
@@ -204,5 +207,6 @@ def test_explicit_mode_does_not_need_resource_flavors():
 
 
 def test_workloads_or_other_kinds_unreadable_do_not_matter():
-    v, f = pool_of(replace(healthy_pool(), root_cohort()), access={"Workload": AccessState.FORBIDDEN, "Job": AccessState.ERROR})
+    v, f = pool_of(replace(healthy_pool(), root_cohort()),
+                   access={"Workload": AccessState.FORBIDDEN, "Job": AccessState.ERROR})
     assert v.valid is True and f == []

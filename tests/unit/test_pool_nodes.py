@@ -18,7 +18,8 @@ def test_a_counted_node_contributes_every_allocatable_resource():
     f = pool_flavor(v, H100)
     assert (f.gpu_class, f.nodes, f.excluded) == ("h100", 1, [])
     assert f.to_contract()["inventory"] == {
-        "cpu": "96", "ephemeral-storage": "3Ti", "memory": "1800Gi", "nvidia.com/gpu": "8", "pods": "110", "rdma/ib": "8",
+        "cpu": "96", "ephemeral-storage": "3Ti", "memory": "1800Gi", "nvidia.com/gpu": "8", "pods": "110",
+        "rdma/ib": "8",
     }
     assert v.covered_resources == ["cpu", "ephemeral-storage", "memory", "nvidia.com/gpu", "pods", "rdma/ib"]
 
@@ -88,7 +89,8 @@ def test_selector_must_match_every_key():
 def test_exact_decimal_arithmetic():
     cpu = {"cpu": "1500m", GPU: "1"}
     v = auto(node("a", alloc=cpu), node("b", alloc=cpu), node("c", alloc=cpu),
-             node("m1", gpu_class="a100", alloc={"memory": "1Ti"}), node("m2", gpu_class="a100", alloc={"memory": "512Gi"}))
+             node("m1", gpu_class="a100", alloc={"memory": "1Ti"}),
+             node("m2", gpu_class="a100", alloc={"memory": "512Gi"}))
     h, a = pool_flavor(v, H100).to_contract(), pool_flavor(v, A100).to_contract()
     assert h["inventory"]["cpu"] == "4500m"
     assert a["inventory"]["memory"] == "1536Gi"
@@ -96,7 +98,8 @@ def test_exact_decimal_arithmetic():
 
 
 def test_a_resource_on_one_class_only_has_explicit_zero_elsewhere():
-    v = auto(node("h", gpu_class="h100", alloc={GPU: "8", "rdma/ib": "8"}), node("a", gpu_class="a100", alloc={GPU: "4"}))
+    v = auto(node("h", gpu_class="h100", alloc={GPU: "8", "rdma/ib": "8"}),
+             node("a", gpu_class="a100", alloc={GPU: "4"}))
     a = pool_flavor(v, A100).to_contract()
     assert "rdma/ib" not in a["inventory"]  # inventory is a fact: the node has none
     assert a["budget"] == {"nvidia.com/gpu": "4", "rdma/ib": "0"}  # quota is explicit zero, never unlimited

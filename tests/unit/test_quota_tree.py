@@ -101,7 +101,8 @@ def test_cohort_lending_limit_toward_its_parent():
 def test_implicit_parent_and_cycle():
     t = tree([cluster_queue("a", cohort="child", flavors={F: {GPU: "1"}})], [cohort("child", parent="ghost")])
     assert not t.cohorts["ghost"].explicit and t.node("a").root().name == "ghost"
-    cyc = tree([cluster_queue("a", cohort="x", flavors={F: {GPU: "1"}})], [cohort("x", parent="y"), cohort("y", parent="x")])
+    cyc = tree([cluster_queue("a", cohort="x", flavors={F: {GPU: "1"}})],
+               [cohort("x", parent="y"), cohort("y", parent="x")])
     assert cyc.node("a").in_cycle
     assert not t.node("a").in_cycle
 

@@ -25,7 +25,8 @@ def test_implicit_and_explicit_cohorts_with_member_totals():
     assert not by["team"].implicit and by["loose"].implicit
     assert by["team"].members == ["a", "b"]
     (res,) = by["team"].flavors[0].resources
-    assert (res.nominal, res.member_nominal, res.reserved, res.used, res.borrowed) == (q("8"), q("6"), q("6"), q("3"), q("3"))
+    assert ((res.nominal, res.member_nominal, res.reserved, res.used, res.borrowed)
+            == (q("8"), q("6"), q("6"), q("3"), q("3")))
     queues = {x.name: x for x in v.cluster_queues}
     a = queues["a"].flavors[0].resources[0]
     assert a.borrowed == q("3")  # reserved 5 - nominal 2
@@ -39,7 +40,8 @@ def test_cohort_hierarchy_and_limits():
     v = view_of(
         cohort("root"),
         cohort("child", parent="root"),
-        cluster_queue("a", cohort="child", flavors={F: {GPU: "0"}}, limits={(F, GPU): {"borrowingLimit": "4", "lendingLimit": "0"}}),
+        cluster_queue("a", cohort="child", flavors={F: {GPU: "0"}},
+                      limits={(F, GPU): {"borrowingLimit": "4", "lendingLimit": "0"}}),
     )
     by = {c.name: c for c in v.cohorts}
     assert by["child"].parent == "root" and by["root"].children == ["child"]
@@ -53,7 +55,8 @@ def test_v1beta1_field_names_are_accepted():
 
 
 def test_stopped_queue_drained_only_when_workloads_agree():
-    objs = [cluster_queue("cq", stop="HoldAndDrain", active=("False", "Stopped", "Can't admit new workloads: is stopped"))]
+    objs = [cluster_queue("cq", stop="HoldAndDrain",
+                          active=("False", "Stopped", "Can't admit new workloads: is stopped"))]
     v = view_of(*objs)
     (cq,) = v.cluster_queues
     assert cq.drained is True and cq.stop_policy == "HoldAndDrain" and cq.active is False
@@ -93,7 +96,9 @@ def test_drained_is_unknown_when_workloads_are_unreadable():
 
 
 def test_inactive_queue_warns_with_reason():
-    v = view_of(cluster_queue("cq", active=("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): [x]")))
+    v = view_of(cluster_queue("cq",
+                              active=("False", "FlavorNotFound",
+                                      "Can't admit new workloads: references missing ResourceFlavor(s): [x]")))
     (f,) = [f for f in v.findings if f.object.kind == "ClusterQueue"]
     assert (f.rule, f.severity.value) == ("CQ-INACTIVE", "warning")
     assert "FlavorNotFound" in f.message and "[x]" in f.message

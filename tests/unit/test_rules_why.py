@@ -136,7 +136,8 @@ def test_stopped_cluster_queue_and_local_queue():
 def test_missing_queues_and_inactive_cluster_queue():
     assert codes(report("w", cq("a", "8"), wl("w")))[0] == "LocalQueueMissing"
     assert codes(report("w", local_queue("lq", NS, "gone"), wl("w")))[0] == "ClusterQueueMissing"
-    inactive = cq("a", "8", active=("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s)"))
+    inactive = cq("a", "8",
+                  active=("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s)"))
     r = report("w", inactive, local_queue("lq", NS, "a"), wl("w"))
     assert codes(r)[0] == "ClusterQueueInactive" and r.reasons[0].details["reason"] == "FlavorNotFound"
 
@@ -182,7 +183,8 @@ def test_preemption_possible_with_a_lower_priority_victim():
 def test_preemption_not_possible_with_only_equal_priority_or_policy_never():
     objs = [local_queue("lq", NS, "a"), wl("same1", gpu="2", priority=100, held_in="a"),
             wl("same2", gpu="2", priority=100, held_in="a")]
-    r = report("w", cq("a", "4", preemption={"withinClusterQueue": "LowerPriority"}), *objs, wl("w", gpu="2", priority=100))
+    r = report("w", cq("a", "4", preemption={"withinClusterQueue": "LowerPriority"}), *objs,
+               wl("w", gpu="2", priority=100))
     assert r.preemption.possible is False and r.preemption.candidates == []
     never = report("w", cq("a", "4"), local_queue("lq", NS, "a"), wl("low", gpu="2", priority=1, held_in="a"),
                    wl("x", gpu="2", priority=100, held_in="a"), wl("w", gpu="2", priority=100))
@@ -211,7 +213,8 @@ def test_no_preemption_to_borrow_unless_borrow_within_cohort_allows_it():
     # Preempting `low` would free room, but the request (3) exceeds a's nominal (2): Kueue waits instead.
     r = report("w", *objs({"withinClusterQueue": "LowerPriority"}))
     assert r.preemption.possible is False and "borrowing" in r.preemption.message
-    allowed = report("w", *objs({"withinClusterQueue": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}}))
+    allowed = report("w",
+                     *objs({"withinClusterQueue": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert allowed.preemption.possible is True and [c.name for c in allowed.preemption.candidates] == ["low"]
 
 
@@ -235,9 +238,11 @@ def test_order_priority_then_time_and_local_queue_positions_keep_global_order():
 
 def test_eviction_by_pods_ready_timeout_requeues_by_eviction_time():
     evicted = wl("evicted", created="2026-11-30T01:00:00Z")
-    evicted["status"]["conditions"].append({**cond("Evicted", "True", "PodsReadyTimeout"), "lastTransitionTime": "2026-11-30T07:00:00Z"})
+    evicted["status"]["conditions"].append({**cond("Evicted", "True", "PodsReadyTimeout"),
+                                            "lastTransitionTime": "2026-11-30T07:00:00Z"})
     preempted = wl("preempted", created="2026-11-30T01:30:00Z")
-    preempted["status"]["conditions"].append({**cond("Evicted", "True", "Preempted"), "lastTransitionTime": "2026-11-30T07:00:00Z"})
+    preempted["status"]["conditions"].append({**cond("Evicted", "True", "Preempted"),
+                                              "lastTransitionTime": "2026-11-30T07:00:00Z"})
     objs = [cq("a", "0"), local_queue("lq", NS, "a"), evicted, preempted, wl("mid", created="2026-11-30T03:00:00Z")]
     order = cluster_queue_orders(RuleContext(store=store_from_objects(objs), now=NOW))["a"]
     assert [e.workload.name for e in order.entries] == ["preempted", "mid", "evicted"]
@@ -306,7 +311,8 @@ def test_kueue_condition_is_reported_after_agreeing_reasons_and_first_when_it_di
 
 def test_no_matching_flavor_by_taint_and_node_selector():
     rf = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": F},
-          "spec": {"nodeLabels": {"gpu": "h100"}, "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]}}
+          "spec": {"nodeLabels": {"gpu": "h100"},
+                   "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]}}
     base = [cq("a", "8"), local_queue("lq", NS, "a"), rf]
     r = report("w", *base, wl("w"))
     assert codes(r)[0] == "NoMatchingFlavor" and "sku=gpu" in r.reasons[0].details["flavors"][F]
@@ -366,7 +372,8 @@ def test_pod_sets_are_assigned_flavor_by_flavor_like_kueue():
     r = report("ray", *objs, _two_pod_sets("ray", "cpu", "gpu"))
     assert "FitsNow" in codes(r) and "NoMatchingFlavor" not in codes(r)
     rows = {(f.flavor, f.resource): (str(f.requested), f.mode) for f in r.flavors}
-    assert rows[("cpu-pool", "cpu")] == ("4", "Fit") and rows[(F, GPU)] == ("4", "Fit") and rows[(F, "cpu")] == ("16", "Fit")
+    assert (rows[("cpu-pool", "cpu")] == ("4", "Fit") and rows[(F, GPU)] == ("4", "Fit") and rows[(F, "cpu")]
+            == ("16", "Fit"))
     bad = report("ray", *objs, _two_pod_sets("ray", "cpu", "tpu"))
     assert codes(bad)[0] == "NoMatchingFlavor" and "workers" in bad.reasons[0].message
 
@@ -385,9 +392,11 @@ OPTIMISTIC = {"FitsNow", "InsufficientQuota", "ExceedsMaxQuota", "HeadOfLineBloc
 
 def _scenarios():
     lq = local_queue("lq", NS, "a")
-    yield "borrowing", [cq("a", "2", cohort_name="c", limits={"borrowingLimit": "1"}), cq("b", "8", cohort_name="c"), lq,
+    yield "borrowing", [cq("a", "2", cohort_name="c", limits={"borrowingLimit": "1"}), cq("b", "8", cohort_name="c"),
+                        lq,
                         wl("held", gpu="1", held_in="a"), wl("w", gpu="3")]
-    yield "hierarchy", [cq("a", "0", cohort_name="mid"), cohort("mid", parent="root"), cohort("root", flavors={F: {GPU: "6"}}),
+    yield "hierarchy", [cq("a", "0", cohort_name="mid"), cohort("mid", parent="root"),
+                        cohort("root", flavors={F: {GPU: "6"}}),
                         lq, wl("w", gpu="5")]
     yield "preemption", [cq("a", "4", preemption={"withinClusterQueue": "LowerPriority"}), lq,
                          wl("low", gpu="4", priority=1, held_in="a"), wl("w", gpu="2", priority=9)]
@@ -437,9 +446,11 @@ def test_positions_from_the_visibility_api_replace_the_estimate_and_unknown_is_n
     # Kueue says old-low is the head (the estimate puts it last): Kueue's word wins, "ahead" follows it;
     # an item the store does not hold yet keeps its position but is not listed ahead
     api = QueuePositions("a", None, FROM_API, "Synced", (
-        item("ghost", "lq", 0, 0), item("old-low", "lq", 1, 1), item("old-high", "lq", 2, 2), item("new-high", "lq2", 3, 0)))
+        item("ghost", "lq", 0, 0), item("old-low", "lq", 1, 1), item("old-high", "lq", 2, 2),
+        item("new-high", "lq2", 3, 0)))
     r = why_waiting_report(ctx, NS, "old-high", positions=api)
-    assert (r.queue.position_in_cluster_queue, r.queue.position_in_local_queue, r.queue.position_source) == (2, 2, FROM_API)
+    assert ((r.queue.position_in_cluster_queue, r.queue.position_in_local_queue, r.queue.position_source)
+            == (2, 2, FROM_API))
     assert [a.name for a in r.ahead] == ["old-low"]
     queued = next(x for x in r.reasons if x.code == "QueuedBehind")
     assert queued.details["count"] == 2

@@ -29,7 +29,8 @@ def conds(*items):
         # a False gate beats a missing one
         ([cond("QueueReady", "False")], "Degraded"),
         # WorkloadIdentityReady never gates the phase
-        ([cond("RBACReady"), cond("QueueReady"), cond("WorkloadIdentityReady", "False", "ServiceAccountNotReady")], "Ready"),
+        ([cond("RBACReady"), cond("QueueReady"), cond("WorkloadIdentityReady", "False", "ServiceAccountNotReady")],
+         "Ready"),
     ],
 )
 def test_expected_phase(items, expected):
@@ -57,7 +58,9 @@ def test_stale_workspace_is_never_counted_ready():
 
 def test_phase_mismatch_and_degraded():
     ws = workspace("vision", phase="Ready",
-                   conditions=[cond("RBACReady"), cond("QueueReady", "False", "QueueNotReady", 'backing ClusterQueue "tau-ws-vision" is not ready')])
+                   conditions=[cond("RBACReady"),
+                               cond("QueueReady", "False", "QueueNotReady",
+                                    'backing ClusterQueue "tau-ws-vision" is not ready')])
     v = view_of(ws)
     assert ("WS-PHASE-MISMATCH", "vision") in rules(v)
     degraded = [f for f in v.findings if f.rule == "WS-DEGRADED"]
@@ -72,7 +75,8 @@ def test_published_degraded_matching_expected_is_not_a_mismatch():
 
 def test_identity_not_ready_is_diagnostic_warning():
     ws = workspace("eval", conditions=[cond("RBACReady"), cond("QueueReady"),
-                                       cond("WorkloadIdentityReady", "False", "ServiceAccountNotReady", "client id mismatch")])
+                                       cond("WorkloadIdentityReady", "False", "ServiceAccountNotReady",
+                                            "client id mismatch")])
     v = view_of(ws)
     (w,) = v.workspaces
     assert w.expected_phase == "Ready"
@@ -81,7 +85,9 @@ def test_identity_not_ready_is_diagnostic_warning():
 
 
 def test_identity_not_configured_is_silent():
-    ws = workspace("eval", conditions=[cond("RBACReady"), cond("QueueReady"), cond("WorkloadIdentityReady", "Unknown", "NotConfigured")])
+    ws = workspace("eval",
+                   conditions=[cond("RBACReady"), cond("QueueReady"),
+                               cond("WorkloadIdentityReady", "Unknown", "NotConfigured")])
     assert "WS-IDENTITY-NOT-READY" not in {f.rule for f in view_of(ws).findings}
 
 

@@ -35,7 +35,8 @@ def test_envelope_carries_access_states_and_metadata(tmp_path):
         "apiVersion": "taudash/v1",
         "kind": "ClusterSnapshot",
         "metadata": {"context": "prod", "capturedAt": "2026-11-30T09:00:00Z"},
-        "access": [{"resource": "deployments.apps", "state": "Forbidden"}, {"resource": "rayjobs.ray.io", "state": "Absent"}],
+        "access": [{"resource": "deployments.apps", "state": "Forbidden"},
+                   {"resource": "rayjobs.ray.io", "state": "Absent"}],
         "objects": [cluster_queue("cq")],
     }
     r = load_snapshot(write(tmp_path, json.dumps(doc)))

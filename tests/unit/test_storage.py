@@ -101,7 +101,8 @@ def test_unbound_claim(phase):
 
 
 def test_driver_missing_on_eligible_nodes_lists_them():
-    objs = healthy(gpu_node("gpu-3"), csinode("gpu-3", "disk.csi.azure.com"), gpu_node("gpu-4"))  # gpu-4 has no CSINode at all
+    # gpu-4 has no CSINode at all
+    objs = healthy(gpu_node("gpu-3"), csinode("gpu-3", "disk.csi.azure.com"), gpu_node("gpu-4"))
     view, findings = storage(objs)
     c = view.claims[0]
     assert (c.state, c.eligible_nodes, c.nodes_missing_driver) == ("CsiMissing", 4, ["gpu-3", "gpu-4"])
@@ -137,7 +138,8 @@ def test_tau_cluster_node_selector_narrows_the_pool():
 
 
 @pytest.mark.parametrize(
-    "flex_label", [{"kubernetes.azure.com/managed": "false"}, {"aks.azure.com/stretch-managed": "true"}], ids=["flex", "stretch"]
+    "flex_label", [{"kubernetes.azure.com/managed": "false"}, {"aks.azure.com/stretch-managed": "true"}],
+    ids=["flex", "stretch"]
 )
 def test_flex_node_relying_on_an_aks_managed_addon_driver_warns(flex_label):
     objs = healthy(gpu_node("flex-1", labels=flex_label), csinode("flex-1", DRIVER))
@@ -150,7 +152,8 @@ def test_flex_node_relying_on_an_aks_managed_addon_driver_warns(flex_label):
 
 def test_flex_node_with_a_deployment_managed_driver_is_fine():
     objs = [o for o in healthy() if o["kind"] != "StorageClass"]
-    objs += [storage_class(provisioner="example.com/nfs"), gpu_node("flex-1", labels={"kubernetes.azure.com/managed": "false"})]
+    objs += [storage_class(provisioner="example.com/nfs"),
+             gpu_node("flex-1", labels={"kubernetes.azure.com/managed": "false"})]
     objs += [csinode(n, "example.com/nfs") for n in ("flex-1",)]
     objs = [o for o in objs if not (o["kind"] == "CSINode" and o["metadata"]["name"] in ("gpu-1", "gpu-2"))]
     objs += [csinode("gpu-1", "example.com/nfs"), csinode("gpu-2", "example.com/nfs")]
@@ -165,7 +168,8 @@ def test_managed_agent_pool_with_azure_driver_is_supported():
 
 
 def test_in_tree_azure_provisioner_maps_to_its_csi_driver():
-    objs = [o for o in healthy() if o["kind"] != "StorageClass"] + [storage_class(provisioner="kubernetes.io/azure-disk")]
+    objs = ([o for o in healthy() if o["kind"] != "StorageClass"]
+            + [storage_class(provisioner="kubernetes.io/azure-disk")])
     view, findings = storage(objs)
     assert view.claims[0].driver == "disk.csi.azure.com"
     assert view.claims[0].nodes_missing_driver == ["gpu-2"]

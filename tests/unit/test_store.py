@@ -125,7 +125,8 @@ def test_a_relist_indexes_exactly_as_upserts_do():
     """`replace` builds a kind's indexes in one batch; reads through them equal a store fed by upserts,
     including owners shared across kinds, a name listed twice (the later object stands) and raw copies."""
     shared = ("Job", "j", "uid-shared")
-    wls = [Workload.model_validate(workload(f"w{i}", f"ns{i % 3}", owner=shared if i % 4 == 0 else ("Job", f"j{i}", f"uid-{i}")))
+    wls = [Workload.model_validate(workload(f"w{i}", f"ns{i % 3}",
+                                            owner=shared if i % 4 == 0 else ("Job", f"j{i}", f"uid-{i}")))
            for i in range(12)]
     wls.append(Workload.model_validate(workload("w1", "ns1", owner=("Job", "other", "uid-other"))))  # w1 again
     nodes = [node(f"n{i}", pool=f"p{i % 2}", zone="z") for i in range(5)] + [node("n0", pool="p9")]

@@ -122,7 +122,8 @@ def test_an_unreadable_kind_fails_closed(ctx, current, monkeypatch):
     assert catalog_problems(ctx, current) == []
     gone = copy.deepcopy(profile(current, EVAL))
     gone["applicability"]["namespaces"] = ["nowhere"]
-    assert catalog_problems(ctx, [gone]) == [f"profile {EVAL!r}: defaultLocalQueue: LocalQueue nowhere/jobqueue not found"]
+    assert (catalog_problems(ctx, [gone])
+            == [f"profile {EVAL!r}: defaultLocalQueue: LocalQueue nowhere/jobqueue not found"])
 
 
 def test_diff_names_profiles_and_fields(current):

@@ -462,7 +462,8 @@ def selector_matches(ps: PodSetRequest, labels: dict[str, str], keys: set[str]) 
     return not terms or any(all(requirement_matches(e, labels) for e in exprs) for exprs in terms)
 
 
-def flavor_mismatch(name: str, flavor: Obj | None, ps: PodSetRequest, group_keys: set[str], behaviour: Behaviour) -> str | None:
+def flavor_mismatch(name: str, flavor: Obj | None, ps: PodSetRequest, group_keys: set[str],
+                    behaviour: Behaviour) -> str | None:
     """Why a pod set cannot use a ResourceFlavor (Kueue's wording), or None."""
     if flavor is None:
         return f"flavor {name} not found"

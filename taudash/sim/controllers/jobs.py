@@ -218,7 +218,8 @@ def suspended(src: Obj) -> bool | None:
     return None
 
 
-def suspend_patch(src: Obj, suspend: bool, workload: Obj | None = None, flavors: dict[str, Obj] | None = None) -> Obj | None:
+def suspend_patch(src: Obj, suspend: bool, workload: Obj | None = None,
+                  flavors: dict[str, Obj] | None = None) -> Obj | None:
     """Suspend or resume a job. With its Workload, also what Kueue's job framework does to the pod
     templates: on start the admitted flavors' `nodeLabels` join the nodeSelector and their
     `tolerations` are appended (podset.Merge); on stop the Workload's original pod set values are

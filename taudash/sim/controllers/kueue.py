@@ -162,7 +162,8 @@ class KueueController(Controller):
                                    f"Created Workload: {meta(created)['namespace']}/{meta(created)['name']}",
                                    _job_component(src))
                     hold_back = suspend_patch(src, True)
-                    if suspended(src) is False and hold_back is not None:  # no Workload, no admission: hold the job back
+                    # no Workload, no admission: hold the job back
+                    if suspended(src) is False and hold_back is not None:
                         self.w.patch(kind, meta(src)["name"], meta(src)["namespace"], hold_back)
         for wl in wls:
             if not deleting(wl) and not is_true(wl, "Finished"):
@@ -238,7 +239,8 @@ class KueueController(Controller):
         if hold is not None and hold == admitted:  # admitted ⇒ running, otherwise held back
             patch = suspend_patch(src, not admitted, wl, self._flavors())
             if patch is not None and self.w.patch(src["kind"], meta(src)["name"], m["namespace"], patch) and admitted:
-                cqn = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or meta(cq or {}).get("name", "")
+                cqn = (((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+                       or meta(cq or {}).get("name", ""))
                 self.event(src, NORMAL, "Started", f"Admitted by clusterQueue {cqn}", _job_component(src))
         if reserved and is_true(wl, "Admitted"):  # admitted before this pass: `conds` is current
             want = (
@@ -409,7 +411,8 @@ class KueueController(Controller):
             m = meta(lq)
             cqn = (lq.get("spec") or {}).get("clusterQueue") or ""
             target = self.m.get("ClusterQueue", cqn)
-            desired = lq_status(lq, target, active.get(cqn, False), lq_tally.get((m["namespace"], m["name"]), Tally()), now)
+            desired = lq_status(lq, target, active.get(cqn, False), lq_tally.get((m["namespace"], m["name"]), Tally()),
+                                now)
             if differs(lq.get("status"), desired):
                 self.w.status("LocalQueue", m["name"], m["namespace"], desired)
         for ac in self.m.list("AdmissionCheck"):

@@ -136,7 +136,8 @@ class PodsController(Controller):
         tau_cluster = self.m.get("TauCluster", "cluster")
         # Admitted first (by when their quota was reserved, then name), so older work binds first.
         wls = sorted(self.m.list("Workload"), key=lambda w: (
-            (condition(w, "QuotaReserved") or {}).get("lastTransitionTime") or "", meta(w)["namespace"], meta(w)["name"]))
+            (condition(w, "QuotaReserved") or {}).get("lastTransitionTime") or "", meta(w)["namespace"],
+            meta(w)["name"]))
         replicas: set[tuple[str, str]] = set()  # the Deployment replica Pods some Workload still stands for
         for wl in wls:
             src = self._source(wl)
@@ -239,7 +240,8 @@ class PodsController(Controller):
                 placed.append(node)
         elif level is not None:
             domain = self._domain_of(current, level[0])
-            scoped = {**spec, "nodeSelector": {**(spec.get("nodeSelector") or {}), level[0]: domain}} if domain else spec
+            scoped = ({**spec, "nodeSelector": {**(spec.get("nodeSelector") or {}), level[0]: domain}} if domain
+                      else spec)
             got = self.ledger.place(scoped, len(slots), level[0], level[1])
             placed = [None] * len(slots) if isinstance(got, Miss) else list(got)
         else:
@@ -343,7 +345,8 @@ class PodsController(Controller):
                 msg = unschedulable_message(self.ledger, spec)
                 sched: Obj = next((c for c in st.get("conditions") or () if c.get("type") == "PodScheduled"), {})
                 if sched.get("message") != msg:
-                    self.w.status("Pod", m["name"], m["namespace"], {"conditions": [self._unschedulable(spec, self.stamp)]})
+                    self.w.status("Pod", m["name"], m["namespace"],
+                                  {"conditions": [self._unschedulable(spec, self.stamp)]})
                 return
             # Binding: the scheduler's pods/binding call, here a write of the node name and a fresh status.
             self.ledger.bind(node, req)

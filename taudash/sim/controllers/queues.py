@@ -66,7 +66,8 @@ def cq_active(cq: Obj, mirror) -> tuple[bool, str, str]:
                 "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue",
             )
         )
-    named = {(mirror.get("ResourceFlavor", f).get("spec") or {}).get("topologyName") for f in flavors if f not in missing}
+    named = {(mirror.get("ResourceFlavor", f).get("spec") or {}).get("topologyName") for f in flavors
+             if f not in missing}
     topologies = sorted(t for t in named if t)
     gone = [t for t in topologies if mirror.get("Topology", t) is None]
     if gone:

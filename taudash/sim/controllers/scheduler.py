@@ -118,7 +118,8 @@ class Scheduler:
                         waiting.append(
                             (behind, "Pending", f"StrictFIFO: waiting behind the head {head} of ClusterQueue {cqn}")
                             if strict
-                            else (behind, WAITING_FOR_QUOTA, f"waiting behind {head}, which is preempting in ClusterQueue {cqn}")
+                            else (behind, WAITING_FOR_QUOTA,
+                                  f"waiting behind {head}, which is preempting in ClusterQueue {cqn}")
                         )
                 else:
                     pos[cqn] += 1  # BestEffortFIFO: inadmissible for now, the next one becomes the head
@@ -269,6 +270,8 @@ class Scheduler:
         queued = parse_rfc3339(requeued.get("lastTransitionTime") if requeued.get("status") == "True" else None) \
             or parse_rfc3339(meta(wl).get("creationTimestamp"))
         wait = max(0.0, self.k.world.clock.now() - queued) if queued is not None else 0.0
-        self.k.event(wl, "Normal", "QuotaReserved", f"Quota reserved in ClusterQueue {cqn}, wait time since queued was {wait:.0f}s")
+        self.k.event(wl, "Normal", "QuotaReserved",
+                     f"Quota reserved in ClusterQueue {cqn}, wait time since queued was {wait:.0f}s")
         if not checks:
-            self.k.event(wl, "Normal", "Admitted", f"Admitted by ClusterQueue {cqn}, wait time since reservation was 0s")
+            self.k.event(wl, "Normal", "Admitted",
+                         f"Admitted by ClusterQueue {cqn}, wait time since reservation was 0s")

@@ -426,7 +426,8 @@ class WorkloadsController(Controller):
                         "jobStatus": "FAILED",
                         "failed": failed + 1,
                         "reason": "AppFailed",
-                        "message": f"Ray job driver exited with code 1; retrying the deployment (attempt {failed + 2} of "
+                        "message": f"Ray job driver exited with code 1; retrying the deployment (attempt {failed + 2} "
+                                   "of "
                         f"{int(spec.get('backoffLimit') or 0) + 1})",
                     },
                     now + 60.0,

@@ -329,30 +329,37 @@ class _Walk:
     def scalar(self, node: Node, value: Any, path: str) -> None:
         if node.enum is not None and value not in node.enum:
             supported = ", ".join(json.dumps(e) for e in node.enum)
-            self.fail(path, "FieldValueNotSupported", f"Unsupported value: {json.dumps(value)}: supported values: {supported}")
+            self.fail(path, "FieldValueNotSupported",
+                      f"Unsupported value: {json.dumps(value)}: supported values: {supported}")
         if isinstance(value, str):
             if node.max_length is not None and len(value) > node.max_length:
                 self.fail(path, "FieldValueTooLong", f"Too long: may not be more than {node.max_length} bytes")
             if node.min_length is not None and len(value) < node.min_length:
                 self.fail(path, "FieldValueInvalid",
-                          f"Invalid value: {json.dumps(value)}: {path} in body should be at least {node.min_length} chars long")
+                          f"Invalid value: {json.dumps(value)}: {path} in body should be at least {node.min_length} "
+                          "chars long")
             if node.pattern is not None and node.pattern.search(value) is None:
                 self.fail(path, "FieldValueInvalid",
                           f"Invalid value: {json.dumps(value)}: {path} in body should match '{node.pattern_text}'")
             if node.format == "date-time" and not _date_time_ok(value):
                 self.fail(path, "FieldValueInvalid",
-                          f'Invalid value: {json.dumps(value)}: {path} in body must be of type date-time: {json.dumps(value)}')
+                          f'Invalid value: {json.dumps(value)}: {path} in body must be of type date-time: '
+                          f'{json.dumps(value)}')
         elif isinstance(value, int | float) and not isinstance(value, bool):
             bounds = {"int32": _INT32, "int64": _INT64}.get(node.format or "")
             if bounds is not None and not bounds[0] <= value <= bounds[1]:
                 self.fail(path, "FieldValueInvalid",
                           f'Invalid value: {value}: {path} in body must be of type {node.format}: "{value}"')
-            if node.minimum is not None and (value < node.minimum or (node.exclusive_minimum and value == node.minimum)):
+            if node.minimum is not None and (value < node.minimum
+                                             or (node.exclusive_minimum and value == node.minimum)):
                 word = "greater than" if node.exclusive_minimum else "greater than or equal to"
-                self.fail(path, "FieldValueInvalid", f"Invalid value: {value}: {path} in body should be {word} {node.minimum}")
-            if node.maximum is not None and (value > node.maximum or (node.exclusive_maximum and value == node.maximum)):
+                self.fail(path, "FieldValueInvalid",
+                          f"Invalid value: {value}: {path} in body should be {word} {node.minimum}")
+            if node.maximum is not None and (value > node.maximum
+                                             or (node.exclusive_maximum and value == node.maximum)):
                 word = "less than" if node.exclusive_maximum else "less than or equal to"
-                self.fail(path, "FieldValueInvalid", f"Invalid value: {value}: {path} in body should be {word} {node.maximum}")
+                self.fail(path, "FieldValueInvalid",
+                          f"Invalid value: {value}: {path} in body should be {word} {node.maximum}")
 
     def run_rules(self, node: Node, value: Any, old: Any, path: str) -> None:
         shown = node.type or ("int-or-string" if node.int_or_string else _typename(value))
@@ -368,7 +375,8 @@ class _Walk:
             try:
                 result = rule.program(env)
             except CelError as exc:
-                self.fail(path, "FieldValueInvalid", f'Invalid value: "{shown}": {rule.message}: evaluation error: {exc}')
+                self.fail(path, "FieldValueInvalid",
+                          f'Invalid value: "{shown}": {rule.message}: evaluation error: {exc}')
                 continue
             if result is not True:
                 self.fail(path, "FieldValueInvalid", f'Invalid value: "{shown}": {rule.message}')
