@@ -75,9 +75,13 @@ def _usages(usages: Any) -> tuple[Any, ...]:
 
 
 def capacity_workload_print(wl: Workload) -> tuple[Any, ...]:
-    """What capacity reads of a Workload: which job it runs and whether it is admitted and running."""
+    """What capacity reads of a Workload: which job it runs, whether it is admitted, reserved and running, and
+    its pod sets' topology requests (a waiting gang is listed)."""
     owner = wl.owner
-    return (wl.namespace, wl.name, owner.uid if owner is not None else "", wl.admitted, wl.finished)
+    gang = any(ps.topology_request for ps in wl.spec.pod_sets)
+    qr = wl.condition("QuotaReserved") if gang else None
+    return (wl.namespace, wl.name, owner.uid if owner is not None else "", wl.admitted, wl.quota_reserved,
+            wl.finished, repr(wl.spec.pod_sets) if gang else None, qr.reason if qr is not None else None)
 
 
 def _no_findings(fn: Callable[..., Any]) -> Callable[..., tuple[Any, list[Finding]]]:

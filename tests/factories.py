@@ -178,6 +178,21 @@ def pod(name: str, ns: str = "ns", *, node: str | None = None, gpus: int = 1, ph
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": phase}}
 
 
+def job_pod(name: str, node: str) -> dict:
+    """A Job's Running Pod as the API serves it: a GPU limit and no GPU request, a larger init container,
+    overhead, a toleration, a container status with restarts (what the slim Pod struct must read)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "train", "uid": f"uid-{name}", "labels": {"job-name": "j"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-j"}]},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "trainer:1", "env": [{"name": "A"}],
+                                                       "resources": {"limits": {"nvidia.com/gpu": "4"},
+                                                                     "requests": {"cpu": "2"}}}],
+                     "initContainers": [{"name": "fetch", "resources": {"requests": {"cpu": "6"}}}],
+                     "overhead": {"cpu": "100m"}, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "main", "ready": True, "restartCount": 2, "state": {"running": {"startedAt": "x"}}}]}}
+
+
 def workload_priority_class(name: str, value: int) -> dict:
     return {"apiVersion": KQ, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
 

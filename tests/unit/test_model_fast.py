@@ -8,6 +8,7 @@ import copy
 
 import orjson
 import pytest
+from factories import job_pod
 from pydantic import ValidationError
 from tools.paths import DEMO
 
@@ -149,21 +150,8 @@ def test_equal_specs_and_admissions_decode_once_and_are_shared():
     assert Workload.model_validate(nulled).status.admission is None
 
 
-def _pod_raw(name: str, node: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "train", "uid": f"uid-{name}", "labels": {"job-name": "j"},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-j"}]},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "trainer:1", "env": [{"name": "A"}],
-                                                       "resources": {"limits": {"nvidia.com/gpu": "4"},
-                                                                     "requests": {"cpu": "2"}}}],
-                     "initContainers": [{"name": "fetch", "resources": {"requests": {"cpu": "6"}}}],
-                     "overhead": {"cpu": "100m"}, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
-            "status": {"phase": "Running", "containerStatuses": [
-                {"name": "main", "ready": True, "restartCount": 2, "state": {"running": {"startedAt": "x"}}}]}}
-
-
 def test_pods_of_one_template_share_containers_statuses_and_repeated_strings():
-    raws = [_pod_raw("j-0", "node-a"), _pod_raw("j-1", "node-b"), _pod_raw("j-2", "node-a")]
+    raws = [job_pod("j-0", "node-a"), job_pod("j-1", "node-b"), job_pod("j-2", "node-a")]
     items, _, _ = FastCodec(Pod).page(orjson.dumps({"metadata": {}, "items": raws}))
     assert items == [Pod.model_validate(r) for r in raws]
     a, b, c = items
@@ -178,7 +166,7 @@ def test_pods_of_one_template_share_containers_statuses_and_repeated_strings():
 
 
 def test_terminal_pods_say_so():
-    raw = _pod_raw("done", "node-a")
+    raw = job_pod("done", "node-a")
     for phase, terminal in (("Succeeded", True), ("Failed", True), ("Pending", False), ("Unknown", False)):
         raw["status"]["phase"] = phase
         assert Pod.model_validate(raw).terminal is terminal
