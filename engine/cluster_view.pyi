@@ -3,6 +3,7 @@ registry (engine/registry.py). Generated: `python tests/unit/test_static_types.p
 tests/unit/test_static_types.py fails while it differs from the registry. Do not edit."""
 
 from .rules.base import Finding
+from .rules.capacity import CapacityView
 from .rules.claims import ClaimView
 from .rules.cluster import AccessEntry, ClusterSummary, TeamSummary
 from .rules.multikueue import MultiKueueView
@@ -26,4 +27,5 @@ class ClusterView(ClusterViewBase):
     multikueue: MultiKueueView
     waiting: list[WaitingWorkload]
     claims: list[ClaimView]
+    capacity: CapacityView
     findings: list[Finding]

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .model import ClusterQueue
+from .model import ClusterQueue, Workload
 from .model.kinds import DRAIN_KINDS
 from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
 from .rules.base import Finding, Rule, RuleContext, ViewField
+from .rules.capacity import READS as CAPACITY_READS
+from .rules.capacity import CapacityView, derive_capacity
 from .rules.claims import ClaimsPart, ClaimView, local_queue_print, workload_print
 from .rules.cluster import (
     AccessEntry,
@@ -72,6 +74,16 @@ def _usages(usages: Any) -> tuple[Any, ...]:
     return tuple((fl.name, tuple((r.name, _q(r.total), _q(r.borrowed)) for r in fl.resources)) for fl in usages)
 
 
+def capacity_workload_print(wl: Workload) -> tuple[Any, ...]:
+    """What capacity reads of a Workload: which job it runs, whether it is admitted, reserved and running, and
+    its pod sets' topology requests (a waiting gang is listed)."""
+    owner = wl.owner
+    gang = any(ps.topology_request for ps in wl.spec.pod_sets)
+    qr = wl.condition("QuotaReserved") if gang else None
+    return (wl.namespace, wl.name, owner.uid if owner is not None else "", wl.admitted, wl.quota_reserved,
+            wl.finished, repr(wl.spec.pod_sets) if gang else None, qr.reason if qr is not None else None)
+
+
 def _no_findings(fn: Callable[..., Any]) -> Callable[..., tuple[Any, list[Finding]]]:
     def derive(ctx: RuleContext, *needed: Any) -> tuple[Any, list[Finding]]:
         return fn(ctx, *needed), []
@@ -111,6 +123,8 @@ RULES: tuple[Rule, ...] = (
     # Claims go stale with the clock alone: every view; the Workload scan only when what it reads moved.
     Rule("claims", frozenset({"Lease", "Workload", "LocalQueue"}), (ViewField("claims", list[ClaimView], []),),
          part=ClaimsPart, every_view=True, fingerprints={"Workload": workload_print, "LocalQueue": local_queue_print}),
+    Rule("capacity", CAPACITY_READS, (ViewField("capacity", CapacityView, CapacityView()),), derive=derive_capacity,
+         fingerprints={"Workload": capacity_workload_print}),
 )
 
-__all__ = ["RULES", "drain_print", "pool_print"]
+__all__ = ["RULES", "capacity_workload_print", "drain_print", "pool_print"]

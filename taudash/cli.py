@@ -54,6 +54,7 @@ def _dispatch(args) -> int:
     settings = config.check()  # a malformed TAUDASH_ variable or config file is bad input for every command
     if "pvc" in getattr(args, "_uses", ()):  # the config file's storage.claims add to --pvc
         args.pvc = list(dict.fromkeys([*args.pvc, *settings.storage_claims]))
+    args.capacity_config = settings.capacity  # GPU health classes and tolerated taints (rule_config passes them)
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default
 

@@ -161,15 +161,36 @@ def topology(name: str, *levels: str) -> dict:
 
 
 def pod(name: str, ns: str = "ns", *, node: str | None = None, gpus: int = 1, phase: str = "Running",
-        **spec: Any) -> dict:
+        owner: tuple[str, str, str] | None = None, init_gpus: int | None = None, **spec: Any) -> dict:
     """A core/v1 Pod of one container requesting `gpus` GPUs and one CPU, bound to `node` (None: unbound);
+    owner (kind, name, uid) is its batch/v1 controller; init_gpus: an init container asking that many GPUs;
     `spec` keywords join its spec (nodeSelector, tolerations, ...)."""
     body: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": {GPU: str(gpus), "cpu": "1"}}}],
                             **spec}
+    if init_gpus is not None:
+        body["initContainers"] = [{"name": "init", "resources": {"requests": {GPU: str(init_gpus)}}}]
     if node:
         body["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": body,
-            "status": {"phase": phase}}
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner[0], "name": owner[1], "uid": owner[2],
+                                    "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": phase}}
+
+
+def job_pod(name: str, node: str) -> dict:
+    """A Job's Running Pod as the API serves it: a GPU limit and no GPU request, a larger init container,
+    overhead, a toleration, a container status with restarts (what the slim Pod struct must read)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "train", "uid": f"uid-{name}", "labels": {"job-name": "j"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-j"}]},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "trainer:1", "env": [{"name": "A"}],
+                                                       "resources": {"limits": {"nvidia.com/gpu": "4"},
+                                                                     "requests": {"cpu": "2"}}}],
+                     "initContainers": [{"name": "fetch", "resources": {"requests": {"cpu": "6"}}}],
+                     "overhead": {"cpu": "100m"}, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "main", "ready": True, "restartCount": 2, "state": {"running": {"startedAt": "x"}}}]}}
 
 
 def workload_priority_class(name: str, value: int) -> dict:
@@ -424,9 +445,11 @@ def namespace(name: str, labels: dict[str, str] | None = None, *, name_label: bo
 
 def node(name: str, gpu_class: str | None = "h100", *, alloc: dict | None = None, os: str | None = "linux",
          os_info: str | None = None, ready: str | None = "True", unschedulable: bool = False,
-         deleting: bool = False, labels: dict | None = None) -> dict:
+         deleting: bool = False, labels: dict | None = None, conditions: dict[str, str] | None = None,
+         taints: list[dict] | None = None) -> dict:
     """A Node: gpu-class and os labels (None: absent), allocatable (default 8 GPUs), Ready condition,
-    nodeInfo.operatingSystem if os_info."""
+    nodeInfo.operatingSystem if os_info; conditions: more condition types and their status (GPU health);
+    taints: spec.taints."""
     lab: dict[str, str] = {}
     if gpu_class is not None:
         lab["tau.azure.com/gpu-class"] = gpu_class
@@ -440,10 +463,14 @@ def node(name: str, gpu_class: str | None = "h100", *, alloc: dict | None = None
     status: dict[str, Any] = {"allocatable": alloc if alloc is not None else {GPU: "8"}}
     if ready is not None:
         status["conditions"] = [{"type": "Ready", "status": ready, "reason": "KubeletReady"}]
+    for ctype, cstatus in (conditions or {}).items():
+        status.setdefault("conditions", []).append({"type": ctype, "status": cstatus, "reason": ctype})
     if os_info is not None:
         status["nodeInfo"] = {"operatingSystem": os_info}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta,
-            "spec": {"unschedulable": True} if unschedulable else {}, "status": status}
+    spec: dict[str, Any] = {"unschedulable": True} if unschedulable else {}
+    if taints:
+        spec["taints"] = taints
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
 
 
 def job(name: str, ns: str = OLD, *, queue: str | None = "jobqueue", uid: str | None = None, done: str | None = None,

@@ -14,7 +14,7 @@ from .core import (
     ServiceAccount,
     StorageClass,
 )
-from .fast import CSINode, FastObject, Job, Node, Workload
+from .fast import CSINode, FastObject, Job, Node, Pod, Workload
 from .kinds import BY_KIND, BY_RESOURCE, KINDS, ResourceKind, lookup
 from .kueue import (
     MULTIKUEUE_CONTROLLER,
@@ -56,6 +56,7 @@ __all__ = [
     "Node",
     "ObjectMeta",
     "PersistentVolumeClaim",
+    "Pod",
     "PriorityClass",
     "Quantity",
     "QuantityError",

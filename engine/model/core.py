@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
@@ -18,6 +18,7 @@ from .base import (
     _none_to_empty_dict,
     _none_to_empty_list,
 )
+from .quantity import ZERO, Quantity
 
 ResourceList = Annotated[dict[str, QuantityField], BeforeValidator(_none_to_empty_dict)]
 
@@ -117,6 +118,25 @@ class PriorityClass(KubeObject):
     value: int = 0
 
 
+class Toleration(KModel):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class ContainerResources(KModel):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class ContainerRequests(KModel):
+    """A container as far as quota and room go: its name and resources."""
+
+    name: str = ""
+    resources: ContainerResources = ContainerResources()
+
+
 class PodTemplateMeta(KModel):
     labels: StrMap = {}
     annotations: StrMap = {}
@@ -156,6 +176,94 @@ class JobAccessors:
 class Job(KubeObject, JobAccessors):
     spec: JobSpec = JobSpec()
     status: JobStatus = JobStatus()
+
+
+# --- Pod (many per node: a slim struct in fast.py decodes the wire; this model is the schema of record) ---
+
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class PodSpec(KModel):
+    node_name: str = ""
+    containers: Annotated[list[ContainerRequests], BeforeValidator(_none_to_empty_list)] = []
+    init_containers: Annotated[list[ContainerRequests], BeforeValidator(_none_to_empty_list)] = []
+    overhead: ResourceList = {}
+    tolerations: Annotated[list[Toleration], BeforeValidator(_none_to_empty_list)] = []
+    priority_class_name: str = ""
+
+
+class ContainerStateDetail(KModel):
+    reason: str = ""
+    exit_code: int | None = None
+
+
+class ContainerState(KModel):
+    waiting: ContainerStateDetail | None = None
+    running: ContainerStateDetail | None = None
+    terminated: ContainerStateDetail | None = None
+
+
+class ContainerStatus(KModel):
+    name: str = ""
+    ready: bool = False
+    restart_count: int = 0
+    state: ContainerState = ContainerState()
+
+
+class PodStatus(KModel):
+    phase: str = ""
+    container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_to_empty_list)] = []
+
+
+class PodAccessors:
+    """What rules ask of a Pod; shared by this model and the struct (engine/model/fast.py)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what the host class provides (a field of the model or the struct)
+
+        # PodSpec/PodStatus here, their structs in fast.py: the same field names
+        @property
+        def spec(self) -> Any: ...
+        @property
+        def status(self) -> Any: ...
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded or Failed: its requests no longer hold room on the node."""
+        return self.status.phase in TERMINAL_POD_PHASES
+
+    @property
+    def node_name(self) -> str:
+        name: str = self.spec.node_name
+        return name
+
+    def effective_request(self, resource: str) -> Quantity:
+        """The request the scheduler counts for one resource: the larger of the containers' sum and the
+        largest init container, plus the pod overhead. A limit stands in for a missing request (the API
+        server defaults a request from its limit)."""
+        spec = self.spec
+        total = ZERO
+        for c in spec.containers:
+            q = _container_request(c, resource)
+            if q is not None:
+                total = total + q
+        for c in spec.init_containers:
+            q = _container_request(c, resource)
+            if q is not None and total < q:
+                total = q
+        extra = spec.overhead.get(resource)
+        return total if extra is None else total + extra
+
+
+def _container_request(c: ContainerRequests, resource: str) -> Quantity | None:
+    res = c.resources
+    q = res.requests.get(resource)
+    return res.limits.get(resource) if q is None else q
+
+
+class Pod(KubeObject, PodAccessors):
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
 
 
 class DeploymentSpec(KModel):

@@ -13,6 +13,7 @@ or raises the same ValidationError as before.
 
 from __future__ import annotations
 
+import sys
 from types import GenericAlias
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
@@ -310,6 +311,48 @@ class CSINode(FastObject, frozen=True, kw_only=True, rename="camel", gc=False):
     spec: CSINodeSpec = CSINodeSpec()
 
 
+# --- Pod (150k on a big cluster: what capacity and the Pods view read, nothing else) ----------
+
+
+class PodSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    node_name: str = ""
+    containers: list[ContainerRequests] = []
+    init_containers: list[ContainerRequests] = []
+    overhead: dict[str, Quantity] = {}
+    tolerations: list[Toleration] = []
+    priority_class_name: str = ""
+
+
+class ContainerStateDetail(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    reason: str = ""
+    exit_code: int | None = None
+
+
+class ContainerState(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    waiting: ContainerStateDetail | None = None
+    running: ContainerStateDetail | None = None
+    terminated: ContainerStateDetail | None = None
+
+
+class ContainerStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    name: str = ""
+    ready: bool = False
+    restart_count: int = 0
+    state: ContainerState = ContainerState()
+
+
+class PodStatus(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    phase: str = ""
+    container_statuses: list[ContainerStatus] = []
+
+
+class Pod(FastObject, core.PodAccessors, frozen=True, kw_only=True, rename="camel", gc=False):
+    pydantic_model: ClassVar[type] = core.Pod
+    kind: str = "Pod"
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
 # --- decoding list pages and watch events straight from bytes ----------------------------
 
 
@@ -349,7 +392,7 @@ class _WireWorkload(Struct, frozen=True, kw_only=True, rename="camel", gc=False)
 class _Shared:
     """Bytes → decoded struct, bounded (a churned cluster's templates just start over)."""
 
-    def __init__(self, typ: type, limit: int = 20_000) -> None:
+    def __init__(self, typ: Any, limit: int = 20_000) -> None:
         self._dec: msgspec.json.Decoder[Any] = msgspec.json.Decoder(typ, strict=False, dec_hook=_dec)
         self.default = typ()
         self.hits: dict[bytes, Any] = {}
@@ -388,6 +431,89 @@ def _workloads(wire: list[_WireWorkload], api_version: str) -> list[Workload]:
     return out
 
 
+# A Pod's containers, init containers and tolerations are its template's: equal across the Pods of one job
+# (the wire keeps them as raw JSON; equal bytes become one shared list). Namespaces, node names, phases and
+# owner kinds repeat across every Pod: each is held once.
+
+
+class _WirePodSpec(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    node_name: str = ""
+    containers: msgspec.Raw = msgspec.Raw()
+    init_containers: msgspec.Raw = msgspec.Raw()
+    overhead: dict[str, Quantity] = {}
+    tolerations: msgspec.Raw = msgspec.Raw()
+    priority_class_name: str = ""
+
+
+class _WirePod(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    api_version: str = ""
+    kind: str = "Pod"
+    metadata: ObjectMeta
+    spec: _WirePodSpec = _WirePodSpec()
+    status: PodStatus = PodStatus()
+
+
+_CONTAINERS = _Shared(GenericAlias(list, (ContainerRequests,)), limit=5_000)
+_TOLERATIONS = _Shared(GenericAlias(list, (Toleration,)), limit=5_000)
+_intern = sys.intern
+_force: Any = force_setattr  # metadata and owners are structs here (the type checker reads them as the models)
+
+
+def _shared_list(cache: _Shared, raw: msgspec.Raw) -> Any:
+    key = bytes(raw)
+    if not key or key == b"null":
+        return cache.default
+    return cache.hits.get(key) or cache.miss(key)
+
+
+_STATUSES: dict[tuple[Any, ...], PodStatus] = {}
+_NO_ANNOTATIONS: dict[str, str] = {}
+_NO_FINALIZERS: list[str] = []
+
+
+def _shared_status(st: PodStatus) -> PodStatus:
+    # Statuses repeat (Running, every container ready, no restarts): equal ones become one.
+    key = (st.phase, *st.container_statuses)
+    hit = _STATUSES.get(key)
+    if hit is None:
+        if len(_STATUSES) >= 5_000:
+            _STATUSES.clear()
+        hit = _STATUSES[key] = PodStatus(phase=_intern(st.phase), container_statuses=st.container_statuses)
+    return hit
+
+
+def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
+    """The stored Pods of a page's wire structs: shared container lists and statuses, repeated strings
+    (namespaces, node names, owners, label values, creation times: the Pods of one job share them) held once."""
+    out: list[Pod] = []
+    append = out.append
+    for w in wire:
+        meta, sp = w.metadata, w.spec
+        if meta.namespace:
+            _force(meta, "namespace", _intern(meta.namespace))
+        if meta.creation_timestamp:
+            _force(meta, "creation_timestamp", _intern(meta.creation_timestamp))
+        labels = meta.labels
+        for k, v in labels.items():
+            labels[k] = _intern(v)
+        for ref in meta.owner_references:
+            _force(ref, "kind", _intern(ref.kind))
+            _force(ref, "api_version", _intern(ref.api_version))
+            _force(ref, "name", _intern(ref.name))
+            _force(ref, "uid", _intern(ref.uid))
+        if not meta.annotations:  # never mutated: stored objects are read-only
+            _force(meta, "annotations", _NO_ANNOTATIONS)
+        if not meta.finalizers:
+            _force(meta, "finalizers", _NO_FINALIZERS)
+        spec = PodSpec(node_name=_intern(sp.node_name), containers=_shared_list(_CONTAINERS, sp.containers),
+                       init_containers=_shared_list(_CONTAINERS, sp.init_containers), overhead=sp.overhead,
+                       tolerations=_shared_list(_TOLERATIONS, sp.tolerations),
+                       priority_class_name=_intern(sp.priority_class_name))
+        append(Pod(api_version=w.api_version or api_version, kind=w.kind, metadata=meta, spec=spec,
+                   status=_shared_status(w.status)))
+    return out
+
+
 def _stamped(objs: list[Any], api_version: str) -> list[Any]:
     # List items may omit apiVersion (the list names it once): record the version served.
     if api_version:
@@ -397,7 +523,7 @@ def _stamped(objs: list[Any], api_version: str) -> list[Any]:
     return objs
 
 
-_WIRE: dict[type, tuple[type, Any]] = {Workload: (_WireWorkload, _workloads)}
+_WIRE: dict[type, tuple[type, Any]] = {Workload: (_WireWorkload, _workloads), Pod: (_WirePod, _pods)}
 
 
 class FastCodec:
@@ -436,6 +562,6 @@ class FastCodec:
         return ev.type, obj
 
 
-FAST_MODELS: tuple[type[FastObject], ...] = (Workload, Job, Node, CSINode)
+FAST_MODELS: tuple[type[FastObject], ...] = (Workload, Job, Node, CSINode, Pod)
 
-__all__ = ["FAST_MODELS", "CSINode", "FastCodec", "FastObject", "Job", "Node", "Workload"]
+__all__ = ["FAST_MODELS", "CSINode", "FastCodec", "FastObject", "Job", "Node", "Pod", "Workload"]

@@ -74,6 +74,8 @@ _SRC: dict[str, Any] = dict(_HV, workload_source=True)
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Node", "", ("v1",), "nodes", False, fast.Node, short_names=("no",)),
     ResourceKind("Namespace", "", ("v1",), "namespaces", False, core.Namespace, short_names=("ns",)),
+    # Every Pod of the cluster (150k on a big one): where requests sit on nodes (docs/capacity.md).
+    ResourceKind("Pod", "", ("v1",), "pods", True, fast.Pod, short_names=("po",), high_volume=True),
     ResourceKind("ServiceAccount", "", ("v1",), "serviceaccounts", True, core.ServiceAccount, short_names=("sa",)),
     ResourceKind("PersistentVolumeClaim", "", ("v1",), "persistentvolumeclaims", True, core.PersistentVolumeClaim,
                  short_names=("pvc",)),

@@ -19,7 +19,7 @@ from .base import (
     StrMap,
     _none_to_empty_list,
 )
-from .core import PodTemplate, ResourceList, Taint
+from .core import ContainerRequests, PodTemplate, ResourceList, Taint, Toleration
 from .names import MULTIKUEUE_CONTROLLER
 from .quantity import Quantity
 
@@ -182,13 +182,6 @@ class LocalQueue(KubeObject):
     status: LocalQueueStatus = LocalQueueStatus()
 
 
-class Toleration(KModel):
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-
 class ResourceFlavorSpec(KModel):
     node_labels: StrMap = {}
     node_taints: Annotated[list[Taint], BeforeValidator(_listify)] = []
@@ -198,18 +191,6 @@ class ResourceFlavorSpec(KModel):
 
 class ResourceFlavor(KubeObject):
     spec: ResourceFlavorSpec = ResourceFlavorSpec()
-
-
-class ContainerResources(KModel):
-    requests: ResourceList = {}
-    limits: ResourceList = {}
-
-
-class ContainerRequests(KModel):
-    """A container as far as quota goes: its resources."""
-
-    name: str = ""
-    resources: ContainerResources = ContainerResources()
 
 
 class PodSetPodSpec(KModel):

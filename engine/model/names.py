@@ -25,6 +25,24 @@ INFINIBAND_LABEL = "tau.azure.com/infiniband"
 SITE_LABEL = "tau.azure.com/site"
 REGION_LABEL = "tau.azure.com/region"
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the lowest level of TauGrid's Kueue Topology
+# TauGrid's topology levels, highest first (its Kueue Topology `taugrid-gpu-topology` lists them so).
+TOPOLOGY_LEVEL_LABELS = (SITE_LABEL, NETWORK_DOMAIN_LABEL, ACCELERATOR_DOMAIN_LABEL, HOSTNAME_LABEL)
+
+# --- GPU health Node conditions (TauGrid's metrics collector; status True = the problem is present) ---------
+# The 20 default types by what UNO does with them by default: drain the node, or taint it.
+GPU_DRAIN_CONDITIONS = (
+    "GPUECCDoubleRetired", "GPUECCDoubleVolatile", "GPUNVLinkCRCFlitErrors", "GPUNVLinkCRCDataErrors",
+    "GPUNVLinkReplayErrors", "XIDError48", "XIDError63", "XIDError64", "XIDError79", "XIDError94", "XIDError95",
+    "GraceCPUECCUncorrectable",
+)
+GPU_TAINT_CONDITIONS = (
+    "GPUThermalViolation", "GPUPowerViolation", "IBLinkDown", "IBSymbolError", "GPUECCSingleVolatileRate",
+    "GPUECCSingleRetired", "GPUPCIeReplayErrors", "GraceCPUECCCorrectableRate",
+)
+DCGM_EXPORTER_UNAVAILABLE = "DcgmExporterUnavailable"  # the required scrape target is silent: health unknown
+DCGM_HEALTH_PROBLEM = "DcgmHealthProblem"  # node-problem-detector's own DCGM diagnostic
+
 # --- TauGrid annotations (the stamps on resolved profile objects) -----------------------------------
 CLUSTER_GENERATION_ANNOTATION = "tau.azure.com/tau-cluster-generation"
 PROFILE_SET_HASH_ANNOTATION = "tau.azure.com/workload-profile-set-hash"

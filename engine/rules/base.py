@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from ..model.base import QuantityField
 from ..store import AccessState, Store
+from .gpu_health import CapacityConfig
 
 __all__ = [
     "Finding",
@@ -123,6 +124,7 @@ def finding(severity: Severity, rule: str, kind: str, name: str, namespace: str 
 class RuleConfig:
     system_namespace: str = "tau-system"
     storage_claims: tuple[str, ...] = ()  # PVC names checked in every workspace namespace
+    capacity: CapacityConfig = CapacityConfig()  # GPU health classes and tolerated taints (the `capacity:` config)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from ..quota import (
     remove_usage,
 )
 from .base import QuantityField, RuleContext, ViewModel
+from .capacity import TOPOLOGY_FAILED, topology_wait
 from .queue_order import (
     ADMISSION_GATED_BY,
     ESTIMATED,
@@ -82,6 +83,7 @@ RANK = {
     "NoMatchingFlavor": 8,
     "ExceedsMaxQuota": 9,
     "HeadOfLineBlocked": 10,
+    "TopologyPlacementFailed": 10,
     "InsufficientQuota": 11,
     "Backoff": 12,
     "QueuedBehind": 13,
@@ -99,7 +101,22 @@ KUEUE_AGREES = {
     "OnHold": {"ClusterQueueStopped", "LocalQueueStopped", "Inactive"},
     "WaitingForPreemptedWorkloads": {"InsufficientQuota"},
     "UnsatisfiedAdmissionChecks": {"AdmissionCheckPending", "AdmissionCheckRejected"},
+    "TopologyPlacementFailed": {"TopologyPlacementFailed"},
 }
+
+
+# --- topology: quota exists, no domain has the room -------------------------------------------
+
+
+def topology_reason(ctx: RuleContext, wl: Workload, flavors: list[str],
+                    kueue: dict[str, str] | None) -> WaitReason | None:
+    """`TopologyPlacementFailed` when the quota fits but no domain can place the Workload's shape now: Kueue
+    says so (its QuotaReserved=False reason), or the capacity rule finds no room on its flavors."""
+    found = topology_wait(ctx, wl, flavors, kueue)
+    if found is None:
+        return None
+    return _reason(TOPOLOGY_FAILED, Severity.WAITING, found.message, bestFree=found.best_free,
+                   bestDomain=found.best_domain or None, fromKueue=found.from_kueue)
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -867,8 +884,12 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason("Backoff", Severity.WAITING,
                                    f"requeued with backoff: Kueue retries it at {requeue.requeue_at}",
                                    requeueAt=requeue.requeue_at))
-        if node is not None and a.fits and not any(r.severity == Severity.BLOCKING or r.code == "HeadOfLineBlocked"
-                                                      for r in reasons):
+        if node is not None and a.fits:
+            topo = topology_reason(ctx, wl, sorted(fl for _, fl in chosen), _kueue_condition(wl))
+            if topo is not None:
+                reasons.append(topo)
+        if node is not None and a.fits and not any(r.severity == Severity.BLOCKING or r.code in (
+                "HeadOfLineBlocked", "TopologyPlacementFailed") for r in reasons):
             reasons.append(_reason("FitsNow", Severity.INFO,
                                    "its request fits the unused quota now: Kueue should reserve it in a coming "
                                    "scheduling cycle"))

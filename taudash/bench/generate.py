@@ -148,6 +148,8 @@ class _Gen:
         gpu_nodes = s.nodes - system
         self.inventory: dict[str, dict[str, Quantity]] = {flavor_name(c[0]): {} for c in CLASSES}
         self.node_names: list[str] = []
+        self.rooms: dict[str, list[list]] = {}  # flavor -> [node, free GPUs] of its schedulable Ready nodes
+        self.cursor: dict[str, int] = defaultdict(int)
         plan: list[tuple[str | None, str, str]] = []
         left = gpu_nodes
         for i, (cls, share, sku, mem) in enumerate(CLASSES):
@@ -209,7 +211,10 @@ class _Gen:
                           "apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}]),
                       "spec": {"drivers": [{"name": d, "nodeID": name} for d in (
                           "disk.csi.azure.com", "file.csi.azure.com", "blob.csi.azure.com")]}})
+            if gclass:
+                self.daemon_pods(name, i)
             if gclass and ready[0] == "True" and not spec.get("unschedulable"):
+                self.rooms.setdefault(flavor_name(gclass), []).append([name, 8])
                 slot = self.inventory[flavor_name(gclass)]
                 for res, val in alloc.items():
                     slot[res] = slot.get(res, Quantity(0)) + Quantity.parse(val)
@@ -485,6 +490,54 @@ class _Gen:
                   "status": status})
         for u in (self.cq_usage[cq], self.lq_usage[(ns, QUEUE)]):
             u.add(state, fl, use)
+        # A plain Pod workload's Pod exists in every state (Kueue gates it while it waits); a job's only runs
+        # once admitted (and stays, Succeeded, once finished).
+        if state in ("admitted", "finished") or prefix == "pod":
+            self.pod(owner_ref, ns, age, state, fl, gpu_class, gpus, cpu, mem)
+
+    def pod(self, owner: Obj, ns: str, age: float, state: str, fl: str, gpu_class: str, gpus: int, cpu: str,
+            mem: str) -> None:
+        """The Pod of a Workload: Running and bound to a node of its flavor with room (the next one from a
+        rotating cursor, so jobs scatter), Succeeded once finished, Pending and unbound while it waits."""
+        node, phase = "", {"admitted": "Running", "finished": "Succeeded"}.get(state, "Pending")
+        if state in ("admitted", "finished"):
+            rooms = self.rooms.get(fl) or []
+            for k in range(min(64, len(rooms))):
+                slot = rooms[(self.cursor[fl] + k) % len(rooms)]
+                if slot[1] >= gpus:
+                    node = slot[0]
+                    if state == "admitted":
+                        slot[1] -= gpus
+                    self.cursor[fl] = (self.cursor[fl] + k + 1) % len(rooms)
+                    break
+            if not node:
+                phase = "Pending"
+        name = owner["name"] if owner["kind"] == "Pod" else f"{owner['name']}-{self.uid()[:5]}"
+        meta = self.meta(name, ns, age=age, labels={TEAM_LABEL: TEAM, QUEUE_NAME_LABEL: QUEUE},
+                         owners=None if owner["kind"] == "Pod" else [owner])
+        if owner["kind"] == "Pod":
+            meta["uid"] = owner["uid"]  # the Workload's owner is this Pod
+        spec = self.pod_spec(IMAGE, cpu, mem, gpus, gpu_class)
+        if node:
+            spec["nodeName"] = node
+        ready = phase == "Running"
+        status: Obj = {"phase": phase, "containerStatuses": [] if phase == "Pending" else [{
+            "name": "main", "ready": ready, "restartCount": 0,
+            "state": {"running": {}} if ready else {"terminated": {"reason": "Completed", "exitCode": 0}}}]}
+        self.add({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+
+    def daemon_pods(self, node: str, i: int) -> None:
+        """The per-node agents of a GPU node (no GPU requests): the DCGM exporter and node-problem-detector."""
+        for ds in ("nvidia-dcgm-exporter", "node-problem-detector"):
+            owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds, "uid": f"uid-ds-{ds}",
+                     "controller": True, "blockOwnerDeletion": True}
+            spec = {"nodeName": node, "containers": [{"name": ds, "resources": {"requests": {
+                "cpu": "100m", "memory": "128Mi"}}}], "tolerations": [{"operator": "Exists"}]}
+            self.add({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": self.meta(f"{ds}-{i:05x}", "kube-system", age=9000, labels={"app": ds},
+                                            owners=[owner]),
+                      "spec": spec, "status": {"phase": "Running", "containerStatuses": [
+                          {"name": ds, "ready": True, "restartCount": 0, "state": {"running": {}}}]}})
 
     def ws_of(self, ns: str) -> str:
         return ns[: -len("-v2")] if ns.endswith("-v2") else ns

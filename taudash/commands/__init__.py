@@ -5,7 +5,22 @@ from __future__ import annotations
 
 
 def register_all(sub) -> None:
-    from . import bench, dashboard, export, history, profiles, rehearse, serve, sim, status, whatif, why, workflow
+    from . import (
+        bench,
+        capacity,
+        dashboard,
+        export,
+        history,
+        profiles,
+        rehearse,
+        serve,
+        sim,
+        status,
+        whatif,
+        why,
+        workflow,
+    )
 
-    for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, whatif, rehearse):
+    for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, capacity, whatif,
+                   rehearse):
         module.register(sub)

@@ -107,4 +107,6 @@ def read_only_of(args: argparse.Namespace, context: str | None = None) -> ReadOn
 
 
 def rule_config(args: argparse.Namespace) -> RuleConfig:
-    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
+    capacity = getattr(args, "capacity_config", None)  # the config file's `capacity:` section (set by the CLI)
+    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc),
+                      **({"capacity": capacity} if capacity is not None else {}))

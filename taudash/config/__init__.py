@@ -13,7 +13,7 @@ the config file (`$TAUDASH_CONFIG`, else `$XDG_CONFIG_HOME/taudash/config.yaml`,
 Sources only ever add up: there is no setting that turns read-only off again once one asked for it.
 `ReadOnly` keeps the names of the sources that asked so every refusal can say who did.
 
-The file's other keys (`fleet.multiKueueClusters`, `fleet.freshnessBound`, `storage.claims`) are in
+The file's other keys (`fleet.multiKueueClusters`, `fleet.freshnessBound`, `storage.claims`, `capacity.*`) are in
 its schema (schema.py) too: an unknown or misspelt key, or a value of the wrong type, is exit 2 — a
 typo never silently means "not asked". Likewise an environment variable that looks like a misspelt
 TAUDASH_ name (`check_env_names`).
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+from taudash.engine.rules.gpu_health import CapacityConfig
 
 from ..errors import UsageError
 
@@ -91,6 +94,7 @@ class Config:
     multikueue_clusters: Mapping[str, str] = field(default_factory=dict)  # MultiKueueCluster → kube context
     freshness_bound: float | None = None  # fleet.freshnessBound, seconds
     storage_claims: tuple[str, ...] = ()
+    capacity: CapacityConfig = field(default_factory=CapacityConfig)  # the `capacity:` section over the defaults
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -134,7 +138,20 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         dict(fleet.multiKueueClusters or {}) if fleet else {},
         float(fleet.freshnessBound) if fleet and fleet.freshnessBound is not None else None,
         tuple(dict.fromkeys(storage.claims or ())) if storage else (),
+        _capacity(cfg.capacity),
     )
+
+
+def _capacity(section) -> CapacityConfig:
+    """The capacity rules' health classes and tolerated taints: each key given replaces its default."""
+    if section is None:
+        return CapacityConfig()
+    given = {"drain_conditions": section.drainConditions, "taint_conditions": section.taintConditions,
+             "unknown_conditions": section.unknownConditions, "tolerated_taints": section.toleratedTaints}
+    out: dict[str, Any] = {k: tuple(dict.fromkeys(v)) for k, v in given.items() if v is not None}
+    if section.idleMinutes is not None:
+        out["idle_minutes"] = section.idleMinutes
+    return replace(CapacityConfig(), **out)
 
 
 def env_read_only(environ: Mapping[str, str] | None = None) -> bool:

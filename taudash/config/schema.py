@@ -33,11 +33,20 @@ class StorageSettings(_Section):
     claims: list[StrictStr] | None = None
 
 
+class CapacitySettings(_Section):
+    drainConditions: list[StrictStr] | None = None
+    taintConditions: list[StrictStr] | None = None
+    unknownConditions: list[StrictStr] | None = None
+    toleratedTaints: list[StrictStr] | None = None
+    idleMinutes: Annotated[StrictInt, Field(ge=1, le=10080)] | None = None
+
+
 class ConfigFile(_Section):
     readOnly: StrictBool = False
     contexts: dict[str, ContextSettings] | None = None
     fleet: FleetSettings | None = None
     storage: StorageSettings | None = None
+    capacity: CapacitySettings | None = None
 
 
 # What a value at each path must be (`*`: any context name or map key), in the file's words.
@@ -52,6 +61,12 @@ _MUST = {
     ("fleet", "freshnessBound"): "must be a number of seconds from 2 to 3600",
     ("storage",): "must be a mapping",
     ("storage", "claims"): "must be a list of PersistentVolumeClaim names",
+    ("capacity",): "must be a mapping",
+    ("capacity", "drainConditions"): "must be a list of Node condition types",
+    ("capacity", "taintConditions"): "must be a list of Node condition types",
+    ("capacity", "unknownConditions"): "must be a list of Node condition types",
+    ("capacity", "toleratedTaints"): "must be a list of taint keys (key or key=value)",
+    ("capacity", "idleMinutes"): "must be a whole number of minutes from 1 to 10080",
 }
 
 

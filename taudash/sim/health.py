@@ -11,36 +11,39 @@ The reasons and messages are the simulator's own wording (the reference records 
 
 from __future__ import annotations
 
-from taudash.engine.model.names import INFINIBAND_LABEL
+from taudash.engine.model.names import DCGM_EXPORTER_UNAVAILABLE, GPU_DRAIN_CONDITIONS, INFINIBAND_LABEL
 from taudash.sim.controllers.base import Obj
 
 ARCH = "kubernetes.io/arch"
 
-EXPORTER_UNAVAILABLE = "DcgmExporterUnavailable"
+EXPORTER_UNAVAILABLE = DCGM_EXPORTER_UNAVAILABLE  # the types are the engine's (engine/model/names.py)
 
+# type -> what the fault is (the type names and their classes are the engine's: engine/model/names.py)
+_DESCRIPTIONS: dict[str, str] = {
+    "GPUECCDoubleRetired": "a GPU retired pages after double-bit ECC errors",
+    "GPUECCDoubleVolatile": "volatile double-bit ECC errors on a GPU",
+    "GPUNVLinkCRCFlitErrors": "NVLink CRC flit errors above the threshold",
+    "GPUNVLinkCRCDataErrors": "NVLink CRC data errors above the threshold",
+    "GPUNVLinkReplayErrors": "NVLink replay errors above the threshold",
+    "XIDError48": "XID 48: double-bit ECC error",
+    "XIDError63": "XID 63: ECC page retirement or row remapping event",
+    "XIDError64": "XID 64: ECC page retirement or row remapper failure",
+    "XIDError79": "XID 79: a GPU has fallen off the bus",
+    "XIDError94": "XID 94: contained ECC error",
+    "XIDError95": "XID 95: uncontained ECC error",
+    "GPUThermalViolation": "a GPU is throttled by thermal limits",
+    "GPUPowerViolation": "a GPU is throttled by power limits",
+    "IBLinkDown": "an InfiniBand link is down",
+    "IBSymbolError": "InfiniBand symbol errors above the threshold",
+    "GPUECCSingleVolatileRate": "single-bit ECC error rate above the threshold",
+    "GPUECCSingleRetired": "a GPU retired pages after single-bit ECC errors",
+    "GPUPCIeReplayErrors": "PCIe replay errors above the threshold",
+    "GraceCPUECCUncorrectable": "uncorrectable ECC error on a Grace CPU",
+    "GraceCPUECCCorrectableRate": "correctable ECC error rate on a Grace CPU above the threshold",
+}
 # type -> (UNO's default action, what the fault is)
 GPU_CONDITIONS: dict[str, tuple[str, str]] = {
-    "GPUECCDoubleRetired": ("drain", "a GPU retired pages after double-bit ECC errors"),
-    "GPUECCDoubleVolatile": ("drain", "volatile double-bit ECC errors on a GPU"),
-    "GPUNVLinkCRCFlitErrors": ("drain", "NVLink CRC flit errors above the threshold"),
-    "GPUNVLinkCRCDataErrors": ("drain", "NVLink CRC data errors above the threshold"),
-    "GPUNVLinkReplayErrors": ("drain", "NVLink replay errors above the threshold"),
-    "XIDError48": ("drain", "XID 48: double-bit ECC error"),
-    "XIDError63": ("drain", "XID 63: ECC page retirement or row remapping event"),
-    "XIDError64": ("drain", "XID 64: ECC page retirement or row remapper failure"),
-    "XIDError79": ("drain", "XID 79: a GPU has fallen off the bus"),
-    "XIDError94": ("drain", "XID 94: contained ECC error"),
-    "XIDError95": ("drain", "XID 95: uncontained ECC error"),
-    "GPUThermalViolation": ("taint", "a GPU is throttled by thermal limits"),
-    "GPUPowerViolation": ("taint", "a GPU is throttled by power limits"),
-    "IBLinkDown": ("taint", "an InfiniBand link is down"),
-    "IBSymbolError": ("taint", "InfiniBand symbol errors above the threshold"),
-    "GPUECCSingleVolatileRate": ("taint", "single-bit ECC error rate above the threshold"),
-    "GPUECCSingleRetired": ("taint", "a GPU retired pages after single-bit ECC errors"),
-    "GPUPCIeReplayErrors": ("taint", "PCIe replay errors above the threshold"),
-    "GraceCPUECCUncorrectable": ("drain", "uncorrectable ECC error on a Grace CPU"),
-    "GraceCPUECCCorrectableRate": ("taint", "correctable ECC error rate on a Grace CPU above the threshold"),
-}
+    t: ("drain" if t in GPU_DRAIN_CONDITIONS else "taint", d) for t, d in _DESCRIPTIONS.items()}
 # Every type the simulator raises: the 20 and the required exporter's availability.
 CONDITION_TYPES: tuple[str, ...] = (*GPU_CONDITIONS, EXPORTER_UNAVAILABLE)
 DRAIN = frozenset(t for t, (action, _) in GPU_CONDITIONS.items() if action == "drain")

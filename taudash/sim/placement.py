@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from taudash.engine.model.names import HOSTNAME_LABEL as HOSTNAME_LABEL  # re-exported: its home is the engine
 from taudash.sim.controllers.base import Obj, deleting, meta, qres
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS = "pods"  # the node's pod slots: every pod takes one
 TERMINAL = frozenset({"Succeeded", "Failed"})
 ZERO = Decimal(0)

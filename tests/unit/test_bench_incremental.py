@@ -21,6 +21,7 @@ from taudash.bench.generate import generate
 from taudash.engine.incremental import IncrementalDeriver, derive
 from taudash.engine.model import BY_KIND, KINDS, lookup
 from taudash.engine.rules.base import Finding, RuleConfig, RuleContext
+from taudash.engine.rules.capacity import derive_capacity
 from taudash.engine.rules.cluster import access_entries, access_findings, derive_cluster, derive_teams
 from taudash.engine.rules.multikueue import derive_multikueue
 from taudash.engine.rules.pool import derive_pool
@@ -52,11 +53,13 @@ def oracle(store: Store, now: datetime, config: RuleConfig) -> ClusterView:
     findings += f
     mk, f = derive_multikueue(ctx, profiles)
     findings += f
+    capacity, f = derive_capacity(ctx)
+    findings += f
     findings += access_findings(ctx)
     return ClusterView(
         source=SourceInfo(), access=access_entries(ctx), cluster=cluster, teams=derive_teams(ctx), pool=pool,
         cohorts=cohorts, cluster_queues=queues, workspaces=sorted(workspaces, key=lambda w: w.name),
-        profiles=profiles, multikueue=mk, waiting=derive_waiting(ctx, facts),
+        profiles=profiles, multikueue=mk, waiting=derive_waiting(ctx, facts), capacity=capacity,
         findings=sorted(findings, key=Finding.sort_key),
     )
 

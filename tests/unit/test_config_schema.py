@@ -17,7 +17,7 @@ from taudash.config import ENV_NAMES, check_env_names, load_config
 from taudash.config.schema import key_paths, nearest
 from taudash.errors import UsageError
 
-CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage"}
+CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage", "capacity"}
 
 
 def leaves(doc: dict, at: tuple[str, ...] = ()) -> set[str]:
@@ -51,6 +51,24 @@ def test_every_key_of_the_readme_example_is_read(tmp_path):
     assert cfg.multikueue_clusters == {"westus-2": "prod-westus-2"}
     assert cfg.freshness_bound == 15.0
     assert cfg.storage_claims == ("datasets", "checkpoints")
+    cap = cfg.capacity
+    assert cap.drain_conditions == ("XIDError79", "GPUECCDoubleVolatile") and cap.taint_conditions == (
+        "GPUThermalViolation",)
+    assert cap.unknown_conditions == ("DcgmExporterUnavailable",) and cap.tolerated_taints == ("nvidia.com/gpu",
+                                                                                                "sku=gpu")
+    assert cap.idle_minutes == 30
+
+
+def test_capacity_keys_left_out_keep_their_defaults_and_bad_values_are_refused(tmp_path):
+    from taudash.engine.rules.gpu_health import CapacityConfig
+
+    cfg, _ = load(tmp_path, "capacity:\n  toleratedTaints: [maintenance]\n")
+    assert cfg.capacity == CapacityConfig(tolerated_taints=("maintenance",))
+    assert load(tmp_path, "readOnly: false\n")[0].capacity == CapacityConfig()
+    for bad in ("capacity:\n  drainCondition: [X]\n", "capacity:\n  idleMinutes: 0\n",
+                "capacity:\n  taintConditions: XIDError79\n"):
+        with pytest.raises(UsageError, match="capacity"):
+            load(tmp_path, bad)
 
 
 def config_snippets() -> list[tuple[str, str]]:
@@ -89,7 +107,7 @@ MISSPELT = misspelt_docs()
 
 
 def test_there_is_a_misspelling_of_every_key_and_section():
-    assert len(MISSPELT) == len(key_paths()) + 3  # + the sections fleet, storage and contexts
+    assert len(MISSPELT) == len(key_paths()) + 4  # + the sections fleet, storage, capacity and contexts
 
 
 @pytest.mark.parametrize(("where", "text", "meant"), MISSPELT, ids=[m[0] for m in MISSPELT])
@@ -114,7 +132,7 @@ def test_a_misspelt_key_is_refused_naming_its_path_the_nearest_key_and_the_line(
     ("fleet:\n  multiKueueClusters:\n    1: prod\n", "fleet.multiKueueClusters must map MultiKueueCluster names"),
     ("storage:\n  claims: data\n", "storage.claims must be a list of PersistentVolumeClaim names, not 'data'"),
     ("storage:\n  claims: [data, 3]\n", "storage.claims must be a list of PersistentVolumeClaim names, not a list"),
-    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage) (line 1)"),
+    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage, capacity) (line 1)"),
     ("read_only: true\n", "unknown key read_only (did you mean readOnly?)"),
 ])
 def test_a_wrong_type_or_an_unknown_key_without_a_near_one_is_refused(tmp_path, text, said):

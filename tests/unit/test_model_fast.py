@@ -8,11 +8,12 @@ import copy
 
 import orjson
 import pytest
+from factories import job_pod
 from pydantic import ValidationError
 from tools.paths import DEMO
 
 from taudash.bench.generate import Size, generate
-from taudash.engine.model import CSINode, Job, Node, Quantity, Workload
+from taudash.engine.model import CSINode, Job, Node, Pod, Quantity, Workload
 from taudash.engine.model.fast import FastCodec
 from taudash.engine.sources.snapshot import load_snapshot
 
@@ -24,7 +25,7 @@ def _raws(kind: str) -> list[dict]:
     return [r for r in demo if r is not None] + fleet
 
 
-@pytest.mark.parametrize("model", [Workload, Job, Node, CSINode])
+@pytest.mark.parametrize("model", [Workload, Job, Node, CSINode, Pod])
 def test_fast_structs_dump_exactly_like_the_pydantic_schema(model):
     raws = _raws(model.__name__)
     assert len(raws) >= 20
@@ -45,6 +46,9 @@ def test_fast_structs_dump_exactly_like_the_pydantic_schema(model):
             assert fast.derived_status == schema.derived_status
         if model is Job:
             assert fast.finished == schema.finished
+        if model is Pod:
+            assert (fast.terminal, fast.node_name, fast.effective_request("nvidia.com/gpu")) == (
+                schema.terminal, schema.node_name, schema.effective_request("nvidia.com/gpu"))
         if model is Node:
             assert fast.status.allocatable == schema.status.allocatable
             assert (fast.condition("Ready") is None) == (schema.condition("Ready") is None)
@@ -144,3 +148,25 @@ def test_equal_specs_and_admissions_decode_once_and_are_shared():
     nulled["status"]["admission"] = None
     assert FastCodec(Workload).page(orjson.dumps({"items": [nulled]})) is None
     assert Workload.model_validate(nulled).status.admission is None
+
+
+def test_pods_of_one_template_share_containers_statuses_and_repeated_strings():
+    raws = [job_pod("j-0", "node-a"), job_pod("j-1", "node-b"), job_pod("j-2", "node-a")]
+    items, _, _ = FastCodec(Pod).page(orjson.dumps({"metadata": {}, "items": raws}))
+    assert items == [Pod.model_validate(r) for r in raws]
+    a, b, c = items
+    assert a.spec.containers is b.spec.containers and a.spec.tolerations is b.spec.tolerations
+    assert a.status is b.status and a.status.container_statuses[0].restart_count == 2
+    assert a.spec.node_name is c.spec.node_name and a.metadata.owner_references[0].uid is b.metadata.owner_references[0].uid
+    assert (a.name, b.node_name) == ("j-0", "node-b")
+    # A limit stands in for a missing request; the largest init container wins over a smaller sum; overhead adds.
+    assert a.effective_request("nvidia.com/gpu") == Quantity.parse("4")
+    assert a.effective_request("cpu") == Quantity.parse("6100m")
+    assert a.effective_request("memory").is_zero() and not a.terminal
+
+
+def test_terminal_pods_say_so():
+    raw = job_pod("done", "node-a")
+    for phase, terminal in (("Succeeded", True), ("Failed", True), ("Pending", False), ("Unknown", False)):
+        raw["status"]["phase"] = phase
+        assert Pod.model_validate(raw).terminal is terminal

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from factories import cluster_queue, cohort, cond, local_queue, resource_flavor, workload
+from factories import cluster_queue, cohort, cond, local_queue, node, pod, resource_flavor, workload
 
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.queue_order import cluster_queue_orders
@@ -485,3 +485,49 @@ def test_the_local_queue_estimate_keeps_cluster_queue_positions():
     assert [(i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"]) for i in pos.items] == [
         ("old-high", 0, 0), ("old-low", 2, 1)]
     assert estimated_positions(ctx, lq=(NS, "missing")).items is None
+
+
+# --- topology: quota exists, no domain has the room ----------------------------------------------
+
+ACC = "tau.azure.com/accelerator-domain"
+TAS = "taugrid-gpu-h100"
+
+
+def _gang(name="gang", reason=None):
+    d = wl(name, gpu="8")
+    ps = d["spec"]["podSets"][0]
+    ps["count"] = 2
+    ps["topologyRequest"] = {"required": ACC}
+    if reason:
+        d["status"]["conditions"] = [cond("QuotaReserved", "False", reason, "couldn't assign flavors to pod set main")]
+    return d
+
+
+def _racks(*pods):
+    objs = [cluster_queue("a", flavors={TAS: {GPU: "64"}}), local_queue("lq", NS, "a"), resource_flavor(TAS)]
+    for r in "xy":
+        objs += [node(f"{r}{i}", "h100", alloc={GPU: "8"}, labels={ACC: f"rack-{r}"}) for i in (1, 2)]
+    return objs + [pod(f"p-{n}", node=n, gpus=1) for n in pods]
+
+
+def test_quota_exists_but_no_domain_can_place_the_shape():
+    # A 1-GPU Pod in each rack: each rack keeps room for one 8-GPU worker, the gang needs two in one rack.
+    r = report("gang", *_racks("x1", "y2"), _gang())
+    assert codes(r)[0] == "TopologyPlacementFailed" and "FitsNow" not in codes(r)
+    top = r.reasons[0]
+    assert top.message.startswith("quota exists but no domain can place this shape (2×8 GPUs same-accelerator-domain)")
+    assert "has 15 free GPUs, room for 1 of the 2 workers" in top.message and top.details["bestFree"] == 15
+    # negative: one rack empty, the gang fits there
+    ok = report("gang", *_racks("x1", "x2"), _gang())
+    assert "TopologyPlacementFailed" not in codes(ok) and "FitsNow" in codes(ok)
+
+
+def test_topology_failure_fail_closed_and_kueues_word():
+    # Pods unreadable: no guess of our own; Kueue's reason still gives the sentence, saying the room is unknown.
+    r = report("gang", *_racks("x1", "y2"), _gang(reason="TopologyPlacementFailed"), access={"Pod": AccessState.FORBIDDEN})
+    top = next(x for x in r.reasons if x.code == "TopologyPlacementFailed")
+    assert top.message.endswith("free capacity per domain is unknown") and top.details["fromKueue"] is True
+    kc = next(x for x in r.reasons if x.code == "KueueCondition")
+    assert kc.details["agreesWithEstimate"] is True
+    quiet = report("gang", *_racks("x1", "y2"), _gang(), access={"Pod": AccessState.FORBIDDEN})
+    assert "TopologyPlacementFailed" not in codes(quiet)
