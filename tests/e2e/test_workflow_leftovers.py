@@ -17,7 +17,7 @@ import io
 import json
 
 import pytest
-from tools.workflows import CQ, WL, harness
+from tools.workflows import CQ, TC, WL, harness
 
 from taudash.cli import main
 from taudash.commands import workflow as wfcli
@@ -169,7 +169,8 @@ async def test_catalog_declined_at_its_reactivation_leaves_the_catalog_and_the_w
     assert set(next(it for it in doc["leftovers"] if it["kind"] == "workloads-deactivated")["objects"]) == \
         inactive(h, journal.id)
     text = await status_text(journal, capsys)
-    assert "TauCluster cluster declares the new catalog (6 profiles)" in text
+    declared = len(h.sim.db.get(TC, "cluster")["spec"]["workloadProfiles"])  # the demo's catalog, one profile moved
+    assert f"TauCluster cluster declares the new catalog ({declared} profiles)" in text, text
     assert f"undo: taudash workflow start rollback --from {journal.id}" in text
     # the queue is back on its previous policy: not a leftover
     assert h.sim.db.get(CQ, "tau-ws-eval")["spec"].get("stopPolicy", "None") == "None"
