@@ -19,6 +19,7 @@ from typing import Any
 from taudash.engine.model.names import (
     DEFAULT_LOCAL_QUEUE_LABEL,
     GPU_CLASS_LABEL,
+    HOSTNAME_LABEL,
     JOB_LABEL,
     JOB_UID_LABEL,
     KUEUE_MANAGED_LABEL,
@@ -162,7 +163,7 @@ class _Gen:
             name = f"aks-{pool}-27604139-vmss{i:06x}"
             labels = {
                 "agentpool": pool, "kubernetes.azure.com/agentpool": pool, "kubernetes.io/arch": "amd64",
-                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                HOSTNAME_LABEL: name, "kubernetes.io/os": "linux",
                 "node.kubernetes.io/instance-type": sku, "topology.kubernetes.io/region": "eastus",
                 "topology.kubernetes.io/zone": str(i % 3 + 1),
                 "kubernetes.azure.com/mode": "user" if gclass else "system",

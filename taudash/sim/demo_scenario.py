@@ -50,9 +50,11 @@ from taudash.engine.model.names import (
     ACCELERATOR_DOMAIN_LABEL,
     APP_INSTANCE_LABEL,
     CLUSTER_GENERATION_ANNOTATION,
+    DCGM_EXPORTER_UNAVAILABLE,
     DEFAULT_LOCAL_QUEUE_LABEL,
     EXECUTION_TARGET_LABEL,
     GPU_CLASS_LABEL,
+    HOSTNAME_LABEL,
     JOB_LABEL,
     JOB_UID_LABEL,
     KUEUE_MANAGED_LABEL,
@@ -177,7 +179,7 @@ CORDONED = {("h100", 6): 6 * HOUR}  # (agentpool, index) -> minutes since cordon
 GPU_HEALTH = {
     ("h100", 3): (("XIDError79", True, 25 * MIN),),
     ("gb200", 13): (("GPUThermalViolation", True, 12 * MIN),),
-    ("a100", 2): (("DcgmExporterUnavailable", True, 8 * MIN),),
+    ("a100", 2): ((DCGM_EXPORTER_UNAVAILABLE, True, 8 * MIN),),
     ("h100", 5): (("IBSymbolError", False, 3 * HOUR),),
 }
 NOT_READY = {("h200", 3): 48 * MIN}  # kubelet stopped posting status
@@ -507,7 +509,7 @@ def build_node(pool: NodePool, i: int) -> dict:
         "kubernetes.azure.com/mode": "user" if pool.gpu_class else "system",
         "kubernetes.azure.com/node-image-version": NODE_IMAGE,
         "kubernetes.io/arch": pool.arch,
-        "kubernetes.io/hostname": name,
+        HOSTNAME_LABEL: name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/role": "agent",
         "node.kubernetes.io/instance-type": pool.sku,
@@ -850,7 +852,7 @@ def build_topology_and_priorities() -> list[dict]:
                              finalizers=[RESOURCE_IN_USE_FINALIZER]),
             "spec": {"levels": [{"nodeLabel": lbl} for lbl in (
                 SITE_LABEL, NETWORK_DOMAIN_LABEL, ACCELERATOR_DOMAIN_LABEL,
-                "kubernetes.io/hostname")]}}]
+                HOSTNAME_LABEL)]}}]
     for name, value, description in PRIORITY_CLASSES:
         out.append({"apiVersion": KQ, "kind": "WorkloadPriorityClass",
                     "metadata": meta("WorkloadPriorityClass", name, created=240 * DAY, generation=1),

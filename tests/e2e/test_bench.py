@@ -24,7 +24,10 @@ def test_generator_is_deterministic_per_seed(small):
     assert generate("S", seed=3) == small
     other = generate("S", seed=4)
     assert other != small
-    assert len(other) == len(small)
+    # the declared sizes hold for every seed; Pods follow each seed's mix of admitted, finished and waiting
+    # Workloads (a waiting Job has none), so only their count may differ
+    assert sum(o["kind"] != "Pod" for o in other) == sum(o["kind"] != "Pod" for o in small)
+    assert any(o["kind"] == "Pod" for o in other)
 
 
 def test_generator_makes_the_declared_sizes(small):

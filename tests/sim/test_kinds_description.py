@@ -12,9 +12,10 @@ from taudash.engine.store import Store
 
 
 def test_the_kind_sets_are_read_from_the_descriptions():
-    assert HIGH_VOLUME == {"Workload", "Job", "RayJob", "RayService", "Deployment"}
-    assert DRAIN_KINDS == HIGH_VOLUME | {"LocalQueue"}
-    assert WORKLOAD_SOURCES == HIGH_VOLUME - {"Workload"}
+    assert HIGH_VOLUME == {"Workload", "Job", "RayJob", "RayService", "Deployment", "Pod"}
+    # a Pod is many and read slim, but neither blocks a drain nor is a Workload's source object
+    assert DRAIN_KINDS == HIGH_VOLUME - {"Pod"} | {"LocalQueue"}
+    assert WORKLOAD_SOURCES == HIGH_VOLUME - {"Workload", "Pod"}
     for k in KINDS:
         assert k.codec == ("msgspec" if issubclass(k.model, FastObject) else "pydantic")
         assert (k.kind in HIGH_VOLUME) is k.high_volume
