@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from taudash.engine.rules.base import RuleConfig
-
 from ..config import ReadOnly, resolve_read_only
+from ..config import rule_config as rule_config  # the commands import it from here
 from ..errors import UsageError
 
 # The global options, declared once. Every (sub)parser accepts all of them, so an option means the
@@ -106,7 +105,3 @@ def read_only_of(args: argparse.Namespace, context: str | None = None) -> ReadOn
     return resolve_read_only(bool(getattr(args, "read_only", False)), context)
 
 
-def rule_config(args: argparse.Namespace) -> RuleConfig:
-    capacity = getattr(args, "capacity_config", None)  # the config file's `capacity:` section (set by the CLI)
-    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc),
-                      **({"capacity": capacity} if capacity is not None else {}))

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from taudash.engine.rules.base import RuleConfig
 from taudash.engine.rules.gpu_health import CapacityConfig
 
 from ..errors import UsageError
@@ -214,3 +215,11 @@ def resolve_read_only(flag: bool | ReadOnly = False, context: str | None = None,
     if context is not None and context in cfg.read_only_contexts:
         asked |= ReadOnly.asked(f"config file {cfg.path} (context {context})", f"config file: context {context}")
     return asked
+
+
+def rule_config(args: Any) -> RuleConfig:
+    """The rules' settings from a program's arguments: every command and `serve` build them here, so the config
+    file's `capacity:` section (set on the arguments by the CLI) reaches them all."""
+    capacity = getattr(args, "capacity_config", None)
+    return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc),
+                      **({"capacity": capacity} if capacity is not None else {}))

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from taudash.engine.history import DEMO_CLUSTER_KEY, QueuedRecorder, Recorder, cluster_key
-from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Session
 from taudash.engine.store import Store
 from taudash.engine.view import ClusterView
 
 from .. import compose
+from ..config import rule_config
 from ..errors import UsageError
 from ..live import LiveCluster
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
@@ -43,7 +43,7 @@ class Serve:
         self.address = address
         self.web_options = web
         self.web: WallboardServer | None = None  # the wallboard's server, once bound
-        self.config = RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc))
+        self.config = rule_config(args)  # the same rule settings as every command (the config's capacity section)
         # Why nothing is written, as every refused write says it (and the wallboard's header, with --web).
         self.reason, self.badge = READ_ONLY_REASON, ""
         if web is not None:

@@ -110,6 +110,27 @@ def test_the_config_files_capacity_section_reaches_the_rule(tmp_path, monkeypatc
     assert (gb["free"], gb["unknownHealth"], gb["unhealthy"], gb["degraded"]) == (8, 0, 4, 0)
 
 
+
+def test_serve_takes_the_config_files_capacity_section_like_every_command(tmp_path, monkeypatch):
+    from taudash.cli import main
+    from taudash.serve.service import Serve
+
+    seen = []
+
+    async def started(self):  # the command as a user runs it, stopped where serving would begin
+        seen.append(self.config.capacity.drain_conditions)
+        return 0
+
+    monkeypatch.setattr(Serve, "main", started)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("capacity:\n  drainConditions: [GPUThermalViolation]\n")
+    monkeypatch.setenv("TAUDASH_CONFIG", str(cfg))
+    assert main(["serve", "--snapshot", FIXTURE]) == 0
+    monkeypatch.delenv("TAUDASH_CONFIG")
+    assert main(["serve", "--snapshot", FIXTURE]) == 0
+    # without the file, the defaults: a thermal violation is taint-class (degraded), not drain-class
+    assert seen[0] == ("GPUThermalViolation",) and "GPUThermalViolation" not in seen[1] and len(seen[1]) > 1
+
 if __name__ == "__main__" and "--regen" in sys.argv:
     _, text, _ = capacity("--snapshot", FIXTURE, "-o", "json", *SHAPE)
     GOLDEN.write_text(text, encoding="utf-8")
