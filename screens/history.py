@@ -13,8 +13,8 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from taudash.engine.history.query import EvictionRecord
-from taudash.engine.history.whatif import outcome_cells
 from taudash.engine.history.reader import HistoryWindow
+from taudash.engine.history.whatif import outcome_cells
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame
 
