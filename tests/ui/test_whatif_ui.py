@@ -10,7 +10,7 @@ import factories
 import yaml
 from factories import dashboard_app
 from textual.widgets import Input, Static, TextArea
-from tools.waiting import eventually
+from tools.waiting import eventually, palette_results
 
 from taudash.screens.kit.whatif import WhatIfScreen
 
@@ -89,8 +89,7 @@ async def test_the_palette_opens_the_modal():
         await pilot.pause()
         for ch in "what if":
             await pilot.press("space" if ch == " " else ch)
-        await eventually(lambda: "what if I submit" in str(app.screen.query("CommandList").first().render())
-                         if app.screen.query("CommandList") else False, within=30)
+        await palette_results(pilot, "what if", expect="what if I submit")
         await pilot.press("enter")
         await eventually(lambda: isinstance(app.screen, WhatIfScreen), within=30)
         assert isinstance(app.screen, WhatIfScreen)
