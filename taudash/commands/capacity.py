@@ -16,7 +16,7 @@ from taudash.engine.text import clean
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from ..loading import load_from_args, report_issues
-from .options import add_source_args, rule_config
+from .options import add_prometheus_arg, add_source_args, rule_config
 
 NODES_SHOWN = 40
 BLOCKERS_SHOWN = 5
@@ -35,6 +35,7 @@ def register(sub) -> None:
         "shape or a snapshot with unreadable objects.",
     )
     add_source_args(p)
+    add_prometheus_arg(p)
     p.add_argument("--gpus-per-worker", type=int, metavar="N", help="GPUs each worker needs on one host")
     p.add_argument("--workers", type=int, default=None, metavar="W", help="workers in the gang (default 1)")
     p.add_argument("--placement", default=None, metavar="P",
