@@ -97,7 +97,7 @@ def pod_gpus(p: Pod) -> int:
 
 
 def _stamp(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
+    return at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, source: str) -> tuple[UtilisationView,
@@ -155,6 +155,14 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
                            workloads=workloads, teams=_team_rows(workloads),
                            pods=sorted(rows, key=lambda r: (r.namespace, r.name)), **base)
     return view, [_idle_finding(w, threshold, idle_minutes) for w in workloads]
+
+
+def current_utilisation(ctx: RuleContext) -> tuple[UtilisationView, list[Finding]]:
+    """The view from the feed's latest reading (what the registered rule computes; one-shot commands call it)."""
+    feed = ctx.config.utilisation.feed
+    if feed is None:
+        return UtilisationView(), []
+    return utilisation_view(ctx, feed.latest(), feed.url)
 
 
 def _unknown(ctx: RuleContext, reading: UtilisationReading | None, stale_after: float) -> str | None:

@@ -1,7 +1,7 @@
 """A simulated NVIDIA dcgm-exporter: `/metrics` in the Prometheus text format, one series per GPU of each GPU node
 (docs/simulator.md, "The DCGM exporter").
 
-Facts (the shared reference on GPU health and topology, §4): `DCGM_FI_DEV_GPU_UTIL` (percent),
+Facts (the shared reference on GPU health and topology, on utilisation): `DCGM_FI_DEV_GPU_UTIL` (percent),
 `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (ratio) and `DCGM_FI_DEV_FB_USED` (MiB), labelled `gpu`, `UUID`, `device`,
 `modelName`, `Hostname` and, with the pod-resources mapping, `namespace`/`pod`/`container` of the Pod the GPU is
 allocated to. Values come from the simulator's own state: a GPU nobody holds is idle; a GPU a Pod holds is busy,
