@@ -17,7 +17,7 @@ from taudash.config import ENV_NAMES, check_env_names, load_config
 from taudash.config.schema import key_paths, nearest
 from taudash.errors import UsageError
 
-CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage", "capacity"}
+CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage", "capacity", "utilisation"}
 
 
 def leaves(doc: dict, at: tuple[str, ...] = ()) -> set[str]:
@@ -107,7 +107,7 @@ MISSPELT = misspelt_docs()
 
 
 def test_there_is_a_misspelling_of_every_key_and_section():
-    assert len(MISSPELT) == len(key_paths()) + 4  # + the sections fleet, storage, capacity and contexts
+    assert len(MISSPELT) == len(key_paths()) + 5  # + the sections fleet, storage, capacity, utilisation, contexts
 
 
 @pytest.mark.parametrize(("where", "text", "meant"), MISSPELT, ids=[m[0] for m in MISSPELT])
@@ -132,7 +132,7 @@ def test_a_misspelt_key_is_refused_naming_its_path_the_nearest_key_and_the_line(
     ("fleet:\n  multiKueueClusters:\n    1: prod\n", "fleet.multiKueueClusters must map MultiKueueCluster names"),
     ("storage:\n  claims: data\n", "storage.claims must be a list of PersistentVolumeClaim names, not 'data'"),
     ("storage:\n  claims: [data, 3]\n", "storage.claims must be a list of PersistentVolumeClaim names, not a list"),
-    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage, capacity) (line 1)"),
+    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage, capacity, utilisation) (line 1)"),
     ("read_only: true\n", "unknown key read_only (did you mean readOnly?)"),
 ])
 def test_a_wrong_type_or_an_unknown_key_without_a_near_one_is_refused(tmp_path, text, said):
