@@ -143,19 +143,19 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         float(fleet.freshnessBound) if fleet and fleet.freshnessBound is not None else None,
         tuple(dict.fromkeys(storage.claims or ())) if storage else (),
         _capacity(cfg.capacity),
-        _utilisation(cfg.utilisation),
+        _utilisation(cfg.utilisation, path),
     )
 
 
-def _utilisation(section) -> PrometheusSettings:
+def _utilisation(section, path: Path) -> PrometheusSettings:
     if section is None:
         return PrometheusSettings()
-    given = {"url": section.prometheus, "idle_below_percent": section.idleBelowPercent,
-             "interval_seconds": section.intervalSeconds, "timeout_seconds": section.timeoutSeconds}
+    numbers = {"idle_below_percent": section.idleBelowPercent, "interval_seconds": section.intervalSeconds,
+               "timeout_seconds": section.timeoutSeconds}
+    out: dict[str, Any] = {k: float(v) for k, v in numbers.items() if v is not None}
     if section.prometheus is not None:
-        check_prometheus_url(section.prometheus, "utilisation.prometheus")
-    return replace(PrometheusSettings(), **{k: (float(v) if k != "url" else v) for k, v in given.items()
-                                            if v is not None})
+        out["url"] = check_prometheus_url(section.prometheus, f"config file {path}: utilisation.prometheus")
+    return replace(PrometheusSettings(), **out)
 
 
 def _capacity(section) -> CapacityConfig:
@@ -274,7 +274,8 @@ def utilisation_config(args: Any, capacity: CapacityConfig) -> UtilisationConfig
         return base
     from ..engine.sources.prometheus import PrometheusFeed
 
-    key = (url, settings, capacity.idle_minutes)
+    key = (url, settings.idle_below_percent, settings.interval_seconds, settings.timeout_seconds,
+           capacity.idle_minutes)
     feed = _FEEDS.get(key)
     if feed is None:
         feed = _FEEDS[key] = PrometheusFeed(url, threshold=settings.idle_below_percent,
