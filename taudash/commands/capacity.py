@@ -72,7 +72,8 @@ def run(args) -> int:
     view, findings = capacity_view(ctx, asked)
     util, util_findings = current_utilisation(ctx)
     data = contract(view.to_contract())
-    data["utilisation"] = util.to_contract()
+    if util.enabled:  # only with a Prometheus: the contract above is unchanged without one
+        data["utilisation"] = util.to_contract()
     data["findings"] = [f.to_contract() for f in sorted(findings + util_findings, key=lambda f: f.sort_key())]
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
@@ -130,7 +131,8 @@ def _print_table(d: dict[str, Any], asked: Shape | None) -> None:
                     print(clean(f"      freeing {b['namespace']}/{b['name']} ({b['gpus']} GPU on {b['node']}, "
                                 f"{b['domain']}) would add {b['slotsGained']}"
                                 + (f"  [{b['workload']}]" if b["workload"] else "")))
-    _print_utilisation(d["utilisation"])
+    if "utilisation" in d:
+        _print_utilisation(d["utilisation"])
     for f in d["findings"]:
         print(clean(f"{f['severity']:<8} {f['rule']} {f['object']['kind']} "
                     f"{(f['object']['namespace'] + '/') if f['object']['namespace'] else ''}{f['object']['name']}: "
@@ -142,8 +144,6 @@ WORKLOADS_SHOWN = 10
 
 def _print_utilisation(u: dict[str, Any]) -> None:
     """Idle allocated GPUs per workload and team, or why utilisation is unknown (never shown as 0)."""
-    if not u["enabled"]:
-        return
     if not u["known"]:
         print(clean(f"utilisation unknown: {u['unknownReason']}"))
         return
