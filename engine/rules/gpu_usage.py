@@ -46,6 +46,7 @@ class ReadingFeed(Protocol):
     """The latest reading, or None before the first one (the feed's I/O runs on its own cadence)."""
 
     url: str
+    rounds: int  # query rounds so far: moves with every new reading
 
     def latest(self) -> UtilisationReading | None: ...
 
@@ -59,6 +60,10 @@ class UtilisationConfig:
     idle_below_percent: float = 5.0
     interval_seconds: float = 60.0
     timeout_seconds: float = 10.0
+
+    def revision(self) -> int:
+        """Moves with every new reading: a view cached by the store's revision must be derived again."""
+        return self.feed.rounds if self.feed is not None else 0
 
     @property
     def stale_after_seconds(self) -> float:

@@ -62,6 +62,7 @@ def test_every_registered_rule_reads_only_what_it_declares_on_the_demo(rule):
 
     class Feed:  # a Prometheus reading of no GPU: utilisation on, so that its rule reads the store
         url = "http://prometheus:9090"
+        rounds = 1
 
         def latest(self) -> UtilisationReading:
             return UtilisationReading(at=NOW, known=True, series=1)

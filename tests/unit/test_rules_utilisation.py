@@ -25,6 +25,7 @@ class Feed:
     """A feed holding one given reading (the rule's input; the real one queries Prometheus)."""
 
     url = "http://prometheus:9090"
+    rounds = 0
 
     def __init__(self, reading: UtilisationReading | None) -> None:
         self.reading = reading
@@ -33,6 +34,11 @@ class Feed:
     def latest(self) -> UtilisationReading | None:
         self.asked += 1
         return self.reading
+
+    def arrive(self, r: UtilisationReading) -> None:
+        """A new round's reading, as the feed's thread publishes it."""
+        self.reading = r
+        self.rounds += 1
 
 
 def sample(pod_name: str, gpu: int, *, util: float = 0.0, idle: float = 2 * HOUR, ns: str = "train",
@@ -163,11 +169,26 @@ def test_off_without_prometheus_and_every_view_asks_the_feed():
     feed = Feed(reading(sample("pretrain-0", 0)))
     deriver = IncrementalDeriver(rule_context(pretrain_world()).store, config_with(feed))
     assert deriver.view(NOW).utilisation.workloads[0].idle_gpus == 1
-    feed.reading = reading(*(sample("pretrain-0", i) for i in range(3)))  # a new reading, nothing else moved
+    feed.arrive(reading(*(sample("pretrain-0", i) for i in range(3))))  # a new reading, nothing else moved
     assert deriver.view(NOW).utilisation.workloads[0].idle_gpus == 3
     assert feed.asked == 2
     later = NOW + timedelta(hours=1)  # no reading since: the old one is not trusted
     assert not deriver.view(later).utilisation.known
+
+
+def test_a_session_derives_again_when_a_new_reading_arrives_though_no_object_changed():
+    from taudash.engine.session import Session
+    from taudash.engine.view import SourceInfo
+
+    feed = Feed(reading(sample("pretrain-0", 0)))
+    session = Session(rule_context(pretrain_world()).store, SourceInfo(type="kube"), config_with(feed))
+    assert session.view(NOW).utilisation.workloads[0].idle_gpus == 1
+    assert session.view(NOW).utilisation.workloads[0].idle_gpus == 1  # nothing new: the cached view
+    feed.arrive(reading(*(sample("pretrain-0", i) for i in range(4))))
+    assert session.view(NOW).utilisation.workloads[0].idle_gpus == 4
+    feed.arrive(reading(known=False, reason="http://prometheus:9090 unreachable: refused"))
+    down = session.view(NOW)
+    assert not down.utilisation.known and not [f for f in down.findings if f.rule == IDLE_ALLOCATED]
 
 
 # --- the reading: PromQL answers to samples ----------------------------------------------------------------------
