@@ -115,35 +115,42 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
     assert reading is not None
     by_pod: dict[tuple[str, str], list[GpuSample]] = {}
     for s in reading.samples:
-        by_pod.setdefault((s.namespace, s.pod), []).append(s)
+        have = by_pod.get((s.namespace, s.pod))
+        if have is None:
+            by_pod[(s.namespace, s.pod)] = [s]
+        else:
+            have.append(s)
     idle_after = idle_minutes * 60.0
     threshold = settings.idle_below_percent
     teams = _teams(ctx)
     groups: dict[tuple[str, str, str], _Group] = {}
     rows: list[PodUtilisation] = []
     allocated = measured = idle_total = 0
+    row = PodUtilisation.trusted  # one row per GPU-holding Pod (tens of thousands on a fleet): built unvalidated
     for p in ctx.store.list(Pod):
-        if p.terminal or not p.node_name:
+        node = p.spec.node_name
+        if not node or p.terminal:
             continue
         gpus = pod_gpus(p)
         if not gpus:
             continue
-        ns = p.namespace or ""
-        samples = by_pod.get((ns, p.name), [])[:gpus]
+        ns = p.metadata.namespace or ""
+        name = p.metadata.name
+        samples = by_pod.get((ns, name), ())[:gpus]
         idle = [s for s in samples if s.util < threshold and s.idle_seconds >= idle_after]
         allocated += gpus
         measured += len(samples)
         idle_total += len(idle)
-        rows.append(PodUtilisation(namespace=ns, name=p.name, node=p.node_name, gpus=gpus, measured=len(samples),
-                                   utilisation=round(sum(s.util for s in samples) / len(samples), 1) if samples
-                                   else None, idle_gpus=len(idle)))
+        rows.append(row(namespace=ns, name=name, node=node, gpus=gpus, measured=len(samples),
+                        utilisation=round(sum(s.util for s in samples) / len(samples), 1) if samples else None,
+                        idle_gpus=len(idle)))
         if not idle:
             continue
         g = _group_of(ctx, p, groups)
         g.gpus += gpus
         g.idle += idle
-        g.nodes.add(p.node_name)
-        g.pods.add(p.name)
+        g.nodes.add(node)
+        g.pods.add(name)
     # A Workload's GPUs count whole, idle or not (its busy Pods too): the share idle is what the operator weighs.
     for p, g in _busy_members(ctx, groups):
         g.gpus += pod_gpus(p)
@@ -153,7 +160,7 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
                            gpus=UtilisationGpus(allocated=allocated, measured=measured, idle=idle_total,
                                                 unmeasured=allocated - measured),
                            workloads=workloads, teams=_team_rows(workloads),
-                           pods=sorted(rows, key=lambda r: (r.namespace, r.name)), **base)
+                           pods=rows, **base)  # the store lists Pods by namespace and name
     return view, [_idle_finding(w, threshold, idle_minutes) for w in workloads]
 
 
@@ -270,8 +277,11 @@ def workload_print(wl: Workload) -> Hashable:
 
 
 class UtilisationPart(RulePart):
-    """Recomputed when what it reads moved, when the feed has a new reading, or when the reading goes stale
-    (every view asks; most views change nothing and cost a comparison)."""
+    """Recomputed on a full build, when the feed has a new reading, or when the reading goes stale; every view
+    asks, and most cost a comparison. Pods, Workloads and workspaces that change between two readings are
+    judged with the next one (at most one query interval later): DCGM's numbers are only as fresh as the
+    reading, and on a fleet Pods change every view — a whole pass over them each time would cost more than the
+    rest of the update."""
 
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
@@ -292,7 +302,7 @@ class UtilisationPart(RulePart):
             return True
         reading = feed.latest()
         stale = reading is not None and (ctx.now - reading.at).total_seconds() > settings.stale_after_seconds
-        if changed is not None and not changed and reading is self._reading and stale == self._stale and not self._off:
+        if changed is not None and reading is self._reading and stale == self._stale and not self._off:
             return False
         self._off, self._reading, self._stale = False, reading, stale
         self.value, self._findings = utilisation_view(ctx, reading, feed.url)

@@ -263,8 +263,8 @@ _FEEDS: dict[tuple[Any, ...], Any] = {}
 
 def utilisation_config(args: Any, capacity: CapacityConfig) -> UtilisationConfig:
     """The utilisation rule's settings: `--prometheus URL` over the config file's `utilisation.prometheus`; with a
-    URL, the feed that reads it (one per URL and settings in a process, started at once so its first reading is
-    under way while the cluster syncs)."""
+    URL, the feed that reads it (one per URL and settings in a process; it starts querying when a derivation first
+    asks, so a command that never derives the view never queries)."""
     settings = getattr(args, "utilisation_settings", None) or PrometheusSettings()
     flag = getattr(args, "prometheus", None)
     url = check_prometheus_url(flag, "--prometheus") if flag else settings.url
@@ -281,5 +281,5 @@ def utilisation_config(args: Any, capacity: CapacityConfig) -> UtilisationConfig
         feed = _FEEDS[key] = PrometheusFeed(url, threshold=settings.idle_below_percent,
                                             idle_seconds=capacity.idle_minutes * 60.0,
                                             interval=settings.interval_seconds,
-                                            timeout=settings.timeout_seconds).start()
+                                            timeout=settings.timeout_seconds)
     return replace(base, feed=feed)

@@ -191,6 +191,18 @@ def test_a_session_derives_again_when_a_new_reading_arrives_though_no_object_cha
     assert not down.utilisation.known and not [f for f in down.findings if f.rule == IDLE_ALLOCATED]
 
 
+def test_pods_that_change_between_readings_are_judged_with_the_next_reading():
+    store = rule_context(pretrain_world()).store
+    feed = Feed(reading(sample("pretrain-0", 0)))
+    deriver = IncrementalDeriver(store, config_with(feed))
+    assert [w.idle_gpus for w in deriver.view(NOW).utilisation.workloads] == [1]
+    store.delete("Pod", "pretrain-0", "train")  # the job ended: its Pod went
+    assert [w.idle_gpus for w in deriver.view(NOW).utilisation.workloads] == [1]  # as of the reading
+    feed.arrive(reading(sample("pretrain-0", 0)))  # DCGM still had the series: the Pod is gone all the same
+    assert deriver.view(NOW).utilisation.workloads == []
+    assert IncrementalDeriver(store, config_with(feed)).view(NOW).utilisation.workloads == []  # = a full build
+
+
 # --- the reading: PromQL answers to samples ----------------------------------------------------------------------
 
 
