@@ -266,3 +266,10 @@ def test_profiles_export_to_stdout_writes_no_file_named_dash(capsys, tmp_path):
 def test_sim_kubeconfig_out_dash_is_refused(capsys):
     line = one_line_exit_2(capsys, main(["sim", "serve", "--kubeconfig-out", "-"]))
     assert "--kubeconfig-out -" in line
+
+
+def test_a_bad_prometheus_url_is_exit_2_naming_the_flag(capsys, cli_env):
+    from taudash.cli import main
+
+    assert main(["capacity", "--demo", "--prometheus", "prometheus:9090"]) == 2
+    assert "--prometheus 'prometheus:9090': a Prometheus URL" in capsys.readouterr().err
