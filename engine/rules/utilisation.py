@@ -10,7 +10,7 @@ count null, never 0, and no idle finding.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -96,13 +96,56 @@ def pod_gpus(p: Pod) -> int:
     return int(q.value) if q is not None else 0
 
 
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """A Pod that holds GPUs: bound, not Succeeded/Failed, requesting `nvidia.com/gpu`; and the job that owns it."""
+
+    namespace: str
+    name: str
+    node: str
+    gpus: int
+    owner_kind: str
+    owner_name: str
+    owner_uid: str
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        """What its GPUs count for: its job (by uid), else itself."""
+        return (self.namespace, self.owner_kind, self.owner_uid or self.name)
+
+
+def holder_of(p: Pod) -> Holder | None:
+    node = p.spec.node_name
+    if not node or p.terminal:
+        return None
+    gpus = pod_gpus(p)
+    if not gpus:
+        return None
+    kind, name, uid = _owner_ref(p)
+    return Holder(p.metadata.namespace or "", p.metadata.name, node, gpus, kind, name, uid)
+
+
+Key = tuple[str, str]
+
+
+def gpu_holders(ctx: RuleContext) -> dict[Key, Holder]:
+    """Every GPU-holding Pod by (namespace, name): one pass over the Pods."""
+    out = {}
+    for p in ctx.store.list(Pod):
+        h = holder_of(p)
+        if h is not None:
+            out[(h.namespace, h.name)] = h
+    return out
+
+
 def _stamp(at: datetime) -> str:
     return at.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, source: str) -> tuple[UtilisationView,
-                                                                                              list[Finding]]:
-    """The view from the store and one reading, judged at `ctx.now` (pure: the reading is given)."""
+def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, source: str,
+                     holders: Mapping[Key, Holder] | None = None) -> tuple[UtilisationView, list[Finding]]:
+    """The view from the store and one reading, judged at `ctx.now` (pure: the reading is given). `holders`: the
+    GPU-holding Pods when the caller keeps them (else read from the store)."""
     settings = ctx.config.utilisation
     idle_minutes = ctx.config.capacity.idle_minutes
     base = dict(enabled=True, source=source, idle_below_percent=settings.idle_below_percent, idle_minutes=idle_minutes)
@@ -113,7 +156,9 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
             Severity.INFO, UNKNOWN, "Pod", "*", None, f"GPU utilisation is unknown: {why}",
             "check that Prometheus answers and scrapes the DCGM exporter; no GPU is called idle meanwhile")]
     assert reading is not None
-    by_pod: dict[tuple[str, str], list[GpuSample]] = {}
+    if holders is None:
+        holders = gpu_holders(ctx)
+    by_pod: dict[Key, list[GpuSample]] = {}
     for s in reading.samples:
         have = by_pod.get((s.namespace, s.pod))
         if have is None:
@@ -122,45 +167,41 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
             have.append(s)
     idle_after = idle_minutes * 60.0
     threshold = settings.idle_below_percent
-    teams = _teams(ctx)
     groups: dict[tuple[str, str, str], _Group] = {}
+    held: dict[tuple[str, str, str], int] = {}  # GPUs per job, idle or not: the share idle is what matters
     rows: list[PodUtilisation] = []
     allocated = measured = idle_total = 0
     row = PodUtilisation.trusted  # one row per GPU-holding Pod (tens of thousands on a fleet): built unvalidated
-    for p in ctx.store.list(Pod):
-        node = p.spec.node_name
-        if not node or p.terminal:
-            continue
-        gpus = pod_gpus(p)
-        if not gpus:
-            continue
-        ns = p.metadata.namespace or ""
-        name = p.metadata.name
-        samples = by_pod.get((ns, name), ())[:gpus]
-        idle = [s for s in samples if s.util < threshold and s.idle_seconds >= idle_after]
+    for key in sorted(holders):
+        h = holders[key]
+        gpus = h.gpus
+        held[h.group] = held.get(h.group, 0) + gpus
+        samples = by_pod.get(key)
         allocated += gpus
+        if samples is None:
+            rows.append(row(namespace=h.namespace, name=h.name, node=h.node, gpus=gpus, measured=0, utilisation=None,
+                            idle_gpus=0))
+            continue
+        samples = samples[:gpus]
+        idle = [s for s in samples if s.util < threshold and s.idle_seconds >= idle_after]
         measured += len(samples)
         idle_total += len(idle)
-        rows.append(row(namespace=ns, name=name, node=node, gpus=gpus, measured=len(samples),
-                        utilisation=round(sum(s.util for s in samples) / len(samples), 1) if samples else None,
-                        idle_gpus=len(idle)))
-        if not idle:
-            continue
-        g = _group_of(ctx, p, groups)
-        g.gpus += gpus
-        g.idle += idle
-        g.nodes.add(node)
-        g.pods.add(name)
-    # A Workload's GPUs count whole, idle or not (its busy Pods too): the share idle is what the operator weighs.
-    for p, g in _busy_members(ctx, groups):
-        g.gpus += pod_gpus(p)
+        rows.append(row(namespace=h.namespace, name=h.name, node=h.node, gpus=gpus, measured=len(samples),
+                        utilisation=round(sum(s.util for s in samples) / len(samples), 1), idle_gpus=len(idle)))
+        if idle:
+            g = _group_of(ctx, h, groups)
+            g.idle += idle
+            g.nodes.add(h.node)
+            g.pods.add(h.name)
+    teams = _teams(ctx) if groups else {}
+    for k, g in groups.items():
+        g.gpus = held[k]
     workloads = sorted((_workload(g, teams) for g in groups.values()),
                        key=lambda w: (-w.idle_gpu_hours, -w.idle_gpus, w.namespace, w.name))
     view = UtilisationView(known=True, unknown_reason="", measured_at=_stamp(reading.at),
                            gpus=UtilisationGpus(allocated=allocated, measured=measured, idle=idle_total,
                                                 unmeasured=allocated - measured),
-                           workloads=workloads, teams=_team_rows(workloads),
-                           pods=rows, **base)  # the store lists Pods by namespace and name
+                           workloads=workloads, teams=_team_rows(workloads), pods=rows, **base)
     return view, [_idle_finding(w, threshold, idle_minutes) for w in workloads]
 
 
@@ -192,30 +233,19 @@ def _owner_ref(p: Pod) -> tuple[str, str, str]:
     return ("", "", "") if ref is None else (ref.kind, ref.name, ref.uid)
 
 
-def _group_of(ctx: RuleContext, p: Pod, groups: dict[tuple[str, str, str], _Group]) -> _Group:
+def _group_of(ctx: RuleContext, h: Holder, groups: dict[tuple[str, str, str], _Group]) -> _Group:
     """The Workload a Pod's GPUs count for: Kueue's Workload of the Pod's job when it is known, else the job."""
-    kind, name, uid = _owner_ref(p)
-    ns = p.namespace or ""
-    key = (ns, kind, uid or p.name)
-    g = groups.get(key)
+    g = groups.get(h.group)
     if g is None:
-        owner = f"{kind}/{name}" if kind else ""
-        wls = [w for w in ctx.store.by_owner(uid, "Workload") if isinstance(w, Workload)] \
-            if uid and not ctx.unreadable("Workload") else []
+        owner = f"{h.owner_kind}/{h.owner_name}" if h.owner_kind else ""
+        wls = [w for w in ctx.store.by_owner(h.owner_uid, "Workload") if isinstance(w, Workload)] \
+            if h.owner_uid and not ctx.unreadable("Workload") else []
         if wls:
-            g = _Group(ns, wls[0].name, "Workload", owner)
+            g = _Group(h.namespace, wls[0].name, "Workload", owner)
         else:
-            g = _Group(ns, name or p.name, kind or "Pod", owner)
-        groups[key] = g
+            g = _Group(h.namespace, h.owner_name or h.name, h.owner_kind or "Pod", owner)
+        groups[h.group] = g
     return g
-
-
-def _busy_members(ctx: RuleContext, groups: Mapping[tuple[str, str, str], _Group]) -> Iterable[tuple[Pod, _Group]]:
-    """The GPU-holding Pods of an idle group that hold no idle GPU (same owner)."""
-    for (ns, _kind, uid), g in groups.items():
-        for o in ctx.store.by_owner(uid, "Pod") if uid else ():
-            if isinstance(o, Pod) and o.name not in g.pods and not o.terminal and o.node_name and o.namespace == ns:
-                yield o, g
 
 
 def _teams(ctx: RuleContext) -> dict[str, tuple[str, str]]:
@@ -277,11 +307,11 @@ def workload_print(wl: Workload) -> Hashable:
 
 
 class UtilisationPart(RulePart):
-    """Recomputed on a full build, when the feed has a new reading, or when the reading goes stale; every view
-    asks, and most cost a comparison. Pods, Workloads and workspaces that change between two readings are
-    judged with the next one (at most one query interval later): DCGM's numbers are only as fresh as the
-    reading, and on a fleet Pods change every view — a whole pass over them each time would cost more than the
-    rest of the update."""
+    """Keeps the GPU-holding Pods current change by change (a Pod that moved is looked at alone) and recomputes the
+    view on a full build, when the feed has a new reading, or when the reading goes stale; every view asks, and
+    most cost a comparison. Workloads and workspaces that change between two readings, and the Pods' rows, are
+    judged with the next reading (at most one query interval later): DCGM's numbers are only as fresh as the
+    reading, and on a fleet Pods change every view."""
 
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
@@ -290,23 +320,38 @@ class UtilisationPart(RulePart):
         self._off = False
         self._reading: UtilisationReading | None = None
         self._stale = False
+        self._holders: dict[Key, Holder] | None = None
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> Any:
         settings = ctx.config.utilisation
         feed = settings.feed
         if feed is None:
+            self._holders = None
             if self._off:
                 return False
             self._off, self.value, self._findings = True, UtilisationView(), []
             return True
+        self._follow(ctx, changed)
         reading = feed.latest()
         stale = reading is not None and (ctx.now - reading.at).total_seconds() > settings.stale_after_seconds
         if changed is not None and reading is self._reading and stale == self._stale and not self._off:
             return False
         self._off, self._reading, self._stale = False, reading, stale
-        self.value, self._findings = utilisation_view(ctx, reading, feed.url)
+        self.value, self._findings = utilisation_view(ctx, reading, feed.url, self._holders)
         return True
+
+    def _follow(self, ctx: RuleContext, changed: Changed | None) -> None:
+        if changed is None or self._holders is None:
+            self._holders = gpu_holders(ctx) if not ctx.unreadable("Pod") else {}
+            return
+        for ns, name in changed.get("Pod", ()):
+            p = ctx.store.get(Pod, name, ns or None)
+            h = holder_of(p) if p is not None else None
+            if h is None:
+                self._holders.pop((ns, name), None)
+            else:
+                self._holders[(ns, name)] = h
 
     def values(self) -> tuple[Any, ...]:
         return (self.value,)

@@ -203,6 +203,23 @@ def test_pods_that_change_between_readings_are_judged_with_the_next_reading():
     assert IncrementalDeriver(store, config_with(feed)).view(NOW).utilisation.workloads == []  # = a full build
 
 
+def test_the_kept_gpu_holders_equal_a_full_build_after_pods_come_go_and_finish():
+    from factories import upsert_raw
+
+    store = rule_context(pretrain_world()).store
+    feed = Feed(reading(sample("pretrain-0", 0)))
+    deriver = IncrementalDeriver(store, config_with(feed))
+    deriver.view(NOW)
+    upsert_raw(store, pod("pretrain-1", "train", node="n2", gpus=4, owner=JOB, phase="Succeeded"),  # finished
+               pod("late", "train", node="n5", gpus=2, owner=JOB))  # came
+    store.delete("Pod", "notebook", "eval")  # went
+    feed.arrive(reading(sample("pretrain-0", 0), sample("late", 0, node="n5"), sample("late", 1, node="n5")))
+    kept = deriver.view(NOW).utilisation
+    assert kept == IncrementalDeriver(store, config_with(feed)).view(NOW).utilisation
+    assert [(p.name, p.gpus) for p in kept.pods] == [("late", 2), ("pretrain-0", 4)]
+    assert [(w.name, w.gpus, w.idle_gpus) for w in kept.workloads] == [("job-pretrain-x1", 6, 3)]
+
+
 # --- the reading: PromQL answers to samples ----------------------------------------------------------------------
 
 
