@@ -172,10 +172,12 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
     rows: list[PodUtilisation] = []
     allocated = measured = idle_total = 0
     row = PodUtilisation.trusted  # one row per GPU-holding Pod (tens of thousands on a fleet): built unvalidated
+    owners_known = not ctx.unreadable("Workload")
     for key in sorted(holders):
         h = holders[key]
         gpus = h.gpus
-        held[h.group] = held.get(h.group, 0) + gpus
+        job = h.group
+        held[job] = held.get(job, 0) + gpus
         samples = by_pod.get(key)
         allocated += gpus
         if samples is None:
@@ -189,7 +191,7 @@ def utilisation_view(ctx: RuleContext, reading: UtilisationReading | None, sourc
         rows.append(row(namespace=h.namespace, name=h.name, node=h.node, gpus=gpus, measured=len(samples),
                         utilisation=round(sum(s.util for s in samples) / len(samples), 1), idle_gpus=len(idle)))
         if idle:
-            g = _group_of(ctx, h, groups)
+            g = groups.get(job) or _group_of(ctx, h, groups, owners_known)
             g.idle += idle
             g.nodes.add(h.node)
             g.pods.add(h.name)
@@ -233,18 +235,16 @@ def _owner_ref(p: Pod) -> tuple[str, str, str]:
     return ("", "", "") if ref is None else (ref.kind, ref.name, ref.uid)
 
 
-def _group_of(ctx: RuleContext, h: Holder, groups: dict[tuple[str, str, str], _Group]) -> _Group:
+def _group_of(ctx: RuleContext, h: Holder, groups: dict[tuple[str, str, str], _Group], owners_known: bool) -> _Group:
     """The Workload a Pod's GPUs count for: Kueue's Workload of the Pod's job when it is known, else the job."""
-    g = groups.get(h.group)
-    if g is None:
-        owner = f"{h.owner_kind}/{h.owner_name}" if h.owner_kind else ""
-        wls = [w for w in ctx.store.by_owner(h.owner_uid, "Workload") if isinstance(w, Workload)] \
-            if h.owner_uid and not ctx.unreadable("Workload") else []
-        if wls:
-            g = _Group(h.namespace, wls[0].name, "Workload", owner)
-        else:
-            g = _Group(h.namespace, h.owner_name or h.name, h.owner_kind or "Pod", owner)
-        groups[h.group] = g
+    owner = f"{h.owner_kind}/{h.owner_name}" if h.owner_kind else ""
+    wls = [w for w in ctx.store.by_owner(h.owner_uid, "Workload") if isinstance(w, Workload)] \
+        if h.owner_uid and owners_known else []
+    if wls:
+        g = _Group(h.namespace, wls[0].name, "Workload", owner)
+    else:
+        g = _Group(h.namespace, h.owner_name or h.name, h.owner_kind or "Pod", owner)
+    groups[h.group] = g
     return g
 
 
