@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from taudash.engine.history.query import EvictionRecord
 from taudash.engine.history.reader import HistoryWindow
+from taudash.engine.history.whatif import outcome_cells
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame
 
@@ -39,6 +40,9 @@ QUEUE_COLS = [Col("cq", "ClusterQueue", 16, ident=True), Col("pending", "pending
 WAIT_COLS = [Col("by", "by", 6), Col("group", "ClusterQueue / team", 16, ident=True),
              Col("count", "admitted", 9, right=True),
              Col("p50", "wait p50", 10, right=True), Col("p95", "wait p95", 10, right=True)]
+WHATIF_COLS = [Col("id", "id", 7), Col("object", "object", 24, ident=True),
+               Col("flavor", "flavor: predicted → actual", flex=True), Col("now", "starts now", 12),
+               Col("wait", "wait", 16), Col("preempts", "preempts", 10)]
 LOG_COLS = [Col("when", "when (UTC)", 11), Col("victim", "preempted", 16, ident=True), Col("cq", "ClusterQueue", 14),
             Col("cohort", "cohort", 15), Col("why", "why", 18), Col("by", "by (preemptor)", flex=True)]
 
@@ -129,6 +133,8 @@ A gap in a plot is a time nothing was recorded, never a zero."""
                 yield Plot(rows=4, id="hist-evictions")
                 yield Section("PREEMPTIONS", KeyedTable(LOG_COLS, empty="no preemption recorded in this range",
                                                         id="hist-log"))
+                yield Section("WHAT-IF PREDICTIONS", KeyedTable(WHATIF_COLS, empty="", id="hist-whatif"),
+                              id="hist-whatif-section")
 
     @property
     def range_label(self) -> str:
@@ -274,6 +280,7 @@ A gap in a plot is a time nothing was recorded, never a zero."""
             title, [Trace("preemptions", pre, "bad", bars=True), Trace("all evictions", allev, "warn", bars=True)],
             data.start, data.end)
         self._log(data)
+        self._whatif(data)
 
     def _flavors(self, data: HistoryWindow) -> None:
         box = self.query_one("#hist-flavors", Container)
@@ -341,3 +348,20 @@ A gap in a plot is a time nothing was recorded, never a zero."""
                 RowMeta(kind="Workload", namespace=e.namespace, name=e.name,
                         text=f"{e.message} {e.preemptor_name or ''} {e.team or ''}")))
         self.query_one("#hist-log", KeyedTable).sync(rows)
+
+    def _whatif(self, data: HistoryWindow) -> None:
+        """Predictions made in the range (taudash whatif, or W in the dashboard) beside what happened; the
+        section is hidden while there are none."""
+        tones = self.tones
+        rows = []
+        for item in reversed(data.whatif):  # newest first
+            cells = outcome_cells(item)
+            obj = item.get("object") or {}
+            styled = [lit(cells[0], tones.muted), lit(cells[1])]
+            for c in cells[2:]:
+                styled.append(lit(c, tones.bad if c.endswith("✗") else tones.unknown if "…" in c else ""))
+            rows.append(Row(f"wi:{item['id']}", tuple(styled),
+                            RowMeta(kind=str(obj.get("kind") or ""), namespace=obj.get("namespace"),
+                                    name=str(obj.get("name") or ""))))
+        self.query_one("#hist-whatif-section").display = bool(rows)
+        self.query_one("#hist-whatif", KeyedTable).sync(rows)

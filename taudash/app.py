@@ -318,7 +318,21 @@ class TaudashApp(App):
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
             self.call_from_thread(screen.show_error, f"the prediction failed: {exc}")
             return
-        self.call_from_thread(screen.show_prediction, doc)
+        self.call_from_thread(screen.show_prediction, doc, self._keep_prediction(doc))
+
+    def _keep_prediction(self, doc: dict) -> str:
+        """Keep the prediction beside the cluster's history, as `taudash whatif` does, so the History screen
+        and `taudash history whatif` hold it against what happens (a local file; never a cluster write)."""
+        reader = self.session.history_reader
+        keep = getattr(reader, "keep_prediction", None)
+        if keep is None or self.session.source.type == "snapshot":
+            return ""  # a snapshot has no cluster to hold it against
+        try:
+            path = keep(doc)
+        except (OSError, ValueError) as exc:
+            return f"the prediction was not kept: {exc}"
+        return "" if path is None else (f"kept as {doc['metadata']['id']}: the History screen and `taudash history "
+                                        "whatif` hold it against what happens")
 
     # rehearsals -------------------------------------------------------------------------
     def on_rehearse_workflow(self, message: RehearseWorkflow) -> None:

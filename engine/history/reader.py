@@ -17,6 +17,7 @@ from typing import Any
 
 from . import db as hdb
 from . import query
+from . import whatif as predictions
 
 GPU_SUFFIXES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.nvidia.com")
 PREEMPTION_LOG_LIMIT = 500
@@ -63,27 +64,35 @@ class HistoryWindow:
     waits_by_team: dict[str, dict[str, Any]] = field(default_factory=dict)
     evictions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     preemptions: list[query.EvictionRecord] = field(default_factory=list)
+    whatif: list[dict[str, Any]] = field(default_factory=list)  # predictions made in the range, beside what happened
 
     @property
     def empty(self) -> bool:
         """Nothing recorded in this range (the screen says so instead of drawing zeros)."""
         has_samples = any(v is not None for f in self.flavors for _, v in (*f.budget, *f.reserved)) or any(
             v is not None for q in self.queues for _, v in (*q.pending, *q.admitted))
-        return not (has_samples or self.waits_by_queue or self.preemptions
+        return not (has_samples or self.waits_by_queue or self.preemptions or self.whatif
                     or any(n for _, n in self.evictions.get("evictions", ())))
 
 
 class HistoryReader:
     """Read-only access to one history file; safe to call from any thread (one query at a time)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, key: str | None = None, base: Path | None = None) -> None:
         self.path = Path(path)
+        self.key = key  # the cluster key: where its what-if predictions are kept (None: none read)
+        self._base = base
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def for_cluster(cls, key: str, base: Path | None = None) -> HistoryReader:
-        return cls(hdb.db_path(key, base))
+        return cls(hdb.db_path(key, base), key, base)
+
+    def keep_prediction(self, doc: dict[str, Any]) -> Path | None:
+        """Keep a what-if prediction made in the dashboard beside this cluster's history (None: the reader
+        has no cluster key). A local file: never a write to the cluster."""
+        return None if self.key is None else predictions.record(doc, self.key, self._base)
 
     def _connection(self) -> sqlite3.Connection | None:
         if self._conn is None:
@@ -151,6 +160,7 @@ class HistoryReader:
             waits_by_team=query.wait_percentiles(conn, start, end, by="team"),
             evictions=query.eviction_counts(conn, start, end, step),
             preemptions=query.preemption_log(conn, start, end, limit=PREEMPTION_LOG_LIMIT),
+            whatif=predictions.outcomes(conn, self.key, start, self._base) if self.key is not None else [],
         )
 
     def recent_reserved(self, now: float, seconds: float) -> list[tuple[float, dict[str, float]]]:

@@ -127,4 +127,60 @@ def compare(doc: dict[str, Any], actual: dict[str, Any] | None) -> dict[str, Any
     return out
 
 
-__all__ = ["actual_of", "compare", "load_all", "predicted_gpu_flavor", "predictions_dir", "record"]
+def created_at(doc: dict[str, Any]) -> float:
+    """The prediction's time (epoch seconds) from its `metadata.createdAt`."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(str(doc["metadata"].get("createdAt")).replace("Z", "+00:00")).timestamp()
+
+
+def outcomes(conn: sqlite3.Connection | None, key: str, since: float, base: Path | None = None) -> list[dict[str, Any]]:
+    """Each prediction of the cluster made since `since`, beside what the history (`conn`; None: no history
+    recorded yet, so nothing seen) says happened, oldest first."""
+    out = []
+    for d in load_all(key, base):
+        try:
+            at = created_at(d)
+        except (TypeError, ValueError):  # a file without a readable time: never shown as a match
+            continue
+        if at >= since:
+            out.append(compare(d, actual_of(conn, d, at) if conn is not None else None))
+    return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def outcome_cells(item: dict[str, Any]) -> list[str]:
+    """An outcome as the table cells `history whatif` and the History screen show: ID, OBJECT, then
+    predicted → actual per column; ✓/✗ when both sides are known, '…' for "not seen yet"."""
+    p, a, m = item["predicted"], item["actual"], item["match"] or {}
+
+    def pair(pred: str, act: str | None, ok: bool | None) -> str:
+        mark = "" if ok is None else (" ✓" if ok else " ✗")
+        return f"{pred} → {act if act is not None else '…'}{mark}"
+
+    obj = item["object"] or {}
+    wait = None if a is None else _duration(a["waitSeconds"])
+    lo_hi = p["interval"]
+    pw = "now" if p["startsNow"] else (f"{_duration(lo_hi[0])}–{_duration(lo_hi[1])}" if lo_hi else
+                                        _duration(p["waitSeconds"]))
+    return [str(item["id"]), f"{obj.get('kind')} {obj.get('namespace')}/{obj.get('name')}",
+            pair(p["flavor"] or "-", None if a is None else a["flavor"] or "-", m.get("flavor")),
+            pair("yes" if p["startsNow"] else "no", None if a is None else ("yes" if a["startedNow"] else "no"),
+                 m.get("startsNow")),
+            pair(pw, wait, m.get("waitInInterval")),
+            pair(str(len(p["preempts"])), None if a is None else str(len(a["preempts"])), m.get("preempts"))]
+
+
+OUTCOME_COLUMNS = ("ID", "OBJECT", "FLAVOR", "STARTS NOW", "WAIT", "PREEMPTS")
+
+__all__ = ["OUTCOME_COLUMNS", "actual_of", "compare", "created_at", "load_all", "outcome_cells", "outcomes",
+           "predicted_gpu_flavor", "predictions_dir", "record"]

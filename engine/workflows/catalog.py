@@ -68,8 +68,9 @@ class CatalogError(ValueError):
 
 
 def load_catalog(path: str | Path) -> list[Any]:
-    """A new catalog: a list of profiles, `{workloadProfiles: [...]}`, or a TauCluster object.
-    Only the file and its shape are checked here; `catalog_problems` checks the profiles."""
+    """A new catalog: a list of profiles, `{workloadProfiles: [...]}`, the controller chart's values
+    (`tauCluster.workloadProfiles`), or a TauCluster object. Only the file and its shape are checked here;
+    `catalog_problems` checks the profiles."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
@@ -83,6 +84,8 @@ def load_catalog(path: str | Path) -> list[Any]:
         raise CatalogError(f"{p}{pos}: invalid YAML") from None
     if isinstance(data, dict) and data.get("kind") in ("TauCluster", "Cluster"):
         data = (data.get("spec") or {}).get("workloadProfiles")
+    elif isinstance(data, dict) and "workloadProfiles" not in data and isinstance(data.get("tauCluster"), dict):
+        data = data["tauCluster"].get("workloadProfiles")
     elif isinstance(data, dict):
         data = data.get("workloadProfiles")
     if not isinstance(data, list) or not data:

@@ -161,9 +161,13 @@ class WhatIfScreen(ModalScreen[None]):
         self._body(Text("predicting on a simulated fork…", style="dim"))
         self.app.post_message(PredictWhatIf(text, path, self))
 
-    def show_prediction(self, doc: dict[str, Any]) -> None:
+    def show_prediction(self, doc: dict[str, Any], kept: str = "") -> None:
+        """`kept`: where the prediction was kept to be held against what happens ("" when it was not)."""
         self.busy, self.prediction, self.error = False, doc, None
-        self._body(prediction_text(doc))
+        text = prediction_text(doc)
+        if kept:
+            text.append(f"\n{kept}", style="dim")
+        self._body(text)
 
     def show_error(self, message: str) -> None:
         self.busy, self.error = False, message

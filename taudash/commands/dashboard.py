@@ -36,9 +36,10 @@ def register(sub) -> None:
     d.add_argument("--fleet", type=int, nargs="?", const=2, metavar="N",
                    help="a simulated MultiKueue fleet: the demo as manager and N workers (default 2), "
                         "opened on the Fleet screen")
-    from .sim import add_fault_arg
+    from .sim import add_clock_arg, add_fault_arg
 
     add_fault_arg(d)
+    add_clock_arg(d)
     d.set_defaults(func=run_demo)
 
 
@@ -93,7 +94,7 @@ async def _demo(args) -> int:
 
     path = demo_kubeconfig()
     async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed, kueue_version="0.19",
-                         kubeconfig=path) as sim:
+                         kubeconfig=path, real_clock=getattr(args, "clock", "now") == "now") as sim:
         try:
             if args.status:
                 return await asyncio.to_thread(_status_once, args, str(sim.kubeconfig))

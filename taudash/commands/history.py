@@ -204,11 +204,9 @@ def cmd_whatif(args) -> int:
     now = datetime.now(UTC)
     since = parse_since(args.since, now)
     key, path = resolve(args)
-    docs = [d for d in whatif.load_all(key) if _created(d) >= since.timestamp()]
     conn = _open(path) if path.exists() else None
     try:
-        items = [whatif.compare(d, whatif.actual_of(conn, d, _created(d)) if conn is not None else None)
-                 for d in docs]
+        items = whatif.outcomes(conn, key, since.timestamp())
     finally:
         if conn is not None:
             conn.close()
@@ -216,36 +214,10 @@ def cmd_whatif(args) -> int:
         _dump({"apiVersion": API_VERSION, "kind": "WhatIfOutcomes", "cluster": key, "since": iso(since.timestamp()),
                "historyRecorded": conn is not None, "items": items})
         return EXIT_OK
-    _table(["ID", "OBJECT", "FLAVOR", "STARTS NOW", "WAIT", "PREEMPTS"], [_whatif_row(i) for i in items])
+    _table(list(whatif.OUTCOME_COLUMNS), [whatif.outcome_cells(i) for i in items])
     if not items:
         print("no what-if predictions kept for this cluster in that time", file=sys.stderr)
     return EXIT_OK
-
-
-def _created(doc: dict) -> float:
-    at = datetime.fromisoformat(str(doc["metadata"].get("createdAt")).replace("Z", "+00:00"))
-    return at.timestamp()
-
-
-def _whatif_row(item: dict) -> list[str]:
-    """predicted → actual per column; ✓/✗ when both sides are known, '…' for "not seen yet"."""
-    p, a, m = item["predicted"], item["actual"], item["match"] or {}
-
-    def pair(pred: str, act: str | None, ok: bool | None) -> str:
-        mark = "" if ok is None else (" ✓" if ok else " ✗")
-        return f"{pred} → {act if act is not None else '…'}{mark}"
-
-    obj = item["object"] or {}
-    wait = None if a is None else _duration(a["waitSeconds"])
-    lo_hi = p["interval"]
-    pw = "now" if p["startsNow"] else (f"{_duration(lo_hi[0])}–{_duration(lo_hi[1])}" if lo_hi else
-                                        _duration(p["waitSeconds"]))
-    return [str(item["id"]), f"{obj.get('kind')} {obj.get('namespace')}/{obj.get('name')}",
-            pair(p["flavor"] or "-", None if a is None else a["flavor"] or "-", m.get("flavor")),
-            pair("yes" if p["startsNow"] else "no", None if a is None else ("yes" if a["startedNow"] else "no"),
-                 m.get("startsNow")),
-            pair(pw, wait, m.get("waitInInterval")),
-            pair(str(len(p["preempts"])), None if a is None else str(len(a["preempts"])), m.get("preempts"))]
 
 
 def cmd_summary(args) -> int:

@@ -67,6 +67,13 @@ def print_control(fleet, out=None) -> None:
           "slow:5s, forbidden:KIND; empty: all healthy)", file=out, flush=True)
 
 
+def add_clock_arg(p) -> None:
+    p.add_argument("--clock", choices=("now", "snapshot"), default="now",
+                   help="now (default): the snapshot's timestamps are moved so its capture time is the moment the "
+                        "simulator starts, and simulated time runs from there (ages read as kubectl shows them); "
+                        "snapshot: simulated time starts at the capture time, as the file says")
+
+
 def register(sub) -> None:
     p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
                        description="The simulated TauGrid cluster.")
@@ -83,6 +90,7 @@ def register(sub) -> None:
                    help="simulated seconds per wall-clock second, for the controllers (default 1)")
     s.add_argument("--seed", type=int, default=0,
                    help="random seed of the simulation, for the controllers (default 0)")
+    add_clock_arg(s)
     s.add_argument("--scenario", metavar="FILE", help="scripted events and knobs for the controllers (YAML)")
     s.add_argument("--no-controllers", action="store_true", help="serve the snapshot frozen: no simulated controllers")
     s.add_argument("--kubeconfig-out", metavar="FILE",
@@ -256,7 +264,8 @@ async def _serve(args) -> int:
     sim = SimServer(snapshot, port=args.port, kubeconfig=args.kubeconfig_out, context=args.context_name,
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
                     simulate=not getattr(args, "no_controllers", False), scenario=scenario,
-                    kueue_version=getattr(args, "kueue_version", None), users=_users(args))
+                    kueue_version=getattr(args, "kueue_version", None), users=_users(args),
+                    real_clock=getattr(args, "clock", "now") == "now")
     try:
         await sim.start()
     except SnapshotError as exc:

@@ -29,6 +29,11 @@ def register(sub) -> None:
     p.add_argument("--quota", metavar="FILE", help="instead of an object: changed ClusterQueues, Cohorts, "
                    "TauWorkspaces or TauTeams (YAML, several documents); the pending queue is run forward with and "
                    "without them, and admissions and waits compared per queue and team")
+    p.add_argument("--catalog", metavar="FILE", help="instead of an object: a changed workload-profile catalog (a "
+                   "TauCluster, the chart's tauCluster.workloadProfiles, or a list of profiles: the whole catalog, "
+                   "as `workflow start catalog` takes it); "
+                   "reports which profiles would be Ready, what changes, the jobs stamped with a removed or changed "
+                   "profile, and the pending queue run forward both ways")
     add_source_args(p, SOURCE - {"pvc"})
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.add_argument("--horizon", type=float, default=None, metavar="SECONDS",
@@ -59,10 +64,12 @@ def run(args) -> int:
     for flag, value in (("--horizon", args.horizon), ("--step", args.step)):
         if value is not None and not value > 0:
             raise UsageError(f"{flag}: give a number of seconds above 0")
-    if (args.file is None) == (args.quota is None):
-        raise UsageError("give one manifest FILE, or --quota FILE")
+    if sum(x is not None for x in (args.file, args.quota, args.catalog)) != 1:
+        raise UsageError("give one manifest FILE, or --quota FILE, or --catalog FILE")
     if args.quota is not None:
         return _run_quota(args)
+    if args.catalog is not None:
+        return _run_catalog(args)
     manifest = read_manifest(args.file)  # a bad manifest fails before any cluster is reached
     fork, source, key = _fork(args)
     try:
@@ -80,21 +87,28 @@ def run(args) -> int:
     return EXIT_OK if doc["prediction"]["admissible"] else EXIT_CRITICAL  # never, or unknown (unreadable kinds)
 
 
-def _run_quota(args) -> int:
+def _read_docs(path: str, parse):
+    """`parse(documents, path)` of a YAML file; any problem with it is a usage error (exit 2) naming the file."""
     import yaml
 
+    from taudash.whatif import ManifestError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        return parse([d for d in yaml.safe_load_all(text) if d is not None], path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(clean(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or exc}")) from None
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+
+
+def _run_quota(args) -> int:
     from taudash.whatif import DEFAULT_HORIZON, DEFAULT_STEP, ManifestError
     from taudash.whatif.quota import parse_changes, quota_whatif
 
-    try:
-        text = Path(args.quota).read_text(encoding="utf-8")
-        changes = parse_changes([d for d in yaml.safe_load_all(text) if d is not None], args.quota)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{args.quota}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(clean(f"{args.quota}: not valid YAML: {getattr(exc, 'problem', None) or exc}")) from None
-    except ManifestError as exc:
-        raise UsageError(clean(str(exc))) from None
+    changes = _read_docs(args.quota, parse_changes)
     fork, source, _key = _fork(args)
     try:
         body = quota_whatif(fork, changes, horizon=args.horizon or DEFAULT_HORIZON, step=args.step or DEFAULT_STEP,
@@ -109,6 +123,65 @@ def _run_quota(args) -> int:
         return EXIT_OK
     print(clean(f"what if {', '.join(body['changes'])} changed (fork of {fork.context or source}; the pending "
                 f"queue run {body['horizonSeconds'] / 3600:g} h forward both ways; nothing written to the cluster)"))
+    _print_queues(body)
+    return EXIT_OK
+
+
+def _run_catalog(args) -> int:
+    from taudash.engine.workflows.catalog import CatalogError, load_catalog
+    from taudash.whatif import DEFAULT_HORIZON, DEFAULT_STEP, ManifestError
+    from taudash.whatif.catalog import catalog_whatif, check_names
+
+    try:
+        profiles = check_names(load_catalog(args.catalog), args.catalog)
+    except (CatalogError, ManifestError) as exc:
+        raise UsageError(clean(str(exc))) from None
+    fork, source, _key = _fork(args)
+    try:
+        body = catalog_whatif(fork, profiles, horizon=args.horizon or DEFAULT_HORIZON,
+                              step=args.step or DEFAULT_STEP, seed=args.seed, system_namespace=args.system_namespace)
+    except ManifestError as exc:
+        raise UsageError(clean(str(exc))) from None
+    doc = {"apiVersion": "taudash/v1", "kind": "CatalogWhatIf",
+           "metadata": {"source": source, "context": fork.context}, "result": body, "writesToCluster": 0}
+    after = body["catalog"]["after"]
+    if args.output == "json":
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        before = body["catalog"]["before"]
+        print(clean(f"what if the workload-profile catalog changed (fork of {fork.context or source}; nothing "
+                    "written to the cluster)"))
+        print(clean(f"profiles ready: {before['ready']} of {before['profiles']} → {after['ready']} of "
+                    f"{after['profiles']}; the set {_set_word(before['setReady'])} → {_set_word(after['setReady'])}"))
+        print(f"{'PROFILE':36} {'CHANGE':8} {'READY':>13} {'JOBS WAITING/RUNNING':>20}  WHY NOT READY")
+        for r in body["profiles"]:
+            ready = f"{_ready_word(r['before'])} → {_ready_word(r['after'])}"
+            jobs = r["submitted"]
+            why = r["after"]
+            why_text = f"{why['reason']}: {why['message']}" if why and not why.get("ready") else ""
+            print(clean(f"{r['name']:36} {r['change']:8} {ready:>13} "
+                        f"{str(jobs['pending']) + ' / ' + str(jobs['admitted']):>20}  {why_text}"))
+        for r in body["profiles"]:
+            n = r["submitted"]["pending"] + r["submitted"]["admitted"]
+            if r["change"] in ("removed", "changed") and n:
+                what = f"changed: {', '.join(r['fields'])}" if r["fields"] else r["change"]
+                print(clean(f"note: {n} submitted job(s) carry {r['name']} ({what}): they keep their queue "
+                            "and placement; new submissions get the new catalog"))
+        _print_queues(body)
+    # The catalog is unsafe to apply when a profile it declares would not become Ready.
+    return EXIT_OK if after["setReady"] else EXIT_CRITICAL
+
+
+def _ready_word(s: dict | None) -> str:
+    return "-" if s is None else "?" if s.get("ready") is None else "yes" if s["ready"] else "no"
+
+
+def _set_word(v: bool | None) -> str:
+    return "unknown" if v is None else "Ready" if v else "not Ready"
+
+
+def _print_queues(body: dict) -> None:
     print(f"{'TEAM':12} {'CLUSTERQUEUE':24} {'PENDING':>7} {'ADMITTED':>13} {'LONGER':>6} {'SHORTER':>7} "
           f"{'MEDIAN Δ WAIT':>13}")
     for r in body["queues"]:
@@ -125,7 +198,6 @@ def _run_quota(args) -> int:
     for t in body["teams"]:
         print(clean(f"team {t['team']}: admitted {t['admittedBefore']} → {t['admittedAfter']} of {t['pending']} "
                     f"pending; {t['longerWaits']} wait longer, {t['shorterWaits']} shorter"))
-    return EXIT_OK
 
 
 def _record(doc: dict, key: str) -> None:

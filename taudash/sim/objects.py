@@ -551,11 +551,16 @@ class ObjectDB:
         self._floor = self._rv
         return n
 
-    def seed_from_snapshot(self, path: str | Path) -> LoadResult:
+    def seed_from_snapshot(self, path: str | Path, at: float | None = None) -> LoadResult:
         """Seed from a snapshot file (engine.sources.snapshot): the objects it accepts, raw.
 
-        The returned LoadResult carries the loader's issues and the envelope's access states.
+        `at`: the instant the capture becomes — every timestamp of the snapshot moved by the same amount
+        (sim/rebase.py), so ages read as they did when it was captured. The returned LoadResult carries the
+        loader's issues and the envelope's access states.
         """
+        from .clock import parse_rfc3339
+        from .rebase import shift_times
+
         result = load_snapshot(path)
         objs: builtins.list[Obj] = []
         for r in self.registry.all:
@@ -565,6 +570,11 @@ class ObjectDB:
                 raw = result.store.raw(r.engine_kind, model.metadata.name, model.metadata.namespace)
                 if raw is not None:
                     objs.append(raw)
+        if at is not None:
+            captured = parse_rfc3339(result.captured_at) or max(
+                (t for t in (parse_rfc3339((o.get("metadata") or {}).get("creationTimestamp")) for o in objs)
+                 if t is not None), default=at)
+            objs = [shift_times(o, round(at - captured)) for o in objs]  # whole seconds: intervals exact
         self.seed(objs)
         return result
 

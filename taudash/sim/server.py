@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ class SimServer:
     (default) encodes the seeded objects for list pages at start (ObjectDB.warm_encodings), so the
     first list is served from the cache like later ones. `users`: operators besides the administrator,
     each with a token of its own (SelfSubjectReview answers its name) and a context `<context>-<user>`.
+    `real_clock`: the snapshot's timestamps are moved so its capture time is the moment the server starts,
+    and the simulated clock starts there (ages read as kubectl shows them); default: the capture time.
     """
 
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
@@ -79,7 +82,7 @@ class SimServer:
                  simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,
                  kueue_gates: dict[str, bool] | None = None,
                  kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True,
-                 users: Iterable[str] = ()) -> None:
+                 users: Iterable[str] = (), real_clock: bool = False) -> None:
         self.snapshot: Path | None = (default_snapshot() if snapshot is _DEFAULT
                                       else (Path(snapshot) if snapshot else None))  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
@@ -101,6 +104,8 @@ class SimServer:
         self.namespace = namespace
         self.apply_access = apply_access
         self.load_result: LoadResult | None = None
+        self.real_clock = real_clock
+        self.clock_start: float | None = None  # where the simulated clock starts (None: the snapshot's capture)
         self._objects = list(objects)
         self._kubeconfig_arg = Path(kubeconfig) if kubeconfig else None
         self._tmpdir: str | None = None
@@ -141,7 +146,9 @@ class SimServer:
 
     async def start(self) -> SimServer:
         if self.snapshot is not None:
-            self.load_result = self.db.seed_from_snapshot(self.snapshot)
+            if self.real_clock:
+                self.clock_start = time.time()
+            self.load_result = self.db.seed_from_snapshot(self.snapshot, at=self.clock_start)
             if self.apply_access:
                 self._apply_access(self.load_result)
         if self._objects:

@@ -116,9 +116,8 @@ class World:
     def for_server(cls, sim, scenario: Scenario | None = None) -> World:
         """The world of a started SimServer (seeded), with its speed and seed."""
         captured = sim.load_result.captured_at if sim.load_result is not None else None
-        return cls(
-            sim.db, seed=sim.options.seed, speed=sim.options.speed, start=start_of(sim.db, captured), scenario=scenario
-        )
+        start = sim.clock_start if getattr(sim, "clock_start", None) is not None else start_of(sim.db, captured)
+        return cls(sim.db, seed=sim.options.seed, speed=sim.options.speed, start=start, scenario=scenario)
 
     def rng(self, name: str) -> random.Random:
         """An independent stream per controller: a change in one never shifts another's draws."""

@@ -14,6 +14,7 @@ import copy
 import logging
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from taudash.engine.model.names import TEAM_LABEL
@@ -121,8 +122,13 @@ def _reverted(w: World, changes: list[Obj], system_ns: str) -> list[str]:
     return out
 
 
+Inspect = Callable[[World, World], dict[str, Any]]
+
+
 def quota_whatif(fork: Fork, changes: list[Obj], *, horizon: float, step: float, seed: int = 0,
-                 system_namespace: str = "tau-system") -> dict[str, Any]:
+                 system_namespace: str = "tau-system", inspect: Inspect | None = None) -> dict[str, Any]:
+    """`inspect(before, after)`, when given, reads both forks at the end of the run (the fields it returns are
+    added to the result): a catalog change is judged by its profiles' status as well as by the queue."""
     wall0 = time.perf_counter()
     log = logging.getLogger("taudash.sim.controllers.base")
     level = log.level
@@ -174,8 +180,9 @@ def quota_whatif(fork: Fork, changes: list[Obj], *, horizon: float, step: float,
                                                          "longerWaits": 0, "shorterWaits": 0})
             for k in t:
                 t[k] += r[k]
+        extra = inspect(base_w, new_w) if inspect is not None else {}
         return {"changes": [f"{c['kind']} {c['metadata']['name']}" for c in changes], "horizonSeconds": horizon,
-                "reverted": _reverted(new_w, changes, system_namespace),
+                "reverted": _reverted(new_w, changes, system_namespace), **extra,
                 "queues": queues, "teams": [{"team": k, **v} for k, v in sorted(teams_out.items())],
                 "simulation": {"wallSeconds": round(time.perf_counter() - wall0, 3)}}
     finally:

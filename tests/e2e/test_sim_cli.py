@@ -188,3 +188,49 @@ async def test_serve_with_the_dcgm_exporter_serves_its_metrics(tmp_path):
             proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 20)
     assert code == 0
+
+
+def test_the_simulator_runs_on_the_real_clock_unless_asked_for_the_snapshots(capsys):
+    parser = build_parser()
+    assert parser.parse_args(["sim", "serve"]).clock == "now"
+    assert parser.parse_args(["demo"]).clock == "now"
+    assert parser.parse_args(["sim", "serve", "--clock", "snapshot"]).clock == "snapshot"
+    try:
+        parser.parse_args(["sim", "serve", "--clock", "yesterday"])
+        raise AssertionError("parsed an unknown clock")
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "--clock" in capsys.readouterr().err
+
+
+async def test_serve_shows_ages_as_kubectl_does(tmp_path):
+    """The demo captured days ago: served on the real clock, its newest Workload is minutes old, as kubectl says."""
+    import json
+    import time
+
+    from taudash.sim.clock import parse_rfc3339
+
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--no-controllers", "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        while True:  # the kubeconfig is written before the "try:" line
+            line = await asyncio.wait_for(proc.stdout.readline(), 20)
+            assert line, (await proc.stderr.read()).decode()
+            if line.startswith(b"try:"):
+                break
+        env = {**os.environ, "HOME": str(tmp_path)}
+        kubectl = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), "get", "workloads", "-A", "-o", "json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(kubectl.communicate(), 20)
+        assert kubectl.returncode == 0, err.decode()
+        created = [parse_rfc3339(w["metadata"]["creationTimestamp"]) for w in json.loads(out)["items"]]
+        newest = max(created)
+        assert time.time() - 3 * 3600 < newest <= time.time() + 1, newest
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 10)
+    assert code == 0

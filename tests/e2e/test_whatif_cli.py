@@ -4,6 +4,7 @@ the prediction is then held against a real `kubectl apply` of the same Job; read
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import shutil
@@ -233,7 +234,7 @@ def test_quota_whatif_on_a_snapshot(cli_env, capsys):
 
 
 def test_quota_whatif_names_an_edit_taugrid_puts_back(cli_env, capsys):
-    import copy
+
 
     cq = copy.deepcopy(next(o for o in factories.demo_raw_objects()
                             if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "tau-ws-train"))
@@ -248,3 +249,86 @@ def test_quota_whatif_names_an_edit_taugrid_puts_back(cli_env, capsys):
     # the demo's automatic pool keeps workspace queues at zero nominal: the edit is undone, nothing changes
     assert result["reverted"] == ["ClusterQueue tau-ws-train"]
     assert all(not r["gained"] and not r["lost"] for r in result["queues"])
+
+
+# --- what if the catalog changed -------------------------------------------------------------------------------
+
+
+def demo_catalog() -> tuple[dict, list[dict]]:
+    tc = next(o for o in factories.demo_raw_objects() if o["kind"] == "TauCluster")
+    return tc, copy.deepcopy(tc["spec"]["workloadProfiles"])
+
+
+def stamped_jobs(profile: str) -> int:
+    """The demo's unfinished Jobs stamped with a profile, counted from the snapshot itself."""
+    def done(o: dict) -> bool:
+        return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in (o.get("status") or {}).get("conditions") or ())
+    return sum(1 for o in factories.demo_raw_objects() if o["kind"] == "Job" and not done(o)
+               and (o["metadata"].get("annotations") or {}).get("tau.azure.com/workload-profile") == profile)
+
+
+def test_catalog_whatif_of_the_same_catalog_changes_nothing(cli_env, capsys):
+    tc, profiles = demo_catalog()
+    path = write(cli_env, {"apiVersion": tc["apiVersion"], "kind": "TauCluster", "metadata": {"name": "cluster"},
+                           "spec": {"workloadProfiles": profiles}}, "catalog.yaml")
+    code, doc = run_json(capsys, "--catalog", path, "--demo", "--horizon", "600")
+    assert code == 0 and (doc["kind"], doc["writesToCluster"]) == ("CatalogWhatIf", 0)
+    r = doc["result"]
+    assert [p["change"] for p in r["profiles"]] == ["same"] * len(profiles)
+    assert all(p["before"]["ready"] and p["after"]["ready"] for p in r["profiles"])
+    assert r["catalog"]["before"]["setReady"] is True and r["catalog"]["after"]["setReady"] is True
+    assert r["catalog"]["before"]["profileSetHash"] == r["catalog"]["after"]["profileSetHash"] != ""
+    assert all(not q["gained"] and not q["lost"] for q in r["queues"])
+
+
+def test_catalog_whatif_names_the_profile_that_would_not_be_ready_and_the_jobs_of_a_removed_one(cli_env, capsys):
+    _tc, profiles = demo_catalog()
+    kept, removed = profiles[0], profiles[1]
+    changed = copy.deepcopy(profiles[2])
+    changed["description"] = "edited"
+    added = {**copy.deepcopy(kept), "name": "azure.research.training.broken", "defaultLocalQueue": "no-such-queue"}
+    # the chart's values file, as an operator edits it
+    path = write(cli_env, {"tauCluster": {"workloadProfiles": [kept, changed, added]}}, "values.yaml")
+    code, doc = run_json(capsys, "--catalog", path, "--demo", "--horizon", "600")
+    assert code == 1  # a profile it declares would not become Ready: not safe to apply
+    rows = {p["name"]: p for p in doc["result"]["profiles"]}
+    assert rows[kept["name"]]["change"] == "same" and rows[changed["name"]]["change"] == "changed"
+    assert rows[changed["name"]]["fields"] == ["description"]
+    assert rows[changed["name"]]["after"]["ready"] is True
+    assert rows[added["name"]]["change"] == "added" and rows[added["name"]]["before"] is None
+    assert rows[added["name"]]["after"]["ready"] is False
+    assert rows[added["name"]]["after"]["reason"] == "LocalQueuesNotResolved"
+    assert "no-such-queue" in rows[added["name"]]["after"]["message"]
+    gone = rows[removed["name"]]
+    assert gone["change"] == "removed" and gone["after"] is None
+    n = gone["submitted"]["pending"] + gone["submitted"]["admitted"]
+    assert n == stamped_jobs(removed["name"]) > 0
+    assert doc["result"]["catalog"]["after"] == {**doc["result"]["catalog"]["after"], "profiles": 3, "ready": 2,
+                                                 "setReady": False}
+    # the table says the same in words
+    assert main(["whatif", "--catalog", path, "--demo", "--horizon", "600"]) == 1
+    out = capsys.readouterr().out
+    assert "LocalQueuesNotResolved" in out and f"carry {removed['name']} (removed)" in out
+    assert f"carry {changed['name']} (changed: description)" in out
+    assert "the set Ready → not Ready" in out
+
+
+@pytest.mark.parametrize("text, words", [
+    ("kind: ClusterQueue\nmetadata: {name: x}\nspec: {}\n", "expected a non-empty list of workload profiles"),
+    ("- {description: nameless}\n", "profile 1 has no name"),
+    ("- {name: a}\n- {name: a}\n", "declared twice"),
+    ("workloadProfiles: [\n", "invalid YAML"),
+])
+def test_bad_catalog_files_one_line_exit_2(cli_env, capsys, text, words):
+    assert main(["whatif", "--catalog", write(cli_env, text, "bad.yaml"), "--demo"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_catalog_is_one_question_at_a_time(cli_env, capsys):
+    _tc, profiles = demo_catalog()
+    path = write(cli_env, profiles, "catalog.yaml")
+    assert main(["whatif", "--catalog", path, "--quota", path, "--demo"]) == 2
+    assert main(["whatif", write(cli_env, train_job()), "--catalog", path, "--demo"]) == 2
+    assert "one manifest FILE, or --quota FILE, or --catalog FILE" in capsys.readouterr().err

@@ -353,3 +353,33 @@ def test_arrivals_land_in_each_workspaces_current_namespace(dt):
     created = [r for _, verb, kind, r in w.event_log() if verb == "create" and kind in ("Job", "RayJob")]
     assert len(created) > 10
     assert {r.split("/")[0] for r in created} <= {"train", "eval-v2", "vision"}
+
+
+# --- the real clock: a snapshot's capture time becomes the moment the server starts ---------------------------
+
+
+async def test_a_real_clock_server_moves_the_snapshot_to_now_and_keeps_every_interval():
+    import time
+
+    from taudash.sim.clock import parse_rfc3339
+    from taudash.sim.server import SimServer
+    from taudash.sim.world import World
+
+    def stamps(sim) -> dict[str, float]:
+        return {f"{w['metadata']['namespace']}/{w['metadata']['name']}":
+                parse_rfc3339(w["metadata"]["creationTimestamp"]) for w in sim.db.list(sim.db.resource("workloads"))}
+
+    async with SimServer(tls=False, warm_lists=False) as frozen:
+        old = stamps(frozen)
+        captured = World.for_server(frozen).clock.now()
+        assert frozen.clock_start is None
+    before = time.time()
+    async with SimServer(tls=False, warm_lists=False, real_clock=True) as real:
+        new = stamps(real)
+        world = World.for_server(real)
+    assert before <= real.clock_start <= time.time()
+    assert world.clock.now() == real.clock_start  # simulated time runs from now
+    delta = real.clock_start - captured
+    assert delta > 3600  # the demo was captured in the past
+    assert set(new) == set(old) and all(abs(new[k] - (old[k] + delta)) < 1.0 for k in old)
+    assert max(new.values()) <= real.clock_start + 1.0  # nothing created in the future

@@ -256,3 +256,70 @@ async def test_an_unreadable_file_is_said_on_the_screen(recorded):
     async with app.run_test(size=SIZE) as pilot:
         await to_history(pilot)
         assert "history unreadable: OSError: disk I/O error" in plain(app, "#hist-none")
+
+
+# --- what-if predictions beside what happened --------------------------------------------------------------
+
+
+def iso(ts: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+@pytest.fixture
+def predicted(recorded, tmp_path):
+    """The recorded fixture with three predictions kept for its cluster in the last hour — one that came true
+    (train/probe-linear-1x: a100, started at once), one whose flavor was wrong (train/nccl-allreduce-check ran on
+    the gb200), one not submitted yet — and one from two hours ago."""
+    from factories import whatif_prediction
+
+    from taudash.engine.history import whatif
+
+    key = "demo-key"
+    for pid, obj, at, flavor in (("a1b2c3", "probe-linear-1x", T - 2100, "taugrid-gpu-a100-80gb"),
+                                 ("d4e5f6", "nccl-allreduce-check", T - 3300, "taugrid-gpu-h100-80gb"),
+                                 ("0a0b0c", "not-submitted-yet", T - 60, "taugrid-gpu-h100-80gb"),
+                                 ("0ld000", "tokenizer-probe-gb200", T - 7200, "taugrid-gpu-gb200-186gb")):
+        whatif.record(whatif_prediction(pid, ("Job", "train", obj), created=iso(at), flavor=flavor), key, tmp_path)
+    reader = HistoryReader(recorded, key, tmp_path)
+    yield reader
+    reader.close()
+
+
+def whatif_rows(app) -> dict[str, str]:
+    table = app.screen.query_one("#hist-whatif", KeyedTable)
+    return {str(k.value): " | ".join(str(c) for c in table.get_row(k)) for k in table.rows}
+
+
+def test_history_whatif_predictions(snap_compare, predicted):
+    async def run(pilot):
+        screen = await to_history(pilot)
+        screen.query_one("#hist-whatif-section").scroll_visible(animate=False, top=True)
+        await pilot.pause()
+
+    assert snap_compare(history_app(reader=predicted), run_before=run, terminal_size=SIZE)
+
+
+async def test_predictions_of_the_range_are_shown_beside_what_happened(predicted):
+    app = history_app(reader=predicted)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_history(pilot)
+        assert app.screen.query_one("#hist-whatif-section").display
+        rows = whatif_rows(app)
+        assert set(rows) == {"wi:a1b2c3", "wi:d4e5f6", "wi:0a0b0c"}  # the one two hours old is not in the last 1h
+        assert "taugrid-gpu-a100-80gb → taugrid-gpu-a100-80gb ✓" in rows["wi:a1b2c3"]
+        assert "yes → yes ✓" in rows["wi:a1b2c3"]
+        assert "taugrid-gpu-h100-80gb → taugrid-gpu-gb200-186gb ✗" in rows["wi:d4e5f6"]
+        assert "→ …" in rows["wi:0a0b0c"] and "✓" not in rows["wi:0a0b0c"]  # not seen yet: never a guess
+        await pilot.press("right_square_bracket")  # 24h: the older one too
+        assert await eventually(lambda: "wi:0ld000" in whatif_rows(app))
+
+
+async def test_without_predictions_the_section_is_hidden(recorded, tmp_path):
+    app = history_app(reader=(reader := HistoryReader(recorded, "no-predictions", tmp_path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await to_history(pilot)
+        assert app.screen.query_one("#hist-data").display
+        assert not app.screen.query_one("#hist-whatif-section").display
+    reader.close()

@@ -10,7 +10,7 @@ import factories
 import yaml
 from factories import dashboard_app
 from textual.widgets import Input, Static, TextArea
-from tools.waiting import eventually
+from tools.waiting import eventually, palette_results
 
 from taudash.screens.kit.whatif import WhatIfScreen
 
@@ -89,8 +89,38 @@ async def test_the_palette_opens_the_modal():
         await pilot.pause()
         for ch in "what if":
             await pilot.press("space" if ch == " " else ch)
-        await eventually(lambda: "what if I submit" in str(app.screen.query("CommandList").first().render())
-                         if app.screen.query("CommandList") else False, within=30)
+        await palette_results(pilot, "what if", expect="what if I submit")
         await pilot.press("enter")
         await eventually(lambda: isinstance(app.screen, WhatIfScreen), within=30)
         assert isinstance(app.screen, WhatIfScreen)
+
+
+async def test_a_prediction_on_a_live_session_is_kept_beside_its_history(tmp_path):
+    """As `taudash whatif` keeps its predictions: the History screen and `history whatif` then hold it against what
+    happens. A local file, written whatever the session's mode; a snapshot session keeps none (no cluster)."""
+    from taudash.engine.history import whatif as kept
+    from taudash.engine.history.reader import HistoryReader
+
+    reader = HistoryReader(tmp_path / "never-created.sqlite3", "live-key", tmp_path)
+    app = dashboard_app(now=NOW, writable=True, history_reader=reader)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("W")
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#wi-yaml", TextArea).text = yaml.safe_dump(train_job(2))
+        await predicted(pilot, screen)
+        assert screen.prediction is not None, screen.error
+        pid = screen.prediction["metadata"]["id"]
+        assert [d["metadata"]["id"] for d in kept.load_all("live-key", tmp_path)] == [pid]
+        assert f"kept as {pid}" in str(screen.query_one("#wi-body", Static).render())
+
+    snap = dashboard_app(now=NOW, history_reader=HistoryReader(tmp_path / "x.sqlite3", "snap-key", tmp_path))
+    async with snap.run_test(size=SIZE) as pilot:
+        await pilot.press("W")
+        await pilot.pause()
+        screen = snap.screen
+        screen.query_one("#wi-yaml", TextArea).text = yaml.safe_dump(train_job(2))
+        await predicted(pilot, screen)
+        assert screen.prediction is not None
+        assert kept.load_all("snap-key", tmp_path) == []
+        assert "kept as" not in str(screen.query_one("#wi-body", Static).render())

@@ -71,3 +71,29 @@ def test_a_workload_manifest_matches_by_its_own_name(tmp_path):
     conn = history(tmp_path, ("u1", "train", "my-wl", "h100", T0 + 1, T0 + 2, T0 + 2))
     assert whatif.actual_of(conn, whatif_prediction("p", ("Workload", "train", "my-wl")), T0)["uid"] == "u1"
     assert whatif.actual_of(conn, whatif_prediction("p", ("Job", "train", "my-wl")), T0) is None
+
+
+def test_the_history_window_holds_the_predictions_made_in_its_range(tmp_path):
+    from taudash.engine.history.reader import HistoryReader
+
+    conn = history(tmp_path, ("uid-mine", "train", "job-try-me-ab12c", "h100", T0 + 5, T0 + 10, T0 + 10))
+    conn.close()
+    whatif.record(whatif_prediction("in1"), "prod-1", tmp_path)  # at T0: came true
+    whatif.record(whatif_prediction("old", created="2026-11-30T07:00:00+00:00"), "prod-1", tmp_path)
+    reader = HistoryReader(tmp_path / "h.sqlite3", "prod-1", tmp_path)
+    try:
+        window = reader.window(T0 + 1800, 3600)
+        assert window is not None
+        assert [i["id"] for i in window.whatif] == ["in1"]  # the one made before the range is not in it
+        assert window.whatif[0]["match"] == {"flavor": True, "startsNow": True, "waitInInterval": None,
+                                             "preempts": True}
+        # a reader that knows no cluster key reads no predictions and keeps none
+        keyless = HistoryReader(tmp_path / "h.sqlite3")
+        try:
+            assert keyless.window(T0 + 1800, 3600).whatif == []
+            assert keyless.keep_prediction(whatif_prediction("x")) is None
+        finally:
+            keyless.close()
+        assert reader.keep_prediction(whatif_prediction("new1")) == tmp_path / "whatif" / "prod-1" / "new1.json"
+    finally:
+        reader.close()
