@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
     add_global_options(p, DASHBOARD)
-    add_prometheus_arg(p)  # the dashboard (no command); commands that derive take it too
+    add_prometheus_arg(p, command=False)  # the dashboard (no command); commands that derive take it too
     p.set_defaults(_repeatable=frozenset({"context"}))  # the dashboard over several clusters: a fleet
     register_all(p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     return p

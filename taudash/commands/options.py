@@ -68,10 +68,14 @@ PROMETHEUS_HELP = ("read GPU utilisation (DCGM metrics) from this Prometheus, ht
                    "utilisation.prometheus; none: off)")
 
 
-def add_prometheus_arg(p: argparse.ArgumentParser) -> None:
+def add_prometheus_arg(p: argparse.ArgumentParser, *, command: bool = True) -> None:
     """`--prometheus URL` for a program that derives the view; absent, the config file decides (SUPPRESS: a
-    sub-command's default never hides the value given before it)."""
+    sub-command's default never hides the value given before it). Only these programs read utilisation: a
+    what-if fork or `why` never queries Prometheus, whatever the config file says. `command=False`: the
+    top-level parser (the dashboard, no command), whose defaults every sub-command would inherit."""
     p.add_argument("--prometheus", metavar="URL", default=argparse.SUPPRESS, help=PROMETHEUS_HELP)
+    if command:
+        p.set_defaults(reads_utilisation=True)
 
 
 def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:

@@ -266,6 +266,8 @@ def utilisation_config(args: Any, capacity: CapacityConfig) -> UtilisationConfig
     URL, the feed that reads it (one per URL and settings in a process; it starts querying when a derivation first
     asks, so a command that never derives the view never queries)."""
     settings = getattr(args, "utilisation_settings", None) or PrometheusSettings()
+    if not getattr(args, "reads_utilisation", False) and getattr(args, "command", None) is not None:
+        settings = PrometheusSettings()  # a program that takes no --prometheus (what-if, why) never queries it
     flag = getattr(args, "prometheus", None)
     url = check_prometheus_url(flag, "--prometheus") if flag else settings.url
     base = UtilisationConfig(idle_below_percent=settings.idle_below_percent,

@@ -243,3 +243,5 @@ def test_the_prometheus_flag_wins_over_the_config_file_and_builds_one_feed_per_u
     assert rule_config(args("http://127.0.0.1:2")).utilisation.feed is flagged  # one feed per URL and settings
     with pytest.raises(UsageError, match="--prometheus 'ftp://x': a Prometheus URL"):
         rule_config(args("ftp://x"))
+    elsewhere = SimpleNamespace(**vars(args(None, "http://127.0.0.1:1")), command="whatif")
+    assert rule_config(elsewhere).utilisation.feed is None  # a program without --prometheus never queries it
