@@ -7,8 +7,10 @@ skipped; Secrets are never loaded. One bad object is reported and never hides th
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +85,41 @@ def _yaml_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
     return docs
 
 
+# Parsed documents of the large files read lately, by their text's digest, as JSON: a process that loads
+# the same big snapshot again (the demo, behind every simulator start and `--demo` session) decodes JSON
+# in milliseconds instead of constructing the YAML again (~0.5 s for the demo). A copy per call: callers
+# own (and mutate) what they get.
+_PARSED: OrderedDict[bytes, str] = OrderedDict()
+_PARSED_LOCK = threading.Lock()
+_PARSED_MIN_CHARS = 32_768
+_PARSED_ENTRIES = 4
+
+
 def _read_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
+    if len(text) < _PARSED_MIN_CHARS:
+        return _parse_docs(text, path)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _PARSED_LOCK:
+        cached = _PARSED.get(key)
+        if cached is not None:
+            _PARSED.move_to_end(key)
+    if cached is not None:
+        return [(line, doc) for line, doc in json.loads(cached)]
+    docs = _parse_docs(text, path)
+    try:
+        encoded = json.dumps(docs)
+    except (TypeError, ValueError):  # a YAML value JSON cannot hold (a date, a set): parsed each time
+        return docs
+    if json.loads(encoded) != [list(d) for d in docs]:  # e.g. a mapping with integer keys: JSON makes them text
+        return docs
+    with _PARSED_LOCK:
+        _PARSED[key] = encoded
+        while len(_PARSED) > _PARSED_ENTRIES:
+            _PARSED.popitem(last=False)
+    return docs
+
+
+def _parse_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:

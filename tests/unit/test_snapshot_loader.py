@@ -1,6 +1,7 @@
 import json
 
 import pytest
+import yaml
 from factories import cluster_queue, workspace
 
 from taudash.engine.sources.snapshot import SnapshotError, load_snapshot
@@ -111,3 +112,44 @@ def test_bad_objects_are_reported_and_the_rest_loads(tmp_path):
     # every issue names the file and its line
     assert all(m.startswith(f"{tmp_path / 'snap.yaml'}:") for m in msgs)
     assert [i.line for i in r.issues] == sorted(i.line for i in r.issues)
+
+
+# --- the parsed-document cache: the same big file again is JSON-decoded, never shared ------------------------
+
+
+def _big_list(extra: str = "") -> str:
+    items = "\n".join(f"- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: ns-{i}\n    labels: {{team: t{i}}}"
+                      for i in range(900))
+    return f"apiVersion: v1\nkind: List\n{extra}items:\n{items}\n"
+
+
+def test_a_big_file_read_again_gives_the_same_objects_and_a_copy_of_its_own(tmp_path, monkeypatch):
+    from taudash.engine.sources import snapshot as snap
+
+    path = tmp_path / "big.yaml"
+    path.write_text(_big_list())
+    assert path.stat().st_size > snap._PARSED_MIN_CHARS
+    parsed = []
+    real = snap._parse_docs
+    monkeypatch.setattr(snap, "_parse_docs", lambda text, where: parsed.append(where) or real(text, where))
+    first = snap._read_docs(path.read_text(), str(path))
+    first[0][1]["items"][0]["metadata"]["name"] = "changed by its caller"
+    second = snap._read_docs(path.read_text(), str(path))
+    assert parsed == [str(path)]  # parsed once
+    assert second[0][1]["items"][0]["metadata"]["name"] == "ns-0"  # the caller's edit did not reach the cache
+    assert load_snapshot(path).store.get("Namespace", "ns-899") is not None
+    path.write_text(_big_list().replace("ns-899", "ns-last"))  # another text: parsed again
+    assert load_snapshot(path).store.get("Namespace", "ns-last") is not None and len(parsed) == 2
+
+
+def test_values_json_cannot_hold_are_never_cached(tmp_path, monkeypatch):
+    from taudash.engine.sources import snapshot as snap
+
+    parsed = []
+    real = snap._parse_docs
+    monkeypatch.setattr(snap, "_parse_docs", lambda text, where: parsed.append(where) or real(text, where))
+    for extra in ("metadata: {annotations: {1: integer key}}\n", "metadata: {when: 2026-11-30}\n"):
+        text = _big_list(extra)
+        a, b = snap._read_docs(text, "x"), snap._read_docs(text, "x")
+        assert a == b and a[0][1]["metadata"] == yaml.safe_load(extra)["metadata"]  # YAML's own values, both times
+    assert len(parsed) == 4  # each read parsed again
