@@ -10,6 +10,7 @@ from .rules.multikueue import MultiKueueView
 from .rules.pool import PoolView
 from .rules.profiles import ProfilesView
 from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
+from .rules.utilisation import UtilisationView
 from .rules.workspaces import WorkspaceView
 from .view import ClusterViewBase
 
@@ -28,4 +29,5 @@ class ClusterView(ClusterViewBase):
     waiting: list[WaitingWorkload]
     claims: list[ClaimView]
     capacity: CapacityView
+    utilisation: UtilisationView
     findings: list[Finding]

@@ -35,6 +35,10 @@ from .rules.multikueue import MultiKueueView, derive_multikueue
 from .rules.pool import PoolView, derive_pool
 from .rules.profiles import ProfilesView, derive_profiles
 from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
+from .rules.utilisation import READS as UTILISATION_READS
+from .rules.utilisation import UtilisationPart, UtilisationView
+from .rules.utilisation import pod_print as utilisation_pod_print
+from .rules.utilisation import workload_print as utilisation_workload_print
 from .rules.workspaces import WorkspaceView
 
 _WORKSPACE_READS = frozenset({
@@ -125,6 +129,10 @@ RULES: tuple[Rule, ...] = (
          part=ClaimsPart, every_view=True, fingerprints={"Workload": workload_print, "LocalQueue": local_queue_print}),
     Rule("capacity", CAPACITY_READS, (ViewField("capacity", CapacityView, CapacityView()),), derive=derive_capacity,
          fingerprints={"Workload": capacity_workload_print}),
+    # Readings from Prometheus arrive on their own cadence: every view asks the feed (an unchanged one costs nothing).
+    Rule("utilisation", UTILISATION_READS, (ViewField("utilisation", UtilisationView, UtilisationView()),),
+         part=UtilisationPart, every_view=True,
+         fingerprints={"Pod": utilisation_pod_print, "Workload": utilisation_workload_print}),
 )
 
 __all__ = ["RULES", "capacity_workload_print", "drain_print", "pool_print"]

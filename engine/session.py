@@ -264,7 +264,8 @@ class Session:
     # derived state -----------------------------------------------------------------------
     def _key(self) -> tuple[Any, ...]:
         acc = tuple((k, a.state.value, a.since) for k, a in sorted(self.store.access_states().items()))
-        return (self.store.revision, acc)
+        # a new utilisation reading from Prometheus moves the view without any object changing
+        return (self.store.revision, acc, self._config.utilisation.revision())
 
     def view(self, now: datetime) -> ClusterView:
         """The derived view; re-derived only when the store's revision or access states changed."""

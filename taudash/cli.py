@@ -10,7 +10,7 @@ from taudash.engine.text import clean
 
 from . import __version__
 from .commands import register_all
-from .commands.options import DASHBOARD, add_global_options, merge_global_options
+from .commands.options import DASHBOARD, add_global_options, add_prometheus_arg, merge_global_options
 from .errors import EXIT_BAD_INPUT, EXIT_OK, Unreachable, UsageError
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"taudash {__version__}")
     add_global_options(p, DASHBOARD)
+    add_prometheus_arg(p, command=False)  # the dashboard (no command); commands that derive take it too
     p.set_defaults(_repeatable=frozenset({"context"}))  # the dashboard over several clusters: a fleet
     register_all(p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     return p
@@ -55,6 +56,7 @@ def _dispatch(args) -> int:
     if "pvc" in getattr(args, "_uses", ()):  # the config file's storage.claims add to --pvc
         args.pvc = list(dict.fromkeys([*args.pvc, *settings.storage_claims]))
     args.capacity_config = settings.capacity  # GPU health classes and tolerated taints (rule_config passes them)
+    args.utilisation_settings = settings.utilisation  # Prometheus for GPU utilisation (rule_config builds its feed)
     if not getattr(args, "command", None):
         from .commands.dashboard import run_default
 

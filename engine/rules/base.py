@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from ..model.base import QuantityField
 from ..store import AccessState, Store
 from .gpu_health import CapacityConfig
+from .gpu_usage import UtilisationConfig
 
 __all__ = [
     "Finding",
@@ -125,6 +126,8 @@ class RuleConfig:
     system_namespace: str = "tau-system"
     storage_claims: tuple[str, ...] = ()  # PVC names checked in every workspace namespace
     capacity: CapacityConfig = CapacityConfig()  # GPU health classes and tolerated taints (the `capacity:` config)
+    # Prometheus's DCGM readings (a feed doing its own I/O) and the idle threshold: the `utilisation:` config
+    utilisation: UtilisationConfig = UtilisationConfig()
 
 
 @dataclass

@@ -12,11 +12,12 @@ from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.capacity import capacity_view
 from taudash.engine.rules.gang import PLACEMENTS, Shape, ShapeError, shape
 from taudash.engine.rules.queue_order import parse_time
+from taudash.engine.rules.utilisation import current_utilisation, duration_text
 from taudash.engine.text import clean
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from ..loading import load_from_args, report_issues
-from .options import add_source_args, rule_config
+from .options import add_prometheus_arg, add_source_args, rule_config
 
 NODES_SHOWN = 40
 BLOCKERS_SHOWN = 5
@@ -35,6 +36,7 @@ def register(sub) -> None:
         "shape or a snapshot with unreadable objects.",
     )
     add_source_args(p)
+    add_prometheus_arg(p)
     p.add_argument("--gpus-per-worker", type=int, metavar="N", help="GPUs each worker needs on one host")
     p.add_argument("--workers", type=int, default=None, metavar="W", help="workers in the gang (default 1)")
     p.add_argument("--placement", default=None, metavar="P",
@@ -68,8 +70,11 @@ def run(args) -> int:
     now = parse_time(loaded.source.observed_at) or datetime.now(UTC)  # a snapshot is judged at its capture time
     ctx = RuleContext(store=loaded.store, now=now, config=rule_config(args))
     view, findings = capacity_view(ctx, asked)
+    util, util_findings = current_utilisation(ctx)
     data = contract(view.to_contract())
-    data["findings"] = [f.to_contract() for f in sorted(findings, key=lambda f: f.sort_key())]
+    if util.enabled:  # only with a Prometheus: the contract above is unchanged without one
+        data["utilisation"] = util.to_contract()
+    data["findings"] = [f.to_contract() for f in sorted(findings + util_findings, key=lambda f: f.sort_key())]
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -126,7 +131,35 @@ def _print_table(d: dict[str, Any], asked: Shape | None) -> None:
                     print(clean(f"      freeing {b['namespace']}/{b['name']} ({b['gpus']} GPU on {b['node']}, "
                                 f"{b['domain']}) would add {b['slotsGained']}"
                                 + (f"  [{b['workload']}]" if b["workload"] else "")))
+    if "utilisation" in d:
+        _print_utilisation(d["utilisation"])
     for f in d["findings"]:
         print(clean(f"{f['severity']:<8} {f['rule']} {f['object']['kind']} "
                     f"{(f['object']['namespace'] + '/') if f['object']['namespace'] else ''}{f['object']['name']}: "
                     f"{f['message']}"))
+
+
+WORKLOADS_SHOWN = 10
+
+
+def _print_utilisation(u: dict[str, Any]) -> None:
+    """Idle allocated GPUs per workload and team, or why utilisation is unknown (never shown as 0)."""
+    if not u["known"]:
+        print(clean(f"utilisation unknown: {u['unknownReason']}"))
+        return
+    g = u["gpus"]
+    print(clean(f"utilisation ({u['source']}, {u['measuredAt']}): {g['idle']} of {g['allocated']} allocated GPUs "
+                f"idle below {u['idleBelowPercent']:g} % for {u['idleMinutes']}m or more"
+                + (f"; {g['unmeasured']} not measured" if g["unmeasured"] else "")))
+    if not u["workloads"]:
+        return
+    print(f"  {'team':<14} {'idle GPUs':>9} {'idle GPU-h':>10}  workloads")
+    for t in u["teams"]:
+        print(clean(f"  {t['team'] or '-':<14} {t['idleGpus']:>9} {t['idleGpuHours']:>10g}  {t['workloads']}"))
+    print(f"  {'workload':<44} {'team':<14} {'idle/GPUs':>9} {'idle for':>9} {'idle GPU-h':>10}")
+    for w in u["workloads"][:WORKLOADS_SHOWN]:
+        name = f"{w['namespace']}/{w['name']}" + ("" if w["kind"] == "Workload" else f" ({w['kind']})")
+        print(clean(f"  {name:<44} {w['team'] or '-':<14} {str(w['idleGpus']) + '/' + str(w['gpus']):>9} "
+                    f"{duration_text(w['idleSeconds']):>9} {w['idleGpuHours']:>10g}"))
+    if len(u["workloads"]) > WORKLOADS_SHOWN:
+        print(f"  … {len(u['workloads']) - WORKLOADS_SHOWN} more in -o json")

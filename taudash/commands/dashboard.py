@@ -20,7 +20,7 @@ from .. import compose
 from ..errors import UsageError
 from ..live import LiveCluster
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
-from .options import add_source_args, rule_config
+from .options import add_prometheus_arg, add_source_args, rule_config
 
 
 def register(sub) -> None:
@@ -28,6 +28,7 @@ def register(sub) -> None:
     d.add_argument("--status", action="store_true", help="print the status once instead of opening the dashboard")
     d.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     add_source_args(d, frozenset({"read_only", "system_namespace", "pvc", "demo"}))
+    add_prometheus_arg(d)
     d.add_argument("--speed", type=float, default=10.0, help="simulated seconds per wall second (default 10)")
     d.add_argument("--seed", type=int, default=1, help="random seed of the simulated world")
     d.add_argument("--snapshot-only", action="store_true",

@@ -63,6 +63,21 @@ def add_source_args(p: argparse.ArgumentParser, uses: frozenset[str] = SOURCE, s
     add_global_options(p, uses, shown, helps)
 
 
+PROMETHEUS_HELP = ("read GPU utilisation (DCGM metrics) from this Prometheus, http://host:port: allocated GPUs idle "
+                   "for longer than capacity.idleMinutes, per workload and team (default: the config file's "
+                   "utilisation.prometheus; none: off)")
+
+
+def add_prometheus_arg(p: argparse.ArgumentParser, *, command: bool = True) -> None:
+    """`--prometheus URL` for a program that derives the view; absent, the config file decides (SUPPRESS: a
+    sub-command's default never hides the value given before it). Only these programs read utilisation: a
+    what-if fork or `why` never queries Prometheus, whatever the config file says. `command=False`: the
+    top-level parser (the dashboard, no command), whose defaults every sub-command would inherit."""
+    p.add_argument("--prometheus", metavar="URL", default=argparse.SUPPRESS, help=PROMETHEUS_HELP)
+    if command:
+        p.set_defaults(reads_utilisation=True)
+
+
 def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     """Fold every placement of the global options into one value each (args.context, args.read_only, …)."""
     given: dict[str, list] = {name: [] for name in GLOBAL_OPTIONS}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from ..errors import UsageError
-from .options import add_source_args
+from .options import add_prometheus_arg, add_source_args
 
 DEFAULT_INTERVAL = 2.0  # seconds between derivations
 
@@ -13,6 +13,7 @@ DEFAULT_INTERVAL = 2.0  # seconds between derivations
 def register(sub) -> None:
     s = sub.add_parser("serve", help="run headless: derive the view on a timer, export Prometheus metrics")
     add_source_args(s)
+    add_prometheus_arg(s)
     s.add_argument("--metrics", metavar="ADDR",
                    help="serve Prometheus metrics on ADDR: PORT or :PORT (127.0.0.1), or HOST:PORT (default: off)")
     w = s.add_argument_group("wallboard (docs/wallboard.md)")

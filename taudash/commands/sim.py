@@ -112,6 +112,12 @@ def register(sub) -> None:
                         "TauGrid's 20 GPU health conditions or DcgmExporterUnavailable, e.g. --node-fault "
                         "aks-h100-27604139-vmss000003=XIDError79 (drain class: unhealthy), "
                         "NODE=GPUThermalViolation (taint class: degraded); several: NODE=A,B")
+    s.add_argument("--dcgm-exporter", type=int, nargs="?", const=0, default=None, metavar="PORT",
+                   help="also serve a simulated NVIDIA dcgm-exporter's /metrics on 127.0.0.1:PORT (default 0: a free "
+                        "port): one series per GPU, the holding Pod's labels, idle or busy from the cluster's state")
+    s.add_argument("--idle-share", type=float, default=None, metavar="F",
+                   help="with --dcgm-exporter: the share of GPU-holding Pods whose GPUs sit idle, picked by the seed "
+                        "(0 to 1; default 0.25)")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -133,12 +139,45 @@ def cmd_serve(args) -> int:
     fleet = getattr(args, "fleet", None)
     if fleet is not None and fleet < 1:
         raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
+    _check_dcgm(args)
     args.faults = faults_of(args, fleet)
     args.node_faults = _node_faults(args)
     _users(args)  # refused before serving
     if fleet is not None:
         return asyncio.run(_serve_fleet(args))
     return asyncio.run(_serve(args))
+
+
+def _check_dcgm(args) -> None:
+    port, share = getattr(args, "dcgm_exporter", None), getattr(args, "idle_share", None)
+    if share is not None and port is None:
+        raise UsageError("--idle-share: add --dcgm-exporter (it sets how busy the simulated GPUs are)")
+    if port is not None and not 0 <= port <= 65535:
+        raise UsageError(f"--dcgm-exporter {port}: not a TCP port")
+    if share is not None and not 0.0 <= share <= 1.0:
+        raise UsageError(f"--idle-share {share}: a share from 0 to 1")
+    if port is not None and getattr(args, "fleet", None) is not None:
+        raise UsageError("--dcgm-exporter: one simulated cluster only (not with --fleet)")
+
+
+async def _start_dcgm(args, sim):
+    """The simulated dcgm-exporter beside the cluster (docs/simulator.md, "The DCGM exporter"), or None."""
+    if getattr(args, "dcgm_exporter", None) is None:
+        return None
+    from taudash.sim.dcgm import DEFAULT_IDLE_SHARE, DcgmExporter
+
+    share = DEFAULT_IDLE_SHARE if args.idle_share is None else args.idle_share
+    exporter = DcgmExporter(sim.db, port=args.dcgm_exporter, seed=args.seed, idle_share=share)
+    try:
+        await exporter.start()
+    except OSError as exc:
+        raise UsageError(f"--dcgm-exporter: cannot serve on 127.0.0.1:{args.dcgm_exporter}: "
+                         f"{exc.strerror or exc}") from None
+    series = exporter.series()
+    held = [s for s in series if s.allocated]
+    print(f"dcgm:       {exporter.url}  ({len(series)} GPUs, {len(held)} allocated, "
+          f"{sum(s.idle for s in held)} of them idle: idle share {share:g}, seed {args.seed})", flush=True)
+    return exporter
 
 
 def _users(args) -> list[str]:
@@ -242,6 +281,7 @@ async def _serve(args) -> int:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on the main thread / Windows
             pass
+    exporter = None
     try:
         from taudash.sim.faults import apply_node_faults
 
@@ -264,10 +304,13 @@ async def _serve(args) -> int:
         print(f"validation: {sim.validation}", flush=True)
         if getattr(args, "node_faults", None):
             print(f"node faults: {' '.join(str(f) for f in args.node_faults)} (held for the whole run)", flush=True)
+        exporter = await _start_dcgm(args, sim)
         if sim.world is not None:
             print(f"simulating: from {sim.world.clock.stamp()} at {args.speed:g}x, seed {args.seed}", flush=True)
         print("Ctrl-C to stop.", flush=True)
         await stop.wait()
     finally:
+        if exporter is not None:
+            await exporter.stop()
         await sim.stop()
     return EXIT_OK

@@ -13,18 +13,20 @@ from taudash.engine.text import clean
 
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, EXIT_UNREACHABLE, UsageError
 from ..loading import load_from_args, report_issues, view_of
-from .options import add_source_args, rule_config
+from .options import add_prometheus_arg, add_source_args, rule_config
 
 
 def register(sub) -> None:
     s = sub.add_parser("status", help="print the derived cluster status (the output contract)")
     add_source_args(s)
+    add_prometheus_arg(s)
     s.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     _fleet_args(s)
     s.set_defaults(func=cmd_status)
 
     c = sub.add_parser("check", help="exit 1 when any critical finding exists (for alerts and scripts)")
     add_source_args(c)
+    add_prometheus_arg(c)
     c.add_argument("-v", "--verbose", action="store_true", help="list warnings and info findings too")
     _fleet_args(c)
     c.set_defaults(func=cmd_check)

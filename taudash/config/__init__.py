@@ -26,11 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.rules.gpu_health import CapacityConfig
+from taudash.engine.rules.gpu_usage import UtilisationConfig
 
 from ..errors import UsageError
 
@@ -96,6 +98,7 @@ class Config:
     freshness_bound: float | None = None  # fleet.freshnessBound, seconds
     storage_claims: tuple[str, ...] = ()
     capacity: CapacityConfig = field(default_factory=CapacityConfig)  # the `capacity:` section over the defaults
+    utilisation: PrometheusSettings = field(default_factory=lambda: PrometheusSettings())  # the `utilisation:` section
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -140,7 +143,19 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         float(fleet.freshnessBound) if fleet and fleet.freshnessBound is not None else None,
         tuple(dict.fromkeys(storage.claims or ())) if storage else (),
         _capacity(cfg.capacity),
+        _utilisation(cfg.utilisation, path),
     )
+
+
+def _utilisation(section, path: Path) -> PrometheusSettings:
+    if section is None:
+        return PrometheusSettings()
+    numbers = {"idle_below_percent": section.idleBelowPercent, "interval_seconds": section.intervalSeconds,
+               "timeout_seconds": section.timeoutSeconds}
+    out: dict[str, Any] = {k: float(v) for k, v in numbers.items() if v is not None}
+    if section.prometheus is not None:
+        out["url"] = check_prometheus_url(section.prometheus, f"config file {path}: utilisation.prometheus")
+    return replace(PrometheusSettings(), **out)
 
 
 def _capacity(section) -> CapacityConfig:
@@ -219,7 +234,54 @@ def resolve_read_only(flag: bool | ReadOnly = False, context: str | None = None,
 
 def rule_config(args: Any) -> RuleConfig:
     """The rules' settings from a program's arguments: every command and `serve` build them here, so the config
-    file's `capacity:` section (set on the arguments by the CLI) reaches them all."""
+    file's `capacity:` and `utilisation:` sections (set on the arguments by the CLI) reach them all."""
     capacity = getattr(args, "capacity_config", None)
     return RuleConfig(system_namespace=args.system_namespace, storage_claims=tuple(args.pvc),
+                      utilisation=utilisation_config(args, capacity or CapacityConfig()),
                       **({"capacity": capacity} if capacity is not None else {}))
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    """The `utilisation:` section: where Prometheus is (empty: utilisation off) and how it is read."""
+
+    url: str = ""
+    idle_below_percent: float = 5.0
+    interval_seconds: float = 60.0
+    timeout_seconds: float = 10.0
+
+
+def check_prometheus_url(url: str, where: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{where} {url!r}: a Prometheus URL, http://host:port or https://host:port")
+    return url
+
+
+_FEEDS: dict[tuple[Any, ...], Any] = {}
+
+
+def utilisation_config(args: Any, capacity: CapacityConfig) -> UtilisationConfig:
+    """The utilisation rule's settings: `--prometheus URL` over the config file's `utilisation.prometheus`; with a
+    URL, the feed that reads it (one per URL and settings in a process; it starts querying when a derivation first
+    asks, so a command that never derives the view never queries)."""
+    settings = getattr(args, "utilisation_settings", None) or PrometheusSettings()
+    if not getattr(args, "reads_utilisation", False) and getattr(args, "command", None) is not None:
+        settings = PrometheusSettings()  # a program that takes no --prometheus (what-if, why) never queries it
+    flag = getattr(args, "prometheus", None)
+    url = check_prometheus_url(flag, "--prometheus") if flag else settings.url
+    base = UtilisationConfig(idle_below_percent=settings.idle_below_percent,
+                             interval_seconds=settings.interval_seconds, timeout_seconds=settings.timeout_seconds)
+    if not url:
+        return base
+    from ..engine.sources.prometheus import PrometheusFeed
+
+    key = (url, settings.idle_below_percent, settings.interval_seconds, settings.timeout_seconds,
+           capacity.idle_minutes)
+    feed = _FEEDS.get(key)
+    if feed is None:
+        feed = _FEEDS[key] = PrometheusFeed(url, threshold=settings.idle_below_percent,
+                                            idle_seconds=capacity.idle_minutes * 60.0,
+                                            interval=settings.interval_seconds,
+                                            timeout=settings.timeout_seconds)
+    return replace(base, feed=feed)

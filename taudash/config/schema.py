@@ -41,12 +41,20 @@ class CapacitySettings(_Section):
     idleMinutes: Annotated[StrictInt, Field(ge=1, le=10080)] | None = None
 
 
+class UtilisationSettings(_Section):
+    prometheus: StrictStr | None = None
+    idleBelowPercent: Annotated[StrictInt | StrictFloat, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+    intervalSeconds: Annotated[StrictInt | StrictFloat, Field(ge=5, le=3600, allow_inf_nan=False)] | None = None
+    timeoutSeconds: Annotated[StrictInt | StrictFloat, Field(ge=1, le=120, allow_inf_nan=False)] | None = None
+
+
 class ConfigFile(_Section):
     readOnly: StrictBool = False
     contexts: dict[str, ContextSettings] | None = None
     fleet: FleetSettings | None = None
     storage: StorageSettings | None = None
     capacity: CapacitySettings | None = None
+    utilisation: UtilisationSettings | None = None
 
 
 # What a value at each path must be (`*`: any context name or map key), in the file's words.
@@ -67,6 +75,11 @@ _MUST = {
     ("capacity", "unknownConditions"): "must be a list of Node condition types",
     ("capacity", "toleratedTaints"): "must be a list of taint keys (key or key=value)",
     ("capacity", "idleMinutes"): "must be a whole number of minutes from 1 to 10080",
+    ("utilisation",): "must be a mapping",
+    ("utilisation", "prometheus"): "must be a Prometheus URL (http://host:port)",
+    ("utilisation", "idleBelowPercent"): "must be a percentage from 0 to 100",
+    ("utilisation", "intervalSeconds"): "must be a number of seconds from 5 to 3600",
+    ("utilisation", "timeoutSeconds"): "must be a number of seconds from 1 to 120",
 }
 
 

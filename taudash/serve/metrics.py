@@ -120,6 +120,7 @@ class TaudashCollector(Collector):
         yield from _workspaces(sample.view)
         yield from _profiles(sample.view)
         yield from _multikueue(sample.view)
+        yield from _utilisation(sample.view)
 
 
 def _freshness(s: Sample, now: float) -> Iterator[Metric]:
@@ -306,3 +307,26 @@ def _multikueue(view: ClusterView) -> Iterator[Metric]:
         if w.active is not None:
             g.add_metric([label(w.name)], _bool(w.active))
     yield g
+
+
+def _utilisation(view: ClusterView) -> Iterator[Metric]:
+    """Idle allocated GPUs per team (docs/rules.md#utilisation): only when Prometheus is configured, and the
+    amounts only while utilisation is known (unknown is no series, never 0)."""
+    u = view.utilisation
+    if not u.enabled:
+        return
+    g = _gauge("utilisation_known", "1 when GPU utilisation from Prometheus is known, 0 when it is not")
+    g.add_metric([], _bool(u.known))
+    yield g
+    if not u.known or u.gpus is None:
+        return
+    g = _gauge("utilisation_allocated_gpus", "GPUs held by bound, non-terminal Pods")
+    g.add_metric([], u.gpus.allocated)
+    yield g
+    idle = _gauge("utilisation_idle_gpus", "allocated GPUs idle for at least the idle minutes, per team", ["team"])
+    hours = _gauge("utilisation_idle_gpu_hours", "idle GPU-hours of those GPUs so far, per team", ["team"])
+    for t in u.teams:
+        idle.add_metric([label(t.team)], t.idle_gpus)
+        hours.add_metric([label(t.team)], t.idle_gpu_hours)
+    yield idle
+    yield hours

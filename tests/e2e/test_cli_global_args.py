@@ -266,3 +266,20 @@ def test_profiles_export_to_stdout_writes_no_file_named_dash(capsys, tmp_path):
 def test_sim_kubeconfig_out_dash_is_refused(capsys):
     line = one_line_exit_2(capsys, main(["sim", "serve", "--kubeconfig-out", "-"]))
     assert "--kubeconfig-out -" in line
+
+
+def test_the_programs_that_derive_read_utilisation_and_no_other():
+    from taudash.cli import parse_args
+
+    for argv in (["capacity"], ["status"], ["check"], ["serve"], ["demo"]):
+        assert parse_args(argv).reads_utilisation, argv
+    assert parse_args(["--prometheus", "http://p:9090", "status"]).prometheus == "http://p:9090"  # not hidden
+    assert not getattr(parse_args(["why", "train/job"]), "reads_utilisation", False)
+    assert parse_args([]).command is None  # the dashboard: no command, it reads utilisation too
+
+
+def test_a_bad_prometheus_url_is_exit_2_naming_the_flag(capsys, cli_env):
+    from taudash.cli import main
+
+    assert main(["capacity", "--demo", "--prometheus", "prometheus:9090"]) == 2
+    assert "--prometheus 'prometheus:9090': a Prometheus URL" in capsys.readouterr().err

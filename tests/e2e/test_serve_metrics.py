@@ -249,6 +249,25 @@ def test_the_demo_cluster_exports_what_status_reports_and_no_series_per_workload
     assert sum(len(f.samples) for f in reg.collect()) == before
 
 
+def test_idle_gpus_per_team_only_when_utilisation_is_known():
+    from taudash.engine.rules.utilisation import IdleTeam, UtilisationGpus, UtilisationView
+
+    assert not {n for n in names(registry_for(ClusterView())) if "utilisation" in n}  # off: nothing
+    unknown = registry_for(ClusterView(utilisation=UtilisationView(enabled=True, known=False, unknown_reason="down")))
+    assert unknown.get_sample_value("taudash_utilisation_known") == 0
+    assert "taudash_utilisation_idle_gpus" not in names(unknown)  # unknown is no series, never 0
+    known = registry_for(ClusterView(utilisation=UtilisationView(
+        enabled=True, known=True, unknown_reason="", gpus=UtilisationGpus(allocated=24, measured=24, idle=9,
+                                                                          unmeasured=0),
+        teams=[IdleTeam(team="research", idle_gpus=8, idle_gpu_hours=16.5, workloads=1),
+               IdleTeam(team="", idle_gpus=1, idle_gpu_hours=0.5, workloads=1)])))
+    assert known.get_sample_value("taudash_utilisation_known") == 1
+    assert known.get_sample_value("taudash_utilisation_allocated_gpus") == 24
+    assert series(known, "taudash_utilisation_idle_gpus") == {frozenset({("team", "research")}): 8,
+                                                             frozenset({("team", "")}): 1}
+    assert known.get_sample_value("taudash_utilisation_idle_gpu_hours", {"team": "research"}) == 16.5
+
+
 # --- --metrics ADDR ---------------------------------------------------------------------------------------
 
 

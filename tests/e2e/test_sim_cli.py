@@ -153,6 +153,43 @@ async def test_serve_with_users_gives_each_operator_a_context_and_an_identity(tm
         assert await asyncio.wait_for(proc.wait(), 10) == 0
 
 
+def test_bad_dcgm_exporter_options_are_exit_2(capsys):
+    assert main(["sim", "serve", "--idle-share", "0.5"]) == 2
+    assert "--idle-share: add --dcgm-exporter" in capsys.readouterr().err
+    assert main(["sim", "serve", "--dcgm-exporter", "--idle-share", "1.5"]) == 2
+    assert "--idle-share 1.5: a share from 0 to 1" in capsys.readouterr().err
+    assert main(["sim", "serve", "--dcgm-exporter", "70000"]) == 2
+    assert main(["sim", "serve", "--fleet", "1", "--dcgm-exporter"]) == 2
+
+
+async def test_serve_with_the_dcgm_exporter_serves_its_metrics(tmp_path):
+    import aiohttp
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "taudash.cli", "sim", "serve", "--no-controllers", "--dcgm-exporter",
+        "--idle-share", "1", "--kubeconfig-out", str(tmp_path / "kubeconfig"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO)
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            assert line, (await proc.stderr.read()).decode()
+            if line.startswith(b"dcgm:"):
+                break
+        text = line.decode()
+        url = text.split()[1]
+        allocated = int(text.split(" allocated")[0].rsplit(" ", 1)[1])
+        assert f"{allocated} of them idle: idle share 1" in text  # every allocated GPU idle
+        async with aiohttp.ClientSession() as http, http.get(url) as r:
+            body = await r.text()
+        util = [ln for ln in body.splitlines() if ln.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+        assert sum('pod="' in ln for ln in util) == allocated and all(ln.endswith(" 0") for ln in util)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(proc.wait(), 20)
+    assert code == 0
+
+
 def test_the_simulator_runs_on_the_real_clock_unless_asked_for_the_snapshots(capsys):
     parser = build_parser()
     assert parser.parse_args(["sim", "serve"]).clock == "now"

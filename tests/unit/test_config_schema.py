@@ -17,7 +17,7 @@ from taudash.config import ENV_NAMES, check_env_names, load_config
 from taudash.config.schema import key_paths, nearest
 from taudash.errors import UsageError
 
-CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage", "capacity"}
+CONFIG_KEYS = {"readOnly", "contexts", "fleet", "storage", "capacity", "utilisation"}
 
 
 def leaves(doc: dict, at: tuple[str, ...] = ()) -> set[str]:
@@ -107,7 +107,7 @@ MISSPELT = misspelt_docs()
 
 
 def test_there_is_a_misspelling_of_every_key_and_section():
-    assert len(MISSPELT) == len(key_paths()) + 4  # + the sections fleet, storage, capacity and contexts
+    assert len(MISSPELT) == len(key_paths()) + 5  # + the sections fleet, storage, capacity, utilisation, contexts
 
 
 @pytest.mark.parametrize(("where", "text", "meant"), MISSPELT, ids=[m[0] for m in MISSPELT])
@@ -132,7 +132,7 @@ def test_a_misspelt_key_is_refused_naming_its_path_the_nearest_key_and_the_line(
     ("fleet:\n  multiKueueClusters:\n    1: prod\n", "fleet.multiKueueClusters must map MultiKueueCluster names"),
     ("storage:\n  claims: data\n", "storage.claims must be a list of PersistentVolumeClaim names, not 'data'"),
     ("storage:\n  claims: [data, 3]\n", "storage.claims must be a list of PersistentVolumeClaim names, not a list"),
-    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage, capacity) (line 1)"),
+    ("colour: blue\n", "unknown key colour (known here: readOnly, contexts, fleet, storage, capacity, utilisation) (line 1)"),
     ("read_only: true\n", "unknown key read_only (did you mean readOnly?)"),
 ])
 def test_a_wrong_type_or_an_unknown_key_without_a_near_one_is_refused(tmp_path, text, said):
@@ -200,3 +200,48 @@ def test_the_schema_is_not_built_without_a_config_file(tmp_path):
     (tmp_path / "taudash" / "config.yaml").write_text("readOnly: false\n")
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-1] == "True"
+
+
+# --- utilisation: Prometheus for GPU utilisation ------------------------------------------------------------------
+
+
+def test_the_utilisation_section_sets_the_prometheus_reading(tmp_path):
+    from taudash.config import PrometheusSettings
+
+    cfg, _ = load(tmp_path, "utilisation:\n  prometheus: http://prom:9090\n  idleBelowPercent: 10\n"
+                         "  intervalSeconds: 30\n  timeoutSeconds: 3\n")
+    assert cfg.utilisation == PrometheusSettings(url="http://prom:9090", idle_below_percent=10.0,
+                                                 interval_seconds=30.0, timeout_seconds=3.0)
+    assert load(tmp_path, "readOnly: false\n")[0].utilisation == PrometheusSettings()  # absent: off
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("utilisation:\n  prometheus: prom:9090\n", "utilisation.prometheus 'prom:9090': a Prometheus URL"),
+    ("utilisation:\n  idleBelowPercent: 150\n", "utilisation.idleBelowPercent must be a percentage from 0 to 100"),
+    ("utilisation:\n  intervalSeconds: 1\n", "utilisation.intervalSeconds must be a number of seconds from 5"),
+])
+def test_a_bad_utilisation_setting_is_refused(tmp_path, text, said):
+    with pytest.raises(UsageError) as caught:
+        load(tmp_path, text)
+    assert said in str(caught.value) and "config file" in str(caught.value)
+
+
+def test_the_prometheus_flag_wins_over_the_config_file_and_builds_one_feed_per_url():
+    from types import SimpleNamespace
+
+    from taudash.config import PrometheusSettings, rule_config
+
+    def args(flag: str | None, url: str = "") -> SimpleNamespace:
+        return SimpleNamespace(system_namespace="tau-system", pvc=[], prometheus=flag,
+                               utilisation_settings=PrometheusSettings(url=url, interval_seconds=3600.0))
+
+    assert rule_config(args(None)).utilisation.feed is None  # neither: off
+    from_file = rule_config(args(None, "http://127.0.0.1:1")).utilisation.feed
+    assert from_file is not None and from_file.url == "http://127.0.0.1:1"
+    flagged = rule_config(args("http://127.0.0.1:2", "http://127.0.0.1:1")).utilisation.feed
+    assert flagged is not None and flagged.url == "http://127.0.0.1:2"
+    assert rule_config(args("http://127.0.0.1:2")).utilisation.feed is flagged  # one feed per URL and settings
+    with pytest.raises(UsageError, match="--prometheus 'ftp://x': a Prometheus URL"):
+        rule_config(args("ftp://x"))
+    elsewhere = SimpleNamespace(**vars(args(None, "http://127.0.0.1:1")), command="whatif")
+    assert rule_config(elsewhere).utilisation.feed is None  # a program without --prometheus never queries it

@@ -58,9 +58,17 @@ def test_every_registered_rule_reads_only_what_it_declares_on_the_demo(rule):
     """Each rule with one declared kind taken away fails on the demo snapshot for at least one of its
     kinds (the guard is live for every rule), and the registry as declared derives it whole."""
     from taudash.engine.rules.base import RuleConfig
+    from taudash.engine.rules.gpu_usage import UtilisationConfig, UtilisationReading
+
+    class Feed:  # a Prometheus reading of no GPU: utilisation on, so that its rule reads the store
+        url = "http://prometheus:9090"
+        rounds = 1
+
+        def latest(self) -> UtilisationReading:
+            return UtilisationReading(at=NOW, known=True, series=1)
 
     store = load_snapshot(DEMO).store
-    config = RuleConfig(storage_claims=("blob-training",))
+    config = RuleConfig(storage_claims=("blob-training",), utilisation=UtilisationConfig(feed=Feed()))
     IncrementalDeriver(store, config, rules=RULES).view(NOW)  # as declared: no UndeclaredRead
     refused = []
     for kind in sorted(rule.reads):
