@@ -31,3 +31,9 @@ def clean(value: object, multiline: bool = False) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """"1 queue", "3 queues" ("2 Topologies" with many="Topologies")."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def place(position: object) -> str:
+    """A 0-based queue position (Kueue's visibility API, the JSON contract) as a person counts it: 0 → "#1"
+    (next in line); "?" when it is not a number."""
+    return f"#{position + 1}" if isinstance(position, int) and not isinstance(position, bool) else "?"

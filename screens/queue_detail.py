@@ -40,7 +40,9 @@ from taudash.engine.rules.queue_order import (
 )
 from taudash.engine.rules.why import WorkloadWaitReport, why_waiting_report, workload_requests
 from taudash.engine.session import Frame, Session
+from taudash.engine.text import place
 from taudash.engine.view import ClusterView
+from taudash.engine.wait_words import report_lines
 
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
@@ -124,41 +126,19 @@ def pending_state(wl, now: datetime, tones: Tones) -> tuple[Text, Text]:
 
 
 def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
-    """The wait report as text (what `taudash why` prints, shortened)."""
+    """The wait report as text: the same words `taudash why` prints (engine/wait_words.py), styled."""
     if report is None:
         return Text("the Workload is no longer in the store", style=tones.unknown)
+    styles = {"heading": tones.heading, "muted": tones.muted, "warn": tones.warn, "bold": "bold", "": ""}
     d = report.to_contract()
-    w, q = d["workload"], d["queue"]
     t = span("Why is ", tones.heading)
-    t.append(lit(f"{w['namespace']}/{w['name']}", "bold"))
+    t.append(lit(f"{d['workload']['namespace']}/{d['workload']['name']}", "bold"))
     t.append(" waiting?\n", style=tones.heading)
-    t.append(lit(f"priority {w['priority']} · status {w['status']}" + ("" if w["active"] else " · INACTIVE")))
-    t.append("\n")
-    source = "from Kueue's visibility API" if q["positionSource"] == FROM_API else q["positionSource"]
-    pos = f"unknown ({q['positionNote'] or 'not readable'})" if q["positionInClusterQueue"] is None else (
-        f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue ({source})")
-    t.append(lit(f"queue {q['localQueue'] or '-'} → {q['clusterQueue'] or '-'} · position {pos}"))
-    t.append("\n\n")
-    t.append("reasons\n", style=tones.heading)
-    for r in d["reasons"]:
-        t.append(f" {r['rank']:>2} ", style=tones.muted)
-        t.append(lit(f"{r['severity']:<8} {r['code']:<22} ", "bold"))
-        t.append(lit(r["message"]))
-        t.append("\n")
-    short = [f for f in d["flavors"] if f["mode"] != "NotMatching"]
-    if short:
-        t.append("\nquota  requested / available now / max ever\n", style=tones.heading)
-        for f in short:
-            t.append(lit(f"  {f['flavor']}/{f['resource']}: {f['requested']} / {f['available'] or 'unknown'} / "
-                         f"{f['potentialAvailable'] or 'unknown'}  [{f['mode']}]"))
+    for i, line in enumerate(report_lines(d, ahead_shown=10)):
+        if i:
             t.append("\n")
-    if d["ahead"]:
-        t.append(f"\nahead ({len(d['ahead'])})\n", style=tones.heading)
-        for a in d["ahead"][:10]:
-            t.append(lit(f"  {a['position']:>3} {a['namespace']}/{a['name']}  priority {a['priority']}"))
-            t.append("\n")
-    t.append("\npreemption ", style=tones.heading)
-    t.append(lit(d["preemption"]["message"]))
+        for style, text in line:
+            t.append(lit(text, styles.get(style, "")))
     return t
 
 
@@ -194,7 +174,7 @@ class QueueDetailScreen(DashScreen):
     HELP = """\
 ClusterQueue detail: one queue's pending Workloads in Kueue's order, and its admitted ones.
 
-PENDING    #: position in the ClusterQueue (0 = the next head), #lq: position in its LocalQueue,
+PENDING    #: position in the ClusterQueue (#1 = the next head), #lq: position in its LocalQueue,
            priority (with any priority boost), age, requested GPUs, state and the QuotaReserved
            reason. Positions come from Kueue's visibility API when this session can ask it;
            otherwise they are estimated from the objects (priority, then queue-order time) and
@@ -305,6 +285,9 @@ esc    back"""
                 title.append(lit(f" · {len(pos.items)} pending", tones.muted))
         self.query_one("#qd-title", Static).update(title)
         table = self.query_one("#qd-pending", KeyedTable)
+        # what an empty list means: not asked yet, asked and empty, or not known (the API refused)
+        table.empty_text = ("fetching positions…" if pos is None else
+                            "no pending Workloads" if pos.items is not None else f"positions unknown: {pos.label}")
         key = (id(pos), tones)
         if key != self._pending_for:  # new positions: one lazy row per item
             self._pending_for, self._pending_view = key, frame.view
@@ -348,8 +331,8 @@ esc    back"""
         label = Text(f"{ns}/", style=tones.muted)
         label.append(lit(name))
         return (
-            str(item.get("positionInClusterQueue", "?")),
-            str(item.get("positionInLocalQueue", "?")),
+            place(item.get("positionInClusterQueue")),
+            place(item.get("positionInLocalQueue")),
             label,
             lit(item.get("localQueueName") or ""),
             str(item.get("priority", "?")),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..model import ZERO, ClusterQueue, Cohort, LocalQueue, Namespace, Quantity, ResourceFlavor, Workload
+from ..model import ZERO, ClusterQueue, Cohort, LocalQueue, Namespace, Pod, Quantity, ResourceFlavor, Workload
 from ..model.fast import ContainerRequests, PodSet, PodSetPodSpec
 from ..model.kueue import ResourceQuota
 from ..model.names import DEACTIVATED_BY_ANNOTATION as DEACTIVATED_BY
@@ -33,6 +33,8 @@ from ..quota import (
     quotas_of,
     remove_usage,
 )
+from ..text import plural
+from ..units import amount
 from .base import QuantityField, RuleContext, ViewModel
 from .capacity import TOPOLOGY_FAILED, topology_wait
 from .queue_order import (
@@ -558,8 +560,8 @@ def _flavor_row(fr: FlavorResource, req: Quantity, not_matching: bool, quota: Re
 
 
 def _short_text(rows: list[FlavorQuota]) -> str:
-    text = "; ".join(f"{f.flavor}/{f.resource} requested {f.requested}, available {f.available} ({f.shortfall} more "
-                     "needed)"
+    text = "; ".join(f"{f.flavor}/{f.resource} requested {amount(f.resource, f.requested)}, available "
+                     f"{amount(f.resource, f.available)} ({amount(f.resource, f.shortfall)} more needed)"
                      for f in rows)
     if any(f.available is not None and f.available.negative for f in rows):
         text += (" (a negative availability: quota was lowered below what is already reserved; Kueue does not evict "
@@ -833,7 +835,8 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
             reasons.append(_reason(
                 "ExceedsMaxQuota", Severity.BLOCKING,
                 "the request exceeds the most this queue can ever reserve (nominal + borrowable within limits): "
-                + "; ".join(f"{f.flavor}/{f.resource} requested {f.requested} > max {f.potential_available}"
+                + "; ".join(f"{f.flavor}/{f.resource} requested {amount(f.resource, f.requested)} > most "
+                            f"{amount(f.resource, f.potential_available)}"
                             for f in rows),
                 flavors=[f"{f.flavor}/{f.resource}" for f in rows]))
         elif node is not None and "Short" in a.modes:
@@ -877,7 +880,7 @@ def why_waiting_report(ctx: RuleContext, namespace: str, name: str, *, inputs: Q
                         head=f"{head.namespace}/{head.name}", fitsItself=a.fits))
             if pos_cq > 0 and not any(r.code == "HeadOfLineBlocked" for r in reasons):
                 reasons.append(_reason("QueuedBehind", Severity.INFO,
-                                       f"{pos_cq} Workload(s) ahead in ClusterQueue {cq.name} "
+                                       f"{plural(pos_cq, 'Workload')} ahead in ClusterQueue {cq.name} "
                                        f"({order.strategy}: those that fit are admitted first)", count=pos_cq))
         requeue = wl.status.requeue_state
         if requeue is not None and in_backoff(wl, ctx.now):
@@ -967,3 +970,19 @@ __all__ = [
     "why_waiting_report",
     "workload_requests",
 ]
+
+
+def workloads_for(ctx: RuleContext, namespace: str, name: str) -> list[tuple[str, str]]:
+    """What a name that is not a Workload's may mean: the Workloads owned by an object of that name (a Job,
+    RayJob, JobSet, … — Kueue names a Workload after its owner, with a suffix), or by a Pod's owner when
+    it is a Pod's name. [(owner "Kind/name", Workload name)], sorted; empty when nothing matches."""
+    owners = {name}
+    pod = ctx.store.get(Pod, name, namespace)
+    if pod is not None:
+        owners.update(ref.name for ref in pod.metadata.owner_references)
+    found = []
+    for wl in ctx.store.list(Workload, namespace):
+        ref = wl.owner
+        if ref is not None and ref.name in owners:
+            found.append((f"{ref.kind}/{ref.name}", wl.metadata.name))
+    return sorted(found)

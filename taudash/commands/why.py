@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from taudash.engine.model import LocalQueue, Workload
 from taudash.engine.rules.base import RuleContext
 from taudash.engine.rules.queue_order import MAX_LIMIT, QueuePositions, is_pending, parse_time
-from taudash.engine.rules.why import why_waiting_report
+from taudash.engine.rules.why import why_waiting_report, workloads_for
 from taudash.engine.store import Store
 from taudash.engine.text import clean
+from taudash.engine.wait_words import plain, report_lines
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from ..live import synced_cluster
@@ -19,7 +20,6 @@ from ..loading import load_from_args, report_issues
 from .options import add_source_args, rule_config
 
 AHEAD_SHOWN = 20
-SOURCE_WORDS = {"visibility": "from Kueue's visibility API", "estimated": "estimated"}
 
 
 def register(sub) -> None:
@@ -46,18 +46,23 @@ def run(args) -> int:
         import asyncio
 
         # A live cluster: Kueue's visibility API is asked for the ClusterQueue's positions.
-        report, unreadable, issues = asyncio.run(_live_report(args, namespace, name))
+        report, unreadable, candidates, issues = asyncio.run(_live_report(args, namespace, name))
     else:
         loaded = load_from_args(args)
         issues = loaded.issues
         # A snapshot is judged at its capture time (backoffs, ages).
         now = parse_time(loaded.source.observed_at) or datetime.now(UTC)
         ctx = RuleContext(store=loaded.store, now=now, config=rule_config(args))
+        name, candidates = _resolve(ctx, namespace, name)
         report = why_waiting_report(ctx, namespace, name)
         unreadable = ctx.unreadable("Workload")
     if report is None:
         why = f" (workloads unreadable: {unreadable[0][1]})" if unreadable else ""
-        raise UsageError(clean(f"Workload {namespace}/{name} not found{why}"))
+        hint = ""
+        if candidates:  # a Job's, RayJob's or Pod's name: the Workloads it owns
+            hint = "; it names " + ", ".join(f"{owner} → Workload {namespace}/{wl}" for owner, wl in candidates) + \
+                ": ask `taudash why` for one of those"
+        raise UsageError(clean(f"Workload {namespace}/{name} not found{why}{hint}"))
     data = report.to_contract()
     if issues is not None and data["queue"]["positionSource"] == "estimated" and not data["queue"]["positionNote"]:
         data["queue"]["positionNote"] = "a snapshot: no visibility API to ask"
@@ -78,8 +83,10 @@ async def _live_report(args, namespace: str, name: str):
     async with synced_cluster(getattr(args, "context", None), getattr(args, "kubeconfig", None),
                               getattr(args, "sync_timeout", 30.0)) as live:
         ctx = RuleContext(store=live.store, now=datetime.now(UTC), config=rule_config(args))
+        name, candidates = _resolve(ctx, namespace, name)
         positions = await _positions(live.store, live.source, namespace, name)
-        return why_waiting_report(ctx, namespace, name, positions=positions), ctx.unreadable("Workload"), None
+        return (why_waiting_report(ctx, namespace, name, positions=positions), ctx.unreadable("Workload"), candidates,
+                None)
 
 
 async def _positions(store: Store, source, namespace: str, name: str) -> QueuePositions | None:
@@ -99,50 +106,19 @@ def _check_source_flags(args) -> None:
         load_from_args(args)  # raises UsageError for the combination
 
 
-def _q(v) -> str:
-    return "unknown" if v is None else str(v)
+def _resolve(ctx: RuleContext, namespace: str, name: str) -> tuple[str, list[tuple[str, str]]]:
+    """The Workload a name means: itself when it is one; the one Workload a Job, RayJob or Pod of that name
+    owns (said on stderr); else the name unchanged, with the candidates when several match."""
+    if ctx.store.get(Workload, name, namespace) is not None:
+        return name, []
+    found = workloads_for(ctx, namespace, name)
+    if len(found) == 1:
+        owner, wl = found[0]
+        print(clean(f"taudash: {owner} → Workload {namespace}/{wl}"), file=sys.stderr)
+        return wl, []
+    return name, found
 
 
 def _print_table(d: dict) -> None:
-    # Every string here may come from the cluster: printed inert.
-    w, q = d["workload"], d["queue"]
-    owner = f"{w['owner']['kind']}/{w['owner']['name']}" if w["owner"] else "-"
-    print(clean(f"Workload {w['namespace']}/{w['name']}  owner {owner}  priority {w['priority']}  status {w['status']}"
-                + ("" if w["active"] else "  INACTIVE")))
-    if q["positionInClusterQueue"] is not None:
-        pos = f"{q['positionInClusterQueue']} in ClusterQueue, {q['positionInLocalQueue']} in LocalQueue " \
-            f"({SOURCE_WORDS.get(q['positionSource'], q['positionSource'])})"
-    elif q["positionSource"] == "unknown" and w["status"] == "pending":
-        pos = f"unknown ({q['positionNote'] or 'not readable'})"
-    else:
-        pos = "-"
-    print(clean(f"queue    {q['localQueue'] or '-'} -> {q['clusterQueue'] or '-'}  cohort {q['cohort'] or '-'}  "
-                f"{q['queueingStrategy'] or ''}  position {pos}"))
-    print("reasons:")
-    for r in d["reasons"]:
-        print(clean(f"  {r['rank']:>2} {r['severity']:<8} {r['code']:<22} {r['message']}"))
-    short = [f for f in d["flavors"] if f["mode"] != "NotMatching"]
-    if short:
-        print("quota (flavor/resource: requested / available now / max ever; nominal, borrowingLimit, cohort "
-              "lendable):")
-        for f in short:
-            print(clean(f"  {f['flavor']}/{f['resource']}: {f['requested']} / {_q(f['available'])} / "
-                        f"{_q(f['potentialAvailable'])}; nominal {f['nominal']}, borrowingLimit "
-                        f"{f['borrowingLimit'] or 'none'}, cohort {_q(f['cohortLendable'])}  [{f['mode']}]"))
-            for o in f["lendingLimitOfOthers"]:
-                print(clean(f"      {o['clusterQueue']} withholds {o['withheld']} (lendingLimit {o['lendingLimit']})"))
-            if f["mode"] != "Fit":
-                for h in f["reservedBy"]:
-                    print(clean(f"      held by {h['namespace']}/{h['name']} in {h['clusterQueue']}: {h['amount']} "
-                                f"(priority {h['priority']})"))
-    if d["ahead"]:
-        print(f"ahead ({len(d['ahead'])}):")
-        for a in d["ahead"][:AHEAD_SHOWN]:
-            owner = f"{a['owner']['kind']}/{a['owner']['name']}" if a["owner"] else "-"
-            print(clean(f"  {a['position']:>3} {a['namespace']}/{a['name']}  {owner}  priority {a['priority']}"))
-        if len(d["ahead"]) > AHEAD_SHOWN:
-            print(f"  ... {len(d['ahead']) - AHEAD_SHOWN} more (-o json lists them all)")
-    p = d["preemption"]
-    print(clean(f"preemption: {p['message']}"))
-    for c in p["candidates"]:
-        print(clean(f"  victim {c['namespace']}/{c['name']} in {c['clusterQueue']} (priority {c['priority']})"))
+    # Every string here may come from the cluster: report_lines prints it inert.
+    print(plain(report_lines(d, ahead_shown=AHEAD_SHOWN)))

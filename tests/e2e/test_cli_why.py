@@ -45,10 +45,29 @@ def test_demo_pending_workload_contract(capsys):
     assert p["possible"] is False and p["policy"]["withinClusterQueue"] == "LowerPriority"
 
 
-def test_table_output_names_the_reason(capsys):
+def test_table_output_speaks_in_an_operators_words(capsys):
     assert main(["why", PENDING, "--demo"]) == 0
     out = capsys.readouterr().out
-    assert "InsufficientQuota" in out and "position 1 in ClusterQueue" in out
+    # the JSON's 0-based position 1 is the second in line
+    assert "InsufficientQuota" in out and "position #2 in ClusterQueue, #2 in LocalQueue" in out
+    assert "   1. waits   InsufficientQuota" in out and " 11 " not in out  # numbered from 1, not by rank
+    assert "requested 8 GPUs, available now 4 GPUs, most ever 64 GPUs" in out
+    assert "requested 88 cores, available now 105.5 cores" in out and "105520m" not in out
+    assert "requested 1,600 GiB, available now 2,316.8 GiB" in out and "Ki" not in out
+    # short of GPUs, and preemption cannot help: said together, never "[Preempt]" beside "preemption: no"
+    assert "short now: waits for quota to be released (no preemption, see below)" in out
+    assert "[Preempt]" not in out and "preemption: no:" in out
+    assert "1 Workload ahead in ClusterQueue" in out and "(s)" not in out
+    assert "    #1 train/job-longctx-sft-h200-b-0aa54" in out
+
+
+def test_a_jobs_name_resolves_to_its_workload(capsys):
+    assert main(["why", "train/ctx-ablation-32k", "--demo"]) == 0
+    captured = capsys.readouterr()
+    assert "Job/ctx-ablation-32k → Workload train/job-ctx-ablation-32k-bc6fa" in captured.err
+    assert captured.out.startswith("Workload train/job-ctx-ablation-32k-bc6fa")
+    code, d = run_json(capsys, "train/ctx-ablation-32k", "--demo")
+    assert code == 0 and d["workload"]["name"] == "job-ctx-ablation-32k-bc6fa"
 
 
 def test_not_found_and_bad_name_exit_2_in_one_line(capsys):

@@ -42,7 +42,7 @@ async def test_served_positions_come_from_the_visibility_api(capsys):
         mine["positionInClusterQueue"], mine["positionInLocalQueue"])
     assert [a["name"] for a in d["ahead"]] == [
         i["metadata"]["name"] for i in items if i["positionInClusterQueue"] < mine["positionInClusterQueue"]]
-    assert f"position {mine['positionInClusterQueue']} in ClusterQueue" in table
+    assert f"position #{mine['positionInClusterQueue'] + 1} in ClusterQueue" in table  # 1-based in words
     assert "(from Kueue's visibility API)" in table
 
 
@@ -54,7 +54,7 @@ async def test_not_served_is_the_estimate_labelled(capsys):
     q = d["queue"]
     assert code == 0 and q["positionSource"] == "estimated" and "not served" in q["positionNote"]
     assert isinstance(q["positionInClusterQueue"], int) and len(d["ahead"]) == q["positionInClusterQueue"]
-    assert "LocalQueue (estimated)" in table
+    assert "LocalQueue (estimated from the objects)" in table
 
 
 async def test_forbidden_is_unknown_never_zero(capsys):

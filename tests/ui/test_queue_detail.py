@@ -55,7 +55,7 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
         pending = screen.query_one("#qd-pending", KeyedTable)
         assert pending.visible_keys() == expected_order(app) and len(pending.visible_keys()) == 5
         first = [c.plain for c in pending.get_row(pending.visible_keys()[0])]
-        assert first[0] == "0" and first[1] == "0" and "gpu" in first[6]
+        assert first[0] == "#1" and first[1] == "#1" and "gpu" in first[6]  # the head, counted from one
         title = plain(screen.query_one("#qd-title"))
         assert "estimated order" in title and "no visibility API" in title
         admitted = screen.query_one("#qd-admitted", KeyedTable)
@@ -70,7 +70,7 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
         assert await eventually(lambda: isinstance(app.screen, WhyScreen))
         ns_name = expected_order(app)[1][3:]
         text = plain(app.screen.query_one("#why-text"))
-        assert f"Why is {ns_name} waiting?" in text and "reasons" in text and "1 in ClusterQueue" in text
+        assert f"Why is {ns_name} waiting?" in text and "reasons" in text and "#2 in ClusterQueue" in text
         eta = estimate_wait(1, admission_times(app.session.store).get(CQ, []), NOW)
         assert f"likely admitted in {eta.text()}" in text
         await pilot.press("escape")
