@@ -18,6 +18,7 @@ from datetime import datetime
 from functools import partial
 from typing import cast
 
+from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -129,7 +130,8 @@ def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
     """The wait report as text: the same words `taudash why` prints (engine/wait_words.py), styled."""
     if report is None:
         return Text("the Workload is no longer in the store", style=tones.unknown)
-    styles = {"heading": tones.heading, "muted": tones.muted, "warn": tones.warn, "bold": "bold", "": ""}
+    styles: dict[str, Style | str] = {"heading": tones.heading, "muted": tones.muted, "warn": tones.warn,
+                                      "bold": "bold", "": ""}
     d = report.to_contract()
     t = span("Why is ", tones.heading)
     t.append(lit(f"{d['workload']['namespace']}/{d['workload']['name']}", "bold"))
