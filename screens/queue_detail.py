@@ -188,11 +188,12 @@ ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and wheth
 enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption) and
        when it is likely admitted: an 80% interval from the queue's recent admissions, or unknown
 l      open the highlighted Workload's LocalQueue (its own pending and admitted lists)
-o      open the ClusterQueue object (YAML)        r  fetch the positions again
+y      open the ClusterQueue object (YAML)        r  fetch the positions again
+o/O    sort by the next column / reverse it
 esc    back"""
 
     BINDINGS = [
-        Binding("o", "open_object", "object/YAML", show=False),
+        Binding("y", "open_object", "object/YAML", show=False),
         Binding("r", "refresh_positions", "refresh positions", show=False),
         Binding("l", "open_local_queue", "LocalQueue", show=False),
     ]
@@ -466,7 +467,7 @@ ADMITTED   this LocalQueue's Workloads holding quota: since when, flavors and GP
            the ClusterQueue is borrowing in those flavors.
 
 enter  on a pending Workload: why it waits, and when it is likely admitted
-c      open the ClusterQueue view             o  open the LocalQueue object (YAML)
+c      open the ClusterQueue view             y  open the LocalQueue object (YAML)
 r      fetch the positions again               esc  back"""
 
     BINDINGS = [

@@ -58,14 +58,15 @@ BLOCKERS     what keeps a Required route open, and the next step (e.g. delete a 
 IDENTITY     workload identity retained/revoked and researcher RoleBindings per namespace.
 STORAGE      configured claims; Ready proves RBAC and queues only — run a mount/read/write canary.
 
-enter  open the highlighted route or blocker     o  open the TauWorkspace object (YAML)
+enter  open the highlighted route or blocker     y  open the TauWorkspace object (YAML)
+o/O    sort by the next column / reverse it
 l      open the workspace's LocalQueue: its pending Workloads in Kueue's order and its admitted ones
 w      supervise the drain (a draining workspace only): opens the "new workflow" form; each blocker
        is deleted only after its own confirmation. In a read-only session it only says why it is disabled.
 esc    back"""
 
     BINDINGS = [
-        Binding("o", "open_object", "object/YAML", show=False),
+        Binding("y", "open_object", "object/YAML", show=False),
         Binding("w", "supervise_drain", "supervise drain…", show=False),
         Binding("l", "open_local_queue", "LocalQueue", show=False),
     ]

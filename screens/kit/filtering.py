@@ -13,6 +13,10 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from taudash.engine.rules.base import Severity
+
+SEVERITIES = tuple(s.value for s in Severity)  # what `sev:` may start with
+
 
 @dataclass(frozen=True)
 class RowMeta:
@@ -39,13 +43,17 @@ class Filter:
     labels: tuple[tuple[str, str, str | None], ...] = ()  # (key, op "="|"!="|"exists", value)
     severities: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
-    errors: tuple[str, ...] = field(default=())
+    errors: tuple[str, ...] = field(default=())  # every term it could not read (a half-typed `kind:` too)
+    invalid: tuple[str, ...] = field(default=())  # the terms that can match nothing (`sev:bogus`): said, not ignored
 
     @property
     def active(self) -> bool:
-        return bool(self.text or self.kinds or self.namespaces or self.labels or self.severities or self.rules)
+        return bool(self.text or self.kinds or self.namespaces or self.labels or self.severities or self.rules
+                    or self.invalid)
 
     def matches(self, meta: RowMeta, labels_of: LabelsOf | None = None) -> bool:
+        if self.invalid:  # a term that matches nothing: no row, and the table says why (never "all rows")
+            return False
         haystack = " ".join((meta.kind, meta.namespace or "", meta.name, meta.text)).lower()
         if any(t not in haystack for t in self.text):
             return False
@@ -83,6 +91,7 @@ def parse_filter(raw: str) -> Filter:
     sevs: list[str] = []
     rules: list[str] = []
     errors: list[str] = []
+    invalid: list[str] = []
     for term in terms:
         prefix, sep, value = term.partition(":")
         prefix = prefix.lower()
@@ -106,6 +115,9 @@ def parse_filter(raw: str) -> Filter:
             else:
                 labels.append((value, "exists", None))
         elif prefix in ("sev", "severity"):
+            if not any(s.startswith(value.lower()) for s in SEVERITIES):
+                invalid.append(f"unknown severity {value!r} (one of {', '.join(SEVERITIES)})")
+                continue
             sevs.append(value.lower())
         else:
             rules.append(value.lower())
@@ -117,5 +129,6 @@ def parse_filter(raw: str) -> Filter:
         labels=tuple(labels),
         severities=tuple(sevs),
         rules=tuple(rules),
-        errors=tuple(errors),
+        errors=tuple(errors + invalid),
+        invalid=tuple(invalid),
     )

@@ -437,7 +437,10 @@ class KeyedTable(DataTable):
         return self._sorted(out)
 
     def _placeholder(self) -> Row:
-        text = f"no rows match “{self._filter.raw}”" if self._rows else self.empty_text
+        if self._filter.invalid:
+            text = "filter: " + "; ".join(self._filter.invalid)
+        else:
+            text = f"no rows match “{self._filter.raw}”" if self._rows else self.empty_text
         at = next((i for i, c in enumerate(self.spec) if c.flex), 0)
         cells = [Text("")] * len(self.spec)
         cells[at] = Text(text, style="dim italic")

@@ -127,6 +127,23 @@ async def test_palette_opens_screen_and_object():
         assert app.current_mode == "multikueue"
 
 
+async def test_a_severity_no_finding_has_is_said_not_silently_empty():
+    app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("8")
+        found = table(app, "#all-findings")
+        assert await eventually(lambda: len(found.visible_keys()) > 0)
+        everything = found.visible_keys()
+        await pilot.press("slash")
+        app.screen.query_one(FilterBar).value = "sev:bogus"
+        assert await eventually(lambda: found.visible_keys() == [])
+        cells = " ".join(str(c) for c in found.get_row_at(0))
+        assert "filter: unknown severity 'bogus' (one of critical, warning, info)" in cells
+        app.screen.query_one(FilterBar).value = "sev:warn"  # a real one: its rows
+        assert await eventually(lambda: found.visible_keys() != [])
+        assert set(found.visible_keys()) < set(everything)
+
+
 async def test_filter_terms_enter_keeps_escape_clears():
     app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -200,7 +217,7 @@ async def test_drill_down_and_back():
         # the number of the current screen returns to its top from any depth
         await pilot.press("enter")
         await pilot.pause()
-        await pilot.press("o")  # the workspace detail's key for the TauWorkspace object and its YAML
+        await pilot.press("y")  # the workspace detail's key for the TauWorkspace object and its YAML (o sorts)
         await pilot.pause()
         assert isinstance(app.screen, ObjectDetailScreen) and app.screen.ref.kind == "TauWorkspace"
         await pilot.press("4")

@@ -77,7 +77,8 @@ async def test_queues_to_cluster_queue_to_local_queue_and_back(tmp_path):
         mine = next(e for e in order if key(e) == f"wl:{SECOND}")
         assert rows.visible_keys() == [f"wl:{SECOND}"]
         cells = [c.plain for c in rows.get_row(f"wl:{SECOND}")]
-        assert cells[:2] == [str(mine.position_in_cluster_queue), "0"] and mine.position_in_cluster_queue > 0
+        # counted from one: the JSON's 0-based positions shown as #N
+        assert cells[:2] == [f"#{mine.position_in_cluster_queue + 1}", "#1"] and mine.position_in_cluster_queue > 0
         title = plain(lq.query_one("#qd-title"))
         assert "LocalQueue train/second → ClusterQueue tau-ws-train" in title and "estimated order" in title
         assert lq.query_one("#qd-admitted", KeyedTable).visible_keys() == []  # nothing of `second` holds quota
@@ -89,13 +90,13 @@ async def test_queues_to_cluster_queue_to_local_queue_and_back(tmp_path):
         rows = lq.query_one("#qd-pending", KeyedTable)
         assert rows.visible_keys() == [key(e) for e in jobq] and len(jobq) == 5
         shown = [[c.plain for c in rows.get_row(key(e))][:2] for e in jobq]
-        assert shown == [[str(e.position_in_cluster_queue), str(i)] for i, e in enumerate(jobq)]
+        assert shown == [[f"#{e.position_in_cluster_queue + 1}", f"#{i + 1}"] for i, e in enumerate(jobq)]
         holders = {f"adm:{w.namespace}/{w.name}" for w in app.session.store.list("Workload")
                    if w.quota_reserved and not w.finished and w.namespace == "train"
                    and w.spec.queue_name == "jobqueue"}
         assert set(lq.query_one("#qd-admitted", KeyedTable).visible_keys()) == holders and holders
-        # o: the LocalQueue object; c: its ClusterQueue view; esc each time back where it came from
-        await pilot.press("o")
+        # y: the LocalQueue object; c: its ClusterQueue view; esc each time back where it came from
+        await pilot.press("y")
         assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen))
         assert ((app.screen.ref.kind, app.screen.ref.namespace, app.screen.ref.name)
                 == ("LocalQueue", "train", "jobqueue"))
@@ -156,7 +157,7 @@ async def test_local_queue_view_asks_the_local_queue_endpoint_and_unknown_is_not
         assert calls == [(CQ, None), (None, ("train", "jobqueue"))]  # the LocalQueue endpoint for the LocalQueue view
         rows = lq.query_one("#qd-pending", KeyedTable)
         assert rows.visible_keys() == [key(e) for e in reversed(order)]  # Kueue's order, not the estimate
-        assert [c.plain for c in rows.get_row(key(order[-1]))][:2] == ["10", "0"]
+        assert [c.plain for c in rows.get_row(key(order[-1]))][:2] == ["#11", "#1"]
         assert "from Kueue's visibility API" in plain(lq.query_one("#qd-title"))
         answer["pos"] = QueuePositions(CQ, ("train", "jobqueue"), UNKNOWN, "Forbidden", None,
                                        "visibility API forbidden (HTTP 403)")

@@ -75,10 +75,13 @@ async def test_estimated_order_without_a_visibility_api_and_the_keys():
         assert f"likely admitted in {eta.text()}" in text
         await pilot.press("escape")
         assert await eventually(lambda: isinstance(app.screen, QueueDetailScreen))
-        # r fetches again (a second worker run), o opens the ClusterQueue object, esc goes back
+        # r fetches again (a second worker run), o sorts (as on every screen), y opens the ClusterQueue object
         await pilot.press("r")
         assert await eventually(lambda: screen.fetches >= 2)
         await pilot.press("o")
+        assert await eventually(lambda: screen.query_one("#qd-pending", KeyedTable).sort_column is not None)
+        assert isinstance(app.screen, QueueDetailScreen)
+        await pilot.press("y")
         assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen))
         assert app.screen.ref.kind == "ClusterQueue" and app.screen.ref.name == CQ
         await pilot.press("escape")

@@ -127,6 +127,11 @@ def test_filter_grammar():
     assert m('"tau-ws-eval"')
     assert parse_filter('unbalanced "quo').text == ("unbalanced", "quo")  # a half-typed quote never breaks it
     assert parse_filter("kind:").errors and not parse_filter("kind:").active
+    # a severity no finding has is said, never silently nothing (nor silently everything)
+    bogus = parse_filter("sev:bogus")
+    assert bogus.active and bogus.invalid == ("unknown severity 'bogus' (one of critical, warning, info)",)
+    assert not m("sev:bogus") and not m("llm sev:bogus")
+    assert not parse_filter("sev:c").invalid and not parse_filter("severity:INFO").invalid
 
 
 def test_clean_makes_control_characters_visible():
