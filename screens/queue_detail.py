@@ -277,10 +277,10 @@ esc    back"""
                 self.cq_name = lq.spec.cluster_queue
         q = next((x for x in frame.view.cluster_queues if x.name == self.cq_name), None)
         title = self._title(q, tones)
-        title.append("\npositions: ", style=tones.muted)
-        pos = self.positions
+        title.append("\n")
+        pos = self.positions  # its label says "positions …" or "estimated order": no prefix to repeat it
         if pos is None:
-            title.append("fetching…", style=tones.muted)
+            title.append("fetching positions…", style=tones.muted)
         else:
             style = "" if pos.source == FROM_API else tones.warn if pos.source == ESTIMATED else tones.unknown
             title.append(lit(pos.label, style))
@@ -290,7 +290,7 @@ esc    back"""
         table = self.query_one("#qd-pending", KeyedTable)
         # what an empty list means: not asked yet, asked and empty, or not known (the API refused)
         table.empty_text = ("fetching positions…" if pos is None else
-                            "no pending Workloads" if pos.items is not None else f"positions unknown: {pos.label}")
+                            "no pending Workloads" if pos.items is not None else pos.label)
         key = (id(pos), tones)
         if key != self._pending_for:  # new positions: one lazy row per item
             self._pending_for, self._pending_view = key, frame.view

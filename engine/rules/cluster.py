@@ -8,6 +8,7 @@ from datetime import datetime
 from ..model import BY_KIND, Condition, TauCluster, TauTeam
 from ..store import Access, AccessState
 from .base import Finding, RuleContext, Severity, ViewModel, finding
+from .eta import human
 from .workspaces import ConditionRow
 
 
@@ -100,7 +101,9 @@ def access_findings(ctx: RuleContext) -> list[Finding]:
         if since is not None:
             at = datetime.fromtimestamp(since, tz=ctx.now.tzinfo or datetime.now().astimezone().tzinfo)
             zone = "Z" if at.utcoffset() is not None and not at.utcoffset() else ""
-            when = f" since {at.strftime('%H:%M:%S')}{zone} ({int(max(0.0, ctx.now.timestamp() - since))} s)"
+            lost = ctx.now.timestamp() - since
+            # "(0 s)" reads as "no time at all": the first second of an outage is "just now"
+            when = f" since {at.strftime('%H:%M:%S')}{zone} ({'just now' if lost < 1 else 'for ' + human(lost)})"
         return [
             finding(
                 Severity.CRITICAL,

@@ -187,9 +187,13 @@ class StepConfirmScreen(TypedConfirm[bool | str]):
         r = self.request
         parts: list[RenderableType] = []
         if r.notes:  # first and in full (they wrap): e.g. which admitted Workloads HoldAndDrain evicts
-            parts.append(span("WHAT THIS MEANS", tones.heading))
+            # one mark for the step, not one per note: a ⚠ on every line stops being read
+            head = span("WHAT THIS MEANS", tones.heading)
+            if r.destructive:
+                head.append("  ⚠", style=tones.bad)
+            parts.append(head)
             for n in r.notes:
-                note = span("⚠ " if r.destructive else "ℹ ", tones.bad if r.destructive else tones.warn)
+                note = span("• ", tones.muted)
                 note.append(lit(n, tones.bad if r.destructive else tones.warn))
                 parts.append(note)
         targets = targets_of(r.operations)

@@ -72,14 +72,24 @@ def run_demo(args) -> int:
     return asyncio.run(_demo(args))
 
 
-def demo_kubeconfig() -> Path:
-    """Where the demo writes its cluster's kubeconfig: the same private path every run (a 0700
-    directory under the state dir; the file is 0600, it holds the bearer token), so a second terminal
-    can keep `export KUBECONFIG=` pointing at it."""
+def demo_kubeconfig() -> tuple[Path, int | None]:
+    """Where the demo writes its cluster's kubeconfig, and the lock that keeps it: the same private path
+    every run (a 0700 directory under the state dir; the file is 0600, it holds the bearer token), so a
+    second terminal can keep `export KUBECONFIG=` pointing at it. While one demo runs it holds that path
+    (an flock on `kubeconfig.lock`); a second demo beside it writes `kubeconfig-<pid>` instead of
+    overwriting the first's; each removes its own file when it ends."""
+    import fcntl
+
     d = state_dir() / "demo"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(d, 0o700)
-    return d / "kubeconfig"
+    fd = os.open(d / "kubeconfig.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return d / f"kubeconfig-{os.getpid()}", None
+    return d / "kubeconfig", fd
 
 
 def reach_notice(kubeconfig: Path) -> str:
@@ -90,9 +100,17 @@ def reach_notice(kubeconfig: Path) -> str:
 
 
 async def _demo(args) -> int:
+    path, lock = demo_kubeconfig()
+    try:
+        return await _demo_at(args, path)
+    finally:
+        if lock is not None:
+            os.close(lock)  # the lock goes with the file descriptor
+
+
+async def _demo_at(args, path: Path) -> int:
     from taudash.sim.server import SimServer
 
-    path = demo_kubeconfig()
     async with SimServer(DEMO_SNAPSHOT, simulate=True, speed=args.speed, seed=args.seed, kueue_version="0.19",
                          kubeconfig=path, real_clock=getattr(args, "clock", "now") == "now") as sim:
         try:

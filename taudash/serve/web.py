@@ -309,6 +309,7 @@ PAGE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <title>{title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/css/xterm.css">
 <style>
 @font-face {{ font-family: "Roboto Mono"; src: url("/static/fonts/RobotoMono-VariableFont_wght.ttf"); }}

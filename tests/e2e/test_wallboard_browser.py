@@ -102,6 +102,8 @@ async def test_the_wallboard_in_a_real_browser(chromium, tmp_path, monkeypatch):
         try:
             page = browser.pages[0] if browser.pages else await browser.new_page()
             await page.add_init_script(HOOK)
+            failed: list[str] = []  # every request the page made that the wallboard did not answer (a 404 icon…)
+            page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
             await page.goto(server.url())
 
             # the overview: pool figures, and the header says READ-ONLY with the reason
@@ -178,6 +180,7 @@ async def test_the_wallboard_in_a_real_browser(chromium, tmp_path, monkeypatch):
             assert not server.session.actions.writable and server.session.actions.api_client is None
             # one engine: the browser tabs added no watch at the simulator
             assert watch_requests(sim) == watches
+            assert failed == []
         finally:
             await browser.close()
     assert sorted(p.name for p in out.iterdir())[:2] == ["1-overview.png", "2-pool.png"]
