@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -202,6 +205,13 @@ def render_table(view: ClusterView) -> Group:
     return Group(*parts)
 
 
+# Piped or redirected output is read by grep, awk and people's editors: nothing is wrapped or cut there. Only a
+# terminal's width shapes the table (Rich would otherwise assume 80 columns for a pipe).
+UNBOUNDED = 100_000
+
+
 def print_table(view: ClusterView, width: int | None = None) -> None:
+    if width is None and not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        width = UNBOUNDED
     console = Console(width=width, soft_wrap=False, highlight=False)
     console.print(render_table(view))

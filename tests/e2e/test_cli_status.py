@@ -122,3 +122,18 @@ def test_queue_rows_show_deactivated_workloads(tmp_path, capsys):
     header = next(line for line in lines if line.startswith("clusterqueue"))
     row = next(line for line in lines if line.startswith("tau-ws-train"))
     assert header.split()[-1] == "inact" and row.split()[-1] == "1"
+
+
+def test_a_piped_table_is_never_wrapped_or_cut(monkeypatch, capsys):
+    """grep and awk read whole lines: off a terminal every name and message stays on its one line; COLUMNS
+    (or a terminal) still sets a width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["status", "--demo", "-o", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    blocker = "wait for Workload eval/job-mmlu-sweep-17-def97 to finish, or cancel its owner Job eval/mmlu-sweep-17, " \
+              "before completing the retarget of workspace eval"
+    assert any(blocker in line for line in lines)
+    assert max(len(line) for line in lines) > 120
+    monkeypatch.setenv("COLUMNS", "80")  # asked for a width: it is kept
+    assert main(["status", "--demo", "-o", "table"]) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 80
