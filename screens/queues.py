@@ -28,13 +28,17 @@ from .kit.kueue_facts import kueue_facts
 from .kit.messages import NewWorkflow, OpenQueue
 from .kit.presenters import refuse_read_only
 from .kit.text import Tones, lit, span
+from .widgets.columns import fold
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
+
+# the widest a resource name is shown on one line in the cohort pane ("ephemeral-storage" and the GPUs fit)
+RESOURCE_ROOM = 24
 
 COLS = [
     Col("name", "cohort / cluster queue", 16, ident=True),
     Col("stop", "stop", 14),
-    Col("active", "Active", 24),
+    Col("active", "Active", 14, flex=True),  # a condition's reason: cut first ("…"), whole in the pane below
     Col("counts", "pnd·rsv·adm", 11, right=True),
     Col("inactive", "inact", 5, right=True),
     Col("nominal", "nom", 4, right=True),
@@ -398,15 +402,20 @@ w       workflow for the highlighted ClusterQueue (a cohort: its member queues):
             head.append(lit(c.team))
         head.end = "\n"
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1), header_style=tones.muted)
-        for col in ("flavor", "resource", "nominal", "lent in", "subtree", "reserved", "used", "borrowed", "available"):
-            t.add_column(col, justify="left" if col in ("flavor", "resource") else "right",
-                         no_wrap=col not in ("flavor", "resource"), overflow="fold",
-                         min_width={"flavor": 9, "resource": 12}.get(col))
+        # The flavor heads its resources on a row of its own: the resource names keep the width a flavor column
+        # would take (at 100 columns "ephemeral-storage" stays whole); only a name longer than the room left
+        # wraps, after a separator (fold), never a number.
+        names = [r.name for fl in c.flavors for r in fl.resources]
+        t.add_column("flavor · resource", justify="left", overflow="fold",
+                     min_width=min(RESOURCE_ROOM, max((len(n) + 2 for n in names), default=8)))
+        for col in ("nominal", "lent in", "subtree", "reserved", "used", "borrowed", "available"):
+            t.add_column(col, justify="right", no_wrap=True)
         for fl in c.flavors:
-            for i, r in enumerate(fl.resources):
+            t.add_row(lit(short_flavor(fl.name), "bold"))
+            for r in fl.resources:
                 u = unit_for((r.nominal, r.member_nominal, r.subtree_quota, r.reserved, r.used, r.borrowed,
                               r.available))
-                t.add_row(lit(short_flavor(fl.name) if i == 0 else ""), lit(r.name), in_unit(r.nominal, u),
+                t.add_row(fold(lit(f"  {r.name}"), RESOURCE_ROOM), in_unit(r.nominal, u),
                           in_unit(r.member_nominal, u), in_unit(r.subtree_quota, u), in_unit(r.reserved, u),
                           in_unit(r.used, u), Text(in_unit(r.borrowed, u), style=tones.accent if r.borrowed else ""),
                           Text(in_unit(r.available, u), style=tones.bad if r.available < ZERO else ""))
