@@ -49,18 +49,25 @@ def _unknown(t: Text, why: str, tones: Tones) -> Text:
     return t
 
 
-def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False, spark: bool = True) -> Table:
+SHORT_HEIGHT = 26  # rows below which the Overview drops its explanatory lines for the findings
+
+
+def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = False, spark: bool = True,
+               used: bool = True) -> Table:
+    """The pool's rows; `used` False drops the used column (a narrow terminal: reserved is beside it, the Pool
+    screen has both) so no figure is ever cut."""
     view = frame.view
     unknown = unknown_reason(frame, POOL_KINDS) is not None
     t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1), header_style=tones.muted)
     names = [short_flavor(f.name) if short else f.name for f in view.pool.flavors]
     # the flavor is what a row is about: whole, the figures give way first
     t.add_column("flavor", no_wrap=True, min_width=max((len(n) for n in names), default=6))
-    t.add_column("nodes", justify="right")
-    t.add_column("GPUs", justify="right")
+    t.add_column("nodes", justify="right", no_wrap=True)
+    t.add_column("GPUs", justify="right", no_wrap=True)
     t.add_column("reserved of budget" if spark else "reserved", no_wrap=True)
     t.add_column("", justify="right", no_wrap=True)
-    t.add_column("used", justify="right")
+    if used:
+        t.add_column("used", justify="right", no_wrap=True)
     t.add_column("headroom", justify="right", no_wrap=True)
     if spark:
         t.add_column("last 30 min", no_wrap=True)
@@ -79,7 +86,7 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
             name.append(" (gone)", style=tones.warn)
         if unknown:  # the last figures read are not shown as if they held now
             q = span("?", tones.unknown)
-            t.add_row(name, q, q, bar(None, None, bar_width, tones), q, q, q,
+            t.add_row(name, q, q, bar(None, None, bar_width, tones), q, *([q] if used else []), q,
                       *([sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v)] if spark else []))
             continue
         t.add_row(
@@ -88,7 +95,7 @@ def pool_table(frame: Frame, tones: Tones, bar_width: int = 16, short: bool = Fa
             qty(f.inventory, gpu),
             bar(res_v, bud_v, bar_width, tones),
             f"{qty(f.reserved, gpu) if f.reserved.get(gpu or '') is not None else '0'} / {qty(budget, gpu)}",
-            qty(f.used, gpu) if f.used.get(gpu or "") is not None else "0",
+            *([qty(f.used, gpu) if f.used.get(gpu or "") is not None else "0"] if used else []),
             head_t,
             *([sparkline(frame.history.get(f.name, ()), tones, ceiling=bud_v)] if spark else []),
         )
@@ -265,9 +272,12 @@ click        a tile opens its screen (pool → 2, workspaces/drains → 4, profi
             wide, narrow = self.size.width >= 110, self.size.width < 80
             # a narrow terminal drops the sparkline (2 Pool has it) so the figures stay whole
             pool.update(pool_table(frame, tones, bar_width=16 if wide else 6 if narrow else 12, short=not wide,
-                                   spark=not narrow))
+                                   spark=not narrow, used=not narrow))
         note = self.query_one("#ov-pool-note", Static)
-        note.display = bool(view.pool.flavors)
+        # a short terminal keeps room for the findings (the note is the Pool screen's too; `?` explains it)
+        short_term = self.size.height < SHORT_HEIGHT
+        note.display = bool(view.pool.flavors) and not short_term
+        self.query_one("#ov-borrow", Static).display = not short_term
         note.update(Text("  inventory is allocatable capacity, not free capacity · a reservation is not proof that "
                          "work runs",
                          style=tones.muted))

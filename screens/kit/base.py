@@ -133,6 +133,12 @@ class DashScreen(Screen):
             self.frame = None
             self._shown_signature = None
 
+    def on_resize(self, event: events.Resize) -> None:
+        # What a screen draws depends on its size (columns dropped, lines hidden): a resized terminal gets the
+        # frame drawn for its new size now, not at the next tick (the signature holds the size).
+        if self.frame is not None and self._is_on_screen():
+            self.show(self.frame)
+
     def _is_on_screen(self) -> bool:
         try:
             return self.app.screen is self

@@ -127,6 +127,21 @@ async def test_palette_opens_screen_and_object():
         assert app.current_mode == "multikueue"
 
 
+async def test_a_short_narrow_terminal_still_lists_findings_and_cuts_no_figure():
+    """60×20: the Overview drops its explanatory lines (note, borrowing) so finding rows show, and the pool
+    table drops the used column instead of cutting a node count; at 120×36 both are back."""
+    app = dashboard_app(now=NOW)
+    async with app.run_test(size=(60, 20)) as pilot:
+        found = table(app, "#findings")
+        assert await eventually(lambda: found.visible_keys() and found.region.height >= 3)
+        pool = plain(app.screen.query_one("#ov-pool"))
+        assert "18/18" in pool and "used" not in pool and "…" not in pool
+        assert not app.screen.query_one("#ov-pool-note").display and not app.screen.query_one("#ov-borrow").display
+        await pilot.resize_terminal(120, 36)
+        assert await eventually(lambda: app.screen.query_one("#ov-borrow").display)
+        assert await eventually(lambda: "used" in plain(app.screen.query_one("#ov-pool")))
+
+
 async def test_a_severity_no_finding_has_is_said_not_silently_empty():
     app = dashboard_app(FIXTURES / "ui-demo.yaml", now=NOW, demo=False)
     async with app.run_test(size=(120, 36)) as pilot:
