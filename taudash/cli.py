@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import cast
 
 from taudash.engine.text import clean
 
 from . import __version__
-from .commands import register_all
+from .commands import LazyCommands, load_all, register_all
 from .commands.options import DASHBOARD, add_global_options, add_prometheus_arg, merge_global_options
 from .errors import EXIT_BAD_INPUT, EXIT_OK, Unreachable, UsageError
 
@@ -20,7 +21,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, every_command: bool = False) -> argparse.ArgumentParser:
+    """The parser; a command's own parser is built when that command is parsed, or now with `every_command`."""
     p = _Parser(
         prog="taudash",
         description="Operator console for TauGrid GPU clusters. Without a command, opens the dashboard.",
@@ -29,7 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_global_options(p, DASHBOARD)
     add_prometheus_arg(p, command=False)  # the dashboard (no command); commands that derive take it too
     p.set_defaults(_repeatable=frozenset({"context"}))  # the dashboard over several clusters: a fleet
-    register_all(p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
+    sub = cast(LazyCommands, p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                              action=LazyCommands))
+    register_all(sub)
+    if every_command:
+        load_all(sub)
     return p
 
 

@@ -10,7 +10,7 @@ from .options import add_source_args
 
 
 def register(sub) -> None:
-    b = sub.add_parser("bench", help="measure sync, derivation, UI and memory on a synthetic fleet-scale cluster")
+    b = sub.add_parser("bench")
     add_source_args(b, frozenset({"read_only"}))  # the bench brings its own cluster and never writes to one
     b.add_argument("--size", choices=sorted(SIZES), default="S", type=str.upper,
                    help="S: 100 nodes/2k Workloads, M: 1k/20k, L: 5k/100k, XL: 10k/200k (default S)")

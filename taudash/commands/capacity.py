@@ -27,7 +27,6 @@ DOMAINS_SHOWN = 6
 def register(sub) -> None:
     p = sub.add_parser(
         "capacity",
-        help="what can start now: free GPUs per flavor, node and topology domain, GPU health, gang slots",
         description="Free GPUs per GPU flavor (allocatable less the requests of bound, non-terminal Pods, on "
         "healthy or degraded schedulable nodes), the GPUs that unhealthy, unknown-health, cordoned and NotReady "
         "nodes hold, and, for a shape (--gpus-per-worker, --workers, --placement), how many such gangs fit at "

@@ -24,7 +24,7 @@ from .options import add_prometheus_arg, add_source_args, rule_config
 
 
 def register(sub) -> None:
-    d = sub.add_parser("demo", help="open the dashboard on the embedded simulated cluster")
+    d = sub.add_parser("demo")
     d.add_argument("--status", action="store_true", help="print the status once instead of opening the dashboard")
     d.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     add_source_args(d, frozenset({"read_only", "system_namespace", "pvc", "demo"}))

@@ -19,10 +19,7 @@ from .options import add_source_args
 
 
 def register(sub) -> None:
-    e = sub.add_parser(
-        "export",
-        help="write a ClusterSnapshot file (objects as served + access states; never Secrets; mode 0600)",
-    )
+    e = sub.add_parser("export")
     # A snapshot holds the raw objects: no rules run, so --system-namespace/--pvc do not apply.
     add_source_args(e, frozenset({"read_only", "context", "kubeconfig", "snapshot", "demo"}))
     e.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the snapshot ('-': stdout)")

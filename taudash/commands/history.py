@@ -23,7 +23,7 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def register(sub) -> None:
-    h = sub.add_parser("history", help="what the dashboard recorded: preemptions, admission waits, the file")
+    h = sub.add_parser("history")
     add_source_args(h, shown=False)
     hs = h.add_subparsers(dest="history_command", metavar="WHAT", required=True)
     p = hs.add_parser("preemptions", help="the preemption log: who was preempted, by whom, where, why, when")

@@ -4,10 +4,14 @@ line), what each kind of command may use, and the settings they give (read-only 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
-from ..config import ReadOnly, resolve_read_only
-from ..config import rule_config as rule_config  # the commands import it from here
 from ..errors import UsageError
+
+if TYPE_CHECKING:  # the config (and the engine's model it imports) loads when a command runs, not to parse
+    from taudash.engine.rules.base import RuleConfig
+
+    from ..config import ReadOnly
 
 # The global options, declared once. Every (sub)parser accepts all of them, so an option means the
 # same before or after a command; each parser stores them under its own dest (`_g<n>_<name>`) and
@@ -117,6 +121,15 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
 
 def read_only_of(args: argparse.Namespace, context: str | None = None) -> ReadOnly:
     """Every source asking for read-only mode for this command (flag, env, config file)."""
+    from ..config import resolve_read_only
+
     return resolve_read_only(bool(getattr(args, "read_only", False)), context)
+
+
+def rule_config(args: Any) -> RuleConfig:
+    """The rules' settings for this command line (the commands import it from here; taudash/config builds it)."""
+    from .. import config
+
+    return config.rule_config(args)
 
 

@@ -98,7 +98,7 @@ def cmd_verify(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("profiles", help="workload profiles: select, export a ready snapshot, verify a snapshot")
+    p = sub.add_parser("profiles")
     add_source_args(p, frozenset(), shown=False)  # global options may also stand between the two words
     psub = p.add_subparsers(dest="profiles_command", metavar="SUBCOMMAND", required=True)
 

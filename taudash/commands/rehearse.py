@@ -17,7 +17,7 @@ from .options import LOCAL, add_source_args
 
 
 def register(sub) -> None:
-    p = sub.add_parser("rehearse", help="rehearsal reports: what a workflow would do, predicted on a simulated fork",
+    p = sub.add_parser("rehearse",
                        description="Rehearsals are made with `taudash workflow start … --rehearse`; reports are kept "
                        "under the state directory (docs/rehearsal.md: the RehearsalReport contract).")
     add_source_args(p, frozenset(), shown=False)

@@ -11,7 +11,7 @@ DEFAULT_INTERVAL = 2.0  # seconds between derivations
 
 
 def register(sub) -> None:
-    s = sub.add_parser("serve", help="run headless: derive the view on a timer, export Prometheus metrics")
+    s = sub.add_parser("serve")
     add_source_args(s)
     add_prometheus_arg(s)
     s.add_argument("--metrics", metavar="ADDR",

@@ -75,8 +75,7 @@ def add_clock_arg(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sim", help="the simulated TauGrid cluster (Kubernetes API on loopback)",
-                       description="The simulated TauGrid cluster.")
+    p = sub.add_parser("sim", description="The simulated TauGrid cluster.")
     add_source_args(p, frozenset(), shown=False)
     ssub = p.add_subparsers(dest="sim_command", metavar="SUBCOMMAND", parser_class=type(p))
     s = ssub.add_parser("serve", help="run the simulated cluster's API server until Ctrl-C", description=_SERVE_HELP,

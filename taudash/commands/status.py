@@ -17,14 +17,14 @@ from .options import add_prometheus_arg, add_source_args, rule_config
 
 
 def register(sub) -> None:
-    s = sub.add_parser("status", help="print the derived cluster status (the output contract)")
+    s = sub.add_parser("status")
     add_source_args(s)
     add_prometheus_arg(s)
     s.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     _fleet_args(s)
     s.set_defaults(func=cmd_status)
 
-    c = sub.add_parser("check", help="exit 1 when any critical finding exists (for alerts and scripts)")
+    c = sub.add_parser("check")
     add_source_args(c)
     add_prometheus_arg(c)
     c.add_argument("-v", "--verbose", action="store_true", help="list warnings and info findings too")

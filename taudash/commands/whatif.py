@@ -18,7 +18,6 @@ from .options import SOURCE, add_source_args, rule_config
 def register(sub) -> None:
     p = sub.add_parser(
         "whatif",
-        help="what if I submit this Job/RayJob/Deployment/Workload: flavor, admission, position, wait, preemptions",
         description="Forks the cluster (a live context over a read-only connection, a --snapshot or --demo) into "
         "an in-process simulator, adds the object and runs Kueue's admission forward in simulated time. Nothing is "
         "written to the cluster. Prints a WhatIfPrediction (docs/whatif.md). Exit 0 when the object is admissible, "

@@ -25,7 +25,6 @@ AHEAD_SHOWN = 20
 def register(sub) -> None:
     p = sub.add_parser(
         "why",
-        help="why is a Workload waiting: ranked reasons, quota per flavor, the Workloads ahead, preemption",
         description="Prints a WorkloadWaitReport (docs/queue-insight.md). On a live cluster the positions come "
         "from Kueue's visibility API when it is served (positionSource: visibility), else they are estimated "
         "from the objects (estimated); forbidden: unknown (null, never 0). Fits are estimates from the objects; "

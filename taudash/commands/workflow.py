@@ -56,8 +56,7 @@ exit codes: 0 the run completed, or was aborted on request (`workflow abort`);
 def register(sub) -> None:
     import argparse
 
-    w = sub.add_parser("workflow", help="guided operations: hold/release queues, catalog change, rollback, drain",
-                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    w = sub.add_parser("workflow", epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_source_args(w, frozenset(), shown=False)  # global options may stand between the words too
     wsub = w.add_subparsers(dest="wf_command", metavar="ACTION", required=True)
 
