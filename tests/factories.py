@@ -719,14 +719,17 @@ def small_world(*objects: dict, namespaces: Iterable[str] = ("team-a", "team-b")
 
 
 def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: bool = True, tick: float = 3600.0,
-                  on_demand=None, queue_positions=None, history_reader=None):
+                  on_demand=None, queue_positions=None, history_reader=None, precompose: bool = False):
     """The dashboard over a snapshot file, its clock frozen at `now`; a long tick by default (the first frame is
     derived at mount, so nothing changes while a snapshot SVG is taken).
 
     writable=False: the session `taudash --snapshot` opens (read-only; the path shown relative to the repository,
     observed at the capture time). writable=True: the demo cluster as `taudash demo` shows it (source `sim`, events
     just in, a write path that nothing in a UI test confirms). `on_demand`, `queue_positions`: the session's reads
-    on demand (a live program's); `history_reader`: the cluster's history handle a live program gives it."""
+    on demand (a live program's); `history_reader`: the cluster's history handle a live program gives it.
+    precompose: the other screens composed in the background as the programs do — off here, a snapshot or key
+    test shows one screen, and composing the rest beside it only slows the test (tests/ui/test_app_precompose.py
+    holds that a precomposed screen draws as one composed on its first visit)."""
     from taudash.app import TaudashApp
     from taudash.engine.actions import Actions
     from taudash.engine.session import Session
@@ -739,12 +742,12 @@ def dashboard_app(path=DEMO, *, now: datetime, writable: bool = False, demo: boo
         src = SourceInfo(type="snapshot", context=r.context, path=shown, observed_at=r.captured_at)
         session = Session(r.store, src, demo=demo, on_demand=on_demand, queue_positions=queue_positions,
                           history_reader=history_reader)
-        return TaudashApp(session, clock=lambda: now, tick=tick)
+        return TaudashApp(session, clock=lambda: now, tick=tick, precompose=precompose)
     r.store.last_event_at = now.timestamp() - 0.8
     session = Session(r.store, SourceInfo(type="sim", context=r.context, path="https://127.0.0.1:6443"), demo=demo,
                       actions=Actions.live(object(), "operator", r.context, None), on_demand=on_demand,
                       queue_positions=queue_positions, history_reader=history_reader)
-    return TaudashApp(session, clock=lambda: now, tick=tick)
+    return TaudashApp(session, clock=lambda: now, tick=tick, precompose=precompose)
 
 
 # --- object lists -----------------------------------------------------------------------------------------------

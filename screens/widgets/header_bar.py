@@ -78,6 +78,7 @@ class HeaderBar(Widget):
     """
     _shown: tuple = (None, None, None)  # the left, right and problems content last shown
     _pending: Frame | None = None  # a frame that arrived before the children were composed
+    _frame: Frame | None = None  # the last frame shown (drawn again at a new width)
 
     def on_mount(self) -> None:
         pending, self._pending = self._pending, None
@@ -92,7 +93,14 @@ class HeaderBar(Widget):
             yield Static("", id="hb-right")
         yield Static("", id="hb-problems")
 
+    def on_resize(self) -> None:
+        # What the left side says depends on the header's width (the capture time from 140 columns): the
+        # last frame again at the width the layout gave, whenever that came after the frame.
+        if self._frame is not None:
+            self.show(self._frame)
+
     def show(self, frame: Frame) -> None:
+        self._frame = frame
         if not self.query("#hb-problems"):
             # Not composed yet (a screen composed in the background, or one closing while the app exits):
             # the frame is shown once the children exist.
