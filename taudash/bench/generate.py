@@ -85,7 +85,7 @@ CLASSES = (
 GPU_SHAPES = ((1, "10", "180Gi"), (2, "20", "360Gi"), (4, "44", "800Gi"), (8, "88", "1600Gi"))
 # Workers of a Job's or RayJob's gang (one Pod each, on a node of its flavor): most run one, a training gang
 # several, so L holds the ~150k Pods of the issue (docs/benchmarks.md counts them per size).
-WORKERS = (1, 1, 2, 2, 4, 8)
+WORKERS = (1, 2, 2, 4, 8)
 
 
 def flavor_name(gpu_class: str) -> str:
