@@ -443,10 +443,10 @@ def _domain_values(n: Node, levels: Iterable[str]) -> dict[str, str]:
 
 def _flavor(name: str, cls: str, nodes: list[_NodeRow], levels: tuple[str, ...], pods_known: bool,
             workloads: Mapping[str, Workload], asked: Shape | None, shapes: list[ProfileShape],
-            node_views: list[CapacityNode] | None = None) -> CapacityFlavor:
-    """One flavor's figures from its node rows (sorted by name); `node_views`: the rows' views when the
-    caller keeps them (the incremental part, engine/rules/capacity_part.py)."""
-    hosts = _hosts(nodes)
+            node_views: list[CapacityNode] | None = None, hosts: list[HostRoom] | None = None) -> CapacityFlavor:
+    """One flavor's figures from its node rows (sorted by name); `node_views` and `hosts`: the rows' views and
+    rooms when the caller keeps them (the incremental part, engine/rules/capacity_part.py)."""
+    hosts = _hosts(nodes) if hosts is None else hosts
     fits = _fits(asked, "", hosts, nodes, pods_known, workloads) if asked is not None else None
     return CapacityFlavor(
         name=name, gpu_class=cls, levels=[LEVEL_NAMES.get(lv, lv) for lv in levels],
@@ -492,8 +492,15 @@ def _gpu_counts(nodes: list[_NodeRow], pods_known: bool) -> GpuCounts:
 
 def _hosts(nodes: list[_NodeRow]) -> list[HostRoom]:
     """The nodes with free GPUs, as the gang rules see them."""
-    return [HostRoom(r.node.name, r.free, {LEVEL_NAMES[lv]: r.node.labels.get(lv, "") for lv in LEVEL_NAMES
-                                           if lv != HOSTNAME_LABEL}) for r in nodes if r.free > 0]
+    return [h for h in map(host_room, nodes) if h is not None]
+
+
+def host_room(r: _NodeRow) -> HostRoom | None:
+    free = r.free
+    if free <= 0:
+        return None
+    return HostRoom(r.node.name, free, {LEVEL_NAMES[lv]: r.node.labels.get(lv, "") for lv in LEVEL_NAMES
+                                        if lv != HOSTNAME_LABEL})
 
 
 @dataclass

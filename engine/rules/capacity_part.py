@@ -32,19 +32,19 @@ from .capacity import (
     _flavor,
     _flavor_findings,
     _flavor_tolerations,
-    _hosts,
     _levels,
     _NodeRow,
     _owner,
     _topology_waits,
     capacity_view,
     gpus_of,
+    host_room,
     node_view,
     pending_gang,
     pod_gpus,
     profile_shapes,
 )
-from .gang import Shape
+from .gang import HostRoom, Shape
 from .gpu_health import GPU_RESOURCE, NodeHealth, node_health
 
 
@@ -78,7 +78,8 @@ class CapacityPart(RulePart):
         self._best: dict[str, Workload] = {}  # owner uid → the one the view names (the last by key)
         self._wl_uid: dict[Key, str] = {}  # Workload → the uid it is admitted under
         self._gangs: dict[Key, Workload] = {}  # pending gangs (topology requests)
-        self._views: dict[str, CapacityNode] = {}
+        self._views: dict[str, tuple[CapacityNode, HostRoom | None]] = {}  # a node's view and room
+        self._hosts: dict[str, list[HostRoom]] = {}  # class → rooms of its nodes with free GPUs
         self._rows: dict[str, list[_NodeRow]] = {}  # class → rows, by node name
         self._bare: dict[str, CapacityFlavor] = {}  # class → flavor without Workload names
         self._dressed: dict[str, tuple[CapacityFlavor, list[Finding]]] = {}
@@ -257,19 +258,25 @@ class CapacityPart(RulePart):
             self._bare.pop(cls, None)
             self._dressed.pop(cls, None)
             self._rows.pop(cls, None)
+            self._hosts.pop(cls, None)
             members = self._classes.get(cls)
             if not members:
                 continue
             rows = self._rows[cls] = [self._row(n) for n in sorted(members)]
             views = []
+            hosts = []
             for r in rows:
-                v = self._views.get(r.node.name)
-                if v is None or r.node.name in nodes:
-                    v = self._views[r.node.name] = node_view(r, True)
-                views.append(v)
+                known = self._views.get(r.node.name)
+                if known is None or r.node.name in nodes:
+                    known = self._views[r.node.name] = (node_view(r, True), host_room(r))
+                views.append(known[0])
+                if known[1] is not None:
+                    hosts.append(known[1])
+            self._hosts[cls] = hosts
             name = FLAVOR_PREFIX + cls
             self._bare[cls] = _flavor(name, cls, rows, _levels(self._flavors.get(name), self._topologies), True, {},
-                                      None, [s for s in self._shapes if not s.flavors or name in s.flavors], views)
+                                      None, [s for s in self._shapes if not s.flavors or name in s.flavors], views,
+                                      hosts)
         for cls in classes | dress:
             if cls in self._bare:
                 flavor = self._dress(self._bare[cls])
@@ -308,7 +315,7 @@ class CapacityPart(RulePart):
         """Each flavor's room for one shape (what a topology wait reads: counts and the best domain)."""
         return CapacityView(flavors=[
             CapacityFlavor(name=FLAVOR_PREFIX + cls, gpu_class=cls,
-                           fits=_fits(sh, "", _hosts(rows), rows, True, {}, with_blockers=False))
+                           fits=_fits(sh, "", self._hosts[cls], rows, True, {}, with_blockers=False))
             for cls, rows in sorted(self._rows.items())])
 
 
