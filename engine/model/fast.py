@@ -508,9 +508,9 @@ def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
             _force(meta, "labels", hit)
         refs = meta.owner_references
         if refs:  # the workers of one job have the same owner: equal lists become one
-            key = tuple(refs)
-            hit = _OWNERS.get(key)
-            if hit is None:
+            okey = tuple(refs)
+            same = _OWNERS.get(okey)
+            if same is None:
                 if len(_OWNERS) >= 20_000:
                     _OWNERS.clear()
                 for ref in refs:
@@ -518,8 +518,8 @@ def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
                     _force(ref, "api_version", _intern(ref.api_version))
                     _force(ref, "name", _intern(ref.name))
                     _force(ref, "uid", _intern(ref.uid))
-                hit = _OWNERS[key] = refs
-            _force(meta, "owner_references", hit)
+                same = _OWNERS[okey] = refs
+            _force(meta, "owner_references", same)
         if not meta.annotations:  # never mutated: stored objects are read-only
             _force(meta, "annotations", _NO_ANNOTATIONS)
         if not meta.finalizers:
