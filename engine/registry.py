@@ -20,7 +20,8 @@ from .model.kinds import DRAIN_KINDS
 from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
 from .rules.base import Finding, Rule, RuleContext, ViewField
 from .rules.capacity import READS as CAPACITY_READS
-from .rules.capacity import CapacityView, derive_capacity
+from .rules.capacity import CapacityView
+from .rules.capacity_part import CapacityPart
 from .rules.claims import ClaimsPart, ClaimView, local_queue_print, workload_print
 from .rules.cluster import (
     AccessEntry,
@@ -127,7 +128,7 @@ RULES: tuple[Rule, ...] = (
     # Claims go stale with the clock alone: every view; the Workload scan only when what it reads moved.
     Rule("claims", frozenset({"Lease", "Workload", "LocalQueue"}), (ViewField("claims", list[ClaimView], []),),
          part=ClaimsPart, every_view=True, fingerprints={"Workload": workload_print, "LocalQueue": local_queue_print}),
-    Rule("capacity", CAPACITY_READS, (ViewField("capacity", CapacityView, CapacityView()),), derive=derive_capacity,
+    Rule("capacity", CAPACITY_READS, (ViewField("capacity", CapacityView, CapacityView()),), part=CapacityPart,
          fingerprints={"Workload": capacity_workload_print}),
     # Readings from Prometheus arrive on their own cadence: every view asks the feed (an unchanged one costs nothing).
     Rule("utilisation", UTILISATION_READS, (ViewField("utilisation", UtilisationView, UtilisationView()),),

@@ -467,6 +467,8 @@ def _shared_list(cache: _Shared, raw: msgspec.Raw) -> Any:
 
 
 _STATUSES: dict[tuple[Any, ...], PodStatus] = {}
+_LABELS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_OWNERS: dict[tuple[Any, ...], list[Any]] = {}
 _NO_ANNOTATIONS: dict[str, str] = {}
 _NO_FINALIZERS: list[str] = []
 
@@ -494,13 +496,30 @@ def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
         if meta.creation_timestamp:
             _force(meta, "creation_timestamp", _intern(meta.creation_timestamp))
         labels = meta.labels
-        for k, v in labels.items():
-            labels[k] = _intern(v)
-        for ref in meta.owner_references:
-            _force(ref, "kind", _intern(ref.kind))
-            _force(ref, "api_version", _intern(ref.api_version))
-            _force(ref, "name", _intern(ref.name))
-            _force(ref, "uid", _intern(ref.uid))
+        if labels:  # the Pods of one job carry equal labels: equal dicts become one (never mutated once stored)
+            key = tuple(labels.items())
+            hit = _LABELS.get(key)
+            if hit is None:
+                if len(_LABELS) >= 20_000:
+                    _LABELS.clear()
+                for k, v in labels.items():
+                    labels[k] = _intern(v)
+                hit = _LABELS[key] = labels
+            _force(meta, "labels", hit)
+        refs = meta.owner_references
+        if refs:  # the workers of one job have the same owner: equal lists become one
+            okey = tuple(refs)
+            same = _OWNERS.get(okey)
+            if same is None:
+                if len(_OWNERS) >= 20_000:
+                    _OWNERS.clear()
+                for ref in refs:
+                    _force(ref, "kind", _intern(ref.kind))
+                    _force(ref, "api_version", _intern(ref.api_version))
+                    _force(ref, "name", _intern(ref.name))
+                    _force(ref, "uid", _intern(ref.uid))
+                same = _OWNERS[okey] = refs
+            _force(meta, "owner_references", same)
         if not meta.annotations:  # never mutated: stored objects are read-only
             _force(meta, "annotations", _NO_ANNOTATIONS)
         if not meta.finalizers:
@@ -509,7 +528,7 @@ def _pods(wire: list[_WirePod], api_version: str) -> list[Pod]:
                        init_containers=_shared_list(_CONTAINERS, sp.init_containers), overhead=sp.overhead,
                        tolerations=_shared_list(_TOLERATIONS, sp.tolerations),
                        priority_class_name=_intern(sp.priority_class_name))
-        append(Pod(api_version=w.api_version or api_version, kind=w.kind, metadata=meta, spec=spec,
+        append(Pod(api_version=_intern(w.api_version or api_version), kind=w.kind, metadata=meta, spec=spec,
                    status=_shared_status(w.status)))
     return out
 

@@ -18,7 +18,7 @@ with its parent, and `node_pods()` lists the Pods on one node for a drill-down.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -387,17 +387,19 @@ def topology_wait(ctx: RuleContext, wl: Workload, flavors: Iterable[str], kueue:
                         best_free=best[0] if best else None, best_domain=best[2] if best else "", from_kueue=said)
 
 
-def _topology_waits(ctx: RuleContext, view: CapacityView) -> list[TopologyWait]:
+def _topology_waits(ctx: RuleContext, view: CapacityView, pending: Iterable[Workload] | None = None,
+                    shaped: Callable[[Shape], CapacityView] | None = None) -> list[TopologyWait]:
     """The pending Workloads (not admitted, quota not reserved) that no domain can place now, on the flavor
-    their pod template selects by GPU class (else every GPU flavor)."""
+    their pod template selects by GPU class (else every GPU flavor). `pending`: the candidates when the caller
+    keeps them (else every Workload); `shaped`: the view with a shape's fits (else `capacity_view`)."""
     if ctx.unreadable("Workload"):
         return []
     out = []
     by_shape: dict[Shape, CapacityView] = {}  # one capacity pass per distinct shape
-    for wl in ctx.store.list(Workload):
-        sets = wl.spec.pod_sets
-        if not sets or not any(ps.topology_request for ps in sets) or wl.quota_reserved or wl.finished:
+    for wl in ctx.store.list(Workload) if pending is None else pending:
+        if not pending_gang(wl):
             continue
+        sets = wl.spec.pod_sets
         c = wl.condition("QuotaReserved")
         kueue = {"reason": c.reason} if c is not None else None
         cls = next((ps.template.spec.node_selector.get(GPU_CLASS_LABEL) for ps in sets
@@ -405,11 +407,17 @@ def _topology_waits(ctx: RuleContext, view: CapacityView) -> list[TopologyWait]:
         flavors = [FLAVOR_PREFIX + cls] if cls else [f.name for f in view.flavors]
         sh = workload_shape(wl)
         if sh is not None and sh not in by_shape:
-            by_shape[sh] = capacity_view(ctx, sh)[0]
+            by_shape[sh] = capacity_view(ctx, sh)[0] if shaped is None else shaped(sh)
         found = topology_wait(ctx, wl, flavors, kueue, by_shape.get(sh) if sh is not None else None)
         if found is not None:
             out.append(found)
     return sorted(out, key=lambda w: (w.namespace, w.name))
+
+
+def pending_gang(wl: Workload) -> bool:
+    """A Workload that asks to keep its pod sets in one topology domain and waits for quota."""
+    sets = wl.spec.pod_sets
+    return bool(sets) and any(ps.topology_request for ps in sets) and not wl.quota_reserved and not wl.finished
 
 
 def _admitted_by_owner(ctx: RuleContext, uids: set[str]) -> dict[str, Workload]:
@@ -434,9 +442,31 @@ def _domain_values(n: Node, levels: Iterable[str]) -> dict[str, str]:
 
 
 def _flavor(name: str, cls: str, nodes: list[_NodeRow], levels: tuple[str, ...], pods_known: bool,
-            workloads: Mapping[str, Workload], asked: Shape | None, shapes: list[ProfileShape]) -> CapacityFlavor:
+            workloads: Mapping[str, Workload], asked: Shape | None, shapes: list[ProfileShape],
+            node_views: list[CapacityNode] | None = None, hosts: list[HostRoom] | None = None) -> CapacityFlavor:
+    """One flavor's figures from its node rows (sorted by name); `node_views` and `hosts`: the rows' views and
+    rooms when the caller keeps them (the incremental part, engine/rules/capacity_part.py)."""
+    hosts = _hosts(nodes) if hosts is None else hosts
+    fits = _fits(asked, "", hosts, nodes, pods_known, workloads) if asked is not None else None
+    return CapacityFlavor(
+        name=name, gpu_class=cls, levels=[LEVEL_NAMES.get(lv, lv) for lv in levels],
+        gpus=_gpu_counts(nodes, pods_known),
+        nodes=node_views if node_views is not None else [node_view(r, pods_known) for r in nodes],
+        domains=_domains(nodes, levels, pods_known), fits=fits,
+        shapes=[_fits(s.shape, s.profile, hosts, nodes, pods_known, workloads) for s in shapes])
+
+
+def node_view(r: _NodeRow, pods_known: bool) -> CapacityNode:
+    h = r.health
+    return CapacityNode(
+        name=r.node.name, allocatable=r.allocatable, requested=r.requested if pods_known else None,
+        free=r.free if pods_known else None, health=h.health, reasons=list(h.reasons), schedulable=h.schedulable,
+        domains={k: r.node.labels.get(lbl, "") for lbl, k in LEVEL_NAMES.items() if k in CONTRACT_LEVELS},
+        pods=len(r.holders))
+
+
+def _gpu_counts(nodes: list[_NodeRow], pods_known: bool) -> GpuCounts:
     g = GpuCounts().model_dump()
-    node_views = []
     for r in nodes:
         h, a = r.health, r.allocatable
         if r.health.deleting:
@@ -455,21 +485,22 @@ def _flavor(name: str, cls: str, nodes: list[_NodeRow], levels: tuple[str, ...],
                 g["degraded"] += a
             if h.blocking_taints:
                 g["tainted"] += a
-        node_views.append(CapacityNode(
-            name=r.node.name, allocatable=a, requested=r.requested if pods_known else None,
-            free=r.free if pods_known else None, health=h.health, reasons=list(h.reasons), schedulable=h.schedulable,
-            domains={k: r.node.labels.get(lbl, "") for lbl, k in LEVEL_NAMES.items() if k in CONTRACT_LEVELS},
-            pods=len(r.holders)))
     if not pods_known:
         g["requested"] = g["free"] = None
-    level_names = [LEVEL_NAMES.get(lv, lv) for lv in levels]
-    hosts = [HostRoom(r.node.name, r.free, {LEVEL_NAMES[lv]: r.node.labels.get(lv, "") for lv in LEVEL_NAMES
-                                            if lv != HOSTNAME_LABEL}) for r in nodes if r.free > 0]
-    fits = _fits(asked, "", hosts, nodes, pods_known, workloads) if asked is not None else None
-    return CapacityFlavor(
-        name=name, gpu_class=cls, levels=level_names, gpus=GpuCounts(**g), nodes=node_views,
-        domains=_domains(nodes, levels, pods_known), fits=fits,
-        shapes=[_fits(s.shape, s.profile, hosts, nodes, pods_known, workloads) for s in shapes])
+    return GpuCounts(**g)
+
+
+def _hosts(nodes: list[_NodeRow]) -> list[HostRoom]:
+    """The nodes with free GPUs, as the gang rules see them."""
+    return [h for h in map(host_room, nodes) if h is not None]
+
+
+def host_room(r: _NodeRow) -> HostRoom | None:
+    free = r.free
+    if free <= 0:
+        return None
+    return HostRoom(r.node.name, free, {LEVEL_NAMES[lv]: r.node.labels.get(lv, "") for lv in LEVEL_NAMES
+                                        if lv != HOSTNAME_LABEL})
 
 
 @dataclass
@@ -507,7 +538,7 @@ def _domains(nodes: list[_NodeRow], levels: tuple[str, ...], pods_known: bool) -
 
 
 def _fits(sh: Shape, profile: str, hosts: list[HostRoom], nodes: list[_NodeRow], pods_known: bool,
-          workloads: Mapping[str, Workload]) -> Fits:
+          workloads: Mapping[str, Workload], with_blockers: bool = True) -> Fits:
     base: dict[str, Any] = dict(placement=sh.placement, gpus_per_worker=sh.gpus_per_worker, workers=sh.workers,
                                 profile=profile)
     if not pods_known:
@@ -522,7 +553,8 @@ def _fits(sh: Shape, profile: str, hosts: list[HostRoom], nodes: list[_NodeRow],
     return Fits(count=count, where=[FitsWhere(level=w.level, domain=w.domain, count=w.count, free=w.free)
                                     for w in where],
                 best_free=best, best_domain=best_domain,
-                best_workers=worker_slots(hosts, sh).get(best_domain, 0), blockers=_blockers(sh, nodes, workloads), **base)
+                best_workers=worker_slots(hosts, sh).get(best_domain, 0),
+                blockers=_blockers(sh, nodes, workloads) if with_blockers else [], **base)
 
 
 def _blockers(sh: Shape, nodes: list[_NodeRow], workloads: Mapping[str, Workload]) -> list[Blocker]:

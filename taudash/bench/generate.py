@@ -83,6 +83,9 @@ CLASSES = (
     ("h200-141gb", 0.2, "Standard_ND96isr_H200_v5", "1825129712Ki"),
 )
 GPU_SHAPES = ((1, "10", "180Gi"), (2, "20", "360Gi"), (4, "44", "800Gi"), (8, "88", "1600Gi"))
+# Workers of a Job's or RayJob's gang (one Pod each, on a node of its flavor): most run one, a training gang
+# several, so L holds the ~150k Pods of the issue (docs/benchmarks.md counts them per size).
+WORKERS = (1, 2, 2, 4, 8)
 
 
 def flavor_name(gpu_class: str) -> str:
@@ -396,11 +399,12 @@ class _Gen:
         labels = {QUEUE_NAME_LABEL: QUEUE, PRIORITY_CLASS_LABEL: "taugrid-default",
                   TEAM_LABEL: TEAM, GPU_CLASS_LABEL: gpu_class}
         pod = self.pod_spec(RAY_IMAGE if kind.startswith("Ray") else IMAGE, cpu, mem, gpus, gpu_class)
-        self._shape = (gpu_class, gpus, cpu, mem)
+        workers = self.rng.choice(WORKERS) if kind in ("Job", "RayJob") else 1
+        self._shape = (gpu_class, gpus, cpu, mem, workers)
         if kind == "Job":
             obj = {"apiVersion": "batch/v1", "kind": "Job",
                    "metadata": self.meta(name, ns, age=age, labels=labels),
-                   "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1, "suspend": False,
+                   "spec": {"backoffLimit": 0, "completions": workers, "parallelism": workers, "suspend": False,
                             "template": {"metadata": {"labels": {JOB_LABEL: name}}, "spec": pod}},
                    "status": {}}
         elif kind == "RayJob":
@@ -409,7 +413,7 @@ class _Gen:
                    "spec": {"entrypoint": "python -m research.sweep", "shutdownAfterJobFinishes": True,
                             "rayClusterSpec": {"rayVersion": "2.40.0",
                                                "headGroupSpec": {"template": {"spec": pod}},
-                                               "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1,
+                                               "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers,
                                                                      "template": {"spec": pod}}]}},
                    "status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}}
         elif kind == "RayService":
@@ -440,23 +444,25 @@ class _Gen:
         if prefix == "pod":
             gpu_class = self.pick_class()
             gpus, cpu, mem = self.rng.choice(GPU_SHAPES)
+            workers = 1
         else:
-            gpu_class, gpus, cpu, mem = self._shape
+            gpu_class, gpus, cpu, mem, workers = self._shape
         oname = owner["name"] if "name" in owner else owner["metadata"]["name"]
         ouid = owner["uid"] if "uid" in owner else owner["metadata"]["uid"]
         okind = owner["kind"]
         name = f"{prefix}-{oname}-{ouid[:5]}"
         fl = flavor_name(gpu_class)
         cq = f"tau-ws-{self.ws_of(ns)}"
-        use = {"cpu": Quantity.parse(cpu), "memory": Quantity.parse(mem), GPU: Quantity(gpus), "pods": Quantity(1)}
+        use = {"cpu": Quantity.parse(cpu) * workers, "memory": Quantity.parse(mem) * workers,
+               GPU: Quantity(gpus * workers), "pods": Quantity(workers)}
         if state is None:  # a given state (the hot queue's pending) skips the roll
             roll = self.rng.random()
             if roll < 0.45:
                 state = "finished"
             elif roll < 0.455:
                 state = "inactive"
-            elif self.free[fl] >= gpus:
-                self.free[fl] -= gpus
+            elif self.free[fl] >= gpus * workers:
+                self.free[fl] -= gpus * workers
                 state = "admitted"
             else:
                 state = "pending"
@@ -466,10 +472,10 @@ class _Gen:
             status["conditions"] = [self.cond(
                 "QuotaReserved", "False", "Pending",
                 f"couldn't assign flavors to pod set main: insufficient unused quota for {GPU} in flavor {fl}, "
-                f"{gpus} more needed", t0)]
+                f"{gpus * workers} more needed", t0)]
         else:
             status["admission"] = {"clusterQueue": cq, "podSetAssignments": [
-                {"name": "main", "count": 1, "flavors": {r: fl for r in sorted(use)},
+                {"name": "main", "count": workers, "flavors": {r: fl for r in sorted(use)},
                  "resourceUsage": {r: q.canonical() for r, q in sorted(use.items())}}]}
             conds = [self.cond("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", t0),
                      self.cond("Admitted", "True", "Admitted", "The workload is admitted", t0),
@@ -485,7 +491,7 @@ class _Gen:
                   "spec": {"active": state != "inactive", "queueName": QUEUE, "priority": 1000,
                            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                                 "name": "taugrid-default"},
-                           "podSets": [{"name": "main", "count": 1, "template": {
+                           "podSets": [{"name": "main", "count": workers, "template": {
                                "metadata": {"labels": {TEAM_LABEL: TEAM}},
                                "spec": self.pod_spec(IMAGE, cpu, mem, gpus, gpu_class)}}]},
                   "status": status})
@@ -494,11 +500,12 @@ class _Gen:
         # A plain Pod workload's Pod exists in every state (Kueue gates it while it waits); a job's only runs
         # once admitted (and stays, Succeeded, once finished).
         if state in ("admitted", "finished") or prefix == "pod":
-            self.pod(owner_ref, ns, age, state, fl, gpu_class, gpus, cpu, mem)
+            for _ in range(workers):
+                self.pod(owner_ref, ns, age, state, fl, gpu_class, gpus, cpu, mem)
 
     def pod(self, owner: Obj, ns: str, age: float, state: str, fl: str, gpu_class: str, gpus: int, cpu: str,
             mem: str) -> None:
-        """The Pod of a Workload: Running and bound to a node of its flavor with room (the next one from a
+        """One Pod (a worker) of a Workload: Running and bound to a node of its flavor with room (the next one from a
         rotating cursor, so jobs scatter), Succeeded once finished, Pending and unbound while it waits."""
         node, phase = "", {"admitted": "Running", "finished": "Succeeded"}.get(state, "Pending")
         if state in ("admitted", "finished"):
