@@ -43,6 +43,7 @@ from taudash.sim.errors import (
 )
 from taudash.sim.faults import Faults
 from taudash.sim.objects import Obj, ObjectDB, WatchEvent, labelled
+from taudash.sim.openapi import OpenApi
 from taudash.sim.resources import Resource
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
@@ -102,6 +103,11 @@ class _Target:
     subresource: str | None
 
 
+@dataclass(frozen=True)
+class _OpenApiDoc:
+    path: str  # "v2", "v3" or "v3/<api/v1 | apis/group/version>"
+
+
 class _Watch:
     """One open watch stream, so faults and shutdown can end it."""
 
@@ -144,6 +150,7 @@ class ApiServer:
         self._watches: set[_Watch] = set()
         self._watch_changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
+        self.openapi = OpenApi(self._served_versions, self._crd_schema)
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -274,7 +281,8 @@ class ApiServer:
                 if method != "GET":
                     raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                            f"({method})")
-                resp = self._json(discovery())
+                out = discovery()
+                resp = (self._openapi(out, request) if isinstance(out, _OpenApiDoc) else self._json(out))
             else:
                 assert target is not None
                 fault = self.faults.check(target.resource, verb, target.namespace, target.name)
@@ -394,6 +402,9 @@ class ApiServer:
             return lambda: KUBE_VERSION
         if segs in (["healthz"], ["livez"], ["readyz"]):
             return lambda: "ok"
+        if segs[0] == "openapi" and len(segs) >= 2 and segs[1] in ("v2", "v3"):
+            doc = _OpenApiDoc("/".join(segs[1:]))
+            return lambda: doc
         if segs[0] == "api":
             if len(segs) == 1:
                 return self._api_versions
@@ -419,6 +430,24 @@ class ApiServer:
                 return lambda: self._resource_list(group, segs[2])
             return self._resource_target(group, segs[2], segs[3:])
         raise NotFound.path()
+
+    # --- OpenAPI (taudash/sim/openapi.py): built once per served set, kept as bytes ----------------------
+    def _served_versions(self) -> list[tuple[Resource, str]]:
+        return [(r, v) for g in self.db.registry.groups() for v in self._group_versions(g) for r in self._served(g, v)]
+
+    def _crd_schema(self, r: Resource, version: str) -> Obj | None:
+        crd = self.db.schemas.crds.get((r.group, r.kind)) if self.db.schemas is not None else None
+        return crd.schemas.get(version) if crd is not None else None
+
+    def _openapi(self, doc: _OpenApiDoc, request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if accept and not any(t in accept for t in ("json", "*/*")):
+            # client-go asks for v2 as protobuf only; 406 makes it give v2 up (kubectl then reads v3)
+            raise ApiError(f"only application/json is served, not {accept}", code=406, reason="NotAcceptable")
+        body = self.openapi.document(doc.path)
+        if body is None:
+            raise NotFound.path()
+        return web.Response(body=body, status=200, content_type="application/json")
 
     # --- Kueue's aggregated visibility API (sim/visibility.py; hidden with set_group_enabled(GROUP, False)) ----
     def _visibility(self, rest: list[str]) -> _Target | Callable[[], Any]:
