@@ -51,6 +51,9 @@ LOOPBACK = "127.0.0.1"
 KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim", "gitCommit": "0" * 40,
                 "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
                 "compiler": "gc", "platform": "linux/amd64"}
+# Seconds between BOOKMARK events on an idle watch that asked for them (a real API server sends one about
+# every minute): the informer counts a watch fresh while they arrive (engine/store.py, WATCH_BOUND).
+BOOKMARK_INTERVAL = 15.0
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 AUTHENTICATION_GROUP = "authentication.k8s.io"
@@ -123,7 +126,7 @@ class _Watch:
 
 class ApiServer:
     def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
-                 ray: bool = True, faults: Faults | None = None, bookmark_interval: float = 5.0,
+                 ray: bool = True, faults: Faults | None = None, bookmark_interval: float = BOOKMARK_INTERVAL,
                  watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
                  ssl_context: ssl.SSLContext | None = None) -> None:
         if host != LOOPBACK:
