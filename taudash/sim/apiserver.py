@@ -700,6 +700,12 @@ class ApiServer:
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self.bookmark_interval
             while True:
+                if self.faults.watches_paused:  # a hung stream: open, silent
+                    if sub.closed or time.monotonic() >= deadline or request.transport is None \
+                            or request.transport.is_closing():
+                        break
+                    await asyncio.sleep(0.05)
+                    continue
                 ev = replay.popleft() if replay else sub.get_nowait()
                 if ev is None:
                     now = time.monotonic()
