@@ -71,7 +71,9 @@ class SyncProblem:
 class Freshness:
     mode: str  # LIVE | SNAPSHOT | DEMO
     read_only: bool
-    age: float | None  # seconds since the last watch event; None: no event yet (snapshots)
+    # Live: seconds since the stalest watched kind was last heard from (an event or a bookmark); without
+    # watches, since the last event. None: nothing heard yet, or a snapshot.
+    age: float | None
     observed_at: str | None  # a snapshot's capture time
     revision: int
     problems: tuple[SyncProblem, ...] = ()
@@ -81,6 +83,18 @@ class Freshness:
     unreachable: bool = False
     unreachable_since: float | None = None
     unreachable_why: str = ""
+    # Freshness is watch health (engine/store.py): the kinds whose watch is broken or silent past the bound.
+    stale_watches: tuple[str, ...] = ()
+    watch_bound: float | None = None  # seconds; None: no watches (a snapshot)
+
+    @property
+    def watched(self) -> bool:
+        return self.watch_bound is not None
+
+    @property
+    def fresh(self) -> bool:
+        """Every watch open and heard from within the bound (a quiet healthy cluster stays fresh)."""
+        return self.watched and self.age is not None and not self.stale_watches and not self.unreachable
 
 
 @dataclass(frozen=True)
@@ -349,6 +363,8 @@ class Session:
     def freshness(self, now: datetime) -> Freshness:
         ts = now.timestamp()
         last = self.store.last_event_at
+        watches = self.store.watch_health()
+        health = self.store.watch_freshness(ts) if watches else None
         problems = []
         states = self.store.access_states()
         outage = api_outage(states)
@@ -360,7 +376,7 @@ class Session:
         return Freshness(
             mode=self.mode,
             read_only=self.read_only,
-            age=None if last is None else max(0.0, ts - last),
+            age=health.age if health is not None else None if last is None else max(0.0, ts - last),
             observed_at=self.source.observed_at,
             revision=self.store.revision,
             problems=tuple(problems),
@@ -368,6 +384,8 @@ class Session:
             unreachable=outage is not None,
             unreachable_since=outage[0] if outage else None,
             unreachable_why=outage[1] if outage else "",
+            stale_watches=health.stale if health is not None else (),
+            watch_bound=health.bound if health is not None else None,
         )
 
     def frame(self, now: datetime) -> Frame:

@@ -1,4 +1,4 @@
-"""Object store: objects by kind/namespace/name, indexes, per-kind access state, change feed.
+"""Object store: objects by kind/namespace/name, indexes, per-kind access state and watch health, change feed.
 
 Every source (snapshot file, live informers, the simulator) fills a Store; the rules read it.
 """
@@ -46,6 +46,43 @@ class Access:
         return self.state is AccessState.SYNCED
 
 
+# A live source counts a kind fresh while its watch is open and something (an event or a bookmark) arrived
+# within this many seconds. An API server sends a bookmark about every minute (the simulator every 15 s):
+# silence past the bound means the stream is dead even when the connection still looks open.
+WATCH_BOUND = 90.0
+# A broken watch is normally re-opened within milliseconds (the server ends every watch after its timeout):
+# it counts stale once it stays broken this long (or the bound, when shorter).
+BROKEN_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class WatchHealth:
+    """One kind's watch as the live source last saw it (kept apart from the objects: no change, no re-derive)."""
+
+    open: bool  # a watch stream is open (the server accepted it and has not ended it)
+    heard_at: float | None = None  # epoch seconds: the last event, bookmark or accepted watch on it
+
+
+@dataclass(frozen=True)
+class WatchFreshness:
+    """Watch health over every watched kind at one moment (pure: `watch_freshness`)."""
+
+    age: float | None  # seconds since the stalest watched kind was last heard from; None: nothing heard yet
+    stale: tuple[str, ...]  # kinds whose watch is broken, or open and silent beyond the bound
+    bound: float
+
+
+def watch_freshness(watches: dict[str, WatchHealth], now: float, bound: float = WATCH_BOUND) -> WatchFreshness:
+    """Fresh while every watched kind's stream is open and was heard from within `bound` seconds; a
+    broken stream is stale once it stays broken past the grace (re-opening takes milliseconds)."""
+    heard = [w.heard_at for w in watches.values() if w.heard_at is not None]
+    age = max(0.0, now - min(heard)) if heard else None
+    grace = min(BROKEN_GRACE, bound)
+    stale = tuple(sorted(k for k, w in watches.items()
+                         if w.heard_at is not None and now - w.heard_at > (bound if w.open else grace)))
+    return WatchFreshness(age, stale, bound)
+
+
 # Slots: the store keeps the last FEED_LIMIT changes, 72 bytes each instead of 352 with a __dict__ (17 MiB
 # of a long-running console's memory once the feed is full).
 @dataclass(frozen=True, slots=True)
@@ -81,6 +118,9 @@ class Store:
         self._feed: deque[Change] = deque(maxlen=self.FEED_LIMIT)
         self._listeners: list[Callable[[Change], None]] = []
         self.last_event_at: float | None = None
+        # The kinds a live source watches (none for a snapshot), and its freshness bound.
+        self._watches: dict[str, WatchHealth] = {}
+        self.watch_bound = WATCH_BOUND
 
     # writes ------------------------------------------------------------------------------
     def upsert(self, obj: StoredObject, raw: dict[str, Any] | None = None, at: float | None = None) -> None:
@@ -157,6 +197,15 @@ class Store:
             since = prev.since  # keep the first moment the data went stale
         self._access[kind] = Access(state, since, message)
 
+    def set_watch(self, kind: str, open: bool, heard_at: float | None = None) -> None:
+        """A watch opened, heard from (`heard_at`) or ended; no change is emitted (nothing to re-derive)."""
+        prev = self._watches.get(kind)
+        self._watches[kind] = WatchHealth(open, heard_at if heard_at is not None else prev.heard_at if prev else None)
+
+    def forget_watch(self, kind: str) -> None:
+        """The kind is not watched (its API absent, forbidden or failing: its access state says so)."""
+        self._watches.pop(kind, None)
+
     def subscribe(self, fn: Callable[[Change], None]) -> None:
         self._listeners.append(fn)
 
@@ -230,6 +279,12 @@ class Store:
 
     def access_states(self) -> dict[str, Access]:
         return dict(self._access)
+
+    def watch_health(self) -> dict[str, WatchHealth]:
+        return dict(self._watches)
+
+    def watch_freshness(self, now: float) -> WatchFreshness:
+        return watch_freshness(self.watch_health(), now, self.watch_bound)
 
     def changes_since(self, revision: int) -> builtins.list[Change] | None:
         """Changes after `revision`, or None when the feed no longer reaches back that far."""

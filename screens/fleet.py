@@ -157,7 +157,7 @@ enter       make that cluster the subject of every other screen (on a dispatched
         live = stale = 0
         for m in members:
             f = m.session.last_frame if m.state == "live" else None
-            is_stale = f is not None and bool(f.freshness.problems or f.freshness.unreachable)
+            is_stale = f is not None and bool(f.freshness.problems or f.freshness.unreachable or f.freshness.stale_watches)
             live += m.state == "live" and not is_stale
             stale += is_stale
             mark = "▶ " if m.context == subject else "  "

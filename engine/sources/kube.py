@@ -31,7 +31,7 @@ from ..identity import ClusterIdentity
 from ..model import KINDS, ResourceKind
 from ..model.fast import FastCodec, FastObject, ListMeta
 from ..model.slim import share_raw, slim
-from ..store import AccessState, Store, StoredObject
+from ..store import WATCH_BOUND, AccessState, Store, StoredObject
 from .client import ApiStatusError, ClusterTarget, Deadline, Unreachable, api_version, list_path, status_message, why
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,12 @@ class KubeSource:
         backoff_cap: float = 30.0,
         lock: Any = None,
         on_page: Callable[[str, bytes], None] | None = None,
+        watch_bound: float = WATCH_BOUND,
     ) -> None:
         self.store = store
+        # Freshness is watch health (engine/store.py): a kind is fresh while its watch is open and an
+        # event or a bookmark arrived within `watch_bound` seconds.
+        store.watch_bound = watch_bound
         self.target = target
         self.kinds = kinds
         self.clock = clock
@@ -267,10 +271,12 @@ class KubeSource:
                         now = self.clock()
                         self._mutate(partial(self.store.replace, k.kind, [], at=now))
                         self._set_access(k.kind, AccessState.ABSENT, "API not served")
+                        self._mutate(partial(self.store.forget_watch, k.kind))
                         st.synced.set()
                         await asyncio.sleep(self.absent_recheck)
                         continue
                 await self._list(k, st)
+                self._watch_state(k, False, heard=True)  # the list is as fresh as now; its watch opens next
                 backoff.reset()
                 cuts = 0
                 while not self._stopping:
@@ -298,6 +304,7 @@ class KubeSource:
             except ApiStatusError as exc:
                 if exc.status == 403:
                     self._set_access(k.kind, AccessState.FORBIDDEN, str(exc), since=self.clock())
+                    self._mutate(partial(self.store.forget_watch, k.kind))  # not watched: its access says why
                 else:
                     if exc.status == 404:
                         st.version = None  # the API went away: rediscover
@@ -311,6 +318,11 @@ class KubeSource:
 
     def _set_access(self, kind: str, state: AccessState, message: str = "", since: float | None = None) -> None:
         self._mutate(lambda: self.store.set_access(kind, state, message, since))
+
+    def _watch_state(self, k: ResourceKind, open: bool, heard: bool = False) -> None:
+        """The kind's watch health, queued behind the events read before it (heard: now)."""
+        at = self.clock() if heard else None
+        self._mutate(lambda: self.store.set_watch(k.kind, open, at))
 
     def _decode(self, k: ResourceKind, st: KindStatus, raw: dict[str, Any]) -> Any | None:
         raw.setdefault("apiVersion", k.api_version if st.version is None else api_version(k, st.served))
@@ -440,6 +452,7 @@ class KubeSource:
             if resp.status >= 400:
                 raise ApiStatusError(resp.status, status_message(await resp.read()))
             st.stream_since = time.monotonic()
+            self._watch_state(k, True, heard=True)
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk
@@ -450,10 +463,12 @@ class KubeSource:
                 for line in lines:
                     if line.strip():
                         self._event(k, st, line)
+                self._watch_state(k, True, heard=True)  # events and bookmarks alike: the stream lives
             if buf.strip():
                 self._event(k, st, buf)
         finally:
             resp.release()
+            self._watch_state(k, False)
 
     def _event(self, k: ResourceKind, st: KindStatus, line: bytes) -> None:
         codec = _CODECS.get(k.kind)

@@ -128,12 +128,16 @@ class HeaderBar(Widget):
         t.append(" · ")
         t.append(f" {fresh.mode} ", style=tones.badge_mode)
         t.append(" ")
-        if src.type in ("kube", "sim"):  # a live source: seconds since the last watch event
+        if src.type in ("kube", "sim"):  # a live source: fresh while every watch is open and heard from
             if fresh.unreachable:
                 t.append(f"● {stale_since(fresh.unreachable_since, frame.now)}", style=tones.bad)
             elif fresh.age is None:
                 t.append("● waiting for the first event", style=tones.warn)
-            else:
+            elif fresh.stale_watches:
+                t.append(f"● stale {_age(fresh.age)}", style=tones.bad)
+            elif fresh.watched:  # a quiet cluster is fresh: bookmarks say its watches live
+                t.append(f"● {_age(fresh.age)}", style=tones.ok)
+            else:  # no watch health to read (a source that only reports events)
                 tone = tones.ok if fresh.age < 5 else tones.warn if fresh.age < 60 else tones.bad
                 t.append(f"● {_age(fresh.age)}", style=tone)
         else:
@@ -180,6 +184,12 @@ class HeaderBar(Widget):
         if not frame.view.profiles.applicable:  # plain Kueue: TauGrid APIs not served is expected, not unknown
             probs = tuple(p for p in probs
                           if not (p.state == "Absent" and p.kind in ("TauCluster", "TauTeam", "TauWorkspace")))
+        if not probs and fresh.stale_watches:
+            t = Text(end="", no_wrap=True, overflow="ellipsis")
+            t.append(f" ⚠ watch stale: {', '.join(fresh.stale_watches)}", style=tones.bad)
+            t.append(f"  broken, or silent for more than {fresh.watch_bound or 0:.0f} s: the data may be behind",
+                     style=tones.muted)
+            return t
         if not probs:
             return None
         now = frame.now.timestamp()

@@ -117,6 +117,9 @@ def register(sub) -> None:
     s.add_argument("--idle-share", type=float, default=None, metavar="F",
                    help="with --dcgm-exporter: the share of GPU-holding Pods whose GPUs sit idle, picked by the seed "
                         "(0 to 1; default 0.25)")
+    s.add_argument("--bookmark-interval", type=float, default=None, metavar="SECONDS",
+                   help="seconds between BOOKMARK events on an idle watch (default 15; taudash counts a watch "
+                        "fresh while they arrive)")
     s.set_defaults(func=cmd_serve)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -139,12 +142,24 @@ def cmd_serve(args) -> int:
     if fleet is not None and fleet < 1:
         raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
     _check_dcgm(args)
+    _bookmarks(args)  # refused before serving
     args.faults = faults_of(args, fleet)
     args.node_faults = _node_faults(args)
     _users(args)  # refused before serving
     if fleet is not None:
         return asyncio.run(_serve_fleet(args))
     return asyncio.run(_serve(args))
+
+
+def _bookmarks(args) -> float:
+    every = getattr(args, "bookmark_interval", None)
+    if every is None:
+        from taudash.sim.apiserver import BOOKMARK_INTERVAL
+
+        return BOOKMARK_INTERVAL
+    if not 0.01 <= every <= 3600:
+        raise UsageError(f"--bookmark-interval {every}: seconds from 0.01 to 3600")
+    return float(every)
 
 
 def _check_dcgm(args) -> None:
@@ -224,7 +239,8 @@ async def _serve_fleet(args) -> int:
     from taudash.sim.server import default_snapshot
     from taudash.sim.tls import TlsError
 
-    fleet = SimFleet(args.fleet, snapshot=args.snapshot or default_snapshot(), kubeconfig=args.kubeconfig_out)
+    fleet = SimFleet(args.fleet, snapshot=args.snapshot or default_snapshot(), kubeconfig=args.kubeconfig_out,
+                     bookmark_interval=_bookmarks(args))
     try:
         await fleet.start()
     except (SnapshotError, TlsError) as exc:
@@ -264,7 +280,7 @@ async def _serve(args) -> int:
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
                     simulate=not getattr(args, "no_controllers", False), scenario=scenario,
                     kueue_version=getattr(args, "kueue_version", None), users=_users(args),
-                    real_clock=getattr(args, "clock", "now") == "now")
+                    real_clock=getattr(args, "clock", "now") == "now", bookmark_interval=_bookmarks(args))
     try:
         await sim.start()
     except SnapshotError as exc:

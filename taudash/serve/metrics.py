@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from taudash import __version__
 from taudash.engine.model import BY_KIND
-from taudash.engine.store import AccessState, Store
+from taudash.engine.store import WATCH_BOUND, AccessState, Store, WatchHealth, watch_freshness
 from taudash.engine.view import ClusterView
 
 PREFIX = "taudash_"
@@ -46,12 +46,15 @@ class Sample:
     derived_at: float  # epoch seconds of the derive
     last_event_at: float | None  # the last watch event the store applied; None: none yet (snapshots)
     access: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # resource -> (state, since)
+    watches: dict[str, WatchHealth] = field(default_factory=dict)  # kind -> its watch (a live source's only)
+    watch_bound: float = WATCH_BOUND
 
 
 def sample_of(view: ClusterView, store: Store, derived_at: float) -> Sample:
     """Read under the same lock as the derive, so the facts match the view."""
     access = {BY_KIND[k].resource: (a.state.value, a.since) for k, a in store.access_states().items()}
-    return Sample(view=view, derived_at=derived_at, last_event_at=store.last_event_at, access=access)
+    return Sample(view=view, derived_at=derived_at, last_event_at=store.last_event_at, access=access,
+                  watches=store.watch_health(), watch_bound=store.watch_bound)
 
 
 class Latest:
@@ -131,8 +134,28 @@ def _freshness(s: Sample, now: float) -> Iterator[Metric]:
         g = _gauge("last_event_timestamp_seconds", "when the last watch event was applied (unix time)")
         g.add_metric([], s.last_event_at)
         yield g
-        g = _gauge("data_age_seconds", "seconds since the last watch event was applied")
-        g.add_metric([], max(0.0, now - s.last_event_at))
+    # Freshness is watch health: data age counts from the last event or bookmark, not the last change.
+    health = watch_freshness(s.watches, now, s.watch_bound) if s.watches else None
+    age = health.age if health is not None else None if s.last_event_at is None else max(0.0, now - s.last_event_at)
+    if age is not None:
+        g = _gauge("data_age_seconds", "seconds since the stalest watch was last heard from (an event or a bookmark)")
+        g.add_metric([], age)
+        yield g
+    if health is not None:
+        stale = set(health.stale)
+        healthy = _gauge("watch_healthy", "per resource: 1 while its watch is open and heard from within the "
+                                          "bound, 0 when broken or silent beyond it", ["resource"])
+        heard = _gauge("watch_last_heard_timestamp_seconds", "per resource: the last event or bookmark on its "
+                                                             "watch (unix time)", ["resource"])
+        for kind, w in sorted(s.watches.items()):
+            if w.heard_at is None:
+                continue
+            healthy.add_metric([label(BY_KIND[kind].resource)], _bool(kind not in stale))
+            heard.add_metric([label(BY_KIND[kind].resource)], w.heard_at)
+        yield healthy
+        yield heard
+        g = _gauge("watch_bound_seconds", "silence on a watch beyond this many seconds counts stale")
+        g.add_metric([], s.watch_bound)
         yield g
     state = _gauge("access_state", "per resource: 1 for its current access state, 0 for the others",
                    ["resource", "state"])

@@ -43,6 +43,7 @@ from taudash.sim.errors import (
 )
 from taudash.sim.faults import Faults
 from taudash.sim.objects import Obj, ObjectDB, WatchEvent, labelled
+from taudash.sim.openapi import OpenApi
 from taudash.sim.resources import Resource
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
@@ -50,6 +51,9 @@ LOOPBACK = "127.0.0.1"
 KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-taudash-sim", "gitCommit": "0" * 40,
                 "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
                 "compiler": "gc", "platform": "linux/amd64"}
+# Seconds between BOOKMARK events on an idle watch that asked for them (a real API server sends one about
+# every minute): the informer counts a watch fresh while they arrive (engine/store.py, WATCH_BOUND).
+BOOKMARK_INTERVAL = 15.0
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 AUTHENTICATION_GROUP = "authentication.k8s.io"
@@ -102,6 +106,11 @@ class _Target:
     subresource: str | None
 
 
+@dataclass(frozen=True)
+class _OpenApiDoc:
+    path: str  # "v2", "v3" or "v3/<api/v1 | apis/group/version>"
+
+
 class _Watch:
     """One open watch stream, so faults and shutdown can end it."""
 
@@ -117,7 +126,7 @@ class _Watch:
 
 class ApiServer:
     def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
-                 ray: bool = True, faults: Faults | None = None, bookmark_interval: float = 5.0,
+                 ray: bool = True, faults: Faults | None = None, bookmark_interval: float = BOOKMARK_INTERVAL,
                  watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
                  ssl_context: ssl.SSLContext | None = None) -> None:
         if host != LOOPBACK:
@@ -144,6 +153,7 @@ class ApiServer:
         self._watches: set[_Watch] = set()
         self._watch_changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
+        self.openapi = OpenApi(self._served_versions, self._crd_schema)
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -274,7 +284,8 @@ class ApiServer:
                 if method != "GET":
                     raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                            f"({method})")
-                resp = self._json(discovery())
+                out = discovery()
+                resp = (self._openapi(out, request) if isinstance(out, _OpenApiDoc) else self._json(out))
             else:
                 assert target is not None
                 fault = self.faults.check(target.resource, verb, target.namespace, target.name)
@@ -394,6 +405,9 @@ class ApiServer:
             return lambda: KUBE_VERSION
         if segs in (["healthz"], ["livez"], ["readyz"]):
             return lambda: "ok"
+        if segs[0] == "openapi" and len(segs) >= 2 and segs[1] in ("v2", "v3"):
+            doc = _OpenApiDoc("/".join(segs[1:]))
+            return lambda: doc
         if segs[0] == "api":
             if len(segs) == 1:
                 return self._api_versions
@@ -419,6 +433,24 @@ class ApiServer:
                 return lambda: self._resource_list(group, segs[2])
             return self._resource_target(group, segs[2], segs[3:])
         raise NotFound.path()
+
+    # --- OpenAPI (taudash/sim/openapi.py): built once per served set, kept as bytes ----------------------
+    def _served_versions(self) -> list[tuple[Resource, str]]:
+        return [(r, v) for g in self.db.registry.groups() for v in self._group_versions(g) for r in self._served(g, v)]
+
+    def _crd_schema(self, r: Resource, version: str) -> Obj | None:
+        crd = self.db.schemas.crds.get((r.group, r.kind)) if self.db.schemas is not None else None
+        return crd.schemas.get(version) if crd is not None else None
+
+    def _openapi(self, doc: _OpenApiDoc, request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if accept and not any(t in accept for t in ("json", "*/*")):
+            # client-go asks for v2 as protobuf only; 406 makes it give v2 up (kubectl then reads v3)
+            raise ApiError(f"only application/json is served, not {accept}", code=406, reason="NotAcceptable")
+        body = self.openapi.document(doc.path)
+        if body is None:
+            raise NotFound.path()
+        return web.Response(body=body, status=200, content_type="application/json")
 
     # --- Kueue's aggregated visibility API (sim/visibility.py; hidden with set_group_enabled(GROUP, False)) ----
     def _visibility(self, rest: list[str]) -> _Target | Callable[[], Any]:
@@ -668,6 +700,12 @@ class ApiServer:
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self.bookmark_interval
             while True:
+                if self.faults.watches_paused:  # a hung stream: open, silent
+                    if sub.closed or time.monotonic() >= deadline or request.transport is None \
+                            or request.transport.is_closing():
+                        break
+                    await asyncio.sleep(0.05)
+                    continue
                 ev = replay.popleft() if replay else sub.get_nowait()
                 if ev is None:
                     now = time.monotonic()

@@ -49,6 +49,7 @@ class Faults:
         self._failures: list[_Failure] = []
         self._latencies: list[_Latency] = []
         self._gone_remaining = 0
+        self.watches_paused = False  # open watch streams send nothing (a hung stream: no events, no bookmarks)
         # Set by the API server that owns these faults.
         self._on_drop: list[Callable[[bool], None]] = []
         self._on_expire: list[Callable[[], None]] = []
@@ -78,6 +79,11 @@ class Faults:
         for fn in list(self._on_drop):
             fn(abort)
 
+    def pause_watches(self, paused: bool = True) -> None:
+        """Hold every open watch stream silent (events wait, bookmarks stop) until paused=False: the
+        connection stays open, as a stuck proxy or apiserver leaves it."""
+        self.watches_paused = paused
+
     def gone_storm(self, count: int = 0) -> None:
         """Expire every resourceVersion (the event history is forgotten), drop open watches, and
         answer 410 to the next `count` watch requests that name a resourceVersion, even fresh ones."""
@@ -91,6 +97,7 @@ class Faults:
         self._failures.clear()
         self._latencies.clear()
         self._gone_remaining = 0
+        self.watches_paused = False
 
     # --- evaluation (by the server) --------------------------------------------------------------
     def delay(self, resource: Resource | None) -> float:

@@ -30,7 +30,7 @@ import yaml
 
 from taudash.engine.model.names import MULTIKUEUE_CONTROLLER as MULTIKUEUE
 from taudash.engine.model.quantity import Quantity
-from taudash.sim.apiserver import LOOPBACK
+from taudash.sim.apiserver import BOOKMARK_INTERVAL, LOOPBACK
 from taudash.sim.faults import ClusterFault, FaultSpecError, parse_fault_lines
 from taudash.sim.kubeconfig import kubeconfig_dict
 from taudash.sim.server import _DEFAULT, SimServer
@@ -153,7 +153,7 @@ class SimFleet:
 
     def __init__(self, workers: int = 2, *, snapshot: str | Path | None | object = _DEFAULT,
                  kubeconfig: str | Path | None = None, gpus: int = 16, interval: float | None = 0.5,
-                 bookmark_interval: float = 5.0, kueue_crds: Any = _DEFAULT) -> None:
+                 bookmark_interval: float = BOOKMARK_INTERVAL, kueue_crds: Any = _DEFAULT) -> None:
         if workers < 1:
             raise ValueError("a fleet has at least one worker")
         extra: dict[str, Any] = {"bookmark_interval": bookmark_interval}

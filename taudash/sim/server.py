@@ -25,7 +25,7 @@ from typing import Any
 from taudash.data import demo_snapshot
 from taudash.engine.sources.snapshot import LoadResult
 from taudash.engine.store import AccessState
-from taudash.sim.apiserver import LOOPBACK, ApiServer
+from taudash.sim.apiserver import BOOKMARK_INTERVAL, LOOPBACK, ApiServer
 from taudash.sim.faults import Faults
 from taudash.sim.kubeconfig import DEFAULT_CONTEXT, user_context, write_kubeconfig
 from taudash.sim.kueue_versions import KueueVersion
@@ -76,7 +76,7 @@ class SimServer:
     def __init__(self, snapshot: str | Path | None | object = _DEFAULT, *, objects: Iterable[dict] = (),
                  port: int = 0, token: str | None = None, kubeconfig: str | Path | None = None,
                  context: str = DEFAULT_CONTEXT, namespace: str | None = None, ray: bool = True,
-                 speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = 5.0,
+                 speed: float = 1.0, seed: int = 0, history: int = 10_000, bookmark_interval: float = BOOKMARK_INTERVAL,
                  watch_timeout: float = 1800.0, gone_as: str = "event", clock: Callable[[], float] | None = None,
                  apply_access: bool = True, controllers: Iterable[Controller] = (), tls: bool = True,
                  simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,

@@ -55,6 +55,7 @@ def test_every_example_rule_is_documented_and_uses_exported_metrics():
 
     loaded = load_snapshot(DEMO)
     loaded.store.last_event_at = 1.0
+    loaded.store.set_watch("Workload", True, 1.0)  # a live source's watch health (the snapshot has none)
     emitted = names(registry_for(derive(loaded.store, datetime.now(UTC)), loaded.store))
     used = {m for rule in rules for m in re.findall(r"\btaudash_[a-z_]+", rule["expr"])}
     assert used <= emitted, used - emitted

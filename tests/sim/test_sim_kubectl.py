@@ -25,10 +25,11 @@ async def sim(tmp_path):
         yield s
 
 
-async def kubectl(sim: SimServer, *args: str, ok: bool = True) -> tuple[int, str, str]:
+async def kubectl(sim: SimServer, *args: str, ok: bool = True,
+                  env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Run kubectl without blocking the loop the server runs on. Discovery cache and HOME stay in tmp."""
     home = sim.kubeconfig.parent
-    env = {**os.environ, "HOME": str(home), "KUBECONFIG": str(sim.kubeconfig)}
+    env = {**os.environ, "HOME": str(home), "KUBECONFIG": str(sim.kubeconfig), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         KUBECTL, "--kubeconfig", str(sim.kubeconfig), "--cache-dir", str(home / "cache"), "--request-timeout=10s",
         *args,
@@ -184,12 +185,11 @@ async def test_apply_creates_then_configures(sim, tmp_path):
     doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "applied"},
            "spec": {"stopPolicy": "Hold"}}
     manifest.write_text(yaml.safe_dump(doc))
-    # No OpenAPI is served, so client-side validation is off.
-    _, out, _ = await kubectl(sim, "apply", "--validate=false", "-f", str(manifest))
+    _, out, _ = await kubectl(sim, "apply", "-f", str(manifest))
     assert "created" in out
     doc["spec"]["stopPolicy"] = "HoldAndDrain"
     manifest.write_text(yaml.safe_dump(doc))
-    _, out, _ = await kubectl(sim, "apply", "--validate=false", "-f", str(manifest))
+    _, out, _ = await kubectl(sim, "apply", "-f", str(manifest))
     assert "configured" in out
     got = sim.db.get("cq", "applied")
     assert got["spec"]["stopPolicy"] == "HoldAndDrain" and got["metadata"]["generation"] == 2
