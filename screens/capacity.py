@@ -168,9 +168,12 @@ enter        on a node: its Pods (enter there opens one); on a blocker: the Pod
 tab          next table (the filter `/` and sort `o` act on the focused one)"""
 
     DEFAULT_CSS = """
+    CapacityScreen #body { height: 1fr; }
     CapacityScreen #cap-maps { height: auto; }
+    CapacityScreen #cap-nodes-pane { height: 40%; margin: 0; }
+    CapacityScreen #cap-nodes-pane > KeyedTable { height: 1fr; }
     """
-    AUTO_FOCUS = None  # the nodes table takes focus without scrolling the picture away (on_mount)
+    AUTO_FOCUS = "#cap-nodes"
     BINDINGS = [
         Binding("s", "shape", "type a shape", show=False),
         Binding("x", "clear_shape", "clear the shape", show=False),
@@ -194,11 +197,8 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
                                                    id="cap-shapes"))
             yield Section("BLOCKERS", KeyedTable(BLOCKER_COLS, empty="✓ no Pod stops a shape that finds no room",
                                                  id="cap-blockers"))
-            yield Section("NODES", KeyedTable(NODE_COLS, empty="no GPU nodes", id="cap-nodes"))
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.set_focus(self.query_one("#cap-nodes", KeyedTable), scroll_visible=False)
+        # the nodes are a pane of their own below the picture: the focused table's cursor never scrolls it away
+        yield Section("NODES", KeyedTable(NODE_COLS, empty="no GPU nodes", id="cap-nodes"), id="cap-nodes-pane")
 
     # data ---------------------------------------------------------------------------------
     def placed(self, frame: Frame) -> CapacityView:

@@ -8,6 +8,8 @@ deleting, tainted). Unknown stays unknown: with Pods unreadable no cell is drawn
 
 from __future__ import annotations
 
+import os
+
 from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -91,6 +93,10 @@ def render_flavor(flavor: CapacityFlavor, known: bool, tones: Tones) -> Renderab
             title.append(f"  {count} {word}", style=style)
     if not flavor.nodes:
         return Group(_line(title), _line(span("  no nodes of this class", tones.muted)))
+    prefix = shared_prefix([n.name for n in flavor.nodes])
+    if prefix:
+        title.append("  hosts ", style=tones.muted)
+        title.append(lit(prefix + "…", tones.muted))
     parts: list[RenderableType] = [_line(title)]
     leaves = _leaves(flavor.domains)
     placed: set[str] = set()
@@ -100,13 +106,13 @@ def render_flavor(flavor: CapacityFlavor, known: bool, tones: Tones) -> Renderab
         for d in blocks:
             placed.update(d.nodes)
             panels.append(_panel(d.name, d.free, d.allocatable, [nodes[n] for n in d.nodes if n in nodes], tones,
-                                 d.unavailable))
+                                 d.unavailable, prefix))
         parts.append(_row_of(panels))
     rest = [n for n in flavor.nodes if n.name not in placed]
     if rest:
         free = None if any(n.free is None for n in rest) else sum(n.free or 0 for n in rest)
         label = "hosts" if not flavor.domains else NO_DOMAIN
-        parts.append(_row_of([_panel(label, free, sum(n.allocatable for n in rest), rest, tones, 0)]))
+        parts.append(_row_of([_panel(label, free, sum(n.allocatable for n in rest), rest, tones, 0, prefix)]))
     return Group(*parts)
 
 
@@ -126,12 +132,21 @@ def heading_text(path: tuple[CapacityDomain, ...], blocks: list[CapacityDomain],
     return t
 
 
+def shared_prefix(names: list[str]) -> str:
+    """The hosts' common name prefix up to its last '-' ("aks-h100-27604139-"), dropped inside blocks."""
+    if len(names) < 2:
+        return ""
+    common = os.path.commonprefix(names)
+    return common[: common.rfind("-") + 1]
+
+
 def _panel(name: str, free: int | None, total: int, hosts: list[CapacityNode], tones: Tones,
-           unavailable: int) -> Panel:
-    width = max((len(h.name) for h in hosts), default=4)
+           unavailable: int, prefix: str = "") -> Panel:
+    shown = [h.name[len(prefix):] if prefix and h.name.startswith(prefix) else h.name for h in hosts]
+    width = max((len(n) for n in shown), default=4)
     lines = []
-    for h in hosts:
-        line = lit(h.name.ljust(width), tones.muted)
+    for h, label in zip(hosts, shown, strict=True):
+        line = lit(label.ljust(width), tones.muted)
         line.append(" ")
         line.append(host_cells(h, tones))
         lines.append(_line(line))
@@ -180,4 +195,4 @@ def _grouped(domains: list[CapacityDomain], leaves: list[CapacityDomain]
     return list(groups.values())
 
 
-__all__ = ["LEGEND", "BlockMap", "free_text", "host_cells", "legend", "render_flavor"]
+__all__ = ["LEGEND", "BlockMap", "free_text", "host_cells", "legend", "render_flavor", "shared_prefix"]
