@@ -254,14 +254,17 @@ async def test_a_gang_no_domain_can_place_says_waiting_for_room():
     async with app.run_test(size=SIZE) as pilot:
         app.post_message(OpenQueue("tau-ws-train"))
         assert await eventually(lambda: isinstance(app.screen, QueueDetailScreen))
-        pending = app.screen.query_one("#qd-pending", KeyedTable)
+        screen = app.screen
+        assert await eventually(lambda: screen.fetches >= 1)  # its (estimated) positions are in
+        pending = screen.query_one("#qd-pending", KeyedTable)
         assert await eventually(lambda: pending.visible_keys())
         waiting = "wl:train/job-nvl-pretrain-70b-3ab18"
         assert waiting in pending.visible_keys()
         row = cells(pending, waiting)
         assert row[7] == "no room"
-        assert row[8].startswith("WAITING FOR ROOM: quota exists but no domain can place this shape (8×4 GPUs "
+        reason = " ".join(row[8].split())  # the cell wraps
+        assert reason.startswith("WAITING FOR ROOM: quota exists but no domain can place this shape (8×4 GPUs "
                                  "same-accelerator-domain)")
-        assert "TopologyPlacementFailed" in row[8]
+        assert screen._room_waits()[("train", "job-nvl-pretrain-70b-3ab18")].from_kueue  # Kueue said so too
         others = [k for k in pending.visible_keys() if k != waiting]
         assert others and all("WAITING FOR ROOM" not in cells(pending, k)[8] for k in others)
