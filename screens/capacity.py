@@ -377,7 +377,7 @@ def _node_rows(cap: CapacityView, tones: Tones) -> list[Row]:
             free = free_text(n.free if cap.known else None, n.allocatable, tones)
             rows.append(Row(f"node:{n.name}", (
                 lit(n.name), lit(fl.gpu_class), lit(n.domains.get("accelerator-domain") or "–"),
-                host_cells(n, tones), free, str(n.pods), health,
+                host_cells(n, tones), free, str(n.pods) if cap.known else span("?", tones.unknown), health,
             ), RowMeta(kind="Node", name=n.name, text=f"{fl.name} {n.health} {' '.join(n.reasons)} "
                        f"{' '.join(v for v in n.domains.values() if v)}")))
     return rows

@@ -29,12 +29,14 @@ NO_DOMAIN = "(no domain)"  # hosts missing a domain label, or not counted (NotRe
 def host_cells(node: CapacityNode, tones: Tones) -> Text:
     """One cell per allocatable GPU of `node`: its used ones first, the rest by the node's state."""
     t = Text(end="")
-    if node.requested is None:  # Pods unreadable: neither used nor free is known
-        t.append(UNKNOWN * node.allocatable, style=tones.unknown)
+    off = not node.schedulable or any(r in ("NotReady", "Deleting") or r.startswith("Taint") for r in node.reasons)
+    if node.requested is None:  # Pods unreadable: neither used nor free is known, the node's state still is
+        glyph, style = (BAD, tones.bad) if node.health == "unhealthy" else (OFF, tones.warn) if off else (
+            UNKNOWN, tones.unknown)
+        t.append(glyph * node.allocatable, style=style)
         return t
     used = min(node.requested, node.allocatable)
     rest = node.allocatable - used
-    off = not node.schedulable or any(r in ("NotReady", "Deleting") or r.startswith("Taint") for r in node.reasons)
     t.append(USED * used, style=tones.bad if node.health == "unhealthy" else tones.info)
     if node.health == "unhealthy":
         t.append(BAD * rest, style=tones.bad)

@@ -44,7 +44,7 @@ def cells(table: KeyedTable, key: str) -> list[str]:
 def fragmented_app(pods_readable: bool = True):
     app = dashboard_app(FRAGMENTED, now=FRAG_NOW, demo=False)
     if not pods_readable:
-        app.session.store.set_access("Pod", AccessState.FORBIDDEN, "pods is forbidden")
+        app.session.store.set_access("Pod", AccessState.FORBIDDEN)
     return app
 
 
@@ -172,9 +172,10 @@ async def test_unreadable_pods_are_unknown_never_free():
         assert "free capacity unknown" in note and "no GPU is shown free" in note
         for block in screen.query(BlockMap):
             drawn = text_of(block.content)
-            assert "□" not in drawn and "?/" in drawn, drawn
+            assert "□" not in drawn and "■" not in drawn and "?/" in drawn, drawn
+        assert "✖✖✖✖✖✖✖✖" in text_of(list(screen.query(BlockMap))[1].content)  # the XID host is still unhealthy
         nodes = screen.query_one("#cap-nodes", KeyedTable)
-        assert all(cells(nodes, k)[4].startswith("?/") for k in nodes.visible_keys())
+        assert all(cells(nodes, k)[4].startswith("?/") and cells(nodes, k)[5] == "?" for k in nodes.visible_keys())
         await pilot.press("s")
         assert await eventually(lambda: isinstance(app.screen, ShapeInput))
         await pilot.press(*"8", "enter")
