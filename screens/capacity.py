@@ -26,7 +26,7 @@ from taudash.engine.session import Frame
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
 from .kit.messages import OpenObject
-from .kit.text import Tones, lit, span
+from .kit.text import Tones, join, lit, span
 from .widgets.block_map import BlockMap, free_text, host_cells, legend
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -57,11 +57,10 @@ NODE_COLS = [
     Col("health", "health", flex=True),
 ]
 POD_COLS = [
-    Col("pod", "Pod", 24, ident=True),
-    Col("ns", "namespace", 10),
+    Col("pod", "namespace/Pod", 20, ident=True, max_width=40),
     Col("phase", "phase", 9),
     Col("gpus", "GPUs", 4, right=True),
-    Col("owner", "owner", 16),
+    Col("owner", "owner", 16, max_width=30),
     Col("workload", "Workload", flex=True),
 ]
 SHAPE_SYNTAX = re.compile(r"^\s*(\d+)\s*(?:[x×*]\s*(\d+))?\s*([A-Za-z-]*)\s*$")
@@ -298,7 +297,7 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
         if not known:
             title.append("\n⚠ Pods are not readable: this list may be incomplete", style=tones.warn)
         rows = [Row(f"{p.namespace}/{p.name}", (
-            lit(p.name), lit(p.namespace), lit(p.phase), str(p.gpus) if p.gpus else "–", lit(p.owner or "–"),
+            join(span(f"{p.namespace}/", tones.muted), lit(p.name)), lit(p.phase), str(p.gpus) if p.gpus else "–", lit(p.owner or "–"),
             lit(p.workload or "–"),
         ), RowMeta(kind="Pod", namespace=p.namespace, name=p.name, text=f"{p.owner} {p.workload}")) for p in pods]
         self.app.push_screen(NodePodsScreen(node, title, rows))

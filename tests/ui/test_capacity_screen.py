@@ -104,8 +104,8 @@ async def test_enter_on_a_node_lists_its_pods_and_esc_goes_back():
         assert await eventually(lambda: pods.visible_keys())
         (key,) = pods.visible_keys()
         row = cells(pods, key)
-        assert row[1] == "train" and row[3] == "8" and row[2] == "Running"
-        assert row[5].startswith("train/")  # the admitted Workload its job runs under
+        assert row[0].startswith("train/") and row[1] == "Running" and row[2] == "8"
+        assert row[4].startswith("train/")  # the admitted Workload its job runs under
         await pilot.press("escape")
         assert await eventually(lambda: app.screen is screen)
         # enter on a Pod opens its object
@@ -252,7 +252,7 @@ async def test_pool_gpu_health_is_shown_unknown_when_nodes_are_unreadable():
 
 async def test_a_gang_no_domain_can_place_says_waiting_for_room():
     app = dashboard_app(now=NOW)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE):
         app.post_message(OpenQueue("tau-ws-train"))
         assert await eventually(lambda: isinstance(app.screen, QueueDetailScreen))
         screen = app.screen
