@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.events import Click
 from textual.widgets import Static
@@ -241,7 +242,12 @@ FINDINGS     everything the rules found, most severe first.
 
 enter        open the highlighted finding's object
 o / O        sort the findings by the next column / reverse it (a header click too)
+c            Capacity: what can start now (free GPUs per domain, gang slots, blockers)
 click        a tile opens its screen (pool → 2, workspaces/drains → 4, profiles → 7, MultiKueue → 6)"""
+    BINDINGS = [Binding("c", "capacity", "capacity", show=False)]
+
+    def action_capacity(self) -> None:
+        self.post_message(Navigate("capacity"))
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         sig = super().frame_signature(frame)

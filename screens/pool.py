@@ -50,6 +50,14 @@ RESERVE_COLS = [
 EXCLUDED_COLS = [Col("node", "node", 16, ident=True), Col("flavor", "flavor", 12), Col("reason", "reason", flex=True)]
 CONFLICT_COLS = [Col("code", "conflict", 20), Col("object", "object", 20, ident=True),
                  Col("message", "message and who fixes it", flex=True)]
+HEALTH_COLS = [
+    Col("node", "node", 16, ident=True),
+    Col("flavor", "flavor", 12),
+    Col("state", "state", 11),
+    Col("gpus", "GPUs", 4, right=True),
+    Col("reasons", "why (conditions, cordon, taints)", flex=True),
+]
+HEALTH_TONES = {"unhealthy": "bad", "unknown": "unknown", "degraded": "warn"}
 QUEUE_COLS = [
     Col("queue", "workspace queue", 16, ident=True),
     Col("ws", "workspace", 12),
@@ -80,6 +88,9 @@ RESERVATIONS   Kueue reservations of the team's workspace queues against the bud
                evicted, new admissions wait. The sparkline shows reserved GPUs over 30 minutes
                (blank before the dashboard saw a sample).
 EXCLUDED NODES  candidates that do not count, with the first failing reason.
+GPU HEALTH     per flavor, GPUs not placeable or at risk (unhealthy, degraded, health unknown, cordoned,
+               NotReady) and the nodes behind them; hidden while every GPU node is healthy. The
+               Capacity screen (`:capacity`) draws them in their domains.
 CONFLICTS      why the pool is invalid, and who owns the fix (TauGrid never rewrites others' budgets).
 QUEUES         what each workspace queue reserves and borrows from the pool.
 
@@ -98,6 +109,8 @@ enter          open the object of the highlighted row"""
             yield Section("RESERVATIONS (GPUs)", KeyedTable(RESERVE_COLS, empty="no pool flavors", id="pool-reserved"))
             yield Section("EXCLUDED NODES",
                           KeyedTable(EXCLUDED_COLS, empty="✓ every candidate node counts", id="pool-excluded"))
+            yield Section("GPU HEALTH", KeyedTable(HEALTH_COLS, empty="✓ every GPU node is healthy",
+                                                   id="pool-health"), id="pool-health-section")
             yield Section("CONFLICTS", KeyedTable(CONFLICT_COLS, empty="✓ none", id="pool-conflicts"))
             yield Section("WORKSPACE QUEUES", KeyedTable(QUEUE_COLS, empty="no workspace queues", id="pool-queues"))
 
@@ -173,6 +186,7 @@ enter          open the object of the highlighted row"""
         self.query_one("#pool-inventory", KeyedTable).sync(inv_rows)
         self.query_one("#pool-reserved", KeyedTable).sync(res_rows)
         self.query_one("#pool-excluded", KeyedTable).sync(exc_rows)
+        self._health(frame, tones)
 
         hints = {(f.object.kind, f.object.name): f.hint for f in view.findings if f.rule == "POOL-CONFLICT"}
         conflict_rows = []
@@ -188,6 +202,34 @@ enter          open the object of the highlighted row"""
             ), ref_meta(ref, c.code, c.message)))
         self.query_one("#pool-conflicts", KeyedTable).sync(conflict_rows)
         self.query_one("#pool-queues", KeyedTable).sync(self._queue_rows(frame, tones))
+
+    def _health(self, frame: Frame, tones: Tones) -> None:
+        """GPU HEALTH: shown only when some GPU is not healthy and placeable, or capacity is unknown."""
+        cap = frame.view.capacity
+        rows = []
+        counts = []
+        for f in cap.flavors:
+            g = f.gpus
+            parts = [f"{n} {w}" for n, w in ((g.unhealthy, "unhealthy"), (g.degraded, "degraded"),
+                                              (g.unknown_health, "unknown"), (g.cordoned, "cordoned"),
+                                              (g.not_ready, "NotReady")) if n]
+            if parts:
+                counts.append(f"{short_flavor(f.name)}: {', '.join(parts)}")
+            for n in f.nodes:
+                if n.health == "healthy" and n.schedulable and not n.reasons:
+                    continue
+                state = n.health if n.health != "healthy" else "cordoned" if not n.schedulable else "off"
+                if n.health == "healthy" and "NotReady" in n.reasons:
+                    state = "NotReady"
+                rows.append(Row(n.name, (
+                    lit(n.name), lit(short_flavor(f.name)),
+                    tones.mark(HEALTH_TONES.get(n.health, "warn"), state), str(n.allocatable),
+                    lit(", ".join(n.reasons) or "–"),
+                ), RowMeta(kind="Node", name=n.name, text=f"{f.name} {state} {' '.join(n.reasons)}")))
+        section = self.query_one("#pool-health-section", Section)
+        section.display = bool(rows) or not cap.known
+        section.set_note(" · ".join(counts) if cap.known else f"? unknown: {cap.unknown_reason}")
+        self.query_one("#pool-health", KeyedTable).sync(rows)
 
     def _queue_rows(self, frame: Frame, tones: Tones) -> list[Row]:
         # 300 workspace queues at fleet scale: a row is rebuilt only when its queue's view object is new.

@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Static
 
 from taudash.engine.model import ClusterQueue, LocalQueue, Quantity, Workload
 from taudash.engine.rules.base import ObjRef, RuleContext
+from taudash.engine.rules.capacity import TopologyWait
 from taudash.engine.rules.eta import admission_times, estimate_wait, human
 from taudash.engine.rules.queue_order import (
     ESTIMATED,
@@ -126,6 +127,15 @@ def pending_state(wl, now: datetime, tones: Tones) -> tuple[Text, Text]:
     return Text("pending", style=tones.muted), reason
 
 
+def room_text(wait: TopologyWait, tones: Tones) -> Text:
+    """ "WAITING FOR ROOM: quota exists but no domain can place this shape (…): the best … has N free GPUs …" """
+    t = span("WAITING FOR ROOM: ", tones.warn)
+    t.append(lit(wait.message))
+    if wait.from_kueue:
+        t.append(" (Kueue: TopologyPlacementFailed)", style=tones.muted)
+    return t
+
+
 def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
     """The wait report as text: the same words `taudash why` prints (engine/wait_words.py), styled."""
     if report is None:
@@ -182,6 +192,8 @@ PENDING    #: position in the ClusterQueue (#1 = the next head), #lq: position i
            otherwise they are estimated from the objects (priority, then queue-order time) and
            labelled "estimated"; "unknown" when the API is forbidden — never an empty queue.
            A long queue shows 100 rows at a time: ] next page, [ previous, / filters them all.
+           "no room": WAITING FOR ROOM — quota exists but no topology domain has the free GPUs its
+           gang needs now (Kueue's TopologyPlacementFailed, or the capacity view: see :capacity).
 ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and whether the queue is
            borrowing in those flavors.
 
@@ -212,6 +224,8 @@ esc    back"""
         self._gpu_text: dict[tuple[str, str], tuple[object, str]] = {}
         self._admitted: list[Row] = []
         self._admitted_for: tuple | None = None
+        self._room_for: ClusterView | None = None
+        self._room: dict[tuple[str, str], TopologyWait] = {}
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):
@@ -331,6 +345,9 @@ esc    back"""
         m = item.get("metadata") or {}
         wl = self.session.store.get(Workload, name, ns)
         state, reason = pending_state(wl, now, tones)
+        room = self._room_waits().get((ns, name))
+        if room is not None:
+            state, reason = Text("no room", style=tones.warn), room_text(room, tones)
         label = Text(f"{ns}/", style=tones.muted)
         label.append(lit(name))
         return (
@@ -344,6 +361,17 @@ esc    back"""
             state,
             reason,
         )
+
+    def _room_waits(self) -> dict[tuple[str, str], TopologyWait]:
+        """The pending Workloads quota would admit but no domain can place (capacity's topology waits), by
+        (namespace, name), once per view."""
+        view = self.frame.view if self.frame is not None else None
+        if view is None:
+            return {}
+        if self._room_for is not view:
+            self._room_for = view
+            self._room = {(w.namespace, w.name): w for w in view.capacity.topology_waits}
+        return self._room
 
     def _gpus(self, ns: str, name: str, wl) -> str:
         """gpu_requests, kept while the store holds the same Workload object (a tick remakes the rows on

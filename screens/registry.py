@@ -13,6 +13,7 @@ are not listed: they belong to the screen they were opened from.
 
 from __future__ import annotations
 
+from .capacity import CapacityScreen
 from .findings import FindingsScreen
 from .fleet import FleetScreen
 from .history import HistoryScreen
@@ -37,5 +38,6 @@ REGISTRY = Registry(
     ScreenEntry("8", "findings", "Findings", "Find", FindingsScreen),
     ScreenEntry("9", "workflows", "Workflows", "Flows", WorkflowsScreen),
     ScreenEntry(None, "history", "History", "Hist", HistoryScreen),
+    ScreenEntry(None, "capacity", "Capacity", "Cap", CapacityScreen),  # also `c` on the Overview
     ScreenEntry(None, "fleet", "Fleet", "Fleet", FleetScreen),  # key 0 in a fleet dashboard (taudash/fleet_app.py)
 )

@@ -172,6 +172,7 @@ class PodOnNode(ViewModel):
     phase: str
     gpus: int
     owner: str = ""
+    workload: str = ""  # namespace/name of the Workload whose job owns it, when one does
 
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -192,13 +193,21 @@ def pod_gpus(p: Pod) -> int:
 
 
 def node_pods(store: Store, node: str) -> list[PodOnNode]:
-    """The non-terminal Pods bound to `node`, GPU holders first (a screen's drill-down)."""
+    """The non-terminal Pods bound to `node`, GPU holders first, each with the Workload its job runs under
+    (a screen's drill-down: one pass over the Workloads, only when asked)."""
+    pods = [p for p in store.list(Pod) if p.node_name == node and not p.terminal]
+    uids = {_owner(p)[2] for p in pods} - {""}
+    by_owner: dict[str, str] = {}
+    if uids and store.access("Workload").state is AccessState.SYNCED:
+        for wl in store.list(Workload):
+            owner = wl.owner
+            if owner is not None and owner.uid in uids:
+                by_owner.setdefault(owner.uid, f"{wl.namespace}/{wl.name}")
     out = []
-    for p in store.list(Pod):
-        if p.node_name == node and not p.terminal:
-            kind, name, _ = _owner(p)
-            out.append(PodOnNode(namespace=p.namespace or "", name=p.name, phase=p.status.phase, gpus=pod_gpus(p),
-                                 owner=f"{kind}/{name}" if kind else ""))
+    for p in pods:
+        kind, name, uid = _owner(p)
+        out.append(PodOnNode(namespace=p.namespace or "", name=p.name, phase=p.status.phase, gpus=pod_gpus(p),
+                             owner=f"{kind}/{name}" if kind else "", workload=by_owner.get(uid, "")))
     out.sort(key=lambda x: (-x.gpus, x.namespace, x.name))
     return out
 

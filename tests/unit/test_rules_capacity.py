@@ -9,7 +9,7 @@ from factories import GPU, node, pod, rule_context, rules, workload
 
 from taudash.engine.model import Node
 from taudash.engine.rules.base import RuleConfig
-from taudash.engine.rules.capacity import capacity_view
+from taudash.engine.rules.capacity import capacity_view, node_pods
 from taudash.engine.rules.gang import HostRoom, ShapeError, shape, slots
 from taudash.engine.rules.gpu_health import CapacityConfig, node_health
 from taudash.engine.store import AccessState
@@ -253,3 +253,21 @@ def test_pending_gangs_no_domain_can_place_are_listed_for_the_queues_view():
     assert v.topology_waits == []
     v, _ = view(*objs, gang, access={"Pod": AccessState.FORBIDDEN})  # room unknown and Kueue silent: no claim
     assert v.topology_waits == []
+
+
+# --- a node's Pods (the Capacity screen's drill-down) ----------------------------------------------
+
+
+def test_node_pods_name_the_workload_their_job_runs_under_and_skip_finished_ones():
+    objs = [gpu_node("t0"),
+            pod("x-0", node="t0", gpus=2, owner=("Job", "x", "u-x")),
+            pod("y-0", node="t0", gpus=0, owner=("Job", "y", "u-y")),
+            pod("z-0", node="t0", gpus=1, owner=("Job", "z", "u-z"), phase="Succeeded"),
+            pod("w-0", node="other", gpus=1),
+            workload("job-x", "ns", state="admitted", admitted_to="cq", owner=("Job", "x", "u-x"))]
+    ctx = rule_context(objs)
+    pods = node_pods(ctx.store, "t0")
+    assert [(p.name, p.gpus, p.owner, p.workload) for p in pods] == [
+        ("x-0", 2, "Job/x", "ns/job-x"), ("y-0", 0, "Job/y", "")]  # GPU holders first; no Workload: ""
+    unreadable = rule_context(objs, access={"Workload": AccessState.FORBIDDEN})
+    assert [p.workload for p in node_pods(unreadable.store, "t0")] == ["", ""]  # unknown, never a guess
