@@ -9,6 +9,7 @@ def register_all(sub) -> None:
         bench,
         capacity,
         dashboard,
+        deploy,
         export,
         history,
         profiles,
@@ -22,5 +23,5 @@ def register_all(sub) -> None:
     )
 
     for module in (status, dashboard, profiles, sim, export, workflow, bench, history, serve, why, capacity, whatif,
-                   rehearse):
+                   rehearse, deploy):
         module.register(sub)
