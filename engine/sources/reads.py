@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.kinds import KINDS, NEVER_READ
+from ..model import kinds
+from ..model.kinds import NEVER_READ
 from ..rules.queue_order import VISIBILITY_GROUP
 
 READ_VERBS: tuple[str, ...] = ("get", "list", "watch")
@@ -37,10 +38,11 @@ ON_DEMAND: tuple[ApiRead, ...] = (
 
 def kind_reads() -> tuple[ApiRead, ...]:
     """One read per registered kind: listed and watched by the informers, fetched by the object view."""
-    return tuple(ApiRead(k.group, k.plural, why=f"{k.kind} (kinds.py)") for k in KINDS)
+    return tuple(ApiRead(k.group, k.plural, why=f"{k.kind} (kinds.py)") for k in kinds.KINDS)
 
 
 def all_reads() -> tuple[ApiRead, ...]:
+    """Everything a least-privilege role grants (read when asked: the registry as it is now)."""
     reads = (*kind_reads(), *ON_DEMAND)
     if any(r.resource.split("/")[0] == "secrets" or r.resource in NEVER_READ for r in reads):
         raise AssertionError("taudash never reads Secrets")
