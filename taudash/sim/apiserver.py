@@ -42,6 +42,7 @@ from taudash.sim.errors import (
     UnsupportedMediaType,
 )
 from taudash.sim.faults import Faults
+from taudash.sim.rbac import Attributes, Authorizer, service_account_user
 from taudash.sim.objects import Obj, ObjectDB, WatchEvent, labelled
 from taudash.sim.resources import Resource
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
@@ -54,6 +55,8 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 AUTHENTICATION_GROUP = "authentication.k8s.io"
 SELF_REVIEW_PATH = f"/apis/{AUTHENTICATION_GROUP}/v1/selfsubjectreviews"
+RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+TOKEN_SECONDS = 3600  # a TokenRequest's default lifetime (kubectl create token); the simulator never expires one
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
 _MERGE = "application/merge-patch+json"
@@ -119,7 +122,7 @@ class ApiServer:
     def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
                  ray: bool = True, faults: Faults | None = None, bookmark_interval: float = 5.0,
                  watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, rbac: bool = False) -> None:
         if host != LOOPBACK:
             raise ValueError(f"the simulated API server binds {LOOPBACK} only, not {host!r}")
         if gone_as not in ("event", "http"):
@@ -131,6 +134,8 @@ class ApiServer:
         self.port: int | None = None
         self.token = token or secrets.token_urlsafe(32)
         self.users: dict[str, SimUser] = {self.token: ADMIN}  # bearer token -> its user
+        # With rbac, the stored Roles and bindings decide every request but the administrator's (sim/rbac.py).
+        self.rbac: Authorizer | None = Authorizer(db) if rbac else None
         self.disabled_groups: set[str] = set() if ray else {"ray.io"}
         self.disabled_resources: set[tuple[str, str]] = set()
         self.faults = faults or Faults(db.registry)
@@ -184,6 +189,11 @@ class ApiServer:
         self.users[token] = SimUser(name, tuple(groups))
         return token
 
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A bearer token of the ServiceAccount (what the TokenRequest subresource hands out)."""
+        user, groups = service_account_user(namespace, name)
+        return self.add_user(user, groups)
+
     def set_group_enabled(self, group: str, enabled: bool) -> None:
         """Install or remove an API group at runtime (ray.io for the optional-API paths)."""
         (self.disabled_groups.discard if enabled else self.disabled_groups.add)(group)
@@ -236,6 +246,8 @@ class ApiServer:
             return await self._access_review(request)
         if request.path.rstrip("/") == SELF_REVIEW_PATH and AUTHENTICATION_GROUP not in self.disabled_groups:
             return await self._self_review(request)
+        if request.path.rstrip("/") == RULES_REVIEW_PATH:
+            return await self._rules_review(request)
         q = request.rel_url.query
         method = request.method
         target: _Target | None = None
@@ -261,7 +273,9 @@ class ApiServer:
         status = 500
         try:
             if not _public(request.path):
-                self._authenticate(request)
+                user = self._authenticate(request)
+                if self.rbac is not None and target is not None:
+                    self.rbac.check(user.name, user.groups, _attributes(verb, target))
             if route_error is not None:
                 raise route_error
             delay = self.faults.delay(target.resource if target else None)
@@ -308,7 +322,7 @@ class ApiServer:
                                None, 0, False, time.time())
         self.requests.append(record)
         try:
-            self._authenticate(request)
+            user = self._authenticate(request)
             if request.method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                        f"({request.method})")
@@ -325,6 +339,12 @@ class ApiServer:
                 fault = self.faults.check(resource, attrs.get("verb", ""), attrs.get("namespace"), attrs.get("name"))
                 if fault is not None and fault.code == 403:
                     allowed, reason = False, "forbidden by the simulator's fault injection"
+            if allowed and self.rbac is not None:
+                asked = Attributes(str(attrs.get("verb", "")), str(group), str(plural),
+                                   str(attrs.get("subresource") or ""), str(attrs.get("namespace") or ""),
+                                   str(attrs.get("name") or ""))
+                allowed = self.rbac.allowed(user.name, user.groups, asked)
+                reason = "" if allowed else "no RBAC rule allows it"
             out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": (body or {}).get("spec") or {}, "status": {"allowed": allowed, "reason": reason}}
             record.status = 201
@@ -349,6 +369,32 @@ class ApiServer:
             out = {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
                    "metadata": {"creationTimestamp": None},
                    "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}
+            record.status = 201
+            return self._json(out, 201)
+        except ApiError as exc:
+            record.status = exc.code
+            return self._json(exc.status(), exc.code)
+
+    async def _rules_review(self, request: web.Request) -> web.StreamResponse:
+        """SelfSubjectRulesReview: what the token's user may do in spec.namespace (`kubectl auth can-i
+        --list`), from the same rules that decide requests; without rbac, everything."""
+        record = RequestRecord(request.method, request.path, request.query_string, "review", None, None, None,
+                               None, 0, False, time.time())
+        self.requests.append(record)
+        try:
+            user = self._authenticate(request)
+            if request.method != "POST":
+                raise MethodNotAllowed("the server does not allow this method on the requested resource "
+                                       f"({request.method})")
+            spec = ((await _body(request)) or {}).get("spec") or {}
+            namespace = str(spec.get("namespace") or "")
+            if self.rbac is not None:
+                status = self.rbac.rules_review(user.name, user.groups, namespace)
+            else:
+                status = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                          "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}
+            out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
             record.status = 201
             return self._json(out, 201)
         except ApiError as exc:
@@ -443,7 +489,7 @@ class ApiServer:
             raise NotFound.path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub is not None and (sub != "status" or not r.status):
+        if sub is not None and not ((sub == "status" and r.status) or (sub == "token" and r.plural == "serviceaccounts")):
             raise NotFound.path()
         return _Target(r, version, namespace, name, sub)
 
@@ -502,6 +548,8 @@ class ApiServer:
             if verb != "get":
                 raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
             return self._json(visibility.pending_workloads(db, r, t.version, t.namespace, t.name or "", q))
+        if t.subresource == "token":
+            return await self._token_request(request, t, verb)
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
@@ -613,6 +661,25 @@ class ApiServer:
         items[0] = head[:-1] + b',"items":[' + items[0]
         items[-1] = items[-1] + b"]}"
         return b",".join(items)
+
+    async def _token_request(self, request: web.Request, t: _Target, verb: str) -> web.Response:
+        """TokenRequest (`kubectl create token SA -n NS`): a new bearer token of an existing ServiceAccount."""
+        if verb != "create" or t.name is None:
+            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
+        if self.db.peek(t.resource, t.name, t.namespace) is None:
+            raise NotFound.of(t.resource, t.name)
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except ValueError:  # kubectl sends its TokenRequest as protobuf: the defaults then
+            body = {}
+        spec = dict(body.get("spec") or {}) if isinstance(body, dict) else {}
+        seconds = spec.get("expirationSeconds") or TOKEN_SECONDS
+        spec["expirationSeconds"] = seconds
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + float(seconds)))
+        token = self.service_account_token(t.namespace or "", t.name)
+        return self._json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                           "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": None},
+                           "spec": spec, "status": {"token": token, "expirationTimestamp": expires}}, 201)
 
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query
@@ -747,6 +814,13 @@ class ApiServer:
 
 
 # --- helpers ----------------------------------------------------------------------------------------
+
+
+def _attributes(verb: str, t: _Target) -> Attributes:
+    """What RBAC names the request: the visibility API's `clusterqueues/pendingworkloads` is a resource
+    and its subresource, like every other `plural/sub`."""
+    resource, _, sub = t.resource.plural.partition("/")
+    return Attributes(verb, t.resource.group, resource, t.subresource or sub, t.namespace or "", t.name or "")
 
 
 def _public(path: str) -> bool:
