@@ -42,8 +42,8 @@ from taudash.sim.errors import (
     UnsupportedMediaType,
 )
 from taudash.sim.faults import Faults
-from taudash.sim.rbac import Attributes, Authorizer, service_account_user
 from taudash.sim.objects import Obj, ObjectDB, WatchEvent, labelled
+from taudash.sim.rbac import Attributes, Authorizer, service_account_user
 from taudash.sim.resources import Resource
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 

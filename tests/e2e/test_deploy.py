@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -109,8 +108,10 @@ async def test_deployed_taudash_reads_everything_writes_nothing_and_one_removed_
     cluster = Cluster(tmp_path)
     await cluster.start()
     try:
-        manifests = subprocess.run([sys.executable, "-m", "taudash.cli", "deploy", "manifests"], capture_output=True,
-                                   check=True, cwd=REPO).stdout
+        printer = await asyncio.create_subprocess_exec(sys.executable, "-m", "taudash.cli", "deploy", "manifests",
+                                                       stdout=asyncio.subprocess.PIPE, cwd=REPO)
+        manifests, _ = await asyncio.wait_for(printer.communicate(), 60)
+        assert printer.returncode == 0
         applied = await cluster.kubectl("apply", "--validate=false", "-f", "-", stdin=manifests)
         assert "deployment.apps/taudash created" in applied and "service/taudash created" in applied
         token = (await cluster.kubectl("create", "token", "taudash", "-n", "taudash")).strip()
