@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
+from factories import granted_service_account, local_queue, service_account
 from test_sim_kubectl import FIXTURE, kubectl
 from tools.simhttp import request
 
@@ -28,22 +29,8 @@ async def sim(tmp_path):
         yield s
 
 
-def role_objects(ns: str, name: str, rules: list[dict], *, cluster: bool = True) -> list[dict]:
-    """A (Cluster)Role and its binding to ServiceAccount ns/name."""
-    kind = "ClusterRole" if cluster else "Role"
-    meta = {"name": f"{name}-role"} if cluster else {"name": f"{name}-role", "namespace": ns}
-    binding_meta = {"name": f"{name}-binding"} if cluster else {"name": f"{name}-binding", "namespace": ns}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{kind}Binding", "metadata": binding_meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": f"{name}-role"},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]},
-    ]
-
-
 async def seeded_token(sim: SimServer, ns: str, name: str, rules: list[dict], *, cluster: bool = True) -> str:
-    for obj in role_objects(ns, name, rules, cluster=cluster):
+    for obj in granted_service_account(ns, name, rules, cluster=cluster):
         sim.db.create(obj)
     return sim.service_account_token(ns, name)
 
@@ -69,8 +56,7 @@ async def test_a_token_without_a_binding_gets_403_in_the_api_servers_shape(sim):
 
 async def test_the_administrators_token_stays_all_powerful(sim):
     assert (await request(sim, "GET", "/api/v1/nodes", None))[0] == 200
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "x", "namespace": "training"},
-          "spec": {"clusterQueue": "tau-ws-training"}}
+    lq = local_queue("x", "training", "tau-ws-training")
     assert (await request(sim, "POST", "/apis/kueue.x-k8s.io/v1beta2/namespaces/training/localqueues", lq))[0] == 201
 
 
@@ -119,7 +105,7 @@ async def test_access_and_rules_reviews_answer_from_the_same_rules(sim):
 
 
 async def test_token_request_issues_a_token_of_an_existing_service_account_only(sim):
-    sim.db.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot", "namespace": "training"}})
+    sim.db.create(service_account("bot", "training"))
     path = "/api/v1/namespaces/training/serviceaccounts/bot/token"
     status, body = await request(sim, "POST", path, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                                      "spec": {"expirationSeconds": 600}})
@@ -185,8 +171,7 @@ async def test_deployed_service_account_reads_every_kind_and_on_demand_read_but_
     assert (await request(sim, "GET", f"{vis}/namespaces/training/localqueues/jobqueue/pendingworkloads", None,
                           token=token))[0] == 200
     # a write with the token is refused
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "x", "namespace": "training"},
-          "spec": {"clusterQueue": "tau-ws-training"}}
+    lq = local_queue("x", "training", "tau-ws-training")
     status, body = await request(sim, "POST", "/apis/kueue.x-k8s.io/v1beta2/namespaces/training/localqueues", lq,
                                  token=token)
     assert status == 403 and f'User "{SA_USER}" cannot create resource "localqueues"' in body["message"]
