@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 from orjson import dumps as _dumps
 
-from taudash.sim import visibility
+from taudash.sim import protowire, visibility
 from taudash.sim.errors import (
     ApiError,
     BadRequest,
@@ -326,7 +326,7 @@ class ApiServer:
             if request.method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                        f"({request.method})")
-            body = await _body(request)
+            body = await _review_body(request)
             attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
             group, plural = attrs.get("group", ""), attrs.get("resource", "")
             qualified = f"{plural}.{group}" if group else plural
@@ -386,7 +386,7 @@ class ApiServer:
             if request.method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                        f"({request.method})")
-            spec = ((await _body(request)) or {}).get("spec") or {}
+            spec = ((await _review_body(request)) or {}).get("spec") or {}
             namespace = str(spec.get("namespace") or "")
             if self.rbac is not None:
                 status = self.rbac.rules_review(user.name, user.groups, namespace)
@@ -848,6 +848,16 @@ async def _eof(resp: web.StreamResponse) -> None:
         await resp.write_eof()
     except ConnectionError:
         pass
+
+
+async def _review_body(request: web.Request) -> Any:
+    """A review's body: JSON, or the protobuf kubectl sends for `auth can-i` (sim/protowire.py)."""
+    if request.content_type == protowire.PROTOBUF:
+        try:
+            return protowire.review(await request.read())
+        except protowire.WireError as exc:
+            raise BadRequest(f"the request body is not a readable review: {exc}") from None
+    return await _body(request)
 
 
 async def _body(request: web.Request) -> Any:

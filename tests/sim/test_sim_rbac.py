@@ -193,3 +193,21 @@ async def test_removing_one_rule_turns_exactly_that_kind_forbidden(sim, tmp_path
     sim.db.update(role)
     async with synced_cluster(None, None) as live:
         assert not_synced(live) == {kind: "Forbidden"}
+
+
+async def test_kubectl_auth_can_i_sends_protobuf_reviews_and_gets_the_rules_answer(sim, tmp_path, monkeypatch):
+    token = await deploy(sim, tmp_path, monkeypatch)
+    _, out, _ = await kubectl(sim, "--token", token, "auth", "can-i", "list", "workloads.kueue.x-k8s.io", "-A")
+    assert out.strip() == "yes"
+    code, out, _ = await kubectl(sim, "--token", token, "auth", "can-i", "create", "localqueues.kueue.x-k8s.io",
+                                 "-n", "training", ok=False)
+    assert code == 1 and out.startswith("no")
+    _, listed, _ = await kubectl(sim, "--token", token, "auth", "can-i", "--list", "-n", "training")
+    rows = {line.split()[0]: "[" + line.rsplit("[", 1)[1].strip()  # the last column: the verbs
+            for line in listed.splitlines()[1:] if line.strip()}
+    assert rows["jobs.batch"] == "[get list watch]" and rows["clusterqueues.kueue.x-k8s.io"] == "[get list watch]"
+    assert [r for r, verbs in rows.items() if "create" in verbs] == [
+        "selfsubjectreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io"]  # every user's; nothing of taudash's role writes
+    _, admin, _ = await kubectl(sim, "auth", "can-i", "delete", "nodes")
+    assert admin.strip() == "yes"
