@@ -552,6 +552,21 @@ def role_binding(name: str, ns: str, subject: tuple[str, str], *, role: str = "t
             "subjects": [{"kind": subject[0], "name": subject[1], "apiGroup": "rbac.authorization.k8s.io"}]}
 
 
+def granted_service_account(ns: str, name: str, rules: list[dict], *, cluster: bool = True) -> list[dict]:
+    """A ServiceAccount, a ClusterRole (or a Role in `ns`) with `rules`, and the binding between them."""
+    kind = "ClusterRole" if cluster else "Role"
+    where = {} if cluster else {"namespace": ns}
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": f"{name}-role"}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": f"{name}-role", **where},
+         "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{kind}Binding",
+         "metadata": {"name": f"{name}-binding", **where}, "roleRef": ref,
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]},
+    ]
+
+
 def pvc(name: str, ns: str, *, phase: str = "Bound", storage_class: str | None = "azureblob-fuse") -> dict:
     spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"]}
     if storage_class is not None:

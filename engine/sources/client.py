@@ -138,13 +138,57 @@ def kubeconfig_path(explicit: str | None = None) -> str:
     return explicit or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
+SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+IN_CLUSTER = "in-cluster"  # the context name of the in-cluster connection (history keys, the audit log)
+
+
+def in_cluster_dir(context: str | None, kubeconfig: str | None) -> Path | None:
+    """The ServiceAccount's folder (token, ca.crt, namespace) when taudash runs in a Pod and no kubeconfig
+    is given: no --kubeconfig, no $KUBECONFIG, no ~/.kube/config, no --context, and the Pod's
+    KUBERNETES_SERVICE_HOST set — kubectl's rule. $TAUDASH_SERVICEACCOUNT_DIR moves the folder (tests)."""
+    if context or kubeconfig or os.environ.get("KUBECONFIG") or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    if (Path.home() / ".kube" / "config").exists():
+        return None
+    folder = Path(os.environ.get("TAUDASH_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR)
+    return folder if (folder / "token").is_file() else None
+
+
+async def connect_in_cluster(folder: Path) -> ClusterTarget:
+    """The Pod's ServiceAccount: KUBERNETES_SERVICE_HOST/PORT, its token (re-read as the kubelet rotates
+    it) and the cluster's CA. A missing or empty file is a ConfigError of one line."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.config.config_exception import ConfigException
+    from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
+
+    cfg = client.Configuration()
+    try:
+        InClusterConfigLoader(str(folder / "token"), str(folder / "ca.crt")).load_and_set(cfg)
+        with closing_library_descriptors():
+            api_client = client.ApiClient(configuration=cfg)
+    except ConfigException as exc:
+        raise ConfigError(f"in-cluster ServiceAccount {folder}: {_first_line(str(exc))}") from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"in-cluster ServiceAccount {folder}: ca.crt cannot be loaded: "
+                          f"{_first_line(str(getattr(exc, 'reason', None) or exc))}") from None
+    try:
+        ns = (folder / "namespace").read_text().strip()
+    except OSError:
+        ns = ""
+    return ClusterTarget(context=IN_CLUSTER, server=str(cfg.host), api_client=api_client,
+                         user=f"serviceaccount in {ns}" if ns else "serviceaccount")
+
+
 async def connect(context: str | None = None, kubeconfig: str | None = None) -> ClusterTarget:
-    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context). Every kubeconfig or
-    credential problem is a ConfigError of one line (engine/sources/kubeconfig.py checks the file first);
-    the server is not contacted here."""
+    """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context; in a Pod without any,
+    its ServiceAccount). Every kubeconfig or credential problem is a ConfigError of one line
+    (engine/sources/kubeconfig.py checks the file first); the server is not contacted here."""
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
+    folder = in_cluster_dir(context, kubeconfig)
+    if folder is not None:
+        return await connect_in_cluster(folder)
     path = kubeconfig_path(kubeconfig)
     resolved = resolve_kubeconfig(path, context)
     cfg = client.Configuration()

@@ -27,6 +27,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("whatif", "whatif", "what if I submit this Job/RayJob/Deployment/Workload: flavor, admission, position, wait, "
                          "preemptions"),
     ("rehearse", "rehearse", "rehearsal reports: what a workflow would do, predicted on a simulated fork"),
+    ("deploy", "deploy", "run taudash in the cluster: print its manifests (docs/deploy.md)"),
 )
 
 

@@ -99,6 +99,9 @@ def register(sub) -> None:
     s.add_argument("--user", action="append", default=[], metavar="NAME",
                    help="one more operator (repeatable): a token of its own and a kubeconfig context "
                         "<context-name>-NAME; SelfSubjectReview (the audit log's \"who\") answers NAME")
+    s.add_argument("--rbac", action="store_true",
+                   help="enforce RBAC: stored Roles, ClusterRoles and bindings decide every request but the "
+                        "kubeconfig administrator's; `kubectl create token SA -n NS` issues ServiceAccount tokens")
     s.add_argument("--kueue-version", choices=KUEUE_VERSIONS, default=DEFAULT_KUEUE_VERSION, metavar="VERSION",
                    help="the Kueue release to play: 0.14 (v1beta1 only), 0.15 (v1beta1 stored, v1beta2 served "
                         f"by conversion) or 0.19 (v1beta2 stored, v1beta1 served); default {DEFAULT_KUEUE_VERSION}")
@@ -141,6 +144,8 @@ def cmd_serve(args) -> int:
     fleet = getattr(args, "fleet", None)
     if fleet is not None and fleet < 1:
         raise UsageError(f"--fleet {fleet}: a fleet has at least one worker")
+    if fleet is not None and getattr(args, "rbac", False):
+        raise UsageError("--rbac applies to one cluster: leave out --fleet")
     _check_dcgm(args)
     _bookmarks(args)  # refused before serving
     args.faults = faults_of(args, fleet)
@@ -280,7 +285,8 @@ async def _serve(args) -> int:
                     ray=not args.no_ray, speed=args.speed, seed=args.seed,
                     simulate=not getattr(args, "no_controllers", False), scenario=scenario,
                     kueue_version=getattr(args, "kueue_version", None), users=_users(args),
-                    real_clock=getattr(args, "clock", "now") == "now", bookmark_interval=_bookmarks(args))
+                    real_clock=getattr(args, "clock", "now") == "now", bookmark_interval=_bookmarks(args),
+                    rbac=getattr(args, "rbac", False))
     try:
         await sim.start()
     except SnapshotError as exc:
@@ -309,6 +315,9 @@ async def _serve(args) -> int:
             print(f"taudash: {issue}", file=sys.stderr)
         print(f"taudash sim: serving {seeded} at {sim.url}", flush=True)
         print(f"kubeconfig: {sim.kubeconfig}", flush=True)
+        if getattr(args, "rbac", False):
+            print("rbac:       enforced for every token but the kubeconfig's administrator "
+                  "(kubectl create token SA -n NS)", flush=True)
         print(f"try:        kubectl --kubeconfig {sim.kubeconfig} get clusterqueues", flush=True)
         print(f"or:         {second_terminal(sim.kubeconfig)}   (in a second terminal: kubectl and taudash "
               "then reach this cluster)", flush=True)

@@ -45,6 +45,7 @@ ENV_NAMES = frozenset({
     "TAUDASH_STATE_DIR",  # journals, audit log, history (engine/paths.py)
     "TAUDASH_WEB_TOKEN",  # the wallboard's access token (taudash/serve/web.py)
     "TAUDASH_KUEUE_CRDS",  # the simulator's Kueue CRDs (taudash/sim/schema)
+    "TAUDASH_SERVICEACCOUNT_DIR",  # in a Pod: the ServiceAccount's folder (engine/sources/client.py; tests)
     "TAUDASH_SIM_STRICT",  # the simulator's controllers raise on a refused write (tests)
     "TAUDASH_BENCH_FOLLOW", "TAUDASH_BENCH_PRECOMPOSE", "TAUDASH_BENCH_SWITCH",  # bench measuring knobs
 })

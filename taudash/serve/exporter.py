@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from wsgiref.simple_server import WSGIServer
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector, CollectorRegistry
 
 LOOPBACK = "127.0.0.1"
@@ -66,20 +69,60 @@ def _valid_host(host: str) -> bool:
         return all(0 < len(p) <= 63 and p.replace("-", "").isalnum() and p.isascii() for p in labels)
 
 
-class MetricsServer:
-    """prometheus_client's HTTP server on its own registry (only taudash's collector, no process
-    metrics of the library's default registry)."""
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a slow scraper never holds the process at exit
 
-    def __init__(self, address: ListenAddress, collector: Collector) -> None:
+
+class _ThreadingServer6(_ThreadingServer):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass  # a scrape every 15 s is not news
+
+
+def _wsgi(metrics: Callable, ready: Callable[[], bool]) -> Callable:
+    """/healthz: the process answers (liveness); /readyz: 200 once the first sync is done, else 503 (a
+    Pod is not Ready while /metrics would describe an empty cluster); every other path: the metrics."""
+
+    def app(environ: dict, start_response: Callable) -> list[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/healthz":
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"ok\n"]
+        if path == "/readyz":
+            if ready():
+                start_response("200 OK", [("Content-Type", "text/plain")])
+                return [b"ok\n"]
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [b"not synced yet\n"]
+        return list(metrics(environ, start_response))
+
+    return app
+
+
+class MetricsServer:
+    """prometheus_client's metrics on its own registry (only taudash's collector, no process metrics of
+    the library's default registry), beside /healthz and /readyz for the kubelet's probes."""
+
+    def __init__(self, address: ListenAddress, collector: Collector,
+                 ready: Callable[[], bool] = lambda: True) -> None:
         self.address = address
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
+        self.ready = ready
         self._httpd: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> int:
         """Bind and serve in a daemon thread; returns the bound port. OSError when it cannot bind."""
-        httpd, self._thread = start_http_server(self.address.port, self.address.host, self.registry)
+        app = _wsgi(make_wsgi_app(self.registry), self.ready)
+        httpd = make_server(self.address.host, self.address.port, app,
+                            _ThreadingServer6 if ":" in self.address.host else _ThreadingServer,
+                            handler_class=_QuietHandler)
+        self._thread = threading.Thread(target=httpd.serve_forever, name="taudash-metrics", daemon=True)
+        self._thread.start()
         self._httpd = httpd
         return int(httpd.server_address[1])
 

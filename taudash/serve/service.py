@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -60,6 +61,7 @@ class Serve:
 
         self.latest = Latest()
         self._stop = asyncio.Event()
+        self.ready = threading.Event()  # /readyz: set after the first derive over a synced source
 
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
@@ -195,7 +197,7 @@ class Serve:
         from .metrics import TaudashCollector
 
         self.collector = TaudashCollector(self.latest, source_type, None)
-        server = MetricsServer(self.address, self.collector)
+        server = MetricsServer(self.address, self.collector, ready=self.ready.is_set)
         try:
             port = server.start()
         except OSError as exc:
@@ -215,6 +217,7 @@ class Serve:
                 # A whole frame (view, freshness, history): the wallboard's tabs render this one.
                 view = session.frame(now).view
                 self.latest.publish(sample_of(view, session.store, now.timestamp()))
+                self.ready.set()  # the first view of a synced source is published: /readyz answers 200
                 for hook in self.on_tick:
                     try:
                         hook(view, session.store, now)

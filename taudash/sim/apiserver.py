@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 from orjson import dumps as _dumps
 
-from taudash.sim import visibility
+from taudash.sim import protowire, visibility
 from taudash.sim.errors import (
     ApiError,
     BadRequest,
@@ -44,6 +44,7 @@ from taudash.sim.errors import (
 from taudash.sim.faults import Faults
 from taudash.sim.objects import Obj, ObjectDB, WatchEvent, labelled
 from taudash.sim.openapi import OpenApi
+from taudash.sim.rbac import Attributes, Authorizer, service_account_user
 from taudash.sim.resources import Resource
 from taudash.sim.selectors import parse_field_selector, parse_label_selector
 
@@ -58,6 +59,8 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 AUTHENTICATION_GROUP = "authentication.k8s.io"
 SELF_REVIEW_PATH = f"/apis/{AUTHENTICATION_GROUP}/v1/selfsubjectreviews"
+RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+TOKEN_SECONDS = 3600  # a TokenRequest's default lifetime (kubectl create token); the simulator never expires one
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
 _MERGE = "application/merge-patch+json"
@@ -128,7 +131,7 @@ class ApiServer:
     def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
                  ray: bool = True, faults: Faults | None = None, bookmark_interval: float = BOOKMARK_INTERVAL,
                  watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, rbac: bool = False) -> None:
         if host != LOOPBACK:
             raise ValueError(f"the simulated API server binds {LOOPBACK} only, not {host!r}")
         if gone_as not in ("event", "http"):
@@ -140,6 +143,8 @@ class ApiServer:
         self.port: int | None = None
         self.token = token or secrets.token_urlsafe(32)
         self.users: dict[str, SimUser] = {self.token: ADMIN}  # bearer token -> its user
+        # With rbac, the stored Roles and bindings decide every request but the administrator's (sim/rbac.py).
+        self.rbac: Authorizer | None = Authorizer(db) if rbac else None
         self.disabled_groups: set[str] = set() if ray else {"ray.io"}
         self.disabled_resources: set[tuple[str, str]] = set()
         self.faults = faults or Faults(db.registry)
@@ -194,6 +199,11 @@ class ApiServer:
         self.users[token] = SimUser(name, tuple(groups))
         return token
 
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A bearer token of the ServiceAccount (what the TokenRequest subresource hands out)."""
+        user, groups = service_account_user(namespace, name)
+        return self.add_user(user, groups)
+
     def set_group_enabled(self, group: str, enabled: bool) -> None:
         """Install or remove an API group at runtime (ray.io for the optional-API paths)."""
         (self.disabled_groups.discard if enabled else self.disabled_groups.add)(group)
@@ -246,6 +256,8 @@ class ApiServer:
             return await self._access_review(request)
         if request.path.rstrip("/") == SELF_REVIEW_PATH and AUTHENTICATION_GROUP not in self.disabled_groups:
             return await self._self_review(request)
+        if request.path.rstrip("/") == RULES_REVIEW_PATH:
+            return await self._rules_review(request)
         q = request.rel_url.query
         method = request.method
         target: _Target | None = None
@@ -271,7 +283,9 @@ class ApiServer:
         status = 500
         try:
             if not _public(request.path):
-                self._authenticate(request)
+                user = self._authenticate(request)
+                if self.rbac is not None and target is not None:
+                    self.rbac.check(user.name, user.groups, _attributes(verb, target))
             if route_error is not None:
                 raise route_error
             delay = self.faults.delay(target.resource if target else None)
@@ -319,11 +333,11 @@ class ApiServer:
                                None, 0, False, time.time())
         self.requests.append(record)
         try:
-            self._authenticate(request)
+            user = self._authenticate(request)
             if request.method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                        f"({request.method})")
-            body = await _body(request)
+            body = await _review_body(request)
             attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
             group, plural = attrs.get("group", ""), attrs.get("resource", "")
             qualified = f"{plural}.{group}" if group else plural
@@ -336,6 +350,12 @@ class ApiServer:
                 fault = self.faults.check(resource, attrs.get("verb", ""), attrs.get("namespace"), attrs.get("name"))
                 if fault is not None and fault.code == 403:
                     allowed, reason = False, "forbidden by the simulator's fault injection"
+            if allowed and self.rbac is not None:
+                asked = Attributes(str(attrs.get("verb", "")), str(group), str(plural),
+                                   str(attrs.get("subresource") or ""), str(attrs.get("namespace") or ""),
+                                   str(attrs.get("name") or ""))
+                allowed = self.rbac.allowed(user.name, user.groups, asked)
+                reason = "" if allowed else "no RBAC rule allows it"
             out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": (body or {}).get("spec") or {}, "status": {"allowed": allowed, "reason": reason}}
             record.status = 201
@@ -360,6 +380,32 @@ class ApiServer:
             out = {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
                    "metadata": {"creationTimestamp": None},
                    "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}
+            record.status = 201
+            return self._json(out, 201)
+        except ApiError as exc:
+            record.status = exc.code
+            return self._json(exc.status(), exc.code)
+
+    async def _rules_review(self, request: web.Request) -> web.StreamResponse:
+        """SelfSubjectRulesReview: what the token's user may do in spec.namespace (`kubectl auth can-i
+        --list`), from the same rules that decide requests; without rbac, everything."""
+        record = RequestRecord(request.method, request.path, request.query_string, "review", None, None, None,
+                               None, 0, False, time.time())
+        self.requests.append(record)
+        try:
+            user = self._authenticate(request)
+            if request.method != "POST":
+                raise MethodNotAllowed("the server does not allow this method on the requested resource "
+                                       f"({request.method})")
+            spec = ((await _review_body(request)) or {}).get("spec") or {}
+            namespace = str(spec.get("namespace") or "")
+            if self.rbac is not None:
+                status = self.rbac.rules_review(user.name, user.groups, namespace)
+            else:
+                status = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                          "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}
+            out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
             record.status = 201
             return self._json(out, 201)
         except ApiError as exc:
@@ -475,7 +521,7 @@ class ApiServer:
             raise NotFound.path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub is not None and (sub != "status" or not r.status):
+        if sub is not None and not ((sub == "status" and r.status) or (sub == "token" and r.plural == "serviceaccounts")):
             raise NotFound.path()
         return _Target(r, version, namespace, name, sub)
 
@@ -534,6 +580,8 @@ class ApiServer:
             if verb != "get":
                 raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
             return self._json(visibility.pending_workloads(db, r, t.version, t.namespace, t.name or "", q))
+        if t.subresource == "token":
+            return await self._token_request(request, t, verb)
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
@@ -645,6 +693,25 @@ class ApiServer:
         items[0] = head[:-1] + b',"items":[' + items[0]
         items[-1] = items[-1] + b"]}"
         return b",".join(items)
+
+    async def _token_request(self, request: web.Request, t: _Target, verb: str) -> web.Response:
+        """TokenRequest (`kubectl create token SA -n NS`): a new bearer token of an existing ServiceAccount."""
+        if verb != "create" or t.name is None:
+            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
+        if self.db.peek(t.resource, t.name, t.namespace) is None:
+            raise NotFound.of(t.resource, t.name)
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except ValueError:  # kubectl sends its TokenRequest as protobuf: the defaults then
+            body = {}
+        spec = dict(body.get("spec") or {}) if isinstance(body, dict) else {}
+        seconds = spec.get("expirationSeconds") or TOKEN_SECONDS
+        spec["expirationSeconds"] = seconds
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + float(seconds)))
+        token = self.service_account_token(t.namespace or "", t.name)
+        return self._json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                           "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": None},
+                           "spec": spec, "status": {"token": token, "expirationTimestamp": expires}}, 201)
 
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query
@@ -787,6 +854,13 @@ class ApiServer:
 # --- helpers ----------------------------------------------------------------------------------------
 
 
+def _attributes(verb: str, t: _Target) -> Attributes:
+    """What RBAC names the request: the visibility API's `clusterqueues/pendingworkloads` is a resource
+    and its subresource, like every other `plural/sub`."""
+    resource, _, sub = t.resource.plural.partition("/")
+    return Attributes(verb, t.resource.group, resource, t.subresource or sub, t.namespace or "", t.name or "")
+
+
 def _public(path: str) -> bool:
     """What a real cluster lets anonymous clients read (system:public-info-viewer)."""
     return path.rstrip("/") in ("/version", "/healthz", "/livez", "/readyz")
@@ -812,6 +886,16 @@ async def _eof(resp: web.StreamResponse) -> None:
         await resp.write_eof()
     except ConnectionError:
         pass
+
+
+async def _review_body(request: web.Request) -> Any:
+    """A review's body: JSON, or the protobuf kubectl sends for `auth can-i` (sim/protowire.py)."""
+    if request.content_type == protowire.PROTOBUF:
+        try:
+            return protowire.review(await request.read())
+        except protowire.WireError as exc:
+            raise BadRequest(f"the request body is not a readable review: {exc}") from None
+    return await _body(request)
 
 
 async def _body(request: web.Request) -> Any:

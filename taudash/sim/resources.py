@@ -202,17 +202,31 @@ POD = Resource(
     short_names=("po",), status=True, columns=_COLUMNS["Pod"],
 )
 
+# Served beside the engine's kinds for RBAC (taudash/sim/rbac.py decides requests from them with --rbac) and
+# for `taudash deploy manifests` applied as it stands (its Service).
+RBAC_GROUP = "rbac.authorization.k8s.io"
+ROLE = Resource(kind="Role", group=RBAC_GROUP, versions=("v1",), plural="roles", namespaced=True, singular="role",
+                status=False)
+CLUSTER_ROLE = Resource(kind="ClusterRole", group=RBAC_GROUP, versions=("v1",), plural="clusterroles",
+                        namespaced=False, singular="clusterrole", status=False)
+CLUSTER_ROLE_BINDING = Resource(kind="ClusterRoleBinding", group=RBAC_GROUP, versions=("v1",),
+                                plural="clusterrolebindings", namespaced=False, singular="clusterrolebinding",
+                                status=False)
+SERVICE = Resource(kind="Service", group="", versions=("v1",), plural="services", namespaced=True, singular="service",
+                   short_names=("svc",), status=True)
+
 # Kinds served beside the engine's that the simulated controllers read (their mirror keeps them).
 SIM_KINDS = frozenset({"Pod"})
 
 
 def resources_for(kueue: KueueVersion | str | None = None) -> tuple[Resource, ...]:
     """The served resources with kueue.x-k8s.io as Kueue release `kueue` plays it (default 0.19), core/v1
-    Events, and core/v1 Pods (the engine's entry when it has one)."""
+    Events, core/v1 Pods (the engine's entry when it has one), Services, Roles, ClusterRoles and
+    ClusterRoleBindings."""
     version = kueue if isinstance(kueue, KueueVersion) else kueue_version(kueue)
     engine = tuple(_from_kind(k, version) for k in KINDS)
     extra = tuple(r for r in (POD,) if all(e.kind != r.kind for e in engine))
-    return (*engine, *extra, EVENT)
+    return (*engine, *extra, EVENT, SERVICE, ROLE, CLUSTER_ROLE, CLUSTER_ROLE_BINDING)
 
 
 RESOURCES: tuple[Resource, ...] = resources_for()

@@ -69,6 +69,9 @@ class SimServer:
     (default) encodes the seeded objects for list pages at start (ObjectDB.warm_encodings), so the
     first list is served from the cache like later ones. `users`: operators besides the administrator,
     each with a token of its own (SelfSubjectReview answers its name) and a context `<context>-<user>`.
+    `rbac`: the stored Roles, ClusterRoles and bindings decide every request but the administrator's (the
+    kubeconfig's token stays all-powerful; taudash/sim/rbac.py); ServiceAccount tokens come from the
+    TokenRequest subresource (`kubectl create token`) or `service_account_token()`.
     `real_clock`: the snapshot's timestamps are moved so its capture time is the moment the server starts,
     and the simulated clock starts there (ages read as kubectl shows them); default: the capture time.
     """
@@ -82,7 +85,7 @@ class SimServer:
                  simulate: bool = False, scenario: Any = None, kueue_version: str | KueueVersion | None = None,
                  kueue_gates: dict[str, bool] | None = None,
                  kueue_crds: str | Path | None | object = _DEFAULT, warm_lists: bool = True,
-                 users: Iterable[str] = (), real_clock: bool = False) -> None:
+                 users: Iterable[str] = (), real_clock: bool = False, rbac: bool = False) -> None:
         self.snapshot: Path | None = (default_snapshot() if snapshot is _DEFAULT
                                       else (Path(snapshot) if snapshot else None))  # type: ignore[arg-type]
         self.options = SimOptions(speed=speed, seed=seed)
@@ -99,7 +102,8 @@ class SimServer:
         self.db = ObjectDB(registry=registry, history=history, clock=clock, seed=seed, schemas=schemas)
         self.faults = Faults(self.db.registry, seed=seed)
         self.api = ApiServer(self.db, host=LOOPBACK, port=port, token=token, ray=ray, faults=self.faults,
-                             bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as)
+                             bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, gone_as=gone_as,
+                             rbac=rbac)
         self.context = context
         self.namespace = namespace
         self.apply_access = apply_access
@@ -131,6 +135,10 @@ class SimServer:
     @property
     def token(self) -> str:
         return self.api.token
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A bearer token of a ServiceAccount (it need not exist yet; `kubectl create token` checks that it does)."""
+        return self.api.service_account_token(namespace, name)
 
     def context_of(self, user: str) -> str:
         """The kubeconfig context an operator given in `users` connects with."""

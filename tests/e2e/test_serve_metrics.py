@@ -7,6 +7,8 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -300,6 +302,23 @@ def test_metrics_endpoint_binds_loopback_by_default():
         assert server._httpd.server_address[0] == "127.0.0.1"
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         assert "taudash_up 0.0" in body
+    finally:
+        server.stop()
+
+
+def test_probes_healthz_always_readyz_only_once_ready():
+    ready = threading.Event()
+    server = MetricsServer(parse_address(":0"), m.TaudashCollector(m.Latest(), "kube", None), ready=ready.is_set)
+    port = server.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert urllib.request.urlopen(f"{base}/healthz", timeout=10).read() == b"ok\n"
+        with pytest.raises(urllib.error.HTTPError) as not_ready:
+            urllib.request.urlopen(f"{base}/readyz", timeout=10)
+        assert not_ready.value.code == 503
+        ready.set()
+        assert urllib.request.urlopen(f"{base}/readyz", timeout=10).status == 200
+        assert "taudash_up" in urllib.request.urlopen(f"{base}/metrics", timeout=10).read().decode()
     finally:
         server.stop()
 

@@ -177,8 +177,10 @@ def real_homes() -> list[str]:
 
 
 def hermetic_env(home: Path, base: dict[str, str]) -> dict[str, str]:
-    """`base` with nothing of the user's taudash: HOME and XDG under `home`, KUBECONFIG empty, no TAUDASH_*."""
-    env = {k: v for k, v in base.items() if not k.startswith("TAUDASH_") or k in PASSED_ON}
+    """`base` with nothing of the user's taudash: HOME and XDG under `home`, KUBECONFIG empty, no TAUDASH_*, and
+    not in a Pod (no KUBERNETES_SERVICE_*: a suite run in CI's Pod would otherwise connect in-cluster)."""
+    env = {k: v for k, v in base.items() if (not k.startswith("TAUDASH_") or k in PASSED_ON)
+           and not k.startswith("KUBERNETES_SERVICE_")}
     env.update(SUITE_ENV)
     env["HOME"] = str(home)
     env["XDG_STATE_HOME"] = str(home / ".local" / "state")
