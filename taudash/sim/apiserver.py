@@ -23,7 +23,7 @@ import secrets
 import ssl
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -325,11 +325,39 @@ class ApiServer:
             record.status = status
 
     async def _access_review(self, request: web.Request) -> web.StreamResponse:
-        """SelfSubjectAccessReview: allowed unless a fault forbids that resource and verb.
-
-        Not a write (nothing is stored), so it is logged as verb "review" and never counted in
+        """SelfSubjectAccessReview: allowed unless a fault forbids that resource and verb or, with rbac, no rule
+        allows it. Not a write (nothing is stored), so it is logged as verb "review" and never counted in
         `writes`."""
-        record = RequestRecord(request.method, request.path, request.query_string, "review", None, None, None,
+        return await self._review(request, "review", self._access_answer)
+
+    async def _access_answer(self, request: web.Request, user: SimUser) -> Obj:
+        body = await _review_body(request)
+        attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
+        group, plural = attrs.get("group", ""), attrs.get("resource", "")
+        qualified = f"{plural}.{group}" if group else plural
+        allowed, reason = True, ""
+        try:
+            resource = self.db.resource(qualified)
+        except ApiError:
+            resource = None
+        if resource is not None:
+            fault = self.faults.check(resource, attrs.get("verb", ""), attrs.get("namespace"), attrs.get("name"))
+            if fault is not None and fault.code == 403:
+                allowed, reason = False, "forbidden by the simulator's fault injection"
+        if allowed and self.rbac is not None:
+            asked = Attributes(str(attrs.get("verb", "")), str(group), str(plural),
+                               str(attrs.get("subresource") or ""), str(attrs.get("namespace") or ""),
+                               str(attrs.get("name") or ""))
+            allowed = self.rbac.allowed(user.name, user.groups, asked)
+            reason = "" if allowed else "no RBAC rule allows it"
+        return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": (body or {}).get("spec") or {}, "status": {"allowed": allowed, "reason": reason}}
+
+    async def _review(self, request: web.Request, verb: str,
+                      answer: Callable[[web.Request, SimUser], Awaitable[Obj]]) -> web.StreamResponse:
+        """A review endpoint (access, rules, self): logged under `verb`, never counted in `writes`; POST by a
+        known user only; `answer` makes the 201 body."""
+        record = RequestRecord(request.method, request.path, request.query_string, verb, None, None, None,
                                None, 0, False, time.time())
         self.requests.append(record)
         try:
@@ -337,27 +365,7 @@ class ApiServer:
             if request.method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource "
                                        f"({request.method})")
-            body = await _review_body(request)
-            attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
-            group, plural = attrs.get("group", ""), attrs.get("resource", "")
-            qualified = f"{plural}.{group}" if group else plural
-            allowed, reason = True, ""
-            try:
-                resource = self.db.resource(qualified)
-            except ApiError:
-                resource = None
-            if resource is not None:
-                fault = self.faults.check(resource, attrs.get("verb", ""), attrs.get("namespace"), attrs.get("name"))
-                if fault is not None and fault.code == 403:
-                    allowed, reason = False, "forbidden by the simulator's fault injection"
-            if allowed and self.rbac is not None:
-                asked = Attributes(str(attrs.get("verb", "")), str(group), str(plural),
-                                   str(attrs.get("subresource") or ""), str(attrs.get("namespace") or ""),
-                                   str(attrs.get("name") or ""))
-                allowed = self.rbac.allowed(user.name, user.groups, asked)
-                reason = "" if allowed else "no RBAC rule allows it"
-            out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                   "spec": (body or {}).get("spec") or {}, "status": {"allowed": allowed, "reason": reason}}
+            out = await answer(request, user)
             record.status = 201
             return self._json(out, 201)
         except ApiError as exc:
@@ -368,35 +376,18 @@ class ApiServer:
         """SelfSubjectReview (authentication.k8s.io/v1): who the request's token authenticates as.
         Nothing is stored: logged as verb "whoami", never counted in `writes`. Hidden (404, as on a
         cluster older than 1.28) with `set_group_enabled("authentication.k8s.io", False)`."""
-        record = RequestRecord(request.method, request.path, request.query_string, "whoami", None, None, None,
-                               None, 0, False, time.time())
-        self.requests.append(record)
-        try:
-            user = self._authenticate(request)
-            if request.method != "POST":
-                raise MethodNotAllowed("the server does not allow this method on the requested resource "
-                                       f"({request.method})")
+        async def answer(request: web.Request, user: SimUser) -> Obj:
             await request.read()  # a review carries nothing to read (kubectl sends it as protobuf)
-            out = {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
-                   "metadata": {"creationTimestamp": None},
-                   "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}
-            record.status = 201
-            return self._json(out, 201)
-        except ApiError as exc:
-            record.status = exc.code
-            return self._json(exc.status(), exc.code)
+            return {"apiVersion": f"{AUTHENTICATION_GROUP}/v1", "kind": "SelfSubjectReview",
+                    "metadata": {"creationTimestamp": None},
+                    "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}}}
+
+        return await self._review(request, "whoami", answer)
 
     async def _rules_review(self, request: web.Request) -> web.StreamResponse:
         """SelfSubjectRulesReview: what the token's user may do in spec.namespace (`kubectl auth can-i
         --list`), from the same rules that decide requests; without rbac, everything."""
-        record = RequestRecord(request.method, request.path, request.query_string, "review", None, None, None,
-                               None, 0, False, time.time())
-        self.requests.append(record)
-        try:
-            user = self._authenticate(request)
-            if request.method != "POST":
-                raise MethodNotAllowed("the server does not allow this method on the requested resource "
-                                       f"({request.method})")
+        async def answer(request: web.Request, user: SimUser) -> Obj:
             spec = ((await _review_body(request)) or {}).get("spec") or {}
             namespace = str(spec.get("namespace") or "")
             if self.rbac is not None:
@@ -404,13 +395,10 @@ class ApiServer:
             else:
                 status = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
                           "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}
-            out = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-                   "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
-            record.status = 201
-            return self._json(out, 201)
-        except ApiError as exc:
-            record.status = exc.code
-            return self._json(exc.status(), exc.code)
+            return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                    "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+
+        return await self._review(request, "review", answer)
 
     def _authenticate(self, request: web.Request) -> SimUser:
         """The user the bearer token belongs to; 401 without a known one (every token compared in constant time)."""
