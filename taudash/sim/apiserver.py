@@ -183,12 +183,15 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def restart(self, down: float = 0.0) -> None:
-        """Stop serving and serve again on the same port after `down` seconds: an API server
-        restart as clients see it (connections cut, refused while down; the data is kept)."""
+    async def restart(self, down: float | asyncio.Event = 0.0) -> None:
+        """Stop serving and serve again on the same port after `down` seconds (or once the event `down` is
+        set: a test holds the outage until it has seen it): an API server restart as clients see it
+        (connections cut, refused while down; the data is kept)."""
         port = self.port
         await self.stop()
-        if down:
+        if isinstance(down, asyncio.Event):
+            await down.wait()
+        elif down:
             await asyncio.sleep(down)
         self._requested_port = port or 0
         await self.start()

@@ -95,6 +95,8 @@ ROWS = [
     ("capacity", "bad shape", ["capacity", "--demo", "--gpus-per-worker", "4", "--placement", "same-rack"], BAD, "bad"),
     ("capacity", "bad kubeconfig", ["capacity", "--kubeconfig", "BAD"], BAD, "bad"),
     ("capacity", "unreachable", ["capacity", "--kubeconfig", "DOWN"], UNREACHABLE, "unreachable"),
+    ("deploy", "manifests", ["deploy", "manifests"], OK, "ok"),
+    ("deploy", "bad namespace", ["deploy", "manifests", "--namespace", "Not_A_Name"], BAD, "bad"),
     ("workflow", "list", ["workflow", "list"], OK, "ok"),
     ("workflow", "status of no such run", ["workflow", "status", "nope"], BAD, "bad"),
     ("workflow", "resume of no such run", ["workflow", "resume", "nope", "--yes"], BAD, "bad"),

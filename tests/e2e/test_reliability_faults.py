@@ -215,7 +215,8 @@ async def test_api_server_restart_is_survived():
         async with app.run_test(size=(160, 36)) as pilot:
             port = sim.api.port
             writer = Writer(sim)
-            down = asyncio.create_task(sim.api.restart(down=1.5))
+            back = asyncio.Event()  # the server stays down until the outage has been seen (a busy machine
+            down = asyncio.create_task(sim.api.restart(down=back))  # renders late)
             await asyncio.sleep(0.2)
             for _ in range(5):  # the cluster moves on while its API server is away
                 writer.step()
@@ -226,6 +227,7 @@ async def test_api_server_restart_is_survived():
             assert "error (stale" in head or "API unreachable — stale since" in head, head
             await pilot.press("2")  # still answering keys while the server is down
             assert await eventually(lambda: app.current_mode == "pool")
+            back.set()
             await down
             assert sim.api.port == port
             with writer:

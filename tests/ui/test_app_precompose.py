@@ -17,7 +17,7 @@ SIZE = (120, 36)
 
 async def _screens(precompose: bool) -> dict[str, str]:
     """Each numbered screen's text after its key, in one app, with or without the background composition."""
-    app = dashboard_app(now=NOW)
+    app = dashboard_app(now=NOW, precompose=True)
     app.precompose = precompose
     out: dict[str, str] = {}
     async with app.run_test(size=SIZE) as pilot:
@@ -58,7 +58,7 @@ async def test_precomposed_screens_match_screens_composed_on_first_visit():
 
 
 async def test_a_key_pressed_before_the_background_composition_shows_its_screen():
-    app = dashboard_app(now=NOW)
+    app = dashboard_app(now=NOW, precompose=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")  # at once: the composition has not started (it waits for the first view)
         await pilot.pause()
@@ -77,7 +77,7 @@ async def test_a_background_screen_whose_widgets_are_gone_skips_its_mount_render
     on show that misses its widgets is a real error and still raises."""
     from textual.css.query import NoMatches
 
-    app = dashboard_app(now=NOW)
+    app = dashboard_app(now=NOW, precompose=True)
     async with app.run_test(size=SIZE) as pilot:
         assert await eventually(lambda: app.session.last_frame is not None)
         await pilot.pause()
