@@ -26,6 +26,7 @@ from taudash.engine.session import Frame
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
 from .kit.messages import OpenObject
+from .kit.panel import Panel
 from .kit.text import Tones, join, lit, span
 from .widgets.block_map import BlockMap, free_text, host_cells, legend
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -110,17 +111,8 @@ class ShapeInput(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class NodePodsScreen(ModalScreen[None]):
+class NodePodsScreen(Panel):
     """The Pods bound to one node (GPU holders first); enter opens a Pod, esc closes."""
-
-    DEFAULT_CSS = """
-    NodePodsScreen { align: center middle; }
-    NodePodsScreen > Vertical {
-        width: 110; max-width: 96%; height: auto; max-height: 90%;
-        border: thick $accent; background: $surface; padding: 0 1;
-    }
-    """
-    BINDINGS = [Binding("escape", "close", "close"), Binding("q", "close", "close", show=False)]
 
     def __init__(self, node: str, title: Text, rows: list[Row]) -> None:
         super().__init__()
@@ -140,9 +132,6 @@ class NodePodsScreen(ModalScreen[None]):
         if meta is not None and meta.name:
             self.dismiss(None)
             self.app.post_message(OpenObject(ObjRef(kind="Pod", namespace=meta.namespace, name=meta.name)))
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 class CapacityScreen(DashScreen):

@@ -24,7 +24,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from taudash.engine.model import ClusterQueue, LocalQueue, Quantity, Workload
@@ -50,6 +49,7 @@ from .kit.base import DashScreen
 from .kit.filtering import RowMeta
 from .kit.format import short_flavor
 from .kit.messages import OpenObject, OpenQueue
+from .kit.panel import Panel
 from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -154,17 +154,8 @@ def why_text(report: WorkloadWaitReport | None, tones: Tones) -> Text:
     return t
 
 
-class WhyScreen(ModalScreen[None]):
+class WhyScreen(Panel):
     """The wait report of one Workload in a modal: esc or q closes it."""
-
-    DEFAULT_CSS = """
-    WhyScreen { align: center middle; }
-    WhyScreen > Vertical {
-        width: 110; max-width: 96%; height: auto; max-height: 90%;
-        border: thick $accent; background: $surface; padding: 0 1;
-    }
-    """
-    BINDINGS = [Binding("escape", "close", "close"), Binding("q", "close", "close", show=False)]
 
     def __init__(self, text: Text) -> None:
         super().__init__()
@@ -173,9 +164,6 @@ class WhyScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(), VerticalScroll():
             yield Static(self.text, id="why-text")
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 class QueueDetailScreen(DashScreen):
