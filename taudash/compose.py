@@ -86,6 +86,16 @@ def fleet_member_session(context: str, config: RuleConfig | None, source_type: s
                    read_only_why=FLEET_BADGE, actions=Actions.read_only(FLEET_READ_ONLY, context), cluster=cluster)
 
 
+AGENTS_READ_ONLY = "fleet from agents: summaries only (Enter on a cluster with a kubeconfig context opens it live)"
+
+
+def agents_session(config: RuleConfig | None, label: str) -> Session:
+    """What the other screens of a fleet-from-agents dashboard show until a cluster is opened live: an
+    empty, read-only cluster (the app keeps them closed meanwhile; taudash/agents.py)."""
+    return Session(Store(), SourceInfo(type="agents", context=label), config, read_only=True,
+                   read_only_why="fleet from agents", actions=Actions.read_only(AGENTS_READ_ONLY))
+
+
 def bench_session(live: LiveCluster, url: str) -> Session:
     """The benchmark's dashboard on its synthetic cluster: Kueue's positions asked as live; no write path."""
     return Session(live.store, SourceInfo(type="sim", context="taudash-bench", path=url), RuleConfig(),

@@ -33,6 +33,10 @@ GLOBAL_OPTIONS: dict[str, tuple[str, dict]] = {
                                                 "help": "where TauGrid objects live (default tau-system)"}),
     "pvc": ("--pvc", {"action": "append", "metavar": "CLAIM",
                       "help": "storage claim to check in each workspace namespace (repeatable)"}),
+    "fleet_from": ("--fleet-from", {"action": "append", "metavar": "AGENT",
+                                    "help": "read a cluster from its agent's status (taudash serve --metrics): "
+                                            "http(s)://HOST:PORT, a name of fleet.agents in the config file, or "
+                                            "all of them (`all`); repeatable (docs/fleet.md)"}),
 }
 SCALARS = ("context", "kubeconfig", "snapshot", "system_namespace")
 DEFAULT_SYSTEM_NAMESPACE = "tau-system"
@@ -41,7 +45,8 @@ DEFAULT_SYSTEM_NAMESPACE = "tau-system"
 SOURCE = frozenset({"read_only", "context", "kubeconfig", "snapshot", "demo", "system_namespace", "pvc"})
 LIVE = frozenset({"read_only", "context", "kubeconfig", "system_namespace"})
 LOCAL = frozenset({"read_only"})  # no cluster at all; read-only is trivially honoured
-DASHBOARD = SOURCE  # `taudash --demo` is `taudash demo`
+FLEET_SOURCE = SOURCE | {"fleet_from"}  # status, check and the dashboard also read a fleet from agents
+DASHBOARD = FLEET_SOURCE  # `taudash --demo` is `taudash demo`
 
 _parsers = 0
 
@@ -114,6 +119,7 @@ def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     args.snapshot = next(iter(given["snapshot"]), None)
     args.system_namespace = next(iter(given["system_namespace"]), DEFAULT_SYSTEM_NAMESPACE)
     args.pvc = list(dict.fromkeys(given["pvc"]))
+    args.fleet_from = list(dict.fromkeys(given["fleet_from"]))
     args.demo = bool(given["demo"])
     args.read_only = bool(given["read_only"])
     return args

@@ -21,8 +21,9 @@ def register(sub) -> None:
                    help="show the dashboard to browsers on ADDR: PORT or :PORT (127.0.0.1), or HOST:PORT "
                         "(off loopback only with a token); read-only by construction (default: off)")
     w.add_argument("--web-token", metavar="TOKEN",
-                   help="access token the browsers must present (default: $TAUDASH_WEB_TOKEN; prefer the "
-                        "variable: a command line is visible to every user of the machine)")
+                   help="access token the browsers (and fleet clients of /api/v1/status) must present "
+                        "(default: $TAUDASH_WEB_TOKEN; prefer the variable: a command line is visible to every "
+                        "user of the machine)")
     w.add_argument("--kiosk", metavar="SCREENS",
                    help="rotate every browser through these screens, comma-separated (e.g. overview,queues,pool)")
     w.add_argument("--kiosk-interval", type=float, default=30.0, metavar="SECONDS",
@@ -59,8 +60,14 @@ def web_options(args):
     from ..serve.web import OptionsError, WebOptions, parse_kiosk, token_from
 
     if args.web is None:
-        if args.web_token or args.kiosk:
-            raise UsageError("--web-token and --kiosk apply to the wallboard: add --web ADDR")
+        if args.kiosk or (args.web_token and args.metrics is None):
+            raise UsageError("--web-token applies to the wallboard and the agent's status, --kiosk to the "
+                             "wallboard: add --web ADDR (or --metrics ADDR for the token)")
+        from ..serve.access import MIN_TOKEN, token_from
+
+        token = token_from(args.web_token)
+        if token is not None and len(token) < MIN_TOKEN:
+            raise UsageError(f"the access token must be at least {MIN_TOKEN} characters")
         return None
     try:
         address = parse_address(args.web)

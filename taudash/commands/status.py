@@ -13,19 +13,19 @@ from taudash.engine.text import clean
 
 from ..errors import EXIT_BAD_INPUT, EXIT_CRITICAL, EXIT_OK, EXIT_UNREACHABLE, UsageError
 from ..loading import load_from_args, report_issues, view_of
-from .options import add_prometheus_arg, add_source_args, rule_config
+from .options import FLEET_SOURCE, add_prometheus_arg, add_source_args, rule_config
 
 
 def register(sub) -> None:
     s = sub.add_parser("status")
-    add_source_args(s)
+    add_source_args(s, FLEET_SOURCE)
     add_prometheus_arg(s)
     s.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     _fleet_args(s)
     s.set_defaults(func=cmd_status)
 
     c = sub.add_parser("check")
-    add_source_args(c)
+    add_source_args(c, FLEET_SOURCE)
     add_prometheus_arg(c)
     c.add_argument("-v", "--verbose", action="store_true", help="list warnings and info findings too")
     _fleet_args(c)
@@ -40,6 +40,9 @@ def _fleet_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_status(args) -> int:
+    agents = _agents(args)
+    if agents is not None:
+        return cmd_agents_status(args, agents)
     contexts = _fleet_contexts(args)
     if contexts is not None:
         return cmd_fleet_status(args, contexts)
@@ -59,6 +62,9 @@ def cmd_status(args) -> int:
 
 
 def cmd_check(args) -> int:
+    agents = _agents(args)
+    if agents is not None:
+        return cmd_agents_check(args, agents)
     contexts = _fleet_contexts(args)
     if contexts is not None:
         return cmd_fleet_check(args, contexts)
@@ -173,6 +179,87 @@ def cmd_fleet_check(args, contexts: list[str]) -> int:
         return EXIT_CRITICAL
     # No critical seen, but a cluster that could not be read cannot be vouched for: fail closed.
     return EXIT_UNREACHABLE if down else EXIT_OK
+
+
+# --- a fleet from agents (docs/fleet.md, "A fleet from agents") ----------------------------------------
+
+
+def _agents(args):
+    """The agents of `--fleet-from`, None without it (bad input is exit 2)."""
+    given = list(getattr(args, "fleet_from", None) or ())
+    if not given:
+        return None
+    if args.snapshot or args.demo or getattr(args, "contexts", None) or getattr(args, "all_contexts", False):
+        raise UsageError("--fleet-from reads agents: without --snapshot, --demo, --context or --all-contexts")
+    from ..agents import agents_of_config, resolve_agents
+
+    return resolve_agents(given, agents_of_config())
+
+
+def _read_agents(agents):
+    import asyncio
+
+    from ..agents import agent_token, read_agents
+
+    results = asyncio.run(read_agents(agents, agent_token()))
+    for r in results:
+        if r.error is not None:
+            print(f"taudash: {r.agent.name}: unreachable: {clean(r.error)}", file=sys.stderr)
+        elif r.reading is not None and r.reading.stale:
+            print(f"taudash: {r.agent.name}: stale: {clean(r.reading.stale)}", file=sys.stderr)
+    return results
+
+
+def cmd_agents_status(args, agents) -> int:
+    from ..agents import agents_contract
+
+    results = _read_agents(agents)
+    if args.output in ("json", "yaml"):
+        doc = agents_contract(results)
+        if args.output == "json":
+            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
+    else:
+        from ..report import print_table
+
+        for r in results:
+            print(f"== {clean(r.agent.name)} ({clean(r.agent.url)}) ==")
+            if r.reading is not None:
+                print_table(r.reading.view)
+            else:
+                print(f"unreachable: {clean(r.error or '')}")
+    return EXIT_UNREACHABLE if not all(r.reachable for r in results) else EXIT_OK
+
+
+def cmd_agents_check(args, agents) -> int:
+    results = _read_agents(agents)
+    total = {"critical": 0, "warning": 0, "info": 0}
+    crit = False
+    for r in results:
+        name = clean(r.agent.name)
+        if r.reading is None:
+            print(f"{name}: unreachable")
+            continue
+        view = r.reading.view
+        c = view.counts()
+        for k in total:
+            total[k] += c[k]
+        crit = crit or view.has_critical()
+        for f in view.findings:
+            if f.severity.value == "critical" or args.verbose:
+                print(f"{name}: {f.severity.value:<8} {f.rule:<24} {clean(_object(f))}: {clean(f.message)}")
+        print(f"{name}: {c['critical']} critical, {c['warning']} warning, {c['info']} info"
+              + (f" (stale: {clean(r.reading.stale)})" if r.reading.stale else ""))
+    down = sum(not r.reachable for r in results)
+    stale = sum(bool(r.reading and r.reading.stale) for r in results)
+    print(f"fleet: {len(results)} clusters from agents, {down} unreachable, {stale} stale; "
+          f"{total['critical']} critical, {total['warning']} warning, {total['info']} info")
+    if crit:
+        return EXIT_CRITICAL
+    # An agent not read, or one whose own data is not current, cannot vouch for its cluster: fail closed.
+    return EXIT_UNREACHABLE if down or stale else EXIT_OK
 
 
 def _object(f) -> str:

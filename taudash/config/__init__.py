@@ -43,7 +43,8 @@ ENV_CONFIG = "TAUDASH_CONFIG"
 ENV_NAMES = frozenset({
     ENV_READ_ONLY, ENV_CONFIG,
     "TAUDASH_STATE_DIR",  # journals, audit log, history (engine/paths.py)
-    "TAUDASH_WEB_TOKEN",  # the wallboard's access token (taudash/serve/web.py)
+    "TAUDASH_WEB_TOKEN",  # the wallboard's and the agent's access token (taudash/serve/access.py)
+    "TAUDASH_AGENT_TOKEN",  # the token a fleet from agents presents to them (taudash/agents.py)
     "TAUDASH_KUEUE_CRDS",  # the simulator's Kueue CRDs (taudash/sim/schema)
     "TAUDASH_SERVICEACCOUNT_DIR",  # in a Pod: the ServiceAccount's folder (engine/sources/client.py; tests)
     "TAUDASH_SIM_STRICT",  # the simulator's controllers raise on a refused write (tests)
@@ -89,6 +90,15 @@ class ReadOnly:
 
 
 @dataclass(frozen=True)
+class AgentSetting:
+    """One entry of fleet.agents: an agent's name, URL and the kube context that opens its cluster live."""
+
+    name: str
+    url: str
+    context: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     """The config file's settings (schema: taudash/config/schema.py; every key in the README)."""
 
@@ -97,6 +107,7 @@ class Config:
     read_only_contexts: frozenset[str] = frozenset()
     multikueue_clusters: Mapping[str, str] = field(default_factory=dict)  # MultiKueueCluster → kube context
     freshness_bound: float | None = None  # fleet.freshnessBound, seconds
+    agents: tuple[AgentSetting, ...] = ()  # fleet.agents: the agents `--fleet-from` names (taudash/agents.py)
     storage_claims: tuple[str, ...] = ()
     capacity: CapacityConfig = field(default_factory=CapacityConfig)  # the `capacity:` section over the defaults
     utilisation: PrometheusSettings = field(default_factory=lambda: PrometheusSettings())  # the `utilisation:` section
@@ -142,10 +153,25 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         frozenset(name for name, ctx in (cfg.contexts or {}).items() if ctx.readOnly),
         dict(fleet.multiKueueClusters or {}) if fleet else {},
         float(fleet.freshnessBound) if fleet and fleet.freshnessBound is not None else None,
+        _agents(fleet.agents if fleet else None, path),
         tuple(dict.fromkeys(storage.claims or ())) if storage else (),
         _capacity(cfg.capacity),
         _utilisation(cfg.utilisation, path),
     )
+
+
+def _agents(entries, path: Path) -> tuple[AgentSetting, ...]:
+    """fleet.agents, checked: each URL http(s)://host[:port][/path], each name once."""
+    out: list[AgentSetting] = []
+    for i, e in enumerate(entries or ()):
+        parts = urlsplit(e.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"config file {path}: fleet.agents.{i}.url must be the agent's URL "
+                             f"(http(s)://host:port), not {e.url!r}")
+        if any(a.name == e.name for a in out):
+            raise UsageError(f"config file {path}: fleet.agents.{i}.name: {e.name!r} names two agents")
+        out.append(AgentSetting(e.name, e.url, e.context))
+    return tuple(out)
 
 
 def _utilisation(section, path: Path) -> PrometheusSettings:

@@ -24,7 +24,14 @@ class ContextSettings(_Section):
     readOnly: StrictBool = False
 
 
+class AgentSettings(_Section):
+    name: StrictStr
+    url: StrictStr
+    context: StrictStr | None = None
+
+
 class FleetSettings(_Section):
+    agents: list[AgentSettings] | None = None
     multiKueueClusters: dict[StrictStr, StrictStr] | None = None
     freshnessBound: Annotated[StrictInt | StrictFloat, Field(ge=2, le=3600, allow_inf_nan=False)] | None = None
 
@@ -64,6 +71,11 @@ _MUST = {
     ("contexts", "*"): "must be a mapping",
     ("contexts", "*", "readOnly"): "must be true or false",
     ("fleet",): "must be a mapping",
+    ("fleet", "agents"): "must be a list of agents, each {name, url[, context]}",
+    ("fleet", "agents", "*"): "must be a mapping with name and url",
+    ("fleet", "agents", "*", "name"): "must be the agent's name (a string)",
+    ("fleet", "agents", "*", "url"): "must be the agent's URL (http(s)://host:port)",
+    ("fleet", "agents", "*", "context"): "must be the kube context that opens its cluster live",
     ("fleet", "multiKueueClusters"): "must map MultiKueueCluster names to contexts",
     ("fleet", "multiKueueClusters", "*"): "must be a kube context name",
     ("fleet", "freshnessBound"): "must be a number of seconds from 2 to 3600",
@@ -90,9 +102,9 @@ def _sections(model: type[BaseModel], at: tuple[str, ...] = ()) -> dict[tuple[st
         for arg in get_args(info.annotation) or (info.annotation,):
             if isinstance(arg, type) and issubclass(arg, BaseModel):
                 out |= _sections(arg, (*at, name))
-            elif get_origin(arg) is dict and isinstance(get_args(arg)[1], type) and issubclass(get_args(arg)[1],
-                                                                                               BaseModel):
-                out |= _sections(get_args(arg)[1], (*at, name, "*"))
+            elif get_origin(arg) in (dict, list) and isinstance(get_args(arg)[-1], type) and issubclass(
+                    get_args(arg)[-1], BaseModel):
+                out |= _sections(get_args(arg)[-1], (*at, name, "*"))
     return out
 
 
@@ -103,17 +115,32 @@ def _maps() -> set[tuple[str, ...]]:
         for name, info in section.model_fields.items():
             if any(get_origin(a) is dict for a in get_args(info.annotation) or (info.annotation,)):
                 out.add((*path, name))
+    return out | _LISTS
+
+
+def _lists(model: type[BaseModel], at: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The paths that are lists of sections (`fleet.agents`): their indexes are `*`, the list is one key."""
+    out: set[tuple[str, ...]] = set()
+    for name, info in model.model_fields.items():
+        for arg in get_args(info.annotation) or (info.annotation,):
+            if get_origin(arg) is list and isinstance(get_args(arg)[0], type) and issubclass(get_args(arg)[0],
+                                                                                             BaseModel):
+                out.add((*at, name))
+            elif isinstance(arg, type) and issubclass(arg, BaseModel):
+                out |= _lists(arg, (*at, name))
     return out
 
 
 _SECTIONS = _sections(ConfigFile)
+_LISTS = _lists(ConfigFile)
 _MAPS = _maps()
 
 
 def key_paths() -> list[str]:
     """Every key of the file, dotted (`contexts.*.readOnly`): the leaves, as the README documents them."""
     return [".".join((*path, name)) for path, section in _SECTIONS.items() for name in section.model_fields
-            if (*path, name) not in _SECTIONS and (*path, name, "*") not in _SECTIONS]
+            if not any(path[:len(lst) + 1] == (*lst, "*") for lst in _LISTS)  # a list's entries: under its key
+            and (*path, name) not in _SECTIONS and ((*path, name, "*") not in _SECTIONS or (*path, name) in _LISTS)]
 
 
 def parse(doc: dict, path: Path, text: str) -> ConfigFile:
@@ -177,7 +204,10 @@ def _known_prefix(loc: tuple[str, ...]) -> tuple[str, ...]:
 def _value_in(doc: Any, where: tuple[str, ...]) -> Any:
     """The whole value at `where` (pydantic's error carries only the innermost bad part)."""
     for part in where:
-        doc = doc.get(part) if isinstance(doc, dict) else None
+        if isinstance(doc, list) and part.isdigit() and int(part) < len(doc):
+            doc = doc[int(part)]
+        else:
+            doc = doc.get(part) if isinstance(doc, dict) else None
     return doc
 
 
@@ -201,6 +231,9 @@ def line_of(text: str, loc: tuple[str, ...]) -> int | None:
         return None
     line = None
     for part in loc:
+        if isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            node = node.value[int(part)]
+            continue
         if not isinstance(node, yaml.MappingNode):
             break
         hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)

@@ -82,12 +82,15 @@ class _QuietHandler(WSGIRequestHandler):
         pass  # a scrape every 15 s is not news
 
 
-def _wsgi(metrics: Callable, ready: Callable[[], bool]) -> Callable:
+def _wsgi(metrics: Callable, ready: Callable[[], bool], status: Callable | None = None) -> Callable:
     """/healthz: the process answers (liveness); /readyz: 200 once the first sync is done, else 503 (a
-    Pod is not Ready while /metrics would describe an empty cluster); every other path: the metrics."""
+    Pod is not Ready while /metrics would describe an empty cluster); /api/v1/status: the agent's
+    document (serve/agent.py), when given; every other path: the metrics."""
 
     def app(environ: dict, start_response: Callable) -> list[bytes]:
         path = environ.get("PATH_INFO", "")
+        if status is not None and path == "/api/v1/status":
+            return list(status(environ, start_response))
         if path == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]
@@ -107,8 +110,9 @@ class MetricsServer:
     the library's default registry), beside /healthz and /readyz for the kubelet's probes."""
 
     def __init__(self, address: ListenAddress, collector: Collector,
-                 ready: Callable[[], bool] = lambda: True) -> None:
+                 ready: Callable[[], bool] = lambda: True, status: Callable | None = None) -> None:
         self.address = address
+        self.status = status
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.ready = ready
@@ -117,7 +121,7 @@ class MetricsServer:
 
     def start(self) -> int:
         """Bind and serve in a daemon thread; returns the bound port. OSError when it cannot bind."""
-        app = _wsgi(make_wsgi_app(self.registry), self.ready)
+        app = _wsgi(make_wsgi_app(self.registry), self.ready, self.status)
         httpd = make_server(self.address.host, self.address.port, app,
                             _ThreadingServer6 if ":" in self.address.host else _ThreadingServer,
                             handler_class=_QuietHandler)

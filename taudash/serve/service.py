@@ -29,6 +29,7 @@ from ..config import rule_config
 from ..errors import UsageError
 from ..live import LiveCluster
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
+from .access import token_from
 
 if TYPE_CHECKING:
     from .web import WallboardServer
@@ -60,6 +61,9 @@ class Serve:
         from .metrics import Latest
 
         self.latest = Latest()
+        from .agent import StatusDocument
+
+        self.status = StatusDocument()  # GET /api/v1/status beside /metrics: the agent's ClusterStatus
         self._stop = asyncio.Event()
         self.ready = threading.Event()  # /readyz: set after the first derive over a synced source
 
@@ -193,11 +197,14 @@ class Serve:
         self.collector = None
         if self.address is None:
             return None
+        from .agent import status_app
         from .exporter import MetricsServer
         from .metrics import TaudashCollector
 
         self.collector = TaudashCollector(self.latest, source_type, None)
-        server = MetricsServer(self.address, self.collector, ready=self.ready.is_set)
+        token = token_from(getattr(self.args, "web_token", None))
+        server = MetricsServer(self.address, self.collector, ready=self.ready.is_set,
+                               status=status_app(self.status, token, self.address.loopback))
         try:
             port = server.start()
         except OSError as exc:
@@ -205,7 +212,10 @@ class Serve:
         if not self.address.loopback:
             _say(f"warning: the metrics endpoint listens on {self.address.host}, reachable beyond this machine; "
                  "its series name cluster objects: restrict access to the port")
-        _say(f"metrics on {self.address.url(port)}")
+        _say(f"metrics on {self.address.url(port)}; the agent's status on "
+             f"{self.address.url(port).removesuffix('/metrics')}/api/v1/status"
+             + (" (bearer token)" if token else " (loopback, no token)" if self.address.loopback
+                else " (refused: no token set)"))
         return server
 
     def _tick(self, session: Session) -> None:
@@ -215,8 +225,10 @@ class Serve:
         try:
             with session.lock:
                 # A whole frame (view, freshness, history): the wallboard's tabs render this one.
-                view = session.frame(now).view
+                frame = session.frame(now)
+                view = frame.view
                 self.latest.publish(sample_of(view, session.store, now.timestamp()))
+                self.status.publish(view, frame.freshness, now.timestamp())
                 self.ready.set()  # the first view of a synced source is published: /readyz answers 200
                 for hook in self.on_tick:
                     try:

@@ -26,11 +26,8 @@ site cannot read the wallboard through the viewer's browser).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import html
 import json
-import os
 import sys
 from codecs import getincrementaldecoder
 from collections.abc import Callable
@@ -55,11 +52,11 @@ from taudash.screens.kit.messages import (
 )
 
 from ..app import SCREENS, TaudashApp
+from .access import COOKIE, MIN_TOKEN, TOKEN_ENV, authorized, cookie_value, same
+from .access import token_from as token_from  # the wallboard's options read it from here
 from .exporter import ListenAddress
 
 WEB_REASON = "web wallboard: read-only by construction"
-TOKEN_ENV = "TAUDASH_WEB_TOKEN"
-COOKIE = "taudash_wallboard"
 MAX_VIEWERS = 64  # tabs at once; one more is answered 503
 MAX_BUFFERED = 8 * 1024 * 1024  # output bytes queued for one tab before it is disconnected as too slow
 DEFAULT_TICK = 1.0  # seconds between a tab's looks at the newest frame
@@ -88,8 +85,8 @@ class WebOptions:
         if not self.address.loopback and not self.token:
             raise OptionsError(f"--web {self.address.host}:{self.address.port} is beyond this machine: "
                                f"an access token is required (--web-token or ${TOKEN_ENV})")
-        if self.token is not None and len(self.token) < 16:
-            raise OptionsError("the wallboard token must be at least 16 characters")
+        if self.token is not None and len(self.token) < MIN_TOKEN:
+            raise OptionsError(f"the wallboard token must be at least {MIN_TOKEN} characters")
         unknown = [s for s in self.kiosk if s not in SCREENS]
         if unknown:
             raise OptionsError(f"--kiosk: no screen {', '.join(map(repr, unknown))}; screens: {', '.join(SCREENS)}")
@@ -329,17 +326,6 @@ body.-closed .closed-dialog {{ display: flex; }}
 """
 
 
-def cookie_value(token: str) -> str:
-    """What the browser keeps: a MAC of the token, so a leaked cookie does not reveal the token itself."""
-    return hmac.new(token.encode(), b"taudash wallboard cookie v1", hashlib.sha256).hexdigest()
-
-
-def _same(given: str | None, expected: str) -> bool:
-    if given is None:
-        return False
-    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
-
-
 Say = Callable[[str], None]
 
 
@@ -398,20 +384,14 @@ class WallboardServer:
 
     # access -------------------------------------------------------------------------------------------
     def _authorized(self, request: web.Request) -> bool:
-        token = self.options.token
-        if token is None:
-            return True
-        auth = request.headers.get("Authorization", "")
-        if auth[:7].lower() == "bearer " and _same(auth[7:].strip(), token):
-            return True
-        return _same(request.cookies.get(COOKIE), cookie_value(token))
+        return authorized(self.options.token, request.headers.get("Authorization", ""), request.cookies.get(COOKIE))
 
     @web.middleware
     async def _guard(self, request: web.Request, handler) -> web.StreamResponse:
         token = self.options.token
         if token is not None and not self._authorized(request):
             given = request.query.get("token")
-            if request.method == "GET" and request.path == "/" and given is not None and _same(given, token):
+            if request.method == "GET" and request.path == "/" and given is not None and same(given, token):
                 # The first load with the token: keep it as a cookie, and leave no token in the address bar.
                 size = _int(request.query.get("fontsize"), 0, 64)
                 resp = web.Response(status=303, headers={"Location": f"/?fontsize={size}" if size else "/"})
@@ -558,8 +538,3 @@ def _int(text: str | None, default: int, most: int) -> int:
     except ValueError:
         return default
     return value if 0 < value <= most else default
-
-
-def token_from(flag: str | None, environ: dict[str, str] | None = None) -> str | None:
-    env = os.environ if environ is None else environ
-    return flag if flag else (env.get(TOKEN_ENV) or None)
