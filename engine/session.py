@@ -69,7 +69,7 @@ class SyncProblem:
 
 @dataclass(frozen=True)
 class Freshness:
-    mode: str  # LIVE | SNAPSHOT | DEMO
+    mode: str  # LIVE | SNAPSHOT | DEMO | AGENTS (a fleet read from agents: no cluster of its own)
     read_only: bool
     # Live: seconds since the stalest watched kind was last heard from (an event or a bookmark); without
     # watches, since the last event. None: nothing heard yet, or a snapshot.
@@ -267,6 +267,8 @@ class Session:
     def mode(self) -> str:
         if self.demo or self.source.type == "sim":
             return "DEMO"
+        if self.source.type == "agents":  # a fleet read from agents' documents (the programs' agents module)
+            return "AGENTS"
         return "LIVE" if self.source.type == "kube" else "SNAPSHOT"
 
     @contextmanager

@@ -17,7 +17,7 @@ from .rules.cluster import AccessEntry, _iso
 
 
 class SourceInfo(ViewModel):
-    type: str = "snapshot"  # snapshot | kube | sim
+    type: str = "snapshot"  # snapshot | kube | sim | agents (a fleet from agents: nothing read here)
     context: str | None = None
     path: str | None = None
     observed_at: str | None = None

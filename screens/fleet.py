@@ -196,7 +196,8 @@ enter       make that cluster the subject of every other screen (on a dispatched
             t.append(f" · {stale} stale", style=tones.warn)
         if len(members) - live - stale:
             t.append(f" · {len(members) - live - stale} not live", style=tones.bad)
-        t.append(lit(f" · showing {subject}", tones.muted))  # names come from kubeconfigs: made inert
+        if subject:
+            t.append(lit(f" · showing {subject}", tones.muted))  # names come from kubeconfigs: made inert
         self.query_one("#fleet-state", Static).update(t)
         err = span("", "")
         for ctx, e in errors:
@@ -271,7 +272,10 @@ enter       make that cluster the subject of every other screen (on a dispatched
                 out.append(tones.mark("unknown", f"{mgr}: the manager cannot be read now ({j.unknown}): "
                                                  "its dispatched Workloads and their workers are unknown"))
                 out.append("\n")
-        if not joins:
+        note = getattr(getattr(self.app, "fleet", None), "join_note", None)  # why no join is made (agents)
+        if not joins and note:
+            out.append(lit(note, tones.muted))
+        elif not joins:
             out.append(lit("open several contexts (a manager and its workers) to join MultiKueue across them"
                            if not several else "no cluster here is a MultiKueue manager", tones.muted))
         elif not findings and not any(j.unknown for j in joins.values()):

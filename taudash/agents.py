@@ -92,16 +92,23 @@ def agent_token(environ: Mapping[str, str] | None = None) -> str | None:
     return env.get(TOKEN_ENV) or None
 
 
+# What the Fleet row reads of a document (screens/fleet.py): the dashboard keeps only these fields of
+# each cluster's view; `status`/`check` keep the whole document.
+ROW_FIELDS = ("apiVersion", "kind", "source", "pool", "clusterQueues", "multikueue", "findings")
+
+
 @dataclass
 class Reading:
-    """One answered poll: the document, the view parsed from it, and its age as the agent said it."""
+    """One answered poll: the document (None when only the row's fields were kept), the view parsed from
+    it, and its age as the agent said it."""
 
-    doc: dict[str, Any]
+    doc: dict[str, Any] | None
     view: ClusterView
     fetched_at: float  # epoch seconds
     age: float  # seconds the document was old when fetched (Age header)
     watch_age: float | None  # the agent's own freshness (X-Taudash-Watch-Age)
     stale: str  # why the agent's own data is not current ("": it is)
+    etag: str = ""
 
 
 def _number(text: str | None) -> float | None:
@@ -111,24 +118,34 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-async def fetch(http: Any, agent: Agent, token: str | None, within: float) -> Reading:
-    """GET the agent's document; any failure raises (its message is what the row shows)."""
+async def fetch(http: Any, agent: Agent, token: str | None, within: float, held: Reading | None = None,
+                row_only: bool = False) -> Reading:
+    """GET the agent's document; any failure raises (its message is what the row shows). `held`: the
+    reading this client has (its ETag is sent; a 304 renews it without parsing). `row_only`: keep of the
+    view only what the Fleet row reads, and not the document."""
     import aiohttp
 
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    if held is not None and held.etag:
+        headers["If-None-Match"] = held.etag
     async with http.get(agent.url, headers=headers, timeout=aiohttp.ClientTimeout(total=within),
                         allow_redirects=False) as resp:
+        age = _number(resp.headers.get("Age")) or 0.0
+        watch_age = _number(resp.headers.get("X-Taudash-Watch-Age"))
+        stale = resp.headers.get("X-Taudash-Stale", "")
+        if resp.status == 304 and held is not None:
+            return Reading(held.doc, held.view, time.time(), age, watch_age, stale, held.etag)
         if resp.status != 200:
             text = (await resp.text(errors="replace")).strip().splitlines()
             raise RuntimeError(f"HTTP {resp.status}: {text[0][:160] if text else resp.reason}")
         doc = await resp.json(content_type=None)
         if not isinstance(doc, dict) or doc.get("kind") != "ClusterStatus":
             raise RuntimeError("not a ClusterStatus document")
-        view = ClusterView.model_validate(doc)
-        return Reading(doc, view, time.time(), _number(resp.headers.get("Age")) or 0.0,
-                       _number(resp.headers.get("X-Taudash-Watch-Age")), resp.headers.get("X-Taudash-Stale", ""))
+        view = ClusterView.model_validate({k: doc[k] for k in ROW_FIELDS if k in doc} if row_only else doc)
+        return Reading(None if row_only else doc, view, time.time(), age, watch_age, stale,
+                       resp.headers.get("ETag", ""))
 
 
 def _why(exc: BaseException) -> str:
@@ -215,7 +232,7 @@ class AgentMember:
             t = time.monotonic()
             reading, error = None, None
             try:
-                reading = await fetch(http, self.agent, token, timeout)
+                reading = await fetch(http, self.agent, token, timeout, self.reading, row_only=True)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - refused, reset, HTTP error, bad document: all "no answer"
@@ -238,6 +255,7 @@ class AgentFleet:
     mapping: dict[str, str] = field(default_factory=dict)
     joins: dict = field(default_factory=dict)  # no MultiKueue join over summaries (NO_JOIN)
     join_error: str | None = None
+    join_note: str = NO_JOIN
     opened: FleetMember | None = None
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _opened_task: asyncio.Task | None = None

@@ -9,11 +9,13 @@ from functools import partial
 from textual import work
 from textual.binding import Binding
 
-from taudash.engine.session import Frame
+from taudash.engine.session import Frame, Session
 from taudash.engine.text import clean
 from taudash.screens.fleet import FleetScreen
 
+from .agents import AgentFleet
 from .app import TaudashApp
+from .compose import agents_session
 from .fleet import Fleet
 
 FLEET_MODE = "fleet"
@@ -74,9 +76,14 @@ class FleetApp(TaudashApp):
             self.notify(clean(f"{context}: {why}; nothing to show yet"),
                         severity="warning", markup=False)
             return False
+        self._show(context, member.session)
+        return True
+
+    def _show(self, context: str, session: Session) -> None:
+        """Every other screen rebuilt on `session` (the subject named `context`); then the home screen."""
         self.fleet.subject = context
-        self.session = member.session
-        self.workflows.session = member.session
+        self.session = session
+        self.workflows.session = session
         for entry in self.screen_registry:
             if entry.name == FLEET_MODE:
                 continue
@@ -86,4 +93,67 @@ class FleetApp(TaudashApp):
             self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
         self.switch_mode(self.screen_registry.home.name)
         self.notify(clean(f"showing {context}"), markup=False)
+
+
+class AgentFleetApp(FleetApp):
+    """The dashboard over a fleet read from agents (taudash/agents.py): the Fleet screen from their
+    documents; the other screens stay closed until Enter opens one cluster live — only when a kubeconfig
+    context for it is known (else it says so). One cluster is open at a time."""
+
+    OPEN_WAIT = 0.25  # seconds between looks at a cluster being opened
+
+    def __init__(self, fleet: AgentFleet, **kwargs) -> None:
+        TaudashApp.__init__(self, agents_session(fleet.config, "fleet from agents"), **kwargs)
+        self.placeholder = self.session
+        self.fleet = fleet  # type: ignore[assignment] - duck-typed as a Fleet by the screen and the ticks
+        self._opening: str | None = None
+
+    def action_go(self, name: str) -> None:
+        if name != FLEET_MODE and self.session is self.placeholder:
+            self.notify("fleet from agents: press Enter on a cluster to open it live (it needs a kubeconfig "
+                        "context); until then only the Fleet screen has data", severity="warning", markup=False)
+            name = FLEET_MODE
+        super().action_go(name)
+
+    def set_subject(self, context: str) -> bool:
+        fleet: AgentFleet = self.fleet  # type: ignore[assignment]
+        member = fleet.member(context)
+        if member is None:
+            return False
+        opened = fleet.opened
+        if opened is not None and opened.context == fleet.live_context(member) and opened.state == "live":
+            self._show(context, opened.session)
+            return True
+        kube = fleet.live_context(member)
+        if kube is None:
+            self.notify(clean(f"{context}: no kubeconfig context is known for this agent's cluster "
+                              "(fleet.agents[].context in the config file, or a context of that name): "
+                              "its row is all there is"), severity="warning", markup=False, timeout=10)
+            return False
+        self._opening = context
+        self.notify(clean(f"{context}: opening it live (context {kube}) …"), markup=False)
+        self.run_worker(self._open(context, kube), group="open-agent", exclusive=True, exit_on_error=False)
         return True
+
+    async def _open(self, context: str, kube: str) -> None:
+        import asyncio
+
+        fleet: AgentFleet = self.fleet  # type: ignore[assignment]
+        if self.session is not self.placeholder:  # the cluster shown before is closed: one open at a time
+            self._show_placeholder()
+        member = await fleet.open(kube)
+        while member.state != "live" and self._opening == context:
+            if member.state == "unreachable" and member.error:
+                self.notify(clean(f"{context}: cannot open it live: {member.error}"), severity="error",
+                            markup=False, timeout=10)
+                await fleet.close_opened()
+                return
+            await asyncio.sleep(self.OPEN_WAIT)
+        if self._opening != context:
+            return
+        member.frame(self.clock())
+        self._show(context, member.session)
+
+    def _show_placeholder(self) -> None:
+        self.session = self.placeholder
+        self.workflows.session = self.placeholder

@@ -128,6 +128,9 @@ class HeaderBar(Widget):
         t.append(" · ")
         t.append(f" {fresh.mode} ", style=tones.badge_mode)
         t.append(" ")
+        if src.type == "agents":  # a fleet read from agents: no cluster of its own until one is opened
+            t.append("summaries from agents: Enter on a cluster opens it live", style=tones.muted)
+            return t
         if src.type in ("kube", "sim"):  # a live source: fresh while every watch is open and heard from
             if fresh.unreachable:
                 t.append(f"● {stale_since(fresh.unreachable_since, frame.now)}", style=tones.bad)
@@ -170,6 +173,8 @@ class HeaderBar(Widget):
     @staticmethod
     def _problems(frame: Frame, tones: Tones) -> Text | None:
         fresh = frame.freshness
+        if frame.view.source.type == "agents":  # nothing read here: each agent's row says its own state
+            return None
         if fresh.unreachable:  # one cluster-level line, not one entry per kind
             t = Text(end="", no_wrap=True, overflow="ellipsis")
             t.append(" ✖ API unreachable", style=tones.bad)

@@ -24,6 +24,9 @@ def register(sub) -> None:
                    "(pip install pyinstrument first; measuring only, never a dependency)")
     b.add_argument("--fleet", type=int, metavar="N", help="N simulated clusters of --size in one fleet dashboard "
                    "session (sync per cluster and total, memory, key → Fleet screen; taudash/bench/fleet.py)")
+    b.add_argument("--via", choices=("api", "agents"), default="api",
+                   help="with --fleet: api (each cluster synced whole from its API server, the default) or agents "
+                        "(each cluster read from its agent's /api/v1/status document; taudash/bench/agents.py)")
     b.add_argument("--soak", type=float, metavar="MINUTES", help="run the dashboard, its recorder and serve for "
                    "MINUTES under faults and report leaks, losses and stalls (taudash/bench/soak.py)")
     b.add_argument("--fault-every", type=float, default=30.0, metavar="SECONDS", help="with --soak (default 30)")
@@ -42,9 +45,17 @@ def run_bench(args) -> int:
     if args.fleet is not None:
         if args.fleet < 1:
             raise UsageError(f"--fleet {args.fleet}: at least one cluster")
+        if args.via == "agents":
+            if args.size not in ("S", "M"):
+                raise UsageError("--via agents: --size S or M")
+            from taudash.bench.agents import run_agents_bench
+
+            return run_agents_bench(args.size, args.fleet, args.seed, args.output)
         from taudash.bench.fleet import run_fleet_bench
 
         return run_fleet_bench(args.size, args.fleet, args.seed, args.output)
+    if args.via != "api":
+        raise UsageError("--via applies to --fleet N")
     from taudash.bench.run import run
 
     return run(args.size, args.seed, args.rate, args.stream_seconds, not args.no_kubectl, args.profile, args.output)

@@ -180,7 +180,28 @@ async def fleet_dashboard(args, contexts: list[str], kubeconfig: str | None, sou
     return 0
 
 
+async def agents_dashboard(args, agents) -> int:
+    """The Fleet screen over agents' documents (taudash/agents.py): one poll loop per agent; a cluster is
+    opened live only on Enter, with a known kubeconfig context."""
+    from ..agents import AgentFleet, AgentMember, agent_token
+    from ..fleet import freshness_bound
+    from ..fleet_app import AgentFleetApp
+
+    bound = freshness_bound()
+    fleet = AgentFleet([AgentMember(a, bound) for a in agents], config=rule_config(args), kubeconfig=args.kubeconfig)
+    fleet.start(agent_token())
+    try:
+        await AgentFleetApp(fleet).run_async()
+    finally:
+        await fleet.stop()
+    return 0
+
+
 def run_default(args) -> int:
+    if getattr(args, "fleet_from", None):
+        from .status import agents_of_args
+
+        return asyncio.run(agents_dashboard(args, agents_of_args(args)))
     if args.demo:  # `taudash --demo` is `taudash demo` with its defaults
         if args.snapshot or args.contexts or args.kubeconfig:
             raise UsageError("choose one source: --snapshot FILE, --context NAME or --demo")

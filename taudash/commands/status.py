@@ -40,7 +40,7 @@ def _fleet_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_status(args) -> int:
-    agents = _agents(args)
+    agents = agents_of_args(args)
     if agents is not None:
         return cmd_agents_status(args, agents)
     contexts = _fleet_contexts(args)
@@ -62,7 +62,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_check(args) -> int:
-    agents = _agents(args)
+    agents = agents_of_args(args)
     if agents is not None:
         return cmd_agents_check(args, agents)
     contexts = _fleet_contexts(args)
@@ -184,7 +184,7 @@ def cmd_fleet_check(args, contexts: list[str]) -> int:
 # --- a fleet from agents (docs/fleet.md, "A fleet from agents") ----------------------------------------
 
 
-def _agents(args):
+def agents_of_args(args):
     """The agents of `--fleet-from`, None without it (bad input is exit 2)."""
     given = list(getattr(args, "fleet_from", None) or ())
     if not given:

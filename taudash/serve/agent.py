@@ -1,8 +1,10 @@
 """The agent's document: `GET /api/v1/status` beside /metrics (docs/fleet.md, "A fleet from agents").
 
 The body is the cluster's `ClusterStatus` exactly as `taudash status -o json` prints it (findings
-included), from the serve loop's newest view: a few kilobytes per cluster, never the store. Its age
-travels in headers, so the body stays the contract:
+included; compact JSON), from the serve loop's newest view: a summary, never the store (size S: ~510
+KiB, ~27 KiB gzipped — most of it the `waiting` report of each pending Workload). A client that accepts
+gzip gets it gzipped; one that sends the ETag it holds (If-None-Match) gets 304 while the document is
+unchanged. Its age travels in headers, so the body stays the contract:
 
     Age: 3                          seconds since the view was derived
     X-Taudash-Derived-At: 1764…     epoch seconds of that derive
@@ -17,6 +19,8 @@ wallboard's (serve/access.py): on loopback without a token, else only with `Auth
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import threading
 import time
@@ -33,7 +37,9 @@ STATUS_PATH = "/api/v1/status"
 
 @dataclass(frozen=True)
 class Published:
-    body: bytes
+    body: bytes  # compact JSON
+    gzipped: bytes  # the same, gzip-encoded (for a client that accepts it: a fleet polls every few seconds)
+    etag: str  # of the body: an unchanged document is answered 304 to If-None-Match
     derived_at: float  # epoch seconds
     watch_age: float | None
     stale: str  # "" when current
@@ -60,8 +66,13 @@ class StatusDocument:
         self._lock = threading.Lock()
 
     def publish(self, view: ClusterView, fresh: Freshness | None, at: float) -> None:
-        body = json.dumps(view.to_contract(), indent=2, ensure_ascii=False).encode() + b"\n"
-        doc = Published(body, at, fresh.age if fresh else None, stale_reason(fresh) if fresh else "")
+        body = json.dumps(view.to_contract(), separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        previous = self.latest
+        if previous is not None and previous.body == body:  # unchanged: keep its encoding and tag
+            gz, etag = previous.gzipped, previous.etag
+        else:
+            gz, etag = gzip.compress(body, 6, mtime=0), '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        doc = Published(body, gz, etag, at, fresh.age if fresh else None, stale_reason(fresh) if fresh else "")
         with self._lock:
             self._latest = doc
 
@@ -71,7 +82,7 @@ class StatusDocument:
             return self._latest
 
     def headers(self, doc: Published) -> list[tuple[str, str]]:
-        out = [("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+        out = [("Content-Type", "application/json"), ("Cache-Control", "no-cache"), ("ETag", doc.etag),
                ("Age", str(max(0, int(self.clock() - doc.derived_at)))),
                ("X-Taudash-Derived-At", f"{doc.derived_at:.3f}"),
                ("X-Taudash-Watch-Age", "" if doc.watch_age is None else f"{doc.watch_age:.1f}")]
@@ -99,7 +110,15 @@ def status_app(document: StatusDocument, token: str | None, loopback: bool) -> C
         doc = document.latest
         if doc is None:
             return answer("503 Service Unavailable", "503: not synced yet\n")
-        start_response("200 OK", document.headers(doc))
-        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [doc.body]
+        headers = document.headers(doc)
+        if environ.get("HTTP_IF_NONE_MATCH", "") == doc.etag:  # the client holds this document already
+            start_response("304 Not Modified", [h for h in headers if h[0] != "Content-Type"])
+            return []
+        body = doc.body
+        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+            body = doc.gzipped
+            headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+        start_response("200 OK", [*headers, ("Content-Length", str(len(body)))])
+        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
     return app
