@@ -129,7 +129,7 @@ class HeaderBar(Widget):
         t.append(f" {fresh.mode} ", style=tones.badge_mode)
         t.append(" ")
         if src.type == "agents":  # a fleet read from agents: no cluster of its own until one is opened
-            t.append("summaries from agents: Enter on a cluster opens it live", style=tones.muted)
+            t.append("summaries: Enter opens one live", style=tones.muted)
             return t
         if src.type in ("kube", "sim"):  # a live source: fresh while every watch is open and heard from
             if fresh.unreachable:

@@ -212,10 +212,10 @@ class Serve:
         if not self.address.loopback:
             _say(f"warning: the metrics endpoint listens on {self.address.host}, reachable beyond this machine; "
                  "its series name cluster objects: restrict access to the port")
-        _say(f"metrics on {self.address.url(port)}; the agent's status on "
-             f"{self.address.url(port).removesuffix('/metrics')}/api/v1/status"
+        _say(f"metrics on {self.address.url(port)}")
+        _say(f"the agent's status on {self.address.url(port).removesuffix('/metrics')}/api/v1/status"
              + (" (bearer token)" if token else " (loopback, no token)" if self.address.loopback
-                else " (refused: no token set)"))
+                else " (answered 403: no token set)"))
         return server
 
     def _tick(self, session: Session) -> None:
