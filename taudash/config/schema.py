@@ -151,7 +151,10 @@ def parse(doc: dict, path: Path, text: str) -> ConfigFile:
     try:
         return ConfigFile.model_validate(doc)
     except ValidationError as exc:
-        raise UsageError(_explain(exc.errors()[0], doc, path, text)) from None
+        errors = exc.errors()
+        # A misspelt key is also a required key missing: the misspelling is what to say.
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        raise UsageError(_explain(first, doc, path, text)) from None
 
 
 def _explain(error: Any, doc: dict, path: Path, text: str) -> str:
