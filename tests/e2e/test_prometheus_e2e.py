@@ -61,6 +61,20 @@ def test_every_example_rule_is_documented_and_uses_exported_metrics():
     assert used <= emitted, used - emitted
 
 
+def test_the_rules_alert_per_cluster_over_a_fleet(tmp_path):
+    """docs/alerts.test.yml: over many clusters' series (a `cluster` label each, docs/federation.md) each alert
+    names its cluster, and one cluster's series never completes another's expression."""
+    tests = REPO / "docs" / "alerts.test.yml"
+    out = subprocess.run([tool("promtool"), "test", "rules", tests.name], capture_output=True, text=True,
+                         cwd=tests.parent)
+    assert out.returncode == 0 and "SUCCESS" in out.stdout, out.stdout + out.stderr
+    # matching every label away (`on()`) pairs one cluster's verdict with another's generation: caught
+    (tmp_path / RULES.name).write_text(RULES.read_text().replace("on(cluster)", "on()"))
+    (tmp_path / tests.name).write_text(tests.read_text())
+    out = subprocess.run([tool("promtool"), "test", "rules", tests.name], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode != 0 and "east" in out.stdout + out.stderr
+
+
 def test_a_broken_rule_file_fails_promtool(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text(RULES.read_text().replace('taudash_pool_zeroed == 1', 'taudash_pool_zeroed == ('))
