@@ -105,7 +105,7 @@ class AgentFleetApp(FleetApp):
     def __init__(self, fleet: AgentFleet, **kwargs) -> None:
         TaudashApp.__init__(self, agents_session(fleet.config, "fleet from agents"), **kwargs)
         self.placeholder = self.session
-        self.fleet = fleet  # type: ignore[assignment] - duck-typed as a Fleet by the screen and the ticks
+        self.fleet = fleet  # type: ignore[assignment]  # duck-typed as a Fleet by the screen and the ticks
         self._opening: str | None = None
 
     def action_go(self, name: str) -> None:
