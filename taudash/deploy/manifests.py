@@ -95,6 +95,11 @@ def _container(o: Options) -> Doc:
         # environment (taudash's ServiceAccount reads no Secret).
         env.append({"name": "TAUDASH_WEB_TOKEN",
                     "valueFrom": {"secretKeyRef": {"name": WEB_TOKEN_SECRET, "key": "token"}}})
+    else:
+        # The agent's /api/v1/status (a fleet reads it) is answered only with a token off loopback: the same
+        # Secret when the operator creates it (optional: without it, metrics only; the status answers 403).
+        env.append({"name": "TAUDASH_WEB_TOKEN",
+                    "valueFrom": {"secretKeyRef": {"name": WEB_TOKEN_SECRET, "key": "token", "optional": True}}})
 
     def probe(path: str, period: int) -> Doc:
         return {"httpGet": {"path": path, "port": "metrics"}, "periodSeconds": period, "timeoutSeconds": 5,
