@@ -38,6 +38,11 @@ class ClusterViewBase(ViewModel):
         return any(f.severity.value == "critical" for f in self.findings)  # type: ignore[attr-defined]
 
 
+# The ClusterStatus fields a fleet's row reads (the agent's `?view=summary`, the programs' agents module): the
+# same document with only these top-level fields, so a fleet of large clusters polls summaries, not reports.
+SUMMARY_FIELDS = ("apiVersion", "kind", "source", "access", "pool", "clusterQueues", "multikueue", "findings")
+
+
 def cluster_view_of(rules: Sequence[Rule]) -> type[ClusterViewBase]:
     """A ClusterView class whose fields are the outputs of `rules`, in their order, then the findings.
     Built from the registry it is ClusterView; a deriver given other rules (a test's) builds its own."""
@@ -55,4 +60,4 @@ else:
     ClusterView.__doc__ = "The derived cluster state: one field per registered rule output (engine/registry.py)."
 
 
-__all__ = ["AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso", "cluster_view_of"]
+__all__ = ["SUMMARY_FIELDS", "AccessEntry", "ClusterView", "ClusterViewBase", "SourceInfo", "_iso", "cluster_view_of"]

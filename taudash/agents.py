@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Frame, Freshness
 from taudash.engine.store import Store
-from taudash.engine.view import ClusterView
+from taudash.engine.view import SUMMARY_FIELDS, ClusterView
 
 from .errors import UsageError
 from .fleet import DEFAULT_FRESHNESS_BOUND, FleetMember
@@ -92,9 +92,9 @@ def agent_token(environ: Mapping[str, str] | None = None) -> str | None:
     return env.get(TOKEN_ENV) or None
 
 
-# What the Fleet row reads of a document (screens/fleet.py): the dashboard keeps only these fields of
-# each cluster's view; `status`/`check` keep the whole document.
-ROW_FIELDS = ("apiVersion", "kind", "source", "pool", "clusterQueues", "multikueue", "findings")
+# What the Fleet row reads of a document (screens/fleet.py): the dashboard asks the agent for only these
+# fields (`?view=summary`) and keeps them as each cluster's view; `status`/`check` keep the whole document.
+ROW_FIELDS = SUMMARY_FIELDS
 
 
 @dataclass
@@ -130,7 +130,8 @@ async def fetch(http: Any, agent: Agent, token: str | None, within: float, held:
         headers["Authorization"] = f"Bearer {token}"
     if held is not None and held.etag:
         headers["If-None-Match"] = held.etag
-    async with http.get(agent.url, headers=headers, timeout=aiohttp.ClientTimeout(total=within),
+    url = agent.url + ("?view=summary" if row_only else "")
+    async with http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=within),
                         allow_redirects=False) as resp:
         age = _number(resp.headers.get("Age")) or 0.0
         watch_age = _number(resp.headers.get("X-Taudash-Watch-Age"))
@@ -239,9 +240,6 @@ class AgentMember:
                 error = _why(exc)
             self.record(reading, error, time.monotonic() - t)
             await asyncio.sleep(max(0.0, every - (time.monotonic() - t)))
-
-    def side(self) -> tuple[Store | None, bool, str]:
-        return None, False, NO_JOIN
 
 
 @dataclass

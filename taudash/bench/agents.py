@@ -89,7 +89,8 @@ def farm(size: str, seed: int, count: int, ports_file: Path | None) -> None:
     apps = [status_app(d, None, True) for d in docs]
     agents: list[_Agent | None] = [_Agent(a) for a in apps]
     ports = [a.port for a in agents if a is not None]
-    size_bytes = len(docs[0].latest.body) if docs[0].latest else 0
+    first, summary = docs[0].latest, docs[0].summary
+    size_bytes = f"{len(first.body) if first else 0} {len(summary.body) if summary else 0}"
     if ports_file is not None:
         ports_file.write_text("".join(f"http://127.0.0.1:{p}\n" for p in ports), encoding="utf-8")
     print(f"READY {objects} {size_bytes} {' '.join(map(str, ports))}", flush=True)
@@ -122,6 +123,7 @@ class AgentFarm:
         self.size, self.seed, self.count = size, seed, count
         self.urls: list[str] = []
         self.document_bytes = 0
+        self.summary_bytes = 0  # ?view=summary, what the Fleet screen polls
         self.objects = 0  # of the one generated cluster every agent publishes
         self.proc: Any = None
 
@@ -138,8 +140,8 @@ class AgentFarm:
         line = self._readline(timeout)
         if not line.startswith("READY"):
             raise RuntimeError(f"the agent farm did not start: {line!r}")
-        _, nobjects, nbytes, *ports = line.split()
-        self.objects, self.document_bytes = int(nobjects), int(nbytes)
+        _, nobjects, nbytes, nsummary, *ports = line.split()
+        self.objects, self.document_bytes, self.summary_bytes = int(nobjects), int(nbytes), int(nsummary)
         self.urls = [f"http://127.0.0.1:{p}" for p in ports]
         return time.perf_counter() - t
 
@@ -193,7 +195,8 @@ async def agents_bench(size: str, clusters: int, seed: int = 0, progress=None, r
     farm_ = AgentFarm(size, seed, clusters)
     progress(f"via agents: {VIA}; size {size}, {clusters} agents")
     setup = farm_.start()
-    progress(f"agents up ({setup:.1f} s): document {farm_.document_bytes / 1024:.0f} KiB each")
+    progress(f"agents up ({setup:.1f} s): document {farm_.document_bytes / 1024:.0f} KiB each, its summary "
+             f"(what the Fleet screen polls) {farm_.summary_bytes / 1024:.0f} KiB")
     base_rss = rss_mib() or 0.0
     fleet = AgentFleet([AgentMember(Agent(f"bench-{i}", status_url(u))) for i, u in enumerate(farm_.urls, 1)])
     try:
@@ -269,7 +272,7 @@ async def agents_bench(size: str, clusters: int, seed: int = 0, progress=None, r
         farm_.stop()
     total = time.perf_counter() - started
     return {"apiVersion": "taudash/v1", "kind": "BenchResult", "size": size, "seed": seed, "fleet": clusters,
-            "via": VIA, "objects": farm_.objects, "decoder": "n/a: documents", "documentBytes": farm_.document_bytes,
+            "via": VIA, "objects": farm_.objects, "decoder": "n/a: documents", "documentBytes": farm_.document_bytes, "summaryBytes": farm_.summary_bytes,
             "totalSeconds": round(total, 3), "figures": {k: f.to_json() for k, f in figs.items()}}
 
 
@@ -284,7 +287,8 @@ def run_agents_bench(size: str, clusters: int, seed: int, output: str) -> int:
     else:
         from taudash.bench.table import print_table
 
-        print(f"via: {results['via']}; {clusters} clusters; document {results['documentBytes'] / 1024:.0f} KiB")
+        print(f"via: {results['via']}; {clusters} clusters; document {results['documentBytes'] / 1024:.0f} KiB, "
+              f"summary polled {results['summaryBytes'] / 1024:.0f} KiB")
         print_table(results)
     return 0
 

@@ -4,7 +4,9 @@ The body is the cluster's `ClusterStatus` exactly as `taudash status -o json` pr
 included; compact JSON), from the serve loop's newest view: a summary, never the store (size S: ~510
 KiB, ~27 KiB gzipped — most of it the `waiting` report of each pending Workload). A client that accepts
 gzip gets it gzipped; one that sends the ETag it holds (If-None-Match) gets 304 while the document is
-unchanged. Its age travels in headers, so the body stays the contract:
+unchanged. `?view=summary` answers the same document with only the fields a fleet's row reads
+(SUMMARY_FIELDS: no `waiting` report, no workspaces): what the Fleet screen polls. Its age travels in
+headers, so the body stays the contract:
 
     Age: 3                          seconds since the view was derived
     X-Taudash-Derived-At: 1764…     epoch seconds of that derive
@@ -26,9 +28,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import parse_qs
 
 from taudash.engine.session import Freshness
-from taudash.engine.view import ClusterView
+from taudash.engine.view import SUMMARY_FIELDS, ClusterView
 
 from .access import authorized
 
@@ -63,23 +66,36 @@ class StatusDocument:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self._latest: Published | None = None
+        self._summary: Published | None = None
         self._lock = threading.Lock()
 
     def publish(self, view: ClusterView, fresh: Freshness | None, at: float) -> None:
-        body = json.dumps(view.to_contract(), separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        previous = self.latest
+        contract = view.to_contract()
+        age, stale = (fresh.age, stale_reason(fresh)) if fresh else (None, "")
+        full = self._encoded(contract, self.latest, at, age, stale)
+        summary = self._encoded({k: contract[k] for k in SUMMARY_FIELDS if k in contract}, self.summary, at, age, stale)
+        with self._lock:
+            self._latest, self._summary = full, summary
+
+    @staticmethod
+    def _encoded(doc: dict, previous: Published | None, at: float, age: float | None, stale: str) -> Published:
+        body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         if previous is not None and previous.body == body:  # unchanged: keep its encoding and tag
             gz, etag = previous.gzipped, previous.etag
         else:
             gz, etag = gzip.compress(body, 6, mtime=0), '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        doc = Published(body, gz, etag, at, fresh.age if fresh else None, stale_reason(fresh) if fresh else "")
-        with self._lock:
-            self._latest = doc
+        return Published(body, gz, etag, at, age, stale)
 
     @property
     def latest(self) -> Published | None:
         with self._lock:
             return self._latest
+
+    @property
+    def summary(self) -> Published | None:
+        """The same document with only SUMMARY_FIELDS (`?view=summary`): what a fleet's row reads."""
+        with self._lock:
+            return self._summary
 
     def headers(self, doc: Published) -> list[tuple[str, str]]:
         out = [("Content-Type", "application/json"), ("Cache-Control", "no-cache"), ("ETag", doc.etag),
@@ -107,7 +123,11 @@ def status_app(document: StatusDocument, token: str | None, loopback: bool) -> C
                           "(Authorization: Bearer …)\n", [("WWW-Authenticate", 'Bearer realm="taudash agent"')])
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             return answer("405 Method Not Allowed", "405: read-only\n", [("Allow", "GET, HEAD")])
-        doc = document.latest
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        view = query.get("view", ["full"])[-1]
+        if view not in ("full", "summary"):
+            return answer("400 Bad Request", "400: view is full (the default) or summary\n")
+        doc = document.summary if view == "summary" else document.latest
         if doc is None:
             return answer("503 Service Unavailable", "503: not synced yet\n")
         headers = document.headers(doc)
