@@ -92,11 +92,6 @@ def agent_token(environ: Mapping[str, str] | None = None) -> str | None:
     return env.get(TOKEN_ENV) or None
 
 
-# What the Fleet row reads of a document (screens/fleet.py): the dashboard asks the agent for only these
-# fields (`?view=summary`) and keeps them as each cluster's view; `status`/`check` keep the whole document.
-ROW_FIELDS = SUMMARY_FIELDS
-
-
 @dataclass
 class Reading:
     """One answered poll: the document (None when only the row's fields were kept), the view parsed from
@@ -122,7 +117,7 @@ async def fetch(http: Any, agent: Agent, token: str | None, within: float, held:
                 row_only: bool = False) -> Reading:
     """GET the agent's document; any failure raises (its message is what the row shows). `held`: the
     reading this client has (its ETag is sent; a 304 renews it without parsing). `row_only`: keep of the
-    view only what the Fleet row reads, and not the document."""
+    view only what the Fleet row reads (the agent's `?view=summary`: SUMMARY_FIELDS), and not the document."""
     import aiohttp
 
     headers = {"Accept": "application/json"}
@@ -144,7 +139,7 @@ async def fetch(http: Any, agent: Agent, token: str | None, within: float, held:
         doc = await resp.json(content_type=None)
         if not isinstance(doc, dict) or doc.get("kind") != "ClusterStatus":
             raise RuntimeError("not a ClusterStatus document")
-        view = ClusterView.model_validate({k: doc[k] for k in ROW_FIELDS if k in doc} if row_only else doc)
+        view = ClusterView.model_validate({k: doc[k] for k in SUMMARY_FIELDS if k in doc} if row_only else doc)
         return Reading(None if row_only else doc, view, time.time(), age, watch_age, stale,
                        resp.headers.get("ETag", ""))
 

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
@@ -57,7 +58,11 @@ def _documents(size: str, seed: int, count: int) -> tuple[list[Any], int]:
     return docs, len(objects)
 
 
-class _Quiet(WSGIServer):
+class _Quiet(ThreadingMixIn, WSGIServer):
+    # A thread per request (as serve's metrics server): one connection that is slow to send its request
+    # never holds the others, nor `down` (shutdown waits for the serving loop).
+    daemon_threads = True
+
     def handle_error(self, request, client_address) -> None:  # a client gone mid-answer is not news
         pass
 

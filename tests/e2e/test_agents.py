@@ -24,6 +24,7 @@ from taudash.cli import main
 from taudash.engine.incremental import derive
 from taudash.engine.session import Freshness
 from taudash.engine.sources.snapshot import load_snapshot
+from taudash.engine.view import SUMMARY_FIELDS
 from taudash.errors import UsageError
 from taudash.serve.agent import StatusDocument, status_app
 
@@ -81,6 +82,12 @@ def test_serve_publishes_the_status_contract_beside_metrics_only_with_its_token(
             json.loads(body)
         assert get(url, TOKEN, **{"If-None-Match": headers["ETag"]})[0] == 304
         assert get(url, TOKEN, **{"If-None-Match": '"other"'})[0] == 200
+        # the summary: the same document with only the fields a fleet's row reads; any other view is refused
+        code, _, summary = get(url + "?view=summary", TOKEN)
+        full = json.loads(body)
+        assert code == 200 and json.loads(summary) == {k: full[k] for k in SUMMARY_FIELDS}
+        assert "waiting" in full and len(summary) < len(body)
+        assert get(url + "?view=everything", TOKEN)[0] == 400
         # the metrics are where they were
         assert get(url.replace("/api/v1/status", "/metrics"))[0] == 200
         proc.terminate()
