@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Context, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +38,6 @@ FindingKey = tuple[str, str, str, str]  # rule, object kind, namespace, name
 
 FLAVOR_METRICS = ("budget", "reserved", "used", "headroom")
 QUEUE_METRICS = ("pending", "reserving", "admitted", "inactive")
-_EXACT = Context(prec=80)  # sums of quantities (each at most 10^30 with nano precision) stay exact
-_ZERO = Decimal(0)
 
 
 def epoch(now: datetime | float) -> float:
@@ -142,71 +139,17 @@ def cohort_values(cohort: Any) -> dict[SeriesKey, float | None]:
             for fl in cohort.flavors for r in fl.resources}
 
 
-def _team_amounts(team: str, pq: Any) -> dict[SeriesKey, Decimal]:
-    """One workspace queue's reserved and used quantity per flavor and resource, as its team's series."""
-    return {("team", team, flavor, resource, metric): qty.value
-            for metric in ("reserved", "used")
-            for flavor, resources in getattr(pq, metric).items()
-            for resource, qty in resources.items()}
-
-
 def team_values(team: str, queues: Iterable[Any]) -> dict[SeriesKey, float | None]:
-    """A team's reserved and used quantity: its workspace queues summed per flavor and resource. Summed
-    exactly (decimals), so the sums `TeamSums` moves queue by queue are the same numbers."""
-    sums: dict[SeriesKey, Decimal] = {}
+    """A team's reserved and used quantity: its workspace queues summed per flavor and resource, in
+    the pool's order of the queues."""
+    out: dict[SeriesKey, float | None] = {}
     for pq in queues:
-        for key, amount in _team_amounts(team, pq).items():
-            sums[key] = _EXACT.add(sums.get(key, _ZERO), amount)
-    return {key: float(total) for key, total in sums.items()}
-
-
-class TeamSums:
-    """A team's `team_values`, kept across passes: a queue whose view object is new moves the sums by
-    its amounts, one that went away by its old ones (exact decimals: moved sums equal sums made again).
-    The pool can hold hundreds of a team's queues (every workspace of the bench's L is one team's), and a
-    pass changes a few of them: re-summing them all was most of the recorder's pass at L."""
-
-    def __init__(self, team: str) -> None:
-        self.team = team
-        self._queues: dict[int, tuple[Any, dict[SeriesKey, Decimal]]] = {}  # id -> (queue held, amounts)
-        self._sums: dict[SeriesKey, Decimal] = {}
-        self._count: dict[SeriesKey, int] = {}  # queues that name a series: 0 ends it
-        self.values: dict[SeriesKey, float | None] = {}
-
-    def update(self, queues: list[Any]) -> bool:
-        """Move the sums to this pass's queues; True when a queue changed (came or went)."""
-        held = self._queues
-        now = {id(pq): pq for pq in queues}
-        if len(now) != len(queues):  # one object listed twice (never by the pool): sum it as listed
-            self._queues, self._sums, self._count = {}, {}, {}
-            self.values = team_values(self.team, queues)
-            return True
-        gone = [i for i in held if i not in now]
-        new = [pq for i, pq in now.items() if i not in held]
-        if not gone and not new:
-            return False
-        values = dict(self.values) if held else {}
-        touched: set[SeriesKey] = set()
-        for i in gone:
-            for key, amount in held.pop(i)[1].items():
-                self._sums[key] = _EXACT.subtract(self._sums[key], amount)
-                self._count[key] -= 1
-                touched.add(key)
-        for pq in new:
-            amounts = _team_amounts(self.team, pq)
-            held[id(pq)] = (pq, amounts)
-            for key, amount in amounts.items():
-                self._sums[key] = _EXACT.add(self._sums.get(key, _ZERO), amount)
-                self._count[key] = self._count.get(key, 0) + 1
-                touched.add(key)
-        for key in touched:
-            if self._count[key]:
-                values[key] = float(self._sums[key])
-            else:
-                del self._sums[key], self._count[key]
-                values.pop(key, None)
-        self.values = values  # a new dict: the last one may still be a merged part's
-        return True
+        for metric in ("reserved", "used"):
+            for flavor, resources in getattr(pq, metric).items():
+                for resource, qty in resources.items():
+                    key = ("team", team, flavor, resource, metric)
+                    out[key] = (out.get(key) or 0.0) + qty.as_float()
+    return out
 
 
 def _team_queues(view: Any) -> dict[str, list[Any]]:
@@ -239,7 +182,7 @@ class SampleValues:
     ClusterQueue, a Cohort, a team. The incremental deriver keeps the view objects of what did not
     change, so a part whose objects are the very ones of the last pass (compared by identity; the parts
     hold them, so an identity is never reused meanwhile) keeps its values. Same values as
-    `view_samples`; a team's sums move by the queues whose objects are new (`TeamSums`).
+    `view_samples`; a team's sums are recomputed when any of its queues' objects is new.
 
     The values of every part are kept merged (`_out`), so a pass touches only the parts that changed
     and the ones that went away, then copies the merged values once."""
@@ -247,7 +190,6 @@ class SampleValues:
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
         self._out: dict[SeriesKey, float | None] = {}
-        self._teams: dict[str, TeamSums] = {}
 
     def __call__(self, view: Any) -> dict[SeriesKey, float | None]:
         parts, out = self._parts, self._out
@@ -265,13 +207,10 @@ class SampleValues:
         for team, queues in _team_queues(view).items():
             key = ("team", team)
             seen.add(key)
-            sums = self._teams.get(team)
-            if sums is None:
-                sums = self._teams[team] = TeamSums(team)
-            if sums.update(queues):
-                fresh.append((key, (sums,), sums.values))
-        for team in [t for t in self._teams if ("team", t) not in seen]:
-            del self._teams[team]
+            last = parts.get(key)
+            if last is None or len(last[0]) != len(queues) or any(
+                    a is not b for a, b in zip(last[0], queues, strict=True)):
+                fresh.append((key, tuple(queues), team_values(team, queues)))
         # What went away or changed first leaves the merged values (a key may move between parts), then
         # the new values go in.
         for key in [k for k in parts if k not in seen]:
