@@ -1,11 +1,11 @@
 """Every test closes what it opens: a pytest plugin that fails a test leaving file descriptors open.
 
 tests/conftest.py loads it (`-p tools.fd_guard` loads it elsewhere, with tests/ on the path). The autouse fixture
-`fd_guard` lists /proc/self/fd before the test's function-scoped fixtures are set up and again after they are torn
-down (module- and session-scoped fixtures are set up before and torn down after: their descriptors are not the
-test's). When more are open after, it runs the collector once (an object dropped without `close()` is closed by
-its finalizer: not a leak that outlives the test) and counts again; what is still open fails the test at teardown,
-naming each descriptor's target as `readlink /proc/self/fd/N` gives it — a path, `pipe:[…]`, `anon_inode:[…]`, or
+`fd_guard` counts /proc/self/fd (the numbers, one listing) before the test's function-scoped fixtures are set up
+and again after they are torn down (module- and session-scoped fixtures are set up before and torn down after:
+their descriptors are not the test's). When more are open after, it runs the collector (an object dropped without
+`close()` is closed by its finalizer: not a leak that outlives the test) and counts again, reading targets now;
+what is still open fails the test at teardown, naming each descriptor's target as `readlink /proc/self/fd/N` gives it — a path, `pipe:[…]`, `anon_inode:[…]`, or
 `socket:[inode]` resolved through /proc/net to its addresses and TCP state.
 
 The slack: a process creates a few things lazily, once, and keeps them for its life — an event loop kept in a
