@@ -8,7 +8,8 @@ a pass writes the values that changed, and every value at the first pass of each
 bucket: engine/history/db.py). Between passes `churn` Workloads change as a busy fleet's do: most get a
 status touch (a PodsReady transition), a fifth are admitted (a new admission-wait row) and a tenth are
 preempted by another admitted Workload (an eviction row naming its preemptor); an admission or a
-preemption moves its ClusterQueue's counts as Kueue's status would (sample values that change). The
+preemption moves its ClusterQueue's counts, reservation and usage as Kueue's status would (sample values
+that change: the queue's counts, the pool's flavors, the team's sums). The
 view is re-derived between passes, outside the timing, as the dashboard derives it anyway. Timed per pass: `collect`
 (under the session lock) and `write` (one transaction), medians and p95 over the passes after the
 first (the first is a full scan, reported alone).
@@ -39,6 +40,7 @@ from taudash.bench.measure import Figure, median, percentile
 from taudash.engine.history import db as hdb
 from taudash.engine.history.recorder import Recorder
 from taudash.engine.model import lookup
+from taudash.engine.model.quantity import Quantity
 from taudash.engine.rules.base import RuleConfig
 from taudash.engine.session import Session
 from taudash.engine.sources.snapshot import store_from_objects
@@ -90,8 +92,29 @@ class _Churn:
         st["pendingWorkloads"] = max(0, st.get("pendingWorkloads", 0) - admitted)
         for field in ("reservingWorkloads", "admittedWorkloads"):
             st[field] = max(0, st.get(field, 0) + admitted)
+        self._move_usage(cq, admission, admitted)
         self.queues[cq["metadata"]["name"]] = cq
         self.session.store.upsert(self.cq_model.model_validate(cq), cq)
+
+    @staticmethod
+    def _move_usage(cq: dict, admission: dict, sign: int) -> None:
+        """The Workload's admitted usage added to (or taken from) its ClusterQueue's reservation and usage
+        per flavor and resource, as Kueue's status moves them: the pool's queues and its team's sums change."""
+        nominal = {(fl["name"], r["name"]): Quantity.parse(r["nominalQuota"])
+                   for rg in cq["spec"].get("resourceGroups", []) for fl in rg["flavors"] for r in fl["resources"]}
+        for psa in admission.get("podSetAssignments", []):
+            for resource, amount in (psa.get("resourceUsage") or {}).items():
+                flavor = (psa.get("flavors") or {}).get(resource)
+                for field in ("flavorsReservation", "flavorsUsage"):
+                    for fl in cq["status"].get(field, []):
+                        for e in fl["resources"] if fl["name"] == flavor else ():
+                            if e["name"] != resource:
+                                continue
+                            total = Quantity.parse(e.get("total", "0"))
+                            total = (total + Quantity.parse(amount) if sign > 0 else total - Quantity.parse(amount)).max0()
+                            e["total"] = total.canonical()
+                            if "borrowed" in e:
+                                e["borrowed"] = (total - nominal.get((flavor, resource), Quantity(0))).max0().canonical()
 
     def apply(self, n: int, now: datetime) -> None:
         # A Workload admitted in this pass is not preempted in it too (the recorder would see only the

@@ -1,11 +1,11 @@
 """Every test closes what it opens: a pytest plugin that fails a test leaving file descriptors open.
 
 tests/conftest.py loads it (`-p tools.fd_guard` loads it elsewhere, with tests/ on the path). The autouse fixture
-`fd_guard` lists /proc/self/fd before the test's function-scoped fixtures are set up and again after they are torn
-down (module- and session-scoped fixtures are set up before and torn down after: their descriptors are not the
-test's). When more are open after, it runs the collector once (an object dropped without `close()` is closed by
-its finalizer: not a leak that outlives the test) and counts again; what is still open fails the test at teardown,
-naming each descriptor's target as `readlink /proc/self/fd/N` gives it — a path, `pipe:[…]`, `anon_inode:[…]`, or
+`fd_guard` counts /proc/self/fd (the numbers, one listing) before the test's function-scoped fixtures are set up
+and again after they are torn down (module- and session-scoped fixtures are set up before and torn down after:
+their descriptors are not the test's). When more are open after, it runs the collector (an object dropped without
+`close()` is closed by its finalizer: not a leak that outlives the test) and counts again, reading targets now;
+what is still open fails the test at teardown, naming each descriptor's target as `readlink /proc/self/fd/N` gives it — a path, `pipe:[…]`, `anon_inode:[…]`, or
 `socket:[inode]` resolved through /proc/net to its addresses and TCP state.
 
 The slack: a process creates a few things lazily, once, and keeps them for its life — an event loop kept in a
@@ -103,15 +103,27 @@ def _process_wide(target: str, sockets: dict[str, str]) -> bool:
     return describe(target, sockets).split(" ", 1)[-1].startswith(PROCESS_WIDE)
 
 
-def left_open(before: dict[int, str], after: dict[int, str]) -> dict[int, str]:
-    """Descriptors open after that were not open (with the same target) before."""
-    return {fd: t for fd, t in after.items() if before.get(fd) != t}
+def descriptor_numbers() -> frozenset[int]:
+    """The numbers of the descriptors open now, without a readlink each (the per-test count). The listing's
+    own descriptor is in the listing and closed after it; the next descriptor opened takes the lowest free
+    number, so a probe opened now names it (and the test's first leak would reuse it: it must not count)."""
+    names = os.listdir(PROC_FD)
+    probe = os.open(os.devnull, os.O_RDONLY)
+    try:
+        return frozenset(int(name) for name in names) - {probe}
+    finally:
+        os.close(probe)
 
 
-def leaks(before: dict[int, str]) -> list[str]:
-    """What the test left open beyond the slack, described; [] when it closed everything."""
-    after = open_descriptors()
-    if len(after) <= len(before) and not left_open(before, after):
+def left_open(before: frozenset[int], after: dict[int, str]) -> dict[int, str]:
+    """Descriptors open after whose numbers were not open before."""
+    return {fd: t for fd, t in after.items() if fd not in before}
+
+
+def leaks(before: frozenset[int]) -> list[str]:
+    """What the test left open beyond the slack, described; [] when it closed everything. The cheap check
+    first: a test that leaves no more descriptors open than it found costs two listings of /proc/self/fd."""
+    if len(descriptor_numbers()) <= len(before):
         return []
     # Finalizers close what was dropped unclosed; a simulator on a fixture's own thread in this process closes
     # its side of the test's connections when it reads their end, which on a busy machine can come a moment
@@ -141,8 +153,7 @@ def restore_gc(policy: heap.HeapPolicy, thresholds: tuple[int, int, int]) -> Non
         heap.install(policy)
     if gc.get_threshold() != thresholds:
         gc.set_threshold(*thresholds)
-    if gc.get_freeze_count():
-        gc.unfreeze()
+    gc.unfreeze()  # constant time; counting the frozen objects first would walk them all
 
 
 @pytest.hookimpl(wrapper=True)
@@ -165,7 +176,7 @@ def fd_guard(request):
         yield
         restore_gc(policy, thresholds)
         return
-    before = open_descriptors()
+    before = descriptor_numbers()
     yield
     restore_gc(policy, thresholds)
     if request.node.stash.get(_CALL_FAILED, False):
