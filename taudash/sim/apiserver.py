@@ -313,6 +313,10 @@ class ApiServer:
                 if verb == "watch" and target.resource.group != visibility.GROUP:  # visibility: 405 below
                     record.status = status = 200
                     return await self._watch(request, target)
+                if target.subresource == "log":  # plain text, streamed with follow
+                    log = await self._log(request, target, verb)
+                    status = log.status
+                    return log
                 self.db.pruned = []
                 resp = await self._dispatch(request, target, verb)
                 if self.db.pruned and q.get("fieldValidation") != "Ignore":  # Warn, the default
@@ -564,7 +568,7 @@ class ApiServer:
                 "resources": resources}
 
     # --- resource verbs --------------------------------------------------------------------------
-    async def _dispatch(self, request: web.Request, t: _Target, verb: str) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, t: _Target, verb: str) -> web.Response:
         q = request.rel_url.query
         db, r = self.db, t.resource
         dry_run = _dry_run(q)
@@ -576,8 +580,6 @@ class ApiServer:
             return self._json(visibility.pending_workloads(db, r, t.version, t.namespace, t.name or "", q))
         if t.subresource == "token":
             return await self._token_request(request, t, verb)
-        if t.subresource == "log":
-            return await self._log(request, t, verb)
         if verb == "list":
             return self._list(request, t)
         if verb == "get":
