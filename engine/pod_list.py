@@ -46,7 +46,7 @@ class PodRow:
     namespace: str
     name: str
     phase: str  # the Pod's phase, or a waiting container's reason (ContainerCreating) as kubectl shows it
-    node: str
+    node: str  # "" while not scheduled
     gpus: int
     restarts: int
     created: str | None  # metadata.creationTimestamp
@@ -72,8 +72,6 @@ def _phase(p: Pod) -> tuple[str, bool]:
         elif st.waiting is not None and st.waiting.reason and not waiting:
             waiting = st.waiting.reason
     phase = p.status.phase or "Unknown"
-    if phase == "Pending" and not p.node_name:
-        return "Pending (unscheduled)", started
     return (waiting if phase == "Pending" and waiting else phase), started
 
 

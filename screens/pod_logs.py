@@ -71,9 +71,10 @@ esc        back (the read stops)"""
         Binding("t", "timestamps", "timestamps", show=False),
         Binding("s", "save", "save", show=False),
     ]
+    FOOTER_KEYS = (("f", "follow"), ("p", "previous"), ("w", "wrap"), ("t", "time"), ("s", "save"))
     DEFAULT_CSS = """
     LogScreen #log-body { height: 1fr; }
-    LogScreen #log-view { height: 1fr; border: none; scrollbar-size-vertical: 1; }
+    LogScreen #log-view { height: 1fr; border: none; padding: 0 1; scrollbar-size-vertical: 1; }
     LogScreen #log-search-bar { height: 1; display: none; }
     LogScreen #log-search-bar.open { display: block; }
     LogScreen #log-search-label { width: 9; color: $accent; }

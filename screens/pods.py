@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from taudash.engine.pod_list import ALL, NAMESPACE, PodRow, PodScope, list_pods
 from taudash.engine.rules.base import ObjRef
@@ -27,13 +27,13 @@ from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
 COLS = [
-    Col("pod", "namespace/Pod", 24, ident=True),
-    Col("phase", "phase", 11),
-    Col("node", "node", 14),
+    Col("pod", "namespace/Pod", 30, ident=True),
+    Col("phase", "phase", 9),
+    Col("node", "node", 28),  # a node's name whole before the Workload's (the pane below shows that whole)
     Col("gpus", "GPUs", 4, right=True),
     Col("restarts", "restarts", 8, right=True),
-    Col("age", "age", 6, right=True),
-    Col("workload", "Workload", flex=True),
+    Col("age", "age", 5, right=True),
+    Col("workload", "Workload", flex=True),  # in the Pod's namespace: its name only
 ]
 PHASE_TONE = {"Running": "ok", "Succeeded": "muted", "Failed": "bad", "Unknown": "unknown"}
 
@@ -55,10 +55,12 @@ enter      open the Pod (conditions, related objects, Events, YAML)
 l          read the Pod's log (follow, previous container, wrap, timestamps, search, save)
 esc        back"""
     BINDINGS = [Binding("l", "logs", "logs", show=False)]
+    FOOTER_KEYS = (("l", "logs"),)
     DEFAULT_CSS = """
     PodsScreen #body { height: 1fr; }
     PodsScreen #body > Section { height: 1fr; }
     PodsScreen #body > Section > KeyedTable { height: 1fr; }
+    PodsScreen #pods-detail { height: auto; }
     """
 
     def __init__(self, session: Session, nav: str | None = None, scope: PodScope | None = None,
@@ -76,6 +78,7 @@ esc        back"""
         with Vertical(id="body"):
             yield Static(id="pods-note", classes="tile")
             yield Section("PODS", KeyedTable(COLS, empty="no Pods", id="pods"))
+            yield Static(id="pods-detail", classes="detail")
 
     def jump_to(self, arg: str) -> str:
         """`:pods NAMESPACE` (or `all`): the error to show, "" when done."""
@@ -103,7 +106,7 @@ esc        back"""
         note = span("Pods of ", tones.muted)
         note.append(lit(self.title or self.scope.label, "bold"))
         note.append(f"  {len(pods)} Pod{'s' if len(pods) != 1 else ''}", style=tones.muted)
-        note.append("   enter open · l logs · / filter", style=tones.muted)
+        note.append("   enter opens a Pod · l its log", style=tones.muted)
         table = self.query_one("#pods", KeyedTable)
         if access.state is not AccessState.SYNCED:
             why = access.message or access.state.value
@@ -116,12 +119,33 @@ esc        back"""
                                 else f"no Pods of {self.title or self.scope.label}")
         self.query_one("#pods-note", Static).update(note)
         table.sync([pod_row(p, frame, tones) for p in pods])
+        self._detail(table.selected_key())
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.row_key.value)
+
+    def _row(self, key: str | None) -> PodRow | None:
+        return next((p for p in (self._rows[2] if self._rows else ()) if f"{p.namespace}/{p.name}" == key), None)
+
+    def _detail(self, key: str | None) -> None:
+        """The highlighted Pod's owner, Workload and containers, whole (the table cuts the Workload)."""
+        pane = self.query_one("#pods-detail", Static)
+        p = self._row(key)
+        if p is None:
+            pane.update("")
+            return
+        tones = self.tones
+        t = lit(f"{p.namespace}/{p.name}", "bold")
+        for label, value in (("owner", p.owner or "none"), ("Workload", p.workload or "none"),
+                             ("containers", ", ".join(p.containers) or "none")):
+            t.append(f"  {label} ", style=tones.muted)
+            t.append(lit(value))
+        pane.update(t)
 
     # keys ---------------------------------------------------------------------------------
     def action_logs(self) -> None:
         table = self.query_one("#pods", KeyedTable)
-        key = table.selected_key()
-        row = next((p for p in (self._rows[2] if self._rows else ()) if f"{p.namespace}/{p.name}" == key), None)
+        row = self._row(table.selected_key())
         if row is None:
             self.notify("no Pod highlighted", severity="warning")
             return
@@ -133,8 +157,10 @@ def pod_row(p: PodRow, frame: Frame, tones: Tones) -> Row:
     phase_tone = PHASE_TONE.get(p.phase, "warn")
     phase = lit(p.phase, tones.of(phase_tone))
     restarts = span(str(p.restarts), tones.warn) if p.restarts else str(p.restarts)
+    node = lit(p.node) if p.node else span("– unscheduled", tones.warn)
+    workload = p.workload.partition("/")[2] if p.workload.startswith(f"{p.namespace}/") else p.workload
     return Row(f"{p.namespace}/{p.name}", (
-        join(span(f"{p.namespace}/", tones.muted), lit(p.name)), phase, lit(p.node or "–"),
-        str(p.gpus) if p.gpus else "–", restarts, kube_age(p.created, frame.now), lit(p.workload or "–"),
+        join(span(f"{p.namespace}/", tones.muted), lit(p.name)), phase, node,
+        str(p.gpus) if p.gpus else "–", restarts, kube_age(p.created, frame.now), lit(workload or "–"),
     ), RowMeta(kind="Pod", namespace=p.namespace, name=p.name,
-               text=f"{p.phase} {p.node} {p.owner} {p.workload}"))
+               text=f"{p.phase} {p.node or 'unscheduled'} {p.owner} {p.workload}"))

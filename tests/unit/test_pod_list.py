@@ -30,7 +30,7 @@ def test_the_demo_lists_every_pod_with_its_workload(demo_store):
         "Running", 8, 0, "Job/code-llm-sft", "train/job-code-llm-sft-6b7bb")
     assert code.node == "aks-h100-27604139-vmss000004" and code.created == "2026-11-30T06:01:00Z" and code.started
     pending = next(r for r in rows if r.name == "sam2-finetune-2h5w6")
-    assert pending.phase == "Pending (unscheduled)" and pending.node == "" and not pending.started
+    assert pending.phase == "Pending" and pending.node == "" and not pending.started
 
 
 def test_scopes_narrow_the_list(demo_store):
