@@ -102,7 +102,7 @@ def cells(table: KeyedTable, key: str) -> list[str]:
 
 
 async def pods_shown(app) -> KeyedTable:
-    assert await eventually(lambda: isinstance(app.screen, PodsScreen))
+    assert await eventually(lambda: isinstance(app.screen, PodsScreen) and app.screen.query("#pods"))
     table = app.screen.query_one("#pods", KeyedTable)
     assert await eventually(lambda: table.visible_keys())
     return table
@@ -112,7 +112,7 @@ async def open_logs(app, pilot) -> LogScreen:
     app.post_message(OpenObject(POD))
     assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen))
     await pilot.press("l")
-    assert await eventually(lambda: isinstance(app.screen, LogScreen))
+    assert await eventually(lambda: isinstance(app.screen, LogScreen) and app.screen.query("#log-status"))
     return app.screen
 
 
@@ -241,7 +241,7 @@ async def test_a_pods_view_of_unreadable_pods_says_so(store_of):
     app.session.store.set_access("Pod", AccessState.FORBIDDEN)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, app, "pods")
-        assert await eventually(lambda: isinstance(app.screen, PodsScreen))
+        assert await eventually(lambda: isinstance(app.screen, PodsScreen) and app.screen.query("#pods-note"))
         note = app.screen.query_one("#pods-note")
         assert await eventually(lambda: "Pods are not readable" in str(note.content))
 
@@ -257,7 +257,7 @@ async def test_l_reads_the_log_and_the_keys_change_what_it_shows(state_dir):
         table = await pods_shown(app)
         table.move_cursor(row=table.get_row_index("train/code-llm-sft-rdb25"))
         await pilot.press("l")
-        assert await eventually(lambda: isinstance(app.screen, LogScreen))
+        assert await eventually(lambda: isinstance(app.screen, LogScreen) and app.screen.query("#log-view"))
         screen = app.screen
         assert await eventually(lambda: len(log_text(screen)) == 12)
         ref, opts = reader.log_reads[-1]
@@ -334,7 +334,7 @@ async def test_events_show_the_context_namespace_then_all_newest_first():
     app = app_with(reader)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, app, "events")
-        assert await eventually(lambda: isinstance(app.screen, EventsScreen))
+        assert await eventually(lambda: isinstance(app.screen, EventsScreen) and app.screen.query("#events"))
         table = app.screen.query_one("#events", KeyedTable)
         assert await eventually(lambda: len(table.visible_keys()) == 2)
         assert reader.watched == ["train"]  # the context's namespace
@@ -355,7 +355,7 @@ async def test_forbidden_events_are_said_not_empty():
     app = app_with(FakeOnDemand(events_access=FORBIDDEN))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, app, "events all")
-        assert await eventually(lambda: isinstance(app.screen, EventsScreen))
+        assert await eventually(lambda: isinstance(app.screen, EventsScreen) and app.screen.query("#events"))
         table = app.screen.query_one("#events", KeyedTable)
         assert await eventually(lambda: "forbidden (RBAC)" in table.empty_text)
         assert table.visible_keys() == []
