@@ -58,9 +58,9 @@ Events expire after about an hour: an empty list is "no recent Events", not "not
 
     def __init__(self, session: Session, nav: str | None = None, namespace: str | None = None) -> None:
         super().__init__(session, nav)
-        od = session.on_demand
-        # the context's namespace, as kubectl picks it (ALL: every namespace)
-        self.namespace: str = namespace or getattr(od, "namespace", "") or "default"
+        # the context's namespace, as kubectl picks it
+        self.default_namespace: str = getattr(session.on_demand, "namespace", "") or "default"
+        self.namespace: str = namespace or self.default_namespace  # ALL: every namespace
         self.state: EventsState | None = None
         self._worker: Worker | None = None
 
@@ -73,8 +73,12 @@ Events expire after about an hour: an empty list is "no recent Events", not "not
             yield Section("EVENTS", KeyedTable(COLS, empty="events: not asked yet", id="events"))
 
     def jump_to(self, arg: str) -> str:
-        """`:events NAMESPACE` or `:events all`: the error to show, "" when done."""
-        self.namespace = ALL if arg in (ALL, "-A", "*") else arg
+        """`:events` (the context's namespace), `:events NAMESPACE` or `:events all`: the error to show, "" when
+        done."""
+        self.namespace = ALL if arg in (ALL, "-A", "*") else arg or self.default_namespace
+        if self.is_mounted and self.state is not None and self.state.ref.name == (
+                "" if self.namespace == ALL else self.namespace):
+            return ""  # already watching it
         self.state = None
         if self.is_mounted:  # else mounting starts the watch
             self._watch()

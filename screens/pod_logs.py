@@ -115,7 +115,7 @@ esc        back (the read stops)"""
     # reading ------------------------------------------------------------------------------
     def _read(self) -> None:
         self._stop()
-        self.lines, self.end = [], None
+        self.lines, self.end, self.saved = [], None, ""
         self.query_one("#log-view", RichLog).clear()
         od = self.session.on_demand
         if od is None:

@@ -29,7 +29,7 @@ from .widgets.section import Section
 COLS = [
     Col("pod", "namespace/Pod", 30, ident=True),
     Col("phase", "phase", 9),
-    Col("node", "node", 28),  # a node's name whole before the Workload's (the pane below shows that whole)
+    Col("node", "node", 30),  # a node's name whole before the Workload's (the pane below shows that whole)
     Col("gpus", "GPUs", 4, right=True),
     Col("restarts", "restarts", 8, right=True),
     Col("age", "age", 5, right=True),
@@ -81,8 +81,8 @@ esc        back"""
             yield Static(id="pods-detail", classes="detail")
 
     def jump_to(self, arg: str) -> str:
-        """`:pods NAMESPACE` (or `all`): the error to show, "" when done."""
-        self.scope = PodScope() if arg in ("all", "-A", "*") else PodScope(NAMESPACE, arg)
+        """`:pods` (every namespace), `:pods NAMESPACE`, `:pods all`: the error to show, "" when done."""
+        self.scope = PodScope() if arg in ("", "all", "-A", "*") else PodScope(NAMESPACE, arg)
         self.title = ""
         self.invalidate()
         if self.frame is not None:

@@ -247,9 +247,9 @@ class TaudashApp(App):
             self.call_later(self.action_quit)
         elif target.screen:
             self.action_go(target.screen)
-            if target.arg:
-                screen = self.screen
-                error = screen.jump_to(target.arg) if hasattr(screen, "jump_to") else ""
+            screen = self.screen
+            if hasattr(screen, "jump_to"):  # `:pods` all again, `:pods NS` one namespace, `:events all`
+                error = screen.jump_to(target.arg)
                 if error:
                     self.notify(error, severity="warning", markup=False)
         elif target.ref is not None:

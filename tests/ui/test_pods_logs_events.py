@@ -180,6 +180,10 @@ async def test_pods_and_po_list_every_pod_and_pods_ns_one_namespace():
         assert app.screen.scope.kind == NAMESPACE and {k.split("/")[0] for k in table.visible_keys()} == {"vision"}
         await submit(pilot, app, "po all")
         assert await eventually(lambda: len(table.visible_keys()) == 24)
+        await submit(pilot, app, "pods vision")
+        assert await eventually(lambda: len(table.visible_keys()) == 3)
+        await submit(pilot, app, "pods")  # every namespace again
+        assert await eventually(lambda: len(table.visible_keys()) == 24)
         # `/` filters like any table; enter opens the Pod
         await pilot.press("slash", *"aks-h200", "enter")
         assert await eventually(lambda: len(table.visible_keys()) == 3)
@@ -347,6 +351,11 @@ async def test_events_show_the_context_namespace_then_all_newest_first():
         assert table.visible_keys() == ["train/e1", "vision/e2", "train/e3"]  # newest first
         assert cells(table, "vision/e2")[2] == "vision/Pod/sam2-finetune-2h5w6"
         assert cells(table, "vision/e2")[3] == "3m20s"
+        await submit(pilot, app, "events")  # the context's namespace again
+        assert await eventually(lambda: len(table.visible_keys()) == 2)
+        assert reader.watched[-1] == "train"
+        await submit(pilot, app, "events all")
+        assert await eventually(lambda: len(table.visible_keys()) == 3)
         await pilot.press("slash", *"Warning", "enter")
         assert await eventually(lambda: table.visible_keys() == ["vision/e2"])
 
