@@ -9,7 +9,10 @@ import asyncio
 import shutil
 import subprocess
 
+import aiohttp
 import pytest
+from factories import granted_service_account
+from tools.simhttp import request
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
@@ -80,6 +83,26 @@ async def test_forbidden_logs_are_a_refusal_the_pods_still_readable(sim_server):
         assert end.access == SYNCED and len(lines) == 1
     finally:
         await od.target.close()
+
+
+async def test_rbac_without_pods_log_is_403_and_with_it_the_log_reads(tmp_path):
+    path = f"/api/v1/namespaces/{RUNNING.namespace}/pods/{RUNNING.name}/log"
+    async with SimServer(kubeconfig=tmp_path / "kube" / "config", rbac=True) as sim:
+        tokens = {}
+        for name, resources in (("pods-only", ["pods"]), ("with-logs", ["pods", "pods/log"])):
+            for obj in granted_service_account("eval", name, [{"apiGroups": [""], "resources": resources,
+                                                                "verbs": ["get", "list"]}], cluster=False):
+                sim.db.create(obj)
+            tokens[name] = sim.service_account_token("eval", name)
+        status, body = await request(sim, "GET", path, None, token=tokens["pods-only"])
+        assert status == 403 and 'cannot get resource "pods/log"' in body["message"]
+        assert (await request(sim, "GET", f"/api/v1/namespaces/eval/pods/{RUNNING.name}", None,
+                              token=tokens["pods-only"]))[0] == 200  # the Pod itself is readable
+        headers = {"Authorization": f"Bearer {tokens['with-logs']}"}
+        async with aiohttp.ClientSession() as s, s.get(sim.url + path + "?tailLines=2", headers=headers,
+                                                       ssl=sim.cert.client_context()) as r:
+            assert r.status == 200 and r.content_type == "text/plain"
+            assert len((await r.text()).splitlines()) == 2
 
 
 async def test_a_container_not_started_answers_400_in_the_api_servers_words(sim_server):
