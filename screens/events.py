@@ -80,16 +80,12 @@ Events expire after about an hour: an empty list is "no recent Events", not "not
                 "" if self.namespace == ALL else self.namespace):
             return ""  # already watching it
         self.state = None
-        if self.is_mounted:  # else mounting starts the watch
+        if self.is_mounted:  # else showing it starts the watch
             self._watch()
             self._draw()
         return ""
 
-    # the watch: while the screen shows ---------------------------------------------------
-    def on_mount(self) -> None:
-        super().on_mount()
-        self._watch()
-
+    # the watch: while the screen shows (not while composed in the background) ------------
     def on_screen_suspend(self) -> None:
         if self._worker is not None:
             self._worker.cancel()
