@@ -18,6 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
+from taudash.engine.pod_list import NODE, PodScope
 from taudash.engine.rules.base import ObjRef, RuleContext
 from taudash.engine.rules.capacity import CapacityFlavor, CapacityView, Fits, capacity_view, node_pods
 from taudash.engine.rules.gang import PLACEMENTS, Shape, ShapeError, shape
@@ -25,7 +26,7 @@ from taudash.engine.session import Frame
 
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
-from .kit.messages import OpenObject
+from .kit.messages import OpenObject, OpenPods
 from .kit.panel import Panel
 from .kit.text import Tones, join, lit, span
 from .widgets.block_map import BlockMap, free_text, host_cells, legend
@@ -153,6 +154,7 @@ Unreadable Pods: "free capacity unknown" — never all free.
 s            type a gang shape: 8x2 same-accelerator-domain (empty clears)
 x            clear the typed shape
 enter        on a node: its Pods (enter there opens one); on a blocker: the Pod
+p            on a node: the Pods view of that node (every Pod bound to it; l there reads a log)
 tab          next table (the filter `/` and sort `o` act on the focused one)"""
 
     DEFAULT_CSS = """
@@ -165,7 +167,9 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
     BINDINGS = [
         Binding("s", "shape", "type a shape", show=False),
         Binding("x", "clear_shape", "clear the shape", show=False),
+        Binding("p", "pods", "Pods", show=False),
     ]
+    FOOTER_KEYS = (("p", "node's Pods"),)
 
     def __init__(self, session, nav: str | None = None) -> None:
         super().__init__(session, nav)
@@ -274,6 +278,13 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
             self.open_node(key[5:])
             return
         super().on_data_table_row_selected(event)
+
+    def action_pods(self) -> None:
+        key = self.query_one("#cap-nodes", KeyedTable).selected_key() or ""
+        if not key.startswith("node:"):
+            self.notify("no node highlighted (the NODES table)", severity="warning")
+            return
+        self.post_message(OpenPods(PodScope(NODE, key[5:])))
 
     def open_node(self, node: str) -> None:
         tones = self.tones

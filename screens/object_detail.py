@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import Worker
 
 from taudash.engine.model import BY_KIND
+from taudash.engine.pod_list import PodScope
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.session import Frame, Session
 from taudash.engine.sources.ondemand import FORBIDDEN, LOADING, NOT_FOUND, SYNCED, EventsState, FullObject
@@ -26,6 +27,7 @@ from .kit.filtering import RowMeta
 from .kit.focus_hops import FocusHops
 from .kit.format import condition_cell, finding_meta, kv_grid, objname, severity_cell
 from .kit.kueue_facts import kueue_facts
+from .kit.messages import OpenLogs, OpenPods
 from .kit.text import clean, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
@@ -36,6 +38,7 @@ COND_COLS = [Col("type", "type", 22), Col("status", "status", 9), Col("reason", 
 REL_COLS = [Col("relation", "relation", 22), Col("kind", "kind", 18), Col("name", "name", flex=True, ident=True)]
 EVENT_COLS = [Col("type", "type", 9), Col("reason", "reason", 24), Col("age", "age", 7, right=True),
               Col("count", "count", 6, right=True), Col("message", "message", flex=True)]
+POD_SCOPES = ("Workload", "Node", "Namespace", "ClusterQueue", "LocalQueue")  # kinds `p` lists the Pods of
 PARTIAL = "partial: the fields taudash reads — press y for the full object"
 
 
@@ -102,6 +105,8 @@ class ObjectDetailScreen(FocusHops, DashScreen):
         Binding("y", "yaml", "YAML (whole)", show=False),
         Binding("c", "copy_name", "copy the name", show=False),
         Binding("C", "copy_yaml", "copy the YAML", show=False),
+        Binding("p", "pods", "Pods", show=False),
+        Binding("l", "logs", "logs", show=False),
         *FocusHops.HOP_BINDINGS,
     ]
     HELP = """\
@@ -117,6 +122,8 @@ YAML       the object as the source delivered it (read-only; Secrets are never r
            Nodes and CSINodes are kept slim: marked partial until y fetches the whole object (a GET).
 y          the YAML: focus it, and fetch the whole object when only the fields taudash reads are shown
 c / C      copy the object's name / its YAML to the clipboard (OSC 52: works over ssh in most terminals)
+p          the object's Pods (a Workload, Node, Namespace, ClusterQueue or LocalQueue)
+l          a Pod's log (follow, previous container, wrap, timestamps, search, save)
 tab        next pane (tables, YAML); down past a table's last row moves to the next one, up goes back
 pgdn/end   scroll whatever has focus: the YAML when it has focus, else the table
 esc        back"""
@@ -131,6 +138,25 @@ esc        back"""
         self.fetching = False
         self.events: EventsState | None = None  # None: not asked (yet), or no cluster to ask
         self._events_worker: Worker | None = None
+
+    def footer_keys(self) -> tuple[tuple[str, str], ...]:
+        if self.ref.kind == "Pod":
+            return (("l", "logs"),)
+        return (("p", "Pods"),) if self.ref.kind in POD_SCOPES else ()
+
+    def action_pods(self) -> None:
+        if self.ref.kind not in POD_SCOPES:
+            self.notify(f"p lists the Pods of a {', '.join(POD_SCOPES)}; this is a {self.ref.kind}", markup=False)
+            return
+        self.post_message(OpenPods(PodScope(self.ref.kind, self.ref.name, self.ref.namespace)))
+
+    def action_logs(self) -> None:
+        if self.ref.kind != "Pod":
+            self.notify("l reads a Pod's log: open a Pod (p lists this object's Pods)", markup=False)
+            return
+        pod = self.session.get("Pod", self.ref.name, self.ref.namespace)
+        containers = tuple(c.name for c in pod.spec.containers) if pod is not None else ()
+        self.post_message(OpenLogs(self.ref, containers))
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="body"):

@@ -27,6 +27,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from taudash.engine.model import ClusterQueue, LocalQueue, Quantity, Workload
+from taudash.engine.pod_list import CLUSTER_QUEUE, LOCAL_QUEUE, PodScope
 from taudash.engine.rules.base import ObjRef, RuleContext
 from taudash.engine.rules.capacity import TopologyWait
 from taudash.engine.rules.eta import admission_times, estimate_wait, human
@@ -48,7 +49,7 @@ from taudash.engine.wait_words import report_lines
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
 from .kit.format import short_flavor
-from .kit.messages import OpenObject, OpenQueue
+from .kit.messages import OpenObject, OpenPods, OpenQueue
 from .kit.panel import Panel
 from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -188,6 +189,7 @@ ADMITTED   Workloads holding quota here: since when, flavors and GPUs, and wheth
 enter  on a pending Workload: why it waits (ranked reasons, quota, who is ahead, preemption) and
        when it is likely admitted: an 80% interval from the queue's recent admissions, or unknown
 l      open the highlighted Workload's LocalQueue (its own pending and admitted lists)
+p      the Pods of the Workloads admitted to this ClusterQueue (phase, node, GPUs; l there reads a log)
 y      open the ClusterQueue object (YAML)        r  fetch the positions again
 o/O    sort by the next column / reverse it
 esc    back"""
@@ -196,7 +198,9 @@ esc    back"""
         Binding("y", "open_object", "object/YAML", show=False),
         Binding("r", "refresh_positions", "refresh positions", show=False),
         Binding("l", "open_local_queue", "LocalQueue", show=False),
+        Binding("p", "pods", "Pods", show=False),
     ]
+    FOOTER_KEYS = (("p", "Pods"),)
 
     def __init__(self, session: Session, name: str, nav: str | None = None,
                  local_queue: tuple[str, str] | None = None) -> None:
@@ -226,6 +230,14 @@ esc    back"""
     def on_mount(self) -> None:
         super().on_mount()
         self.action_refresh_positions()
+
+    def action_pods(self) -> None:
+        """The Pods of this queue's Workloads (a ClusterQueue's: those admitted to it)."""
+        if self.local_queue is not None:
+            ns, name = self.local_queue
+            self.post_message(OpenPods(PodScope(LOCAL_QUEUE, name, ns)))
+        else:
+            self.post_message(OpenPods(PodScope(CLUSTER_QUEUE, self.cq_name)))
 
     # positions ---------------------------------------------------------------------------
     def _which(self) -> dict:
@@ -484,7 +496,8 @@ ADMITTED   this LocalQueue's Workloads holding quota: since when, flavors and GP
 
 enter  on a pending Workload: why it waits, and when it is likely admitted
 c      open the ClusterQueue view             y  open the LocalQueue object (YAML)
-r      fetch the positions again               esc  back"""
+p      the Pods of this LocalQueue's Workloads  r  fetch the positions again
+esc    back"""
 
     BINDINGS = [
         Binding("c", "open_cluster_queue", "ClusterQueue", show=False),

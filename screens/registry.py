@@ -14,12 +14,14 @@ are not listed: they belong to the screen they were opened from.
 from __future__ import annotations
 
 from .capacity import CapacityScreen
+from .events import EventsScreen
 from .findings import FindingsScreen
 from .fleet import FleetScreen
 from .history import HistoryScreen
 from .kit.entries import Registry, ScreenEntry
 from .multikueue import MultiKueueScreen
 from .overview import OverviewScreen
+from .pods import PodsScreen
 from .pool import PoolScreen
 from .profiles import ProfilesScreen
 from .queues import QueuesScreen
@@ -40,4 +42,6 @@ REGISTRY = Registry(
     ScreenEntry(None, "history", "History", "Hist", HistoryScreen),
     ScreenEntry(None, "capacity", "Capacity", "Cap", CapacityScreen),  # also `c` on the Overview
     ScreenEntry(None, "fleet", "Fleet", "Fleet", FleetScreen),  # key 0 in a fleet dashboard (taudash/fleet_app.py)
+    ScreenEntry(None, "pods", "Pods", "Pods", PodsScreen),  # `:pods NS`; p on a Workload, node, workspace, queue
+    ScreenEntry(None, "events", "Events", "Events", EventsScreen),  # `:events NS`, `:events all`
 )

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from taudash.engine.pod_list import NAMESPACE, PodScope
 from taudash.engine.rules.base import ObjRef
 from taudash.engine.rules.workspaces import WorkspaceView
 from taudash.engine.session import Frame, Session
@@ -17,7 +18,7 @@ from taudash.engine.session import Frame, Session
 from .kit.base import DashScreen
 from .kit.filtering import RowMeta
 from .kit.format import condition_cell, drain_cell, kv_grid, objname
-from .kit.messages import NewWorkflow, OpenObject, OpenQueue
+from .kit.messages import NewWorkflow, OpenObject, OpenPods, OpenQueue
 from .kit.presenters import operations_enabled, phase_text, refuse_read_only
 from .kit.text import Tones, lit, span
 from .widgets.keyed_table import Col, KeyedTable, Row
@@ -61,6 +62,7 @@ STORAGE      configured claims; Ready proves RBAC and queues only — run a moun
 enter  open the highlighted route or blocker     y  open the TauWorkspace object (YAML)
 o/O    sort by the next column / reverse it
 l      open the workspace's LocalQueue: its pending Workloads in Kueue's order and its admitted ones
+p      the Pods in the workspace's namespace (phase, node, GPUs, restarts; l there reads a log)
 w      supervise the drain (a draining workspace only): opens the "new workflow" form; each blocker
        is deleted only after its own confirmation. In a read-only session it only says why it is disabled.
 esc    back"""
@@ -69,7 +71,9 @@ esc    back"""
         Binding("y", "open_object", "object/YAML", show=False),
         Binding("w", "supervise_drain", "supervise drain…", show=False),
         Binding("l", "open_local_queue", "LocalQueue", show=False),
+        Binding("p", "pods", "Pods", show=False),
     ]
+    FOOTER_KEYS = (("p", "Pods"),)
 
     def __init__(self, session: Session, name: str, nav: str | None = None) -> None:
         super().__init__(session, nav)
@@ -101,6 +105,14 @@ esc    back"""
             self.notify(f"workspace {self.ws_name} has no LocalQueue yet", markup=False)
             return
         self.post_message(OpenQueue(w.cluster_queue or "", local_queue=(w.namespace, w.local_queue)))
+
+    def action_pods(self) -> None:
+        w = next((x for x in self.frame.view.workspaces if x.name == self.ws_name), None) if self.frame else None
+        if w is None or not w.namespace:
+            self.notify(f"workspace {self.ws_name} has no namespace yet", markup=False)
+            return
+        self.post_message(OpenPods(PodScope(NAMESPACE, w.namespace), title=f"workspace {self.ws_name} "
+                                   f"(namespace {w.namespace})"))
 
     def _draining(self) -> bool:
         w = next((x for x in self.frame.view.workspaces if x.name == self.ws_name), None) if self.frame else None

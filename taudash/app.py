@@ -27,7 +27,9 @@ from taudash.screens.kit.messages import (
     AbortWorkflow,
     Navigate,
     NewWorkflow,
+    OpenLogs,
     OpenObject,
+    OpenPods,
     OpenQueue,
     OpenWhatIf,
     OpenWorkflow,
@@ -43,6 +45,8 @@ from taudash.screens.kit.messages import (
 from taudash.screens.kit.palette import NavigationProvider
 from taudash.screens.kit.whatif import WhatIfScreen
 from taudash.screens.object_detail import ObjectDetailScreen
+from taudash.screens.pod_logs import LogScreen
+from taudash.screens.pods import PodsScreen
 from taudash.screens.queue_detail import LocalQueueDetailScreen, QueueDetailScreen
 from taudash.screens.registry import REGISTRY
 from taudash.screens.workflow.forms import WorkflowProvider
@@ -243,6 +247,11 @@ class TaudashApp(App):
             self.call_later(self.action_quit)
         elif target.screen:
             self.action_go(target.screen)
+            screen = self.screen
+            if hasattr(screen, "jump_to"):  # `:pods` all again, `:pods NS` one namespace, `:events all`
+                error = screen.jump_to(target.arg)
+                if error:
+                    self.notify(error, severity="warning", markup=False)
         elif target.ref is not None:
             self.post_message(OpenObject(target.ref))
 
@@ -255,6 +264,15 @@ class TaudashApp(App):
             self.push_screen(LocalQueueDetailScreen(self.session, *message.local_queue, nav))
         else:
             self.push_screen(QueueDetailScreen(self.session, message.cluster_queue, nav))
+
+    def on_open_pods(self, message: OpenPods) -> None:
+        nav = self.current_mode if self.current_mode in self.screen_registry else None
+        self.push_screen(PodsScreen(self.session, nav, scope=message.scope, title=message.title))
+
+    def on_open_logs(self, message: OpenLogs) -> None:
+        """A Pod's log: a read, so read-only mode opens it too."""
+        nav = self.current_mode if self.current_mode in self.screen_registry else None
+        self.push_screen(LogScreen(self.session, message.ref, message.containers, message.started, nav))
 
     def on_open_object(self, message: OpenObject) -> None:
         ref = message.ref

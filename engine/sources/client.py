@@ -48,6 +48,7 @@ class ClusterTarget:
     server: str
     api_client: Any  # kubernetes_asyncio.client.ApiClient
     user: str = ""  # the kubeconfig user of the context: who writes, for the audit log
+    namespace: str = ""  # the context's namespace (in a Pod: its own); "" when none is named
     _reads: RawGet | None = field(default=None, repr=False)
 
     def reads(self) -> RawGet:
@@ -176,7 +177,7 @@ async def connect_in_cluster(folder: Path) -> ClusterTarget:
     except OSError:
         ns = ""
     return ClusterTarget(context=IN_CLUSTER, server=str(cfg.host), api_client=api_client,
-                         user=f"serviceaccount in {ns}" if ns else "serviceaccount")
+                         user=f"serviceaccount in {ns}" if ns else "serviceaccount", namespace=ns)
 
 
 async def connect(context: str | None = None, kubeconfig: str | None = None) -> ClusterTarget:
@@ -205,7 +206,8 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     except Exception as exc:  # noqa: BLE001 - a shape the check missed: still one line, never a traceback
         raise ConfigError(f"kubeconfig {path}: context {resolved.context!r} cannot be used: "
                           f"{type(exc).__name__}: {_first_line(str(exc))}") from None
-    return ClusterTarget(context=resolved.context, server=str(cfg.host), api_client=api_client, user=resolved.user)
+    return ClusterTarget(context=resolved.context, server=str(cfg.host), api_client=api_client, user=resolved.user,
+                         namespace=resolved.namespace)
 
 
 def _credential_problem(message: str, resolved: KubeconfigContext) -> str:

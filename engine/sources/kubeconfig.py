@@ -51,6 +51,7 @@ class Resolved:
     cluster: str
     user: str  # "" when the context names none (anonymous)
     exec_command: str | None  # the exec plugin's command, when the user has one
+    namespace: str = ""  # the context's namespace ("": none named; kubectl then uses "default")
 
 
 def existing_files(path: str) -> list[str]:
@@ -124,7 +125,8 @@ def resolve(path: str, context: str | None) -> Resolved:
     if user_name:
         user, user_file = kc.users[user_name]
         command = _check_user(kc, user_name, user, user_file.parent)
-    return Resolved(name, cluster_name, user_name, command)
+    namespace = ctx.get("namespace")
+    return Resolved(name, cluster_name, user_name, command, namespace if isinstance(namespace, str) else "")
 
 
 def _load(file: Path) -> dict[str, Any]:

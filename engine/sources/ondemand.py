@@ -35,6 +35,7 @@ from .client import ApiStatusError, ClusterTarget, status_message, why
 SYNCED, FORBIDDEN, ERROR, NOT_FOUND = "Synced", "Forbidden", "Error", "NotFound"
 LOADING = "Loading"
 EVENTS_LIMIT = 200  # newest first: more than any screen shows; older ones are counted, not kept
+LOG_TAIL = 1000  # a log read asks for the newest lines only (kubectl logs reads all; a screen shows these)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class ObjectEvent:
     first: datetime | None
     source: str  # reportingController or source.component
     name: str  # the Event object's name (a stable row key)
+    involved: str = ""  # the object it is about, "Kind/name" (the namespace's and the cluster's Events show it)
+    namespace: str = ""  # the Event's own namespace
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,50 @@ class EventsState:
 class OnDemand(Protocol):
     """What a screen asks of the live cluster for one object (Session.on_demand)."""
 
+    namespace: str  # the kubeconfig context's namespace ("default" when it names none, as kubectl)
+
     async def full_object(self, ref: ObjRef) -> FullObject: ...
 
     async def watch_events(self, ref: ObjRef, uid: str | None, on_change: Callable[[EventsState], None]) -> None:
         """List then watch `ref`'s Events, calling `on_change` with each new state, until cancelled."""
         ...
+
+    async def watch_namespace_events(self, namespace: str | None,
+                                     on_change: Callable[[EventsState], None]) -> None:
+        """List then watch every Event of a namespace (None: the cluster's), as `watch_events` does."""
+        ...
+
+    async def stream_log(self, ref: ObjRef, options: LogOptions, on_lines: Callable[[list[str]], None]) -> LogEnd:
+        """Read a Pod's log, handing its lines to `on_lines` as they arrive (with `options.follow`, until the
+        container ends or the caller cancels); how the read ended."""
+        ...
+
+
+@dataclass(frozen=True)
+class LogOptions:
+    """What a log read asks for (the query of `GET .../pods/NAME/log`)."""
+
+    container: str = ""  # "" for a Pod with one container
+    follow: bool = False
+    previous: bool = False  # the previous, terminated instance of the container
+    timestamps: bool = False
+    tail_lines: int | None = LOG_TAIL
+
+    def query(self) -> list[tuple[str, Any]]:
+        q: list[tuple[str, Any]] = [("container", self.container)] if self.container else []
+        q += [(k, "true") for k, on in (("follow", self.follow), ("previous", self.previous),
+                                         ("timestamps", self.timestamps)) if on]
+        return q + ([("tailLines", self.tail_lines)] if self.tail_lines is not None else [])
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """How a log read ended: Synced (the server ended it: all read, or the container stopped), Forbidden,
+    NotFound, Error (a 400 carries the server's reason: "container … is waiting to start")."""
+
+    access: str
+    message: str = ""
+    status: int = 0  # the HTTP status of a refusal
 
 
 def _stamp(value: Any) -> datetime | None:
@@ -105,10 +147,12 @@ def parse_event(raw: dict[str, Any]) -> ObjectEvent:
     first = _stamp(raw.get("firstTimestamp")) or _stamp(raw.get("eventTime")) or last
     count = raw.get("count") or series.get("count") or 1
     src = raw.get("reportingComponent") or (raw.get("source") or {}).get("component") or ""
+    obj = raw.get("involvedObject") or raw.get("regarding") or {}
+    involved = f"{obj.get('kind') or '?'}/{obj.get('name') or '?'}" if obj else ""
     return ObjectEvent(
         type=str(raw.get("type") or ""), reason=str(raw.get("reason") or ""), message=str(raw.get("message") or ""),
         count=int(count) if isinstance(count, int) else 1, last=last, first=first, source=str(src),
-        name=str(meta.get("name") or ""),
+        name=str(meta.get("name") or ""), involved=involved, namespace=str(meta.get("namespace") or ""),
     )
 
 
@@ -142,6 +186,7 @@ class KubeOnDemand:
         self.watch_timeout = watch_timeout
         self.retry = retry  # seconds between attempts after an error (Forbidden is not retried)
         self.requests = 0  # requests sent (tests and the bench count them)
+        self.namespace = getattr(target, "namespace", "") or "default"  # the context's, as kubectl picks it
 
     @classmethod
     def for_source(cls, source: Any) -> KubeOnDemand:
@@ -199,13 +244,22 @@ class KubeOnDemand:
         return "/api/v1/events"
 
     async def watch_events(self, ref: ObjRef, uid: str | None, on_change: Callable[[EventsState], None]) -> None:
-        path, selector = self.events_path(ref), event_selector(ref, uid)
+        await self._watch_events(self.events_path(ref), event_selector(ref, uid), ref, on_change)
+
+    async def watch_namespace_events(self, namespace: str | None,
+                                     on_change: Callable[[EventsState], None]) -> None:
+        path = f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"
+        ref = ObjRef(kind="Namespace", namespace=None, name=namespace or "")
+        await self._watch_events(path, "", ref, on_change)
+
+    async def _watch_events(self, path: str, selector: str, ref: ObjRef,
+                            on_change: Callable[[EventsState], None]) -> None:
         events: dict[str, ObjectEvent] = {}
         state = _Tracker(ref, on_change, self.clock)
         state.emit(LOADING, events)
         while True:
             try:
-                doc = await self._get(path, [("fieldSelector", selector), ("limit", 500)])
+                doc = await self._get(path, [*_selected(selector), ("limit", 500)])
                 events.clear()
                 for raw in doc.get("items") or ():
                     e = parse_event(raw)
@@ -227,7 +281,7 @@ class KubeOnDemand:
     async def _watch(self, path: str, selector: str, rv: str, events: dict[str, ObjectEvent],
                      state: _Tracker) -> None:
         """Watch until the server ends the stream; the caller lists again (cheap: one object's Events)."""
-        query: list[tuple[str, Any]] = [("watch", "1"), ("fieldSelector", selector), ("resourceVersion", rv),
+        query: list[tuple[str, Any]] = [("watch", "1"), *_selected(selector), ("resourceVersion", rv),
                                         ("allowWatchBookmarks", "true"), ("timeoutSeconds", self.watch_timeout)]
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout,
                                         sock_read=self.watch_timeout + 60)
@@ -262,6 +316,38 @@ class KubeOnDemand:
             return events.pop(e.name, None) is not None
         events[e.name] = e
         return True
+
+
+    # logs ---------------------------------------------------------------------------------------
+    async def stream_log(self, ref: ObjRef, options: LogOptions, on_lines: Callable[[list[str]], None]) -> LogEnd:
+        path = f"/api/v1/namespaces/{ref.namespace}/pods/{ref.name}/log"
+        timeout: Any = (aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=None)
+                        if options.follow else self.request_timeout)
+        try:
+            resp = await self._request(path, options.query(), timeout)
+            try:
+                if resp.status >= 400:
+                    status = resp.status
+                    message = status_message(await resp.read())
+                    access = FORBIDDEN if status in (401, 403) else NOT_FOUND if status == 404 else ERROR
+                    return LogEnd(access, message, status)
+                buf = b""
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    *done, buf = buf.split(b"\n")
+                    if done:
+                        on_lines([line.decode(errors="replace") for line in done])
+                if buf:
+                    on_lines([buf.decode(errors="replace")])
+            finally:
+                resp.release()
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            return LogEnd(ERROR, why(exc))
+        return LogEnd(SYNCED)
+
+
+def _selected(selector: str) -> list[tuple[str, Any]]:
+    return [("fieldSelector", selector)] if selector else []
 
 
 @dataclass

@@ -36,6 +36,8 @@ class DashScreen(Screen):
     HELP: ClassVar[str] = ""  # what this screen answers and its own keys; shown by `?`
     # the `?` help's title for a screen the registry does not list (a detail, the wizard)
     TITLE_TEXT: ClassVar[str] = ""
+    # the screen's own keys the footer names before the global ones, e.g. (("p", "Pods"),)
+    FOOTER_KEYS: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     DEFAULT_CSS = """
     DashScreen > .bottom-bars {
@@ -75,8 +77,13 @@ class DashScreen(Screen):
         yield HeaderBar()
         with Vertical(classes="bottom-bars"):  # one docked stack: the filter line sits above the footer
             yield FilterBar()
-            yield FooterBar(active=self.nav)
+            yield FooterBar(active=self.nav, keys=self.footer_keys())
         yield from self.compose_body()
+
+    def footer_keys(self) -> tuple[tuple[str, str], ...]:
+        """The screen's own keys the footer names (FOOTER_KEYS; a screen whose keys depend on what it shows
+        answers here)."""
+        return self.FOOTER_KEYS
 
     def compose_body(self) -> ComposeResult:  # pragma: no cover - every screen overrides
         yield from ()

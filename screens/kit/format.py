@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 
 from rich.style import Style
@@ -19,6 +20,39 @@ from .filtering import RowMeta
 from .text import MARK, PHASE_TONE, SEVERITY_MARK, SEVERITY_TONE, Tones, lit, span
 
 UNKNOWN = "unknown"
+
+
+def kube_age(then: datetime | str | None, now: datetime) -> str:
+    """An age as kubectl prints it: 45s, 3m20s, 95m, 5h2m, 30h, 3d4h, 120d, 2y30d; "?" when unknown."""
+    if isinstance(then, str):
+        try:
+            then = datetime.fromisoformat(then.replace("Z", "+00:00"))
+        except ValueError:
+            return "?"
+    if then is None:
+        return "?"
+    s = max(0, int((now - then).total_seconds()))
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if m < 180:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    d = h // 24
+    if h < 24 * 8:
+        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
+    if d < 365 * 2:
+        return f"{d}d"
+    y = d // 365
+    if y < 8:
+        return f"{y}y{d % 365}d" if d % 365 else f"{y}y"
+    return f"{y}y"
 
 
 def qty(m: Mapping[str, Quantity] | None, res: str | None) -> str:

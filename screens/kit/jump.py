@@ -25,12 +25,13 @@ KIND_SCREENS = {
     "TauWorkspace": "workspaces", "Namespace": "workspaces", "PersistentVolumeClaim": "workspaces",
     "MultiKueueConfig": "multikueue", "MultiKueueCluster": "multikueue", "AdmissionCheck": "multikueue",
     "Job": "sources", "Deployment": "sources", "RayJob": "sources", "RayService": "sources",
+    "Pod": "pods",
 }
 # Words k9s users type that are not kubectl short names.
 EXTRA = {"ws": "TauWorkspace", "workspace": "TauWorkspace", "workspaces": "TauWorkspace",
          "team": "TauTeam", "teams": "TauTeam", "cluster": "TauCluster", "node": "Node", "nodes": "Node"}
 QUIT = {"q", "q!", "quit", "exit", "qa"}
-HINT = ":cq · :wl NS/NAME · :ws NAME · :pool · :findings · :q"
+HINT = ":cq · :wl NS/NAME · :ws NAME · :pods [NS] · :events [NS|all] · :pool · :q"
 
 
 def kind_aliases() -> dict[str, str]:
@@ -57,6 +58,7 @@ class Jump:
     """What a `:` line asks for: exactly one of screen, ref, quit, or an error to show."""
 
     screen: str | None = None
+    arg: str = ""  # what the screen is asked to show (`:pods NS`, `:events all`: its `jump_to`)
     ref: ObjRef | None = None
     quit: bool = False
     error: str = ""
@@ -83,6 +85,11 @@ def resolve(line: str, screens: Registry, *, namespaced: dict[str, bool] | None 
                 return Jump(screen=target)
             return Jump(error=f"no screen lists {kinds[head]}: give a name (:{head} NAME)")
         return Jump(error=f"unknown jump “{line.strip()}”: {HINT}")
+    aliases = screen_aliases(screens)
+    named = aliases.get(head) or (KIND_SCREENS.get(kinds[head]) if head in kinds else None)
+    entry = screens.get(named)
+    if entry is not None and hasattr(entry.cls, "jump_to") and len(rest) == 1 and "/" not in rest[0]:
+        return Jump(screen=entry.name, arg=rest[0])  # `:pods train`, `:events all`
     if head not in kinds:
         return Jump(error=f"unknown kind “{words[0]}”: {HINT}")
     if len(rest) > 1:

@@ -43,6 +43,24 @@ class OpenQueue(Message):
 
 
 @dataclass
+class OpenPods(Message):
+    """The Pods of one object (a Workload, node, namespace or queue: an engine PodScope), on a Pods view pushed
+    on the screen that asked."""
+
+    scope: Any  # taudash.engine.pod_list.PodScope
+    title: str = ""  # what the view is of, when the scope's own label says too little ("workspace train")
+
+
+@dataclass
+class OpenLogs(Message):
+    """Read one Pod's log on the log screen (a read: allowed in read-only mode)."""
+
+    ref: ObjRef
+    containers: tuple[str, ...] = ()
+    started: bool = True  # some container runs or ran (else the server says it is waiting to start)
+
+
+@dataclass
 class RequestOperation(Message):
     """A guided operation asks to write. Nothing posts it yet; the app refuses it in read-only
     mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""

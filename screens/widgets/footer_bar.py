@@ -52,16 +52,19 @@ class FooterBar(Widget):
     }
     """
 
-    def __init__(self, active: str | None = None) -> None:
+    def __init__(self, active: str | None = None, keys: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.active = active
+        self.own = tuple(keys)  # the screen's own keys worth a place ("p", "Pods"), before the global ones
         self._spans: list[tuple[int, int, str]] = []
 
     def _layout(self, width: int) -> Text:
         keyed = listed_screens(self.app)
         tones = app_tones(self.app)
         key_style = Style(bold=True, color=tones.accent.color)
-        for long_names, keys in ((True, KEYS_LONG), (True, KEYS_SHORT), (False, KEYS_SHORT)):
+        own = self.own
+        for long_names, keys in ((True, own + KEYS_LONG), (True, own + KEYS_SHORT), (False, own + KEYS_SHORT),
+                                 (False, KEYS_SHORT)):
             t = Text(end="", no_wrap=True, overflow="crop")
             spans = []
             for entry in keyed:

@@ -120,6 +120,9 @@ def register(sub) -> None:
     s.add_argument("--idle-share", type=float, default=None, metavar="F",
                    help="with --dcgm-exporter: the share of GPU-holding Pods whose GPUs sit idle, picked by the seed "
                         "(0 to 1; default 0.25)")
+    s.add_argument("--forbid-logs", action="store_true",
+                   help="answer 403 to every Pod log read (pods/log), as RBAC without that subresource does; the "
+                        "Pods themselves stay readable")
     s.add_argument("--bookmark-interval", type=float, default=None, metavar="SECONDS",
                    help="seconds between BOOKMARK events on an idle watch (default 15; taudash counts a watch "
                         "fresh while they arrive)")
@@ -309,6 +312,8 @@ async def _serve(args) -> int:
         problems = apply_node_faults(sim.db, getattr(args, "node_faults", None) or [])
         if problems:
             raise UsageError(f"--node-fault: {problems[0]}")
+        if getattr(args, "forbid_logs", False):
+            sim.faults.forbid_logs()
         result = sim.load_result
         seeded = f"{result.objects} objects from {snapshot}" if result is not None else "an empty cluster"
         for issue in result.issues if result is not None else ():

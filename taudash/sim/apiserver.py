@@ -31,10 +31,11 @@ from typing import Any
 from aiohttp import web
 from orjson import dumps as _dumps
 
-from taudash.sim import protowire, visibility
+from taudash.sim import logs, protowire, visibility
 from taudash.sim.errors import (
     ApiError,
     BadRequest,
+    Forbidden,
     Gone,
     MethodNotAllowed,
     NotFound,
@@ -131,7 +132,7 @@ class ApiServer:
     def __init__(self, db: ObjectDB, *, host: str = LOOPBACK, port: int = 0, token: str | None = None,
                  ray: bool = True, faults: Faults | None = None, bookmark_interval: float = BOOKMARK_INTERVAL,
                  watch_timeout: float = 1800.0, gone_as: str = "event", log_size: int = 10_000,
-                 ssl_context: ssl.SSLContext | None = None, rbac: bool = False) -> None:
+                 ssl_context: ssl.SSLContext | None = None, rbac: bool = False, log_every: float = logs.EVERY) -> None:
         if host != LOOPBACK:
             raise ValueError(f"the simulated API server binds {LOOPBACK} only, not {host!r}")
         if gone_as not in ("event", "http"):
@@ -151,6 +152,7 @@ class ApiServer:
         self.faults._on_drop.append(self._drop_watches)
         self.faults._on_expire.append(db.compact)
         self.bookmark_interval = bookmark_interval
+        self.log_every = log_every  # seconds between two lines of a container's log (taudash/sim/logs.py)
         self.watch_timeout = watch_timeout
         self.gone_as = gone_as
         self.writes: Counter[str] = Counter()
@@ -311,6 +313,10 @@ class ApiServer:
                 if verb == "watch" and target.resource.group != visibility.GROUP:  # visibility: 405 below
                     record.status = status = 200
                     return await self._watch(request, target)
+                if target.subresource == "log":  # plain text, streamed with follow
+                    log = await self._log(request, target, verb)
+                    status = log.status
+                    return log
                 self.db.pruned = []
                 resp = await self._dispatch(request, target, verb)
                 if self.db.pruned and q.get("fieldValidation") != "Ignore":  # Warn, the default
@@ -512,7 +518,8 @@ class ApiServer:
             raise NotFound.path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub is not None and not ((sub == "status" and r.status) or (sub == "token" and r.plural == "serviceaccounts")):
+        if sub is not None and not ((sub == "status" and r.status) or (sub == "token" and r.plural == "serviceaccounts")
+                                    or (sub == "log" and r.kind == "Pod" and not r.group)):
             raise NotFound.path()
         return _Target(r, version, namespace, name, sub)
 
@@ -703,6 +710,58 @@ class ApiServer:
         return self._json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                            "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": None},
                            "spec": spec, "status": {"token": token, "expirationTimestamp": expires}}, 201)
+
+    async def _log(self, request: web.Request, t: _Target, verb: str) -> web.StreamResponse:
+        """A container's log (taudash/sim/logs.py), plain text; with follow=true the stream stays open and
+        gets each new line as the container writes it, until the container ends, the Pod goes or the client
+        leaves."""
+        if verb != "get" or t.name is None:
+            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({verb})")
+        if self.faults.logs_forbidden:
+            raise Forbidden(f'pods "{t.name}" is forbidden: User "taudash-sim" cannot get resource "pods/log" in API '
+                            f'group "" in the namespace "{t.namespace}"')
+        q = request.rel_url.query
+        pod = self.db.peek(t.resource, t.name, t.namespace)
+        if pod is None:
+            raise NotFound.of(t.resource, t.name)
+        container, previous = q.get("container"), q.get("previous", "").lower() in _TRUE
+        src = logs.log_source(pod, container, previous, self.log_every)
+        stamps = q.get("timestamps", "").lower() in _TRUE
+        tail, since = _int(q.get("tailLines"), "tailLines"), _int(q.get("sinceSeconds"), "sinceSeconds")
+        start, end = logs.window(src, self.db.clock(), tail=tail, since=since)
+        limit = _int(q.get("limitBytes"), "limitBytes")
+        text = "".join(line + "\n" for line in src.lines(start, end, timestamps=stamps))
+        if limit is not None:
+            text = text.encode()[:limit].decode(errors="ignore")
+        if q.get("follow", "").lower() not in _TRUE or src.finished is not None:
+            return web.Response(text=text, content_type="text/plain")
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain", "Cache-Control": "no-cache"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            if text:
+                await resp.write(text.encode())
+            while True:
+                await asyncio.sleep(min(1.0, src.every / 2))
+                pod = self.db.peek(t.resource, t.name, t.namespace)
+                if pod is None:
+                    break
+                try:
+                    src = logs.log_source(pod, src.container, False, self.log_every)
+                except ApiError:
+                    break
+                now_end = src.count(self.db.clock())
+                if now_end > end:
+                    await resp.write("".join(line + "\n" for line in
+                                             src.lines(max(end, now_end - logs.KEEP), now_end,
+                                                       timestamps=stamps)).encode())
+                    end = now_end
+                if src.finished is not None:
+                    break
+        except (ConnectionError, asyncio.CancelledError):
+            return resp
+        await _eof(resp)
+        return resp
 
     async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
         q = request.rel_url.query

@@ -50,6 +50,7 @@ class Faults:
         self._latencies: list[_Latency] = []
         self._gone_remaining = 0
         self.watches_paused = False  # open watch streams send nothing (a hung stream: no events, no bookmarks)
+        self.logs_forbidden = False  # 403 on every Pod's log (pods/log), the Pods themselves still readable
         # Set by the API server that owns these faults.
         self._on_drop: list[Callable[[bool], None]] = []
         self._on_expire: list[Callable[[], None]] = []
@@ -84,6 +85,10 @@ class Faults:
         connection stays open, as a stuck proxy or apiserver leaves it."""
         self.watches_paused = paused
 
+    def forbid_logs(self, forbidden: bool = True) -> None:
+        """403 Forbidden on `pods/log` only, as RBAC without that subresource answers."""
+        self.logs_forbidden = forbidden
+
     def gone_storm(self, count: int = 0) -> None:
         """Expire every resourceVersion (the event history is forgotten), drop open watches, and
         answer 410 to the next `count` watch requests that name a resourceVersion, even fresh ones."""
@@ -98,6 +103,7 @@ class Faults:
         self._latencies.clear()
         self._gone_remaining = 0
         self.watches_paused = False
+        self.logs_forbidden = False
 
     # --- evaluation (by the server) --------------------------------------------------------------
     def delay(self, resource: Resource | None) -> float:
