@@ -4,6 +4,10 @@ whose free GPUs are scattered one or two per host is seen at a glance.
 
 A cell is used (■), free (□), unhealthy (✖), health or Pods unknown (?) or off (▫: cordoned, NotReady,
 deleting, tainted). Unknown stays unknown: with Pods unreadable no cell is drawn free.
+
+A map draws what a screen can show, not a fleet: at most MAP_HOSTS hosts per flavor, then a line saying how
+many domains it left out; the screen hands it the nodes its filter lets through. It redraws only when its
+flavor's view object changed, and reuses the panels of blocks whose hosts' views are the same objects.
 """
 
 from __future__ import annotations
@@ -66,6 +70,14 @@ def legend(tones: Tones) -> Text:
     return t
 
 
+# The most hosts a flavor's map draws (whole blocks, in the view's order; a first block larger than this is
+# cut): past it the map says how many domains it left out, and the NODES filter narrows it (the map follows
+# the filter). A draw then costs about what a screenful costs, not the fleet's 5,000 hosts (decision 146).
+MAP_HOSTS = 96
+# A block's panel, kept while its domain's figures and its hosts' views (by identity) are those drawn.
+_Panels = dict[tuple[str, str, str], tuple[tuple, Panel]]
+
+
 class BlockMap(Static):
     """Draws one CapacityFlavor (`show`); the screen stacks one per flavor."""
 
@@ -78,11 +90,32 @@ class BlockMap(Static):
     }
     """
 
-    def show(self, flavor: CapacityFlavor, known: bool) -> None:
-        self.update(render_flavor(flavor, known, app_tones(self.app)))
+    def __init__(self) -> None:
+        super().__init__()
+        self._shown: tuple | None = None  # (flavor, known, tones, only) drawn now
+        self._panels: _Panels = {}
+        self.draws = 0  # how many times the map was drawn (a tick that changed nothing draws none)
+
+    def show(self, flavor: CapacityFlavor, known: bool, only: frozenset[str] | None = None) -> bool:
+        """Draw `flavor` (`only`: the node names the NODES filter lets through, None for all) unless it is
+        the very flavor drawn now (the capacity part keeps an unchanged flavor's object); True if it drew."""
+        tones = app_tones(self.app)
+        last = self._shown
+        if last is not None and last[0] is flavor and last[1:] == (known, tones, only):
+            return False
+        self._shown = (flavor, known, tones, only)
+        self.draws += 1
+        panels: _Panels = {}
+        self.update(render_flavor(flavor, known, tones, only, (self._panels, panels)))
+        self._panels = panels
+        return True
 
 
-def render_flavor(flavor: CapacityFlavor, known: bool, tones: Tones) -> RenderableType:
+def render_flavor(flavor: CapacityFlavor, known: bool, tones: Tones, only: frozenset[str] | None = None,
+                  panels: tuple[_Panels, _Panels] | None = None, most: int = MAP_HOSTS) -> RenderableType:
+    """The flavor's picture: its title, then its blocks up to `most` hosts (only those holding a node of
+    `only` when given) and a line for the rest. `panels`: (last draw's panels, this draw's) to reuse those
+    of unchanged blocks."""
     nodes = {n.name: n for n in flavor.nodes}
     g = flavor.gpus
     title = span(flavor.name, tones.heading)
@@ -100,22 +133,79 @@ def render_flavor(flavor: CapacityFlavor, known: bool, tones: Tones) -> Renderab
         title.append("  hosts ", style=tones.muted)
         title.append(lit(prefix + "…", tones.muted))
     parts: list[RenderableType] = [_line(title)]
-    leaves = _leaves(flavor.domains)
+    last, kept = panels if panels is not None else ({}, {})
+    budget = _Budget(most)
+
+    def block(key: tuple[str, str, str], free: int | None, total: int, hosts: list[CapacityNode],
+              unavailable: int) -> Panel | None:
+        if only is not None and only.isdisjoint(h.name for h in hosts):
+            return None
+        shown = budget.take(key[0], hosts, free)
+        if not shown:
+            return None
+        sig = (free, total, unavailable, prefix, tones, shown, *hosts)  # hosts compared by identity first
+        hit = last.get(key)
+        if hit is None or hit[0] != sig:
+            hit = (sig, _panel(key[1], free, total, hosts, tones, unavailable, prefix, shown))
+        kept[key] = hit
+        return hit[1]
+
     placed: set[str] = set()
-    for heading, blocks in _grouped(flavor.domains, leaves):
-        parts.append(_line(heading_text(heading, blocks, tones)))
-        panels = []
+    for heading, blocks in _grouped(flavor.domains, _leaves(flavor.domains)):
+        row = []
         for d in blocks:
             placed.update(d.nodes)
-            panels.append(_panel(d.name, d.free, d.allocatable, [nodes[n] for n in d.nodes if n in nodes], tones,
-                                 d.unavailable, prefix))
-        parts.append(_row_of(panels))
+            p = block((d.level, d.name, d.parent), d.free, d.allocatable, [nodes[n] for n in d.nodes if n in nodes],
+                      d.unavailable)
+            if p is not None:
+                row.append(p)
+        if row:
+            parts.append(_line(heading_text(heading, blocks, tones)))
+            parts.append(_row_of(row))
     rest = [n for n in flavor.nodes if n.name not in placed]
     if rest:
         free = None if any(n.free is None for n in rest) else sum(n.free or 0 for n in rest)
         label = "hosts" if not flavor.domains else NO_DOMAIN
-        parts.append(_row_of([_panel(label, free, sum(n.allocatable for n in rest), rest, tones, 0, prefix)]))
+        p = block(("", label, ""), free, sum(n.allocatable for n in rest), rest, 0)
+        if p is not None:
+            parts.append(_row_of([p]))
+    if budget.left:
+        parts.append(_line(budget.more_text(tones)))
+    elif only is not None and not budget.drawn:
+        parts.append(_line(span("  no host of this flavor matches the filter", tones.muted)))
     return Group(*parts)
+
+
+class _Budget:
+    """The hosts a map still draws, and what it left out."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.drawn = most, 0
+        self.left = self.left_hosts = 0
+        self.left_free: int | None = 0
+        self.levels: dict[str, None] = {}
+
+    def take(self, level: str, hosts: list[CapacityNode], free: int | None) -> int:
+        """How many of a block's hosts to draw: all while they fit, the first `most` of a first block larger
+        than that, none once a block was drawn and the next does not fit (counted as left out)."""
+        if self.drawn and self.drawn + len(hosts) > self.most:
+            self.left += 1
+            self.left_hosts += len(hosts)
+            self.left_free = None if free is None or self.left_free is None else self.left_free + free
+            self.levels[level or "host group"] = None
+            return 0
+        n = min(len(hosts), self.most)
+        self.drawn += n
+        return n
+
+    def more_text(self, tones: Tones) -> Text:
+        what = " or ".join(f"{lv}s" for lv in self.levels) if self.left > 1 else " or ".join(self.levels)
+        t = span(f"  +{self.left} more {what} ({self.left_hosts} hosts, ", tones.muted)
+        t.append("?" if self.left_free is None else str(self.left_free), style=tones.muted)
+        t.append(" GPUs free) not drawn — ", style=tones.muted)
+        t.append("/", style=tones.accent)
+        t.append(" filters the nodes below, and the map with them", style=tones.muted)
+        return t
 
 
 def heading_text(path: tuple[CapacityDomain, ...], blocks: list[CapacityDomain], tones: Tones) -> Text:
@@ -143,20 +233,24 @@ def shared_prefix(names: list[str]) -> str:
 
 
 def _panel(name: str, free: int | None, total: int, hosts: list[CapacityNode], tones: Tones,
-           unavailable: int, prefix: str = "") -> Panel:
-    shown = [h.name[len(prefix):] if prefix and h.name.startswith(prefix) else h.name for h in hosts]
+           unavailable: int, prefix: str = "", most: int | None = None) -> Panel:
+    """A block: one line per host (the first `most` of them, then how many more)."""
+    drawn = hosts if most is None else hosts[:most]
+    shown = [h.name[len(prefix):] if prefix and h.name.startswith(prefix) else h.name for h in drawn]
     width = max((len(n) for n in shown), default=4)
     lines = []
-    for h, label in zip(hosts, shown, strict=True):
+    for h, label in zip(drawn, shown, strict=True):
         line = lit(label.ljust(width), tones.muted)
         line.append(" ")
         line.append(host_cells(h, tones))
         lines.append(_line(line))
+    if len(drawn) < len(hosts):
+        lines.append(_line(span(f"+{len(hosts) - len(drawn)} more hosts", tones.muted)))
     sub = free_text(free, total, tones)
     if unavailable:
         sub.append(f" · {unavailable} off", style=tones.warn)
     fragmented = free is not None and free > 0 and all((h.free or 0) < 2 for h in hosts)
-    inner = max([width + 1 + max((h.allocatable for h in hosts), default=0), len(name) + 2, sub.cell_len + 2])
+    inner = max([width + 1 + max((h.allocatable for h in drawn), default=0), len(name) + 2, sub.cell_len + 2])
     return Panel(Group(*lines), title=lit(name, "bold"), title_align="left", subtitle=sub, subtitle_align="right",
                  border_style=tones.warn if fragmented else tones.muted, width=inner + 4, padding=(0, 1))
 
@@ -197,4 +291,4 @@ def _grouped(domains: list[CapacityDomain], leaves: list[CapacityDomain]
     return list(groups.values())
 
 
-__all__ = ["LEGEND", "BlockMap", "free_text", "host_cells", "legend", "render_flavor", "shared_prefix"]
+__all__ = ["LEGEND", "MAP_HOSTS", "BlockMap", "free_text", "host_cells", "legend", "render_flavor", "shared_prefix"]

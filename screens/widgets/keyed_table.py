@@ -171,6 +171,10 @@ class KeyedTable(DataTable):
         self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
         self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
         self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
+        # The keys of the rows the last sync added or changed on screen (a tick that changed nothing draws
+        # none): what a tick cost, in rows; tests assert on it.
+        self.drawn: tuple[str, ...] = ()
+        self._filtered: tuple[list[Row], str, frozenset[str]] | None = None  # filtered_keys, kept per rows
 
     # public ------------------------------------------------------------------------------
     @property
@@ -189,6 +193,7 @@ class KeyedTable(DataTable):
     def sync(self, rows: list[Row]) -> None:
         """Make the table show `rows` (in this order), touching only what changed."""
         if rows is self._rows and self._built_width == self.size.width and self.row_count:
+            self.drawn = ()
             return  # the very list shown now: nothing to diff (screens reuse it while nothing changed)
         self._rows = rows
         self._apply()
@@ -215,6 +220,17 @@ class KeyedTable(DataTable):
     def meta(self, key: str) -> RowMeta | None:
         row = self.row(key)
         return row.row_meta() if row is not None else None
+
+    def filtered_keys(self) -> frozenset[str] | None:
+        """The keys of every row the filter lets through, on every page (None: no filter active); a picture
+        beside the table (the Capacity screen's block map) follows the filter with it."""
+        if not self._filter.active:
+            return None
+        kept = self._filtered
+        if kept is None or kept[0] is not self._rows or kept[1] != self._filter.raw:
+            keys = frozenset(r.key for r in self._matching())
+            kept = self._filtered = (self._rows, self._filter.raw, keys)
+        return kept[2]
 
     def visible_keys(self) -> list[str]:
         """Keys of the rows on screen, in order (the empty and "more" placeholders excluded)."""
@@ -427,14 +443,17 @@ class KeyedTable(DataTable):
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
+        return self._sorted(self._matching())
+
+    def _matching(self) -> list[Row]:
         if not self._filter.active:
-            return self._sorted(self._rows)
+            return self._rows
         out = []
         for r in self._rows:
             m = r.row_meta()
             if m is None or self._filter.matches(m, self._labels_of):
                 out.append(r)
-        return self._sorted(out)
+        return out
 
     def _placeholder(self) -> Row:
         if self._filter.invalid:
@@ -455,6 +474,7 @@ class KeyedTable(DataTable):
         return Row(MORE_KEY, tuple(cells), None)
 
     def _apply(self) -> None:
+        self.drawn = ()
         if not self.is_attached:
             return
         rows = self._visible()
@@ -497,6 +517,7 @@ class KeyedTable(DataTable):
             keys = [c.key for c in self.spec]
             right = [c.right for c in self.spec]
             drawn = self._on_screen
+            touched: list[str] = []
             for r in rows:
                 if r.key in have and drawn.get(r.key) is r:
                     continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
@@ -514,14 +535,20 @@ class KeyedTable(DataTable):
                     self.remove_row(r.key)  # a name that now wraps onto another line count: add it again
                     have.discard(r.key)
                 if r.key in have:
+                    changed = False
                     for k, new in zip(keys, cells, strict=True):
                         try:
                             if self.get_cell(r.key, k) != new:
                                 self.update_cell(r.key, k, new)
+                                changed = True
                         except CellDoesNotExist:
                             pass
+                    if changed:
+                        touched.append(r.key)
                 else:
                     self.add_row(*cells, key=r.key, height=height)
+                    touched.append(r.key)
+            self.drawn = tuple(touched)
             self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:
