@@ -171,9 +171,10 @@ class KeyedTable(DataTable):
         self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
         self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
         self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
-        # The keys of the rows the last sync added or changed on screen (a tick that changed nothing draws
-        # none): what a tick cost, in rows; tests assert on it.
+        # The keys of the rows the last sync drew (built their cells, then added or updated what differed);
+        # a row given as the very Row drawn before is skipped: what a tick cost, in rows (tests assert on it).
         self.drawn: tuple[str, ...] = ()
+        self.rows_drawn = 0  # every row drawn since mounting
         self._filtered: tuple[list[Row], str, frozenset[str]] | None = None  # filtered_keys, kept per rows
 
     # public ------------------------------------------------------------------------------
@@ -535,20 +536,17 @@ class KeyedTable(DataTable):
                     self.remove_row(r.key)  # a name that now wraps onto another line count: add it again
                     have.discard(r.key)
                 if r.key in have:
-                    changed = False
                     for k, new in zip(keys, cells, strict=True):
                         try:
                             if self.get_cell(r.key, k) != new:
                                 self.update_cell(r.key, k, new)
-                                changed = True
                         except CellDoesNotExist:
                             pass
-                    if changed:
-                        touched.append(r.key)
                 else:
                     self.add_row(*cells, key=r.key, height=height)
-                    touched.append(r.key)
+                touched.append(r.key)
             self.drawn = tuple(touched)
+            self.rows_drawn += len(touched)
             self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:
