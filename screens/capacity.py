@@ -156,7 +156,7 @@ MAP          per GPU flavor, each lowest topology domain (accelerator-domain, un
              network-domain) as a block, one line per host, one cell per GPU: ■ used  □ free (yellow:
              degraded, still placeable)  ✖ unhealthy  ? health or Pods unknown  ▫ cordoned, NotReady,
              deleting or tainted. A yellow block border: GPUs free, but fewer than 2 on every host.
-             At most 64 hosts a flavor are drawn: `/` on NODES narrows the map to the matched hosts' blocks.
+             At most 64 hosts a flavor are drawn: `/` on NODES narrows the map to the hosts it matches.
 GANG SLOTS   how many gangs of each ready profile's shape (and of the shape you typed) fit at once,
              and where: a worker needs its GPUs on one host, a same-<domain> gang all its workers in
              one domain.

@@ -235,8 +235,8 @@ _Blocks = dict[tuple[str, str, str], tuple[tuple, _Block]]
 
 def flavor_items(flavor: CapacityFlavor, known: bool, tones: Tones, only: frozenset[str] | None = None,
                  blocks: tuple[_Blocks, _Blocks] | None = None, most: int = MAP_HOSTS) -> list[_Item]:
-    """The flavor's picture: its title, then its blocks up to `most` hosts (only those holding a node of
-    `only` when given) and a line for what was left out. `blocks`: (last draw's blocks, this draw's), to
+    """The flavor's picture: its title, then its blocks up to `most` hosts (only the hosts named in `only`
+    when given, in their blocks) and a line for what was left out. `blocks`: (last draw's blocks, this draw's), to
     reuse those of unchanged domains."""
     nodes = {n.name: n for n in flavor.nodes}
     g = flavor.gpus
@@ -260,15 +260,18 @@ def flavor_items(flavor: CapacityFlavor, known: bool, tones: Tones, only: frozen
 
     def block(key: tuple[str, str, str], free: int | None, total: int, hosts: list[CapacityNode],
               unavailable: int) -> _Block | None:
-        if only is not None and only.isdisjoint(h.name for h in hosts):
-            return None
+        fragmented = free is not None and free > 0 and all((h.free or 0) < 2 for h in hosts)
+        if only is not None:
+            hosts = [h for h in hosts if h.name in only]
+            if not hosts:
+                return None
         shown = budget.take(key[0], hosts, free)
         if not shown:
             return None
-        sig = (free, total, unavailable, prefix, tones, shown, *hosts)  # hosts compared by identity first
+        sig = (free, total, unavailable, prefix, tones, shown, fragmented, *hosts)  # hosts: identity first
         hit = last.get(key)
         if hit is None or hit[0] != sig:
-            hit = (sig, _block(key[1], free, total, hosts, tones, unavailable, prefix, shown))
+            hit = (sig, _block(key[1], free, total, hosts, tones, unavailable, prefix, shown, fragmented))
         kept[key] = hit
         return hit[1]
 
@@ -365,8 +368,9 @@ def shared_prefix(names: list[str]) -> str:
 
 
 def _block(name: str, free: int | None, total: int, hosts: list[CapacityNode], tones: Tones,
-           unavailable: int, prefix: str = "", most: int | None = None) -> _Block:
-    """A domain's block: one line per host (the first `most` of them, then how many more)."""
+           unavailable: int, prefix: str = "", most: int | None = None, fragmented: bool = False) -> _Block:
+    """A domain's block: one line per host (the first `most` of them, then how many more); `fragmented`
+    (free GPUs, fewer than two on every host) borders it yellow."""
     drawn = hosts if most is None else hosts[:most]
     shown = [h.name[len(prefix):] if prefix and h.name.startswith(prefix) else h.name for h in drawn]
     width = max((len(n) for n in shown), default=4)
@@ -381,7 +385,6 @@ def _block(name: str, free: int | None, total: int, hosts: list[CapacityNode], t
     sub = free_text(free, total, tones)
     if unavailable:
         sub.append(f" · {unavailable} off", style=tones.warn)
-    fragmented = free is not None and free > 0 and all((h.free or 0) < 2 for h in hosts)
     inner = max([width + 1 + max((h.allocatable for h in drawn), default=0), len(name) + 2, sub.cell_len + 2,
                  *(line.cell_len for line in lines)])
     return _Block(name, sub, tones.warn if fragmented else tones.muted, lines, inner)

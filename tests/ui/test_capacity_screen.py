@@ -313,9 +313,9 @@ async def test_a_map_draws_at_most_a_screenful_of_hosts_and_says_what_it_left_ou
         assert "rack-07" in drawn and "rack-08" not in drawn
         assert "+2 more accelerator-domains (16 hosts, 112 GPUs free) not drawn — / filters the nodes" in drawn
         assert "+" not in text_of(render_flavor(big_flavor(8, 8), True, tones))  # all of it fits: nothing left out
-        # the filter picks the blocks: only the one holding a matched host, whole
-        only = text_of(render_flavor(big_flavor(10, 8), True, tones, frozenset({"h-09-03"})))
-        assert "rack-09" in only and only.count("■") == 8 and "more" not in only
+        # the filter picks the hosts, drawn in their blocks (a block keeps its domain's figures)
+        only = text_of(render_flavor(big_flavor(10, 8), True, tones, frozenset({"h-09-03", "h-09-05"})))
+        assert "rack-09" in only and only.count("■") == 2 and "56/64 free" in only and "more" not in only
         # one domain larger than the budget is cut, and says so
         cut = text_of(render_flavor(big_flavor(1, 100), True, tones))
         assert cut.count("■") == 64 and "+36 more hosts" in cut and "36 more hosts not drawn" in cut
