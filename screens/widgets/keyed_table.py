@@ -544,7 +544,8 @@ class KeyedTable(DataTable):
                             pass
                 else:
                     self.add_row(*cells, key=r.key, height=height)
-                touched.append(r.key)
+                if r.key not in (EMPTY_KEY, MORE_KEY):
+                    touched.append(r.key)
             self.drawn = tuple(touched)
             self.rows_drawn += len(touched)
             self._on_screen = {r.key: r for r in rows}
