@@ -3,13 +3,19 @@
 the Pods whose GPUs block the next gang, and every GPU node. Enter on a node lists its Pods.
 
 Free figures come from the capacity rule (engine/rules/capacity.py); a typed shape is placed by the same
-function on the store, under the session's lock, once per view. Unreadable Pods: "free capacity unknown",
-never all free.
+function on the store, under the session's lock, once per capacity view. Unreadable Pods: "free capacity
+unknown", never all free.
+
+A tick draws only what changed (decision 145): the capacity part keeps the object of an unchanged flavor and
+node, so a flavor whose object is the one drawn is not redrawn, a node row whose view is the one drawn is the
+same Row (the table skips it), and a tick whose capacity view is the one drawn draws nothing. The maps draw at
+most a screenful of hosts per flavor and follow the NODES filter (widgets/block_map.py).
 """
 
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,7 +26,14 @@ from textual.widgets import DataTable, Input, Static
 
 from taudash.engine.pod_list import NODE, PodScope
 from taudash.engine.rules.base import ObjRef, RuleContext
-from taudash.engine.rules.capacity import CapacityFlavor, CapacityView, Fits, capacity_view, node_pods
+from taudash.engine.rules.capacity import (
+    CapacityFlavor,
+    CapacityNode,
+    CapacityView,
+    Fits,
+    capacity_view,
+    node_pods,
+)
 from taudash.engine.rules.gang import PLACEMENTS, Shape, ShapeError, shape
 from taudash.engine.session import Frame
 
@@ -30,6 +43,7 @@ from .kit.messages import OpenObject, OpenPods
 from .kit.panel import Panel
 from .kit.text import Tones, join, lit, span
 from .widgets.block_map import BlockMap, free_text, host_cells, legend
+from .widgets.filter_bar import FilterBar
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
@@ -143,6 +157,7 @@ MAP          per GPU flavor, each lowest topology domain (accelerator-domain, un
              network-domain) as a block, one line per host, one cell per GPU: ■ used  □ free (yellow:
              degraded, still placeable)  ✖ unhealthy  ? health or Pods unknown  ▫ cordoned, NotReady,
              deleting or tainted. A yellow block border: GPUs free, but fewer than 2 on every host.
+             At most 64 hosts a flavor are drawn: `/` on NODES narrows the map to the hosts it matches.
 GANG SLOTS   how many gangs of each ready profile's shape (and of the shape you typed) fit at once,
              and where: a worker needs its GPUs on one host, a same-<domain> gang all its workers in
              one domain.
@@ -174,8 +189,13 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
     def __init__(self, session, nav: str | None = None) -> None:
         super().__init__(session, nav)
         self.asked: Shape | None = None
-        self._asked_view: tuple[object, Shape, CapacityView] | None = None  # (view, shape, placed) kept per view
+        self._asked_view: tuple[object, Shape, CapacityView] | None = None  # (capacity, shape, placed) kept
         self._maps: dict[str, BlockMap] = {}
+        self._drawn: tuple[CapacityView, CapacityView, Tones] | None = None  # (capacity, placed, tones) on screen
+        # per flavor: (the flavor drawn, known, tones, its node rows by name); and the list handed to the table
+        self._node_rows: dict[str, tuple[CapacityFlavor, bool, Tones, dict[str, tuple[object, Row]]]] = {}
+        self._all_node_rows: tuple[tuple[object, ...], list[Row]] = ((), [])
+        self._only: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)  # filtered keys → names
 
     def frame_signature(self, frame: Frame) -> tuple | None:
         sig = super().frame_signature(frame)
@@ -194,26 +214,32 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
 
     # data ---------------------------------------------------------------------------------
     def placed(self, frame: Frame) -> CapacityView:
-        """The view, with every flavor's `fits` for the typed shape (placed once per view)."""
+        """The view, with every flavor's `fits` for the typed shape (placed once per capacity view: the
+        part keeps its object while nothing capacity reads changed)."""
         view = frame.view.capacity
         if self.asked is None:
             return view
         kept = self._asked_view
-        if kept is not None and kept[0] is frame.view and kept[1] == self.asked:
+        if kept is not None and kept[0] is view and kept[1] == self.asked:
             return kept[2]
         with self.session.lock:
             placed, _ = capacity_view(RuleContext(self.session.store, frame.now, self.session.config), self.asked)
-        self._asked_view = (frame.view, self.asked, placed)
+        self._asked_view = (view, self.asked, placed)
         return placed
 
     def render_frame(self, frame: Frame) -> None:
         tones = self.tones
-        cap = self.placed(frame)
+        cap = frame.view.capacity  # the maps and nodes: a typed shape changes only the gang slots and blockers
+        placed = self.placed(frame)
+        drawn = self._drawn
+        if drawn is not None and drawn[0] is cap and drawn[1] is placed and drawn[2] == tones:
+            return  # another part of the view moved: nothing here did
+        self._drawn = (cap, placed, tones)
         self.query_one("#cap-note", Static).update(self._note(cap, tones))
+        self.query_one("#cap-shapes", KeyedTable).sync(_shape_rows(placed, tones))
+        self.query_one("#cap-blockers", KeyedTable).sync(_blocker_rows(placed, tones))
+        self.query_one("#cap-nodes", KeyedTable).sync(self._node_list(cap, tones))
         self._sync_maps(cap)
-        self.query_one("#cap-shapes", KeyedTable).sync(_shape_rows(cap, tones))
-        self.query_one("#cap-blockers", KeyedTable).sync(_blocker_rows(cap, tones))
-        self.query_one("#cap-nodes", KeyedTable).sync(_node_rows(cap, tones))
 
     def _note(self, cap: CapacityView, tones: Tones) -> Text:
         t = legend(tones)
@@ -235,12 +261,57 @@ tab          next table (the filter `/` and sort `o` act on the focused one)"""
         names = [f.name for f in cap.flavors]
         for gone in [n for n in self._maps if n not in names]:
             self._maps.pop(gone).remove()
+        only = self._filtered_nodes()
         for fl in cap.flavors:
             block = self._maps.get(fl.name)
             if block is None:
                 block = self._maps[fl.name] = BlockMap()
                 box.mount(block)
-            block.show(fl, cap.known)
+            block.show(fl, cap.known, only)
+
+    def _filtered_nodes(self) -> frozenset[str] | None:
+        """The node names the NODES filter lets through (None: no filter), for the maps to follow."""
+        keys = self.query_one("#cap-nodes", KeyedTable).filtered_keys()
+        if keys is not self._only[0]:
+            self._only = (keys, None if keys is None else frozenset(k[5:] for k in keys if k.startswith("node:")))
+        return self._only[1]
+
+    def _node_list(self, cap: CapacityView, tones: Tones) -> list[Row]:
+        """Every GPU node's row; the Row of a node whose view is the one drawn is the same object, and the
+        list is the same while every flavor is (the table then diffs nothing)."""
+        lists, kept = [], {}
+        for fl in cap.flavors:
+            last = self._node_rows.get(fl.name)
+            if last is not None and last[0] is fl and last[1:3] == (cap.known, tones):
+                kept[fl.name] = last
+                lists.append(last)
+                continue
+            old = last[3] if last is not None and last[1:3] == (cap.known, tones) else {}
+            rows: dict[str, tuple[object, Row]] = {}
+            for n in fl.nodes:
+                hit = old.get(n.name)
+                if hit is None or hit[0] is not n:
+                    hit = (n, _node_row(fl, n, cap.known, tones))
+                rows[n.name] = hit
+            kept[fl.name] = entry = (fl, cap.known, tones, rows)
+            lists.append(entry)
+        self._node_rows = kept
+        ident, prev = tuple(e[0] for e in lists), self._all_node_rows[0]
+        if len(ident) != len(prev) or any(a is not b for a, b in zip(ident, prev, strict=True)):
+            self._all_node_rows = (ident, [row for e in lists for _, row in e[3].values()])
+        return self._all_node_rows[1]
+
+    def _follow_filter(self) -> None:
+        if self._drawn is not None:
+            self._sync_maps(self._drawn[0])
+
+    def on_filter_bar_applied(self, event: FilterBar.Applied) -> None:
+        super().on_filter_bar_applied(event)
+        self._follow_filter()
+
+    def action_back(self) -> None:
+        super().action_back()
+        self._follow_filter()
 
     # keys ---------------------------------------------------------------------------------
     def action_shape(self) -> None:
@@ -365,19 +436,18 @@ def _blocker_rows(cap: CapacityView, tones: Tones) -> list[Row]:
     return rows
 
 
-def _node_rows(cap: CapacityView, tones: Tones) -> list[Row]:
-    rows = []
-    for fl in cap.flavors:
-        for n in fl.nodes:
-            health = tones.mark(HEALTH_TONE.get(n.health, "unknown"), n.health)
-            if n.reasons:
-                health.append("  ")
-                health.append(lit(", ".join(n.reasons), tones.muted))
-            free = free_text(n.free if cap.known else None, n.allocatable, tones)
-            rows.append(Row(f"node:{n.name}", (
-                lit(n.name), lit(fl.gpu_class), lit(n.domains.get("accelerator-domain") or "–"),
-                host_cells(n, tones), free, str(n.pods) if cap.known else span("?", tones.unknown), health,
-            ), RowMeta(kind="Node", name=n.name, text=f"{fl.name} {n.health} {' '.join(n.reasons)} "
-                       f"{' '.join(v for v in n.domains.values() if v)}")))
-    return rows
+def _node_row(fl: CapacityFlavor, n: CapacityNode, known: bool, tones: Tones) -> Row:
+    """A node's row; its cells and meta are built when the table draws or filters it (one page of thousands)."""
 
+    def cells() -> tuple[Text | str, ...]:
+        health = tones.mark(HEALTH_TONE.get(n.health, "unknown"), n.health)
+        if n.reasons:
+            health.append("  ")
+            health.append(lit(", ".join(n.reasons), tones.muted))
+        return (lit(n.name), lit(fl.gpu_class), lit(n.domains.get("accelerator-domain") or "–"), host_cells(n, tones),
+                free_text(n.free if known else None, n.allocatable, tones),
+                str(n.pods) if known else span("?", tones.unknown), health)
+
+    meta = partial(RowMeta, kind="Node", name=n.name, text=f"{fl.name} {n.health} {' '.join(n.reasons)} "
+                   f"{' '.join(v for v in n.domains.values() if v)}")
+    return Row(f"node:{n.name}", cells, meta)

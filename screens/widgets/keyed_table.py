@@ -171,6 +171,11 @@ class KeyedTable(DataTable):
         self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
         self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
         self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
+        # The keys of the rows the last sync drew (built their cells, then added or updated what differed);
+        # a row given as the very Row drawn before is skipped: what a tick cost, in rows (tests assert on it).
+        self.drawn: tuple[str, ...] = ()
+        self.rows_drawn = 0  # every row drawn since mounting
+        self._filtered: tuple[list[Row], str, frozenset[str]] | None = None  # filtered_keys, kept per rows
 
     # public ------------------------------------------------------------------------------
     @property
@@ -189,6 +194,7 @@ class KeyedTable(DataTable):
     def sync(self, rows: list[Row]) -> None:
         """Make the table show `rows` (in this order), touching only what changed."""
         if rows is self._rows and self._built_width == self.size.width and self.row_count:
+            self.drawn = ()
             return  # the very list shown now: nothing to diff (screens reuse it while nothing changed)
         self._rows = rows
         self._apply()
@@ -215,6 +221,17 @@ class KeyedTable(DataTable):
     def meta(self, key: str) -> RowMeta | None:
         row = self.row(key)
         return row.row_meta() if row is not None else None
+
+    def filtered_keys(self) -> frozenset[str] | None:
+        """The keys of every row the filter lets through, on every page (None: no filter active); a picture
+        beside the table (the Capacity screen's block map) follows the filter with it."""
+        if not self._filter.active:
+            return None
+        kept = self._filtered
+        if kept is None or kept[0] is not self._rows or kept[1] != self._filter.raw:
+            keys = frozenset(r.key for r in self._matching())
+            kept = self._filtered = (self._rows, self._filter.raw, keys)
+        return kept[2]
 
     def visible_keys(self) -> list[str]:
         """Keys of the rows on screen, in order (the empty and "more" placeholders excluded)."""
@@ -427,14 +444,17 @@ class KeyedTable(DataTable):
         self._built_width = self.size.width
 
     def _visible(self) -> list[Row]:
+        return self._sorted(self._matching())
+
+    def _matching(self) -> list[Row]:
         if not self._filter.active:
-            return self._sorted(self._rows)
+            return self._rows
         out = []
         for r in self._rows:
             m = r.row_meta()
             if m is None or self._filter.matches(m, self._labels_of):
                 out.append(r)
-        return self._sorted(out)
+        return out
 
     def _placeholder(self) -> Row:
         if self._filter.invalid:
@@ -455,6 +475,7 @@ class KeyedTable(DataTable):
         return Row(MORE_KEY, tuple(cells), None)
 
     def _apply(self) -> None:
+        self.drawn = ()
         if not self.is_attached:
             return
         rows = self._visible()
@@ -497,6 +518,7 @@ class KeyedTable(DataTable):
             keys = [c.key for c in self.spec]
             right = [c.right for c in self.spec]
             drawn = self._on_screen
+            touched: list[str] = []
             for r in rows:
                 if r.key in have and drawn.get(r.key) is r:
                     continue  # the very Row drawn last time (screens reuse rows of unchanged objects)
@@ -522,6 +544,10 @@ class KeyedTable(DataTable):
                             pass
                 else:
                     self.add_row(*cells, key=r.key, height=height)
+                if r.key not in (EMPTY_KEY, MORE_KEY):
+                    touched.append(r.key)
+            self.drawn = tuple(touched)
+            self.rows_drawn += len(touched)
             self._on_screen = {r.key: r for r in rows}
             order = [r.key for r in rows]
             if self._keys_on_screen() != order:

@@ -4,15 +4,21 @@ shown as unknown. Also the Pool's GPU HEALTH section and the queue detail's WAIT
 
 from __future__ import annotations
 
+import copy
 import io
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from factories import dashboard_app
+from factories import dashboard_app, pod
 from rich.console import Console
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
 from tools.paths import FIXTURES, SNAPSHOTS
 from tools.waiting import eventually
 
+from taudash.engine.model import lookup
+from taudash.engine.rules.capacity import CapacityDomain, CapacityFlavor, CapacityNode, GpuCounts
 from taudash.engine.rules.gang import ShapeError
 from taudash.engine.store import AccessState
 from taudash.screens.capacity import CapacityScreen, NodePodsScreen, ShapeInput, parse_shape
@@ -21,7 +27,7 @@ from taudash.screens.object_detail import ObjectDetailScreen
 from taudash.screens.overview import OverviewScreen
 from taudash.screens.pool import PoolScreen
 from taudash.screens.queue_detail import QueueDetailScreen
-from taudash.screens.widgets.block_map import BlockMap
+from taudash.screens.widgets.block_map import MAP_HOSTS, BlockMap, render_flavor
 from taudash.screens.widgets.keyed_table import KeyedTable
 from taudash.screens.widgets.section import Section
 
@@ -201,6 +207,140 @@ def test_parse_shape():
     for bad in ("x2", "8x0", "0", "8x2 anywhere", "eight"):
         with pytest.raises(ShapeError):
             parse_shape(bad)
+
+
+# --- a tick draws only what changed, and only what is in view ----------------------------------------
+
+
+def land_pod(app, name: str, node: str, gpus: int = 1) -> None:
+    """A GPU Pod bound to `node` arrives in the store (as a watch event would put it)."""
+    raw = pod(name, "train", node=node, gpus=gpus)
+    app.session.store.upsert(lookup(raw["apiVersion"], raw["kind"]).model.model_validate(raw), raw=raw)
+
+
+def draws(screen: CapacityScreen) -> dict[str, int]:
+    return {m._shown[0].name: m.draws for m in screen.query(BlockMap)}
+
+
+async def test_a_tick_after_one_nodes_change_redraws_only_that_row_and_its_flavor():
+    app = fragmented_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_capacity(app, pilot)
+        nodes = screen.query_one("#cap-nodes", KeyedTable)
+        before = draws(screen)
+        assert cells(nodes, "node:h100-a2")[4] == "8/8 free"
+        land_pod(app, "probe", "h100-a2")
+        app.render_frame(app.session.frame(FRAG_NOW))
+        assert nodes.drawn == ("node:h100-a2",)  # the other nine rows are the very rows drawn before
+        assert cells(nodes, "node:h100-a2")[4] == "7/8 free"
+        after = draws(screen)
+        assert after["taugrid-gpu-h100"] == before["taugrid-gpu-h100"] + 1
+        assert after["taugrid-gpu-gb200"] == before["taugrid-gpu-gb200"]  # its flavor's view did not move
+        await pilot.pause()
+        assert "36/48 free" in text_of(list(screen.query(BlockMap))[1].content)
+
+
+async def test_an_unchanged_tick_redraws_nothing():
+    app = fragmented_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_capacity(app, pilot)
+        tables = list(screen.query(KeyedTable))
+        before, rows = draws(screen), [t.rows_drawn for t in tables]
+        frame = app.session.frame(FRAG_NOW)
+        # a new view whose capacity part is the one drawn (another part of the view moved)
+        app.render_frame(replace(frame, view=copy.copy(frame.view)))
+        assert screen.frame.view is not frame.view  # the screen was handed the new frame, and drew nothing
+        assert [t.rows_drawn for t in tables] == rows and draws(screen) == before
+        # one Pod that holds no GPU moves nothing capacity reads either
+        land_pod(app, "cpu-only", "h100-a2", gpus=0)
+        app.render_frame(app.session.frame(FRAG_NOW))
+        assert [t.rows_drawn for t in tables] == rows and draws(screen) == before
+
+
+async def test_a_hidden_capacity_screen_draws_nothing_and_catches_up_when_shown():
+    app = fragmented_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_capacity(app, pilot)
+        nodes = screen.query_one("#cap-nodes", KeyedTable)
+        before = draws(screen)
+        await pilot.press("1")
+        assert await eventually(lambda: isinstance(app.screen, OverviewScreen))
+        land_pod(app, "probe", "h100-b1")
+        app.render_frame(app.session.frame(FRAG_NOW))
+        assert draws(screen) == before and cells(nodes, "node:h100-b1")[4] == "8/8 free"
+        await pilot.press("c")
+        assert await eventually(lambda: app.screen is screen and cells(nodes, "node:h100-b1")[4] == "7/8 free")
+        assert nodes.drawn == ("node:h100-b1",)
+        assert draws(screen)["taugrid-gpu-h100"] == before["taugrid-gpu-h100"] + 1
+
+
+async def test_the_maps_follow_the_nodes_filter():
+    app = fragmented_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_capacity(app, pilot)
+        gb200, h100 = list(screen.query(BlockMap))
+        await pilot.press("slash", *"rack-c", "enter")
+        nodes = screen.query_one("#cap-nodes", KeyedTable)
+        assert await eventually(lambda: nodes.visible_keys() == ["node:h100-c1", "node:h100-c2"])
+        drawn = text_of(h100.content)
+        assert "rack-c" in drawn and "rack-a" not in drawn and "rack-b" not in drawn
+        assert "no host of this flavor matches the filter" in text_of(gb200.content)
+        await pilot.press("escape")  # esc clears the filter: every block again
+        assert await eventually(lambda: "rack-a" in text_of(h100.content))
+        assert "nvl36-r1" in text_of(gb200.content)
+
+
+def big_flavor(racks: int, hosts: int) -> CapacityFlavor:
+    """`racks` accelerator domains of `hosts` 8-GPU hosts each, one GPU used on every host."""
+    nodes, domains = [], []
+    for r in range(racks):
+        names = [f"h-{r:02d}-{h:02d}" for h in range(hosts)]
+        nodes += [CapacityNode(name=n, allocatable=8, requested=1, free=7, health="healthy",
+                               domains={"accelerator-domain": f"rack-{r:02d}"}) for n in names]
+        domains.append(CapacityDomain(level="accelerator-domain", name=f"rack-{r:02d}", nodes=names,
+                                      allocatable=8 * hosts, requested=hosts, free=7 * hosts))
+    return CapacityFlavor(name="taugrid-gpu-h100", gpu_class="h100", nodes=nodes, domains=domains,
+                          gpus=GpuCounts(allocatable=8 * hosts * racks, requested=hosts * racks,
+                                         free=7 * hosts * racks))
+
+
+async def test_a_map_draws_at_most_a_screenful_of_hosts_and_says_what_it_left_out():
+    app = fragmented_app()
+    async with app.run_test(size=SIZE):
+        tones = app.screen.tones
+        drawn = text_of(render_flavor(big_flavor(10, 8), True, tones))
+        assert drawn.count("■") == MAP_HOSTS == 64  # eight racks of eight hosts
+        assert "rack-07" in drawn and "rack-08" not in drawn
+        assert "+2 more accelerator-domains (16 hosts, 112 GPUs free) not drawn — / filters the nodes" in drawn
+        assert "+" not in text_of(render_flavor(big_flavor(8, 8), True, tones))  # all of it fits: nothing left out
+        # the filter picks the hosts, drawn in their blocks (a block keeps its domain's figures)
+        only = text_of(render_flavor(big_flavor(10, 8), True, tones, frozenset({"h-09-03", "h-09-05"})))
+        assert "rack-09" in only and only.count("■") == 2 and "56/64 free" in only and "more" not in only
+        # one domain larger than the budget is cut, and says so
+        cut = text_of(render_flavor(big_flavor(1, 100), True, tones))
+        assert cut.count("■") == 64 and "+36 more hosts" in cut and "36 more hosts not drawn" in cut
+
+
+class MapApp(App):
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield BlockMap()
+
+
+async def test_a_map_turns_only_the_lines_in_view_into_strips():
+    app = MapApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        block = app.query_one(BlockMap)
+        assert block.show(big_flavor(1, 60), True)
+        await pilot.pause()
+        assert block.size.height > 60  # the title, the block's borders and its 60 hosts
+        # the lines on screen (twice at most: the scrollbar's arrival narrows the map once), not its 63
+        assert 0 < block.lines_drawn <= 2 * 20
+        assert not block.show(block._shown[0], True)  # the very flavor drawn: nothing to draw
+        assert block.draws == 1
+        app.query_one(VerticalScroll).scroll_end(animate=False)
+        seen = block.lines_drawn
+        assert await eventually(lambda: block.lines_drawn > seen)  # lines drawn as they come into view
 
 
 # --- the Pool's GPU HEALTH ---------------------------------------------------------------------------
