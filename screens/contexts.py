@@ -26,9 +26,15 @@ from .widgets.filter_bar import FilterBar
 from .widgets.keyed_table import Col, KeyedTable, Row
 from .widgets.section import Section
 
-COLS = [Col("cur", "cur", 3), Col("name", "context", 16, ident=True), Col("reach", "reach", 13),
-        Col("server", "server", 16, max_width=40), Col("user", "user", 8), Col("ns", "namespace", 9),
+# The server says which cluster a context reaches: it keeps its width longest (the kubeconfig's cluster
+# name, user and namespace give theirs first).
+COLS = [Col("cur", "cur", 3), Col("name", "context", 16, ident=True), Col("reach", "reach", 17),
+        Col("server", "server", 32, max_width=48), Col("user", "user", 8), Col("ns", "namespace", 9),
         Col("cluster", "cluster", 8)]
+
+
+def seconds(s: float) -> str:
+    return f"{s * 1000:.0f}ms" if s < 1 else f"{s:.1f}s"
 
 
 class ContextsScreen(DashScreen):
@@ -46,6 +52,9 @@ esc         back to the screen you came from
 :ctx NAME   switch directly, from any screen"""
 
     BINDINGS = [("r", "probe", "probe again")]
+    DEFAULT_CSS = """
+    ContextsScreen #ctx-errors { padding: 0 1; }
+    """
 
     def __init__(self, session: Session, kubeconfig: str | None, nav: str | None = None) -> None:
         super().__init__(session, nav)
@@ -100,7 +109,7 @@ esc         back to the screen you came from
         for e in self.entries:
             r = self.reach.get(e.name, Reach.checking())
             if r.state == REACHABLE:
-                reach = tones.mark("ok", f"reachable {r.seconds:.1f}s" if r.seconds is not None else "reachable")
+                reach = tones.mark("ok", "reachable" + (f" {seconds(r.seconds)}" if r.seconds is not None else ""))
             elif r.state == CHECKING:
                 reach = tones.mark("partial", "checking…")
             else:
@@ -110,17 +119,19 @@ esc         back to the screen you came from
                      lit(e.server or "–"), lit(e.user or "–"), lit(e.namespace or "–"), lit(e.cluster or "–"))
             rows.append(Row(e.name, cells, RowMeta(name=e.name, text=f"{e.name} {e.server} {e.user} {r.state}")))
         self.query_one("#contexts", KeyedTable).sync(rows)
-        title = span("CONTEXTS ", tones.heading)
-        title.append(lit(f"kubeconfig {self.kubeconfig or '$KUBECONFIG or ~/.kube/config'} · "
-                         f"showing {self.shown_context or '?'}", tones.muted))
+        title = span("KUBECONFIG ", tones.heading)
+        title.append(lit(self.kubeconfig or "$KUBECONFIG or ~/.kube/config"))
+        title.append(lit(f" · the dashboard shows {self.shown_context or '?'}", tones.muted))
+        if getattr(self.app, "switching", None):
+            title.append(lit(f" · connecting to {self.app.switching} …", tones.partial))
         self.query_one("#ctx-title", Static).update(title)
         problems = [(n, r.error) for n, r in self.reach.items() if r.state not in (REACHABLE, CHECKING)]
         text = span("", "")
         if self.error:
             text.append(lit(self.error, tones.bad))
-        for name, why in problems:
-            text.append(lit(f"✖ {name}: ", tones.bad))
-            text.append(lit(f"{why}\n"))
+        for i, (name, why) in enumerate(problems):
+            text.append(lit(("\n" if i else "") + f"✖ {name}: ", tones.bad))
+            text.append(lit(why))
         self.query_one("#ctx-errors", Static).update(text)
 
     def action_back(self) -> None:

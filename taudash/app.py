@@ -328,8 +328,13 @@ class TaudashApp(App):
         if not self.show_contexts():
             return
         self.switching = name
+        self._redraw_contexts()
         self.notify(f"connecting to {name} …", markup=False)
         self._switch(name)
+
+    def _redraw_contexts(self) -> None:
+        if isinstance(self.screen, ContextsScreen) and self.screen.is_mounted:
+            self.screen.draw()  # its title says which context is being connected to
 
     @work(exclusive=True, group="context", exit_on_error=False, description="switch the kubeconfig context")
     async def _switch(self, name: str) -> None:
@@ -338,6 +343,7 @@ class TaudashApp(App):
             session = await self.contexts.open(name)
         except Exception as exc:  # noqa: BLE001 - said, and the dashboard stays on its cluster
             self.switching = None
+            self._redraw_contexts()
             self.notify(f"could not switch to {name}: {exc}", severity="error", markup=False)
             return
         old = self.session
