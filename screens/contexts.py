@@ -9,6 +9,7 @@ carried over, no workflow journal carried — and this screen is left behind wit
 from __future__ import annotations
 
 import asyncio
+import os
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -120,7 +121,7 @@ esc         back to the screen you came from
             rows.append(Row(e.name, cells, RowMeta(name=e.name, text=f"{e.name} {e.server} {e.user} {r.state}")))
         self.query_one("#contexts", KeyedTable).sync(rows)
         title = span("KUBECONFIG ", tones.heading)
-        title.append(lit(self.kubeconfig or "$KUBECONFIG or ~/.kube/config"))
+        title.append(lit(self.kubeconfig or ("$KUBECONFIG" if os.environ.get("KUBECONFIG") else "~/.kube/config")))
         title.append(lit(f" · the dashboard shows {self.shown_context or '?'}", tones.muted))
         if getattr(self.app, "switching", None):
             title.append(lit(f" · connecting to {self.app.switching} …", tones.partial))
