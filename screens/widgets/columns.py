@@ -170,6 +170,11 @@ def fold(text: Text, width: int) -> Text:
             cut = last_break + 1 if last_break >= 0 and last_break + 1 - start > room // 3 else i
             if cell_len(plain[cut:i]) >= width - indent:
                 cut = i  # the rest after the separator would not fit the next line either
+            space = plain.rfind(" ", start, i)  # a word after the line's last space that fits a line of its own
+            if space > start and plain[start:space].strip(LEAD):  # (a name after its kind) stays whole
+                word_end = plain.find(" ", space + 1)
+                if 0 < cell_len(plain[space + 1: len(plain) if word_end < 0 else word_end]) <= width - indent:
+                    cut = space + 1
             cuts.append(cut)
             start, used, last_break, room = cut, cell_len(plain[cut:i]), -1, width - indent
             for j in range(cut, i):
