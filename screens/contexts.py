@@ -123,8 +123,9 @@ esc         back to the screen you came from
         title = span("KUBECONFIG ", tones.heading)
         title.append(lit(self.kubeconfig or ("$KUBECONFIG" if os.environ.get("KUBECONFIG") else "~/.kube/config")))
         title.append(lit(f" · the dashboard shows {self.shown_context or '?'}", tones.muted))
-        if getattr(self.app, "switching", None):
-            title.append(lit(f" · connecting to {self.app.switching} …", tones.partial))
+        switching = getattr(self.app, "switching", None)  # the app's switch under way (duck-typed: no app import)
+        if switching:
+            title.append(lit(f" · connecting to {switching} …", tones.partial))
         self.query_one("#ctx-title", Static).update(title)
         problems = [(n, r.error) for n, r in self.reach.items() if r.state not in (REACHABLE, CHECKING)]
         text = span("", "")

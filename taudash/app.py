@@ -356,7 +356,8 @@ class TaudashApp(App):
     def _install(self, session: Session) -> None:
         """Every screen rebuilt on `session` (none keeps the old cluster's rows), a new workflow host bound
         to its cluster (no run of the old one is carried), then back to the screen `:ctx` was typed on."""
-        back = self._contexts_back if self._contexts_back in self.screen_registry else self.screen_registry.home.name
+        back = self._contexts_back if self._contexts_back and self._contexts_back in self.screen_registry \
+            else self.screen_registry.home.name
         if self.current_mode != CONTEXTS_MODE:
             self.show_contexts()  # the registered modes are rebuilt: none of them may be the one shown
         self.session = session
