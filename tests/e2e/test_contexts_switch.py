@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from factories import kubeconfig_of
 from tools.paths import DEMO
 from tools.waiting import eventually
 
@@ -18,7 +19,6 @@ from taudash.commands.dashboard import LiveSessions
 from taudash.engine.sources.contexts import REACHABLE, UNREACHABLE
 from taudash.engine.workflows import Journal
 from taudash.screens.contexts import ContextsScreen
-from taudash.screens.widgets.header_bar import HeaderBar
 from taudash.sim.server import SimServer
 
 HOLD = {"cqs": ["tau-ws-eval"], "mode": "Hold", "cancel_pending": False}
@@ -30,19 +30,16 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def merged_kubeconfig(path, *sims: SimServer) -> str:
+def write_merged(path, *sims: SimServer) -> str:
     """One file with each simulator's context, and `gone`: a context whose API server listens nowhere."""
-    doc = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [],
-           "current-context": sims[0].context}
+    given = {}
     for sim in sims:
         one = yaml.safe_load(sim.kubeconfig.read_text())
-        for part in ("clusters", "users", "contexts"):
-            doc[part] += one[part]
-    doc["clusters"].append({"name": "gone", "cluster": {"server": f"https://127.0.0.1:{closed_port()}",
-                                                        "insecure-skip-tls-verify": True}})
-    doc["users"].append({"name": "gone", "user": {"token": "nothing-listens"}})
-    doc["contexts"].append({"name": "gone", "context": {"cluster": "gone", "user": "gone", "namespace": "tau-system"}})
-    path.write_text(yaml.safe_dump(doc))
+        cluster, user = one["clusters"][0]["cluster"], one["users"][0]["user"]
+        given[sim.context] = {**cluster, "token": user["token"]}
+    given["gone"] = {"server": f"https://127.0.0.1:{closed_port()}", "insecure-skip-tls-verify": True,
+                     "token": "nothing-listens", "namespace": "tau-system"}
+    path.write_text(yaml.safe_dump(kubeconfig_of(given, current=sims[0].context)))
     path.chmod(0o600)
     return str(path)
 
@@ -50,7 +47,7 @@ def merged_kubeconfig(path, *sims: SimServer) -> str:
 @pytest.fixture
 async def two_clusters(tmp_path, cli_env):
     async with SimServer(DEMO, context="sim-a") as a, SimServer(DEMO, context="sim-b") as b:
-        yield a, b, merged_kubeconfig(tmp_path / "kubeconfig", a, b)
+        yield a, b, write_merged(tmp_path / "kubeconfig", a, b)
 
 
 def args(read_only: bool = False) -> SimpleNamespace:
@@ -68,6 +65,12 @@ def told(app) -> list[str]:
 
     app.notify = record
     return said
+
+
+def header_text(app) -> str:
+    """The header's left part on the screen shown ("" while that screen is still composing)."""
+    found = app.screen.query("HeaderBar #hb-left")
+    return str(found.first().content) if found else ""
 
 
 async def type_jump(pilot, line: str) -> None:
@@ -103,7 +106,7 @@ async def test_ctx_probes_every_context_and_switches_there_and_back(two_clusters
             assert second is not first and second.cluster is not None and first.cluster is not None
             assert not second.cluster.same_cluster(first.cluster)  # each simulator is its own cluster
             assert second.store is not first.store and len(second.store.list("ClusterQueue")) > 0
-            assert await eventually(lambda: "sim-b" in str(app.screen.query_one(HeaderBar).query_one("#hb-left").content))
+            assert await eventually(lambda: "sim-b" in header_text(app))
             assert id(first) not in sessions._held, "the session left behind is closed"
             assert CONTEXTS_MODE not in app._modes
 

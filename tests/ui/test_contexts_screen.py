@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from factories import dashboard_app
+from factories import dashboard_app, kubeconfig_of
 from tools.paths import FIXTURES
 from tools.waiting import eventually
 
@@ -38,12 +38,9 @@ ANSWERS = {SHOWN: Reach(REACHABLE, seconds=0.04), "prod-westus": Reach(REACHABLE
 
 
 @pytest.fixture
-def kubeconfig(tmp_path, monkeypatch):
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "prod-westus",
-           "clusters": [{"name": f"{n}-cluster", "cluster": {"server": s}} for n, s, _, _ in CONTEXTS],
-           "users": [{"name": u, "user": {"token": "t"}} for u in ("operator", "oncall")],
-           "contexts": [{"name": n, "context": {"cluster": f"{n}-cluster", **({"user": u} if u else {}),
-                                                **({"namespace": ns} if ns else {})}} for n, _, u, ns in CONTEXTS]}
+def kubeconfig_file(tmp_path, monkeypatch):
+    doc = kubeconfig_of({n: {"server": s, "user": u, "namespace": ns} for n, s, u, ns in CONTEXTS},
+                        current="prod-westus")
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(doc))
     monkeypatch.setenv("KUBECONFIG", str(path))
@@ -113,7 +110,7 @@ def answered(app) -> bool:
     return isinstance(screen, ContextsScreen) and all(screen.reach[n].state != "checking" for n in ANSWERS)
 
 
-def test_contexts_screen_snapshot(snap_compare, kubeconfig, probes):
+def test_contexts_screen_snapshot(snap_compare, kubeconfig_file, probes):
     async def run_before(pilot):
         await open_contexts(pilot)
         assert await eventually(lambda: answered(pilot.app))
@@ -122,7 +119,7 @@ def test_contexts_screen_snapshot(snap_compare, kubeconfig, probes):
     assert snap_compare(app_with(Switcher()), run_before=run_before, terminal_size=SIZE)
 
 
-async def test_ctx_lists_every_context_with_its_reach(kubeconfig, probes):
+async def test_ctx_lists_every_context_with_its_reach(kubeconfig_file, probes):
     app = app_with(Switcher())
     async with app.run_test(size=SIZE) as pilot:
         await open_contexts(pilot)
@@ -139,7 +136,7 @@ async def test_ctx_lists_every_context_with_its_reach(kubeconfig, probes):
         assert await eventually(lambda: len(probes) == 2 * len(CONTEXTS))
 
 
-async def test_enter_switches_and_esc_goes_back(kubeconfig, probes):
+async def test_enter_switches_and_esc_goes_back(kubeconfig_file, probes):
     switcher = Switcher()
     app = app_with(switcher)
     first = app.session
@@ -160,7 +157,7 @@ async def test_enter_switches_and_esc_goes_back(kubeconfig, probes):
         assert await eventually(lambda: app.screen.session is app.session and app.screen.frame is not None)
 
 
-async def test_ctx_name_switches_directly_and_refusals_say_why(kubeconfig, probes):
+async def test_ctx_name_switches_directly_and_refusals_say_why(kubeconfig_file, probes):
     switcher = Switcher()
     app = app_with(switcher)
     said = told(app)
@@ -179,7 +176,7 @@ async def test_ctx_name_switches_directly_and_refusals_say_why(kubeconfig, probe
         assert app.current_mode == "overview" and switcher.retired == [first]
 
 
-async def test_ctx_without_a_kubeconfig_to_switch_in(kubeconfig, probes):
+async def test_ctx_without_a_kubeconfig_to_switch_in(kubeconfig_file, probes):
     app = app_with(None)  # a snapshot dashboard
     said = told(app)
     async with app.run_test(size=SIZE) as pilot:

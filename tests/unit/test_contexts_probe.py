@@ -11,27 +11,22 @@ import socket
 import pytest
 import yaml
 from aiohttp import web
+from factories import kubeconfig_of
 
 from taudash.engine.sources.client import ConfigError
 from taudash.engine.sources.contexts import REACHABLE, UNREACHABLE, contexts, probe
 
 
-def kubeconfig(path, servers: dict[str, str], current: str | None = None, namespace: dict[str, str] | None = None):
-    doc = {"apiVersion": "v1", "kind": "Config",
-           "clusters": [{"name": f"c-{n}", "cluster": {"server": s}} for n, s in servers.items()],
-           "users": [{"name": "u", "user": {"token": "t"}}],
-           "contexts": [{"name": n, "context": {"cluster": f"c-{n}", "user": "u",
-                                                **({"namespace": namespace[n]} if n in (namespace or {}) else {})}}
-                        for n in servers]}
-    if current:
-        doc["current-context"] = current
+def write(path, servers: dict[str, str], current: str | None = None, namespace: dict[str, str] | None = None):
+    doc = kubeconfig_of({n: {"server": s, "user": "u", "namespace": (namespace or {}).get(n, "")}
+                         for n, s in servers.items()}, current)
     path.write_text(yaml.safe_dump(doc))
     return path
 
 
 def test_contexts_merge_the_files_in_order_and_mark_the_current_one(tmp_path):
-    a = kubeconfig(tmp_path / "a", {"east": "https://east:6443"}, current="east", namespace={"east": "tau-system"})
-    b = kubeconfig(tmp_path / "b", {"west": "https://west:6443", "east": "https://shadowed:1"}, current="west")
+    a = write(tmp_path / "a", {"east": "https://east:6443"}, current="east", namespace={"east": "tau-system"})
+    b = write(tmp_path / "b", {"west": "https://west:6443", "east": "https://shadowed:1"}, current="west")
     listed = contexts(f"{a}:{b}")
     assert [(e.name, e.server, e.user, e.namespace, e.current) for e in listed] == [
         ("east", "https://east:6443", "u", "tau-system", True),  # the first file's wins, as kubectl merges
@@ -83,7 +78,7 @@ async def test_probe_says_reachable_only_for_an_answer(tmp_path):
         runners.append(runner)
         servers[name] = url
     servers["closed"] = f"http://127.0.0.1:{closed_port()}"
-    path = str(kubeconfig(tmp_path / "kc", servers))
+    path = str(write(tmp_path / "kc", servers))
     answering = [n for n in servers if n != "hangs"]
     try:
         answers = dict(zip(answering, await asyncio.gather(*(probe(n, path) for n in answering)), strict=True))
