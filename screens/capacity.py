@@ -65,11 +65,11 @@ BLOCKER_COLS = [
 ]
 NODE_COLS = [
     Col("node", "node", 14, ident=True),
-    Col("flavor", "flavor", 10),
-    Col("domain", "accelerator-domain", 12),
-    Col("cells", "GPUs", 8),
-    Col("free", "free", 9, right=True),
-    Col("pods", "pods", 4, right=True),
+    Col("flavor", "flavor", 10, hide=4),
+    Col("domain", "accelerator-domain", 12, hide=5),
+    Col("cells", "GPUs", 8, hide=2),
+    Col("free", "free", 9, right=True, hide=1),
+    Col("pods", "pods", 4, right=True, hide=3),
     Col("health", "health", flex=True),
 ]
 POD_COLS = [

@@ -33,11 +33,11 @@ INVENTORY_COLS = [
     Col("flavor", "flavor", 16, ident=True),
     Col("nodes", "nodes", 7, right=True),
     Col("gpu", "GPUs", 5, right=True),
-    Col("cpu", "CPU", 6, right=True),
-    Col("mem", "memory", 8, right=True),
-    Col("rdma", "RDMA", 5, right=True),
+    Col("cpu", "CPU", 6, right=True, hide=3),
+    Col("mem", "memory", 8, right=True, hide=2),
+    Col("rdma", "RDMA", 5, right=True, hide=4),
     Col("budget", "budget", 7, right=True),
-    Col("observed", "in Cohort", 11),
+    Col("observed", "in Cohort", 11, hide=1),
 ]
 RESERVE_COLS = [
     Col("flavor", "flavor", 16, ident=True),

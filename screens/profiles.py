@@ -28,9 +28,9 @@ CHECK_COLS = [Col("id", "check", 16, ident=True), Col("ok", "result", 8), Col("m
 PROFILE_COLS = [
     Col("name", "profile", 16, ident=True),
     Col("ready", "ready (first failing)", 22),
-    Col("target", "target", 13),
-    Col("placement", "placement", 15),
-    Col("queue", "queue", 10),
+    Col("target", "target", 13, hide=2),
+    Col("placement", "placement", 15, hide=3),
+    Col("queue", "queue", 10, hide=4),
 ]
 SELECT_COLS = [Col("ns", "namespace", 14, ident=True), Col("team", "team", 12), Col("lane", "lane", 14),
                Col("result", "selects", flex=True)]

@@ -37,14 +37,14 @@ RESOURCE_ROOM = 24
 
 COLS = [
     Col("name", "cohort / cluster queue", 16, ident=True),
-    Col("stop", "stop", 14),
+    Col("stop", "stop", 14, hide=4),
     Col("active", "Active", 14, flex=True),  # a condition's reason: cut first ("…"), whole in the pane below
-    Col("counts", "pnd·rsv·adm", 11, right=True),
-    Col("inactive", "inact", 5, right=True),
-    Col("nominal", "nom", 4, right=True),
-    Col("reserved", "resv", 4, right=True),
-    Col("used", "used", 4, right=True),
-    Col("borrowed", "borrow", 6, right=True),
+    Col("counts", "pnd·rsv·adm", 11, right=True, hide=1),
+    Col("inactive", "inact", 5, right=True, hide=7),
+    Col("nominal", "nom", 4, right=True, hide=6),
+    Col("reserved", "resv", 4, right=True, hide=2),
+    Col("used", "used", 4, right=True, hide=3),
+    Col("borrowed", "borrow", 6, right=True, hide=5),
 ]
 NO_COHORT = "(no cohort)"
 

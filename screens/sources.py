@@ -25,10 +25,10 @@ from .widgets.section import Section
 
 SOURCE_KINDS = {"Job", "RayJob", "RayService", "Deployment", "Workload", "LocalQueue"}
 COLS = [
-    Col("kind", "kind", 10),
+    Col("kind", "kind", 10, hide=2),
     Col("name", "object", 16, ident=True),
-    Col("queue", "cluster queue", 16),
-    Col("state", "state", 13),
+    Col("queue", "cluster queue", 16, hide=3),
+    Col("state", "state", 13, hide=1),
     Col("why", "why it waits", flex=True),
 ]
 STATE_WORD = {"pending": "pending", "quotaReserved": "checks"}

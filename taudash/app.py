@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
+from typing import Protocol
 
 from textual import work
 from textual.app import App
@@ -18,6 +19,9 @@ from textual.worker import Worker, WorkerState
 
 from taudash.engine.model import BY_KIND
 from taudash.engine.session import Frame, Session
+from taudash.engine.sources.client import ConfigError
+from taudash.engine.sources.contexts import contexts
+from taudash.screens.contexts import ContextsScreen
 from taudash.screens.kit.base import DashScreen
 from taudash.screens.kit.confirm import ConfirmScreen
 from taudash.screens.kit.entries import Registry
@@ -39,6 +43,7 @@ from taudash.screens.kit.messages import (
     RequestOperation,
     ResumeWorkflow,
     StartWorkflow,
+    SwitchContext,
     WorkflowEvent,
     WorkflowFinished,
 )
@@ -72,6 +77,21 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+CONTEXTS_MODE = "contexts"  # `:ctx`: the kubeconfig's contexts, a mode of its own (not a registered screen)
+
+
+class ContextSwitcher(Protocol):
+    """What the program that opened the dashboard gives it to show another context (commands/dashboard.py):
+    `open` connects and syncs that context's cluster and answers its Session (raising, with a one-line reason,
+    when it cannot), `retire` closes the session shown before once the dashboard has left it."""
+
+    kubeconfig: str | None
+
+    async def open(self, context: str) -> Session: ...
+
+    async def retire(self, session: Session) -> None: ...
+
+
 class TaudashApp(App):
     CSS_PATH = "theme.tcss"
     TITLE = "taudash"
@@ -87,8 +107,13 @@ class TaudashApp(App):
 
     def __init__(self, session: Session, clock: Clock | None = None, tick: float = 1.0,
                  workflows: RunOptions | None = None, on_frame: Iterable[FrameObserver] = (),
-                 notices: Iterable[str] = (), precompose: bool = True) -> None:
+                 notices: Iterable[str] = (), precompose: bool = True,
+                 contexts: ContextSwitcher | None = None) -> None:
         super().__init__()
+        self.contexts = contexts  # None: nothing to switch to (a snapshot, a fleet of its own, a test)
+        self._contexts_back: str | None = None  # the mode `:ctx` was typed on (Esc goes back there)
+        self.switching: str | None = None  # the context being connected to now
+        self._contexts_mode_added = False
         self.precompose = precompose  # compose the other screens in the background after the first view
         self._composing: str | None = None  # the screen being composed in the background now
         self.notices = tuple(notices)  # said once the dashboard shows (how to reach the demo cluster)
@@ -189,7 +214,8 @@ class TaudashApp(App):
         if event.worker.group != "derive":
             return
         if event.state is WorkerState.SUCCESS:
-            self.render_frame(event.worker.result)
+            if event.worker.result is self.session.last_frame:  # not a frame of the session shown before a switch
+                self.render_frame(event.worker.result)
             self._schedule()
         elif event.state is WorkerState.ERROR:
             self.notify(f"could not derive the view: {event.worker.error}", severity="error", markup=False)
@@ -245,6 +271,10 @@ class TaudashApp(App):
             self.notify(target.error, severity="warning", markup=False)
         elif target.quit:
             self.call_later(self.action_quit)
+        elif target.contexts:
+            self.show_contexts()
+        elif target.context is not None:
+            self.switch_context(target.context)
         elif target.screen:
             self.action_go(target.screen)
             screen = self.screen
@@ -254,6 +284,114 @@ class TaudashApp(App):
                     self.notify(error, severity="warning", markup=False)
         elif target.ref is not None:
             self.post_message(OpenObject(target.ref))
+
+    # contexts (`:ctx`) ---------------------------------------------------------------------
+    def show_contexts(self) -> bool:
+        """The kubeconfig's contexts, in a mode of their own (built again each time: probed on every visit)."""
+        if self.contexts is None:
+            self.notify("contexts: this dashboard has no kubeconfig to switch in (a snapshot or a fleet): open one "
+                        "with taudash --context NAME", severity="warning", markup=False)
+            return False
+        if self.current_mode == CONTEXTS_MODE:
+            return True
+        while isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        self._contexts_back = self.current_mode
+        if self._contexts_mode_added:
+            self.remove_mode(CONTEXTS_MODE)
+        kubeconfig, back = self.contexts.kubeconfig, self._contexts_back
+        self.add_mode(CONTEXTS_MODE, lambda: ContextsScreen(self.session, kubeconfig,
+                                                            back if back in self.screen_registry else None))
+        self._contexts_mode_added = True
+        self.switch_mode(CONTEXTS_MODE)
+        return True
+
+    def switch_context(self, name: str) -> None:
+        """Open a new session on the cluster of kubeconfig context `name` and show it; the session shown
+        until now is closed once the new one shows. Refused (said why) for an unknown context, while a
+        workflow runs here, or while another switch is under way."""
+        if self.contexts is None:
+            self.show_contexts()
+            return
+        if self.switching is not None:
+            self.notify(f"already switching to {self.switching}", severity="warning", markup=False)
+            return
+        try:
+            known = [e.name for e in contexts(self.contexts.kubeconfig)]
+        except ConfigError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        if name not in known:
+            self.notify(f"no context “{name}” in the kubeconfig (known: {', '.join(known)})",
+                        severity="warning", markup=False)
+            return
+        if name == self.session.source.context:
+            self.notify(f"already showing {name}", markup=False)
+            return
+        running = self.workflows.live()
+        if running:
+            wid = next(iter(running))
+            self.notify(f"workflow {wid} runs on {self.session.source.context}: pause it before switching "
+                        "(its journal stays with this cluster)", severity="warning", markup=False)
+            return
+        if not self.show_contexts():
+            return
+        self.switching = name
+        self._redraw_contexts()
+        self.notify(f"connecting to {name} …", markup=False)
+        self._switch(name)
+
+    def _redraw_contexts(self) -> None:
+        if isinstance(self.screen, ContextsScreen) and self.screen.is_mounted:
+            self.screen.draw()  # its title says which context is being connected to
+
+    @work(exclusive=True, group="context", exit_on_error=False, description="switch the kubeconfig context")
+    async def _switch(self, name: str) -> None:
+        assert self.contexts is not None
+        try:
+            session = await self.contexts.open(name)
+        except Exception as exc:  # noqa: BLE001 - said, and the dashboard stays on its cluster
+            self.switching = None
+            self._redraw_contexts()
+            self.notify(f"could not switch to {name}: {exc}", severity="error", markup=False)
+            return
+        old = self.session
+        try:
+            self._install(session)
+        finally:
+            self.switching = None
+        await self.contexts.retire(old)
+
+    def _install(self, session: Session) -> None:
+        """Every screen rebuilt on `session` (none keeps the old cluster's rows), a new workflow host bound
+        to its cluster (no run of the old one is carried), then back to the screen `:ctx` was typed on."""
+        back = self._contexts_back if self._contexts_back and self._contexts_back in self.screen_registry \
+            else self.screen_registry.home.name
+        if self.current_mode != CONTEXTS_MODE:
+            self.show_contexts()  # the registered modes are rebuilt: none of them may be the one shown
+        self.session = session
+        self.workflows = WorkflowHost(self, session, self.clock, self.workflows.options,
+                                      listed_on=self.screen_registry.of(WorkflowsScreen))
+        for entry in self.screen_registry:
+            self.remove_mode(entry.name)
+            self.add_mode(entry.name, partial(entry.cls, self.session, entry.name))
+        try:
+            self.session.frame(self.clock())
+        except Exception as exc:  # noqa: BLE001 - as at mount: later ticks retry
+            self.notify(f"could not derive the view: {exc}", severity="error", markup=False)
+        self.switch_mode(back)
+        self.remove_mode(CONTEXTS_MODE)
+        self._contexts_mode_added = False
+        self.notify(f"showing {session.source.context}" + (" · read-only" if session.read_only else ""),
+                    markup=False)
+        if self.precompose:
+            self.set_timer(PRECOMPOSE_AFTER, self._precompose_next, name="taudash-precompose")
+
+    def on_switch_context(self, message: SwitchContext) -> None:
+        if message.context is not None:
+            self.switch_context(message.context)
+        elif self.current_mode == CONTEXTS_MODE:
+            self.action_go(self._contexts_back or self.screen_registry.home.name)
 
     def on_navigate(self, message: Navigate) -> None:
         self.action_go(message.screen)

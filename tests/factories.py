@@ -985,6 +985,26 @@ def kubeconfig_doc(clusters: dict[str, dict], user: dict, contexts: dict[str, st
             "contexts": [{"name": n, "context": {"cluster": c, "user": user["name"]}} for n, c in contexts.items()]}
 
 
+def kubeconfig_of(contexts: dict[str, dict], current: str | None = None) -> dict:
+    """A kubeconfig document with a cluster (`<name>-cluster`) and a user per context: name → {"server", "user"
+    (its name; "" for none; default the context's), "namespace", "token", and any other cluster field
+    (certificate-authority-data, insecure-skip-tls-verify)}. Users of the same name are listed once."""
+    clusters, users, entries = [], {}, []
+    for name, given in contexts.items():
+        cluster = dict(given)
+        user, ns, token = cluster.pop("user", name), cluster.pop("namespace", ""), cluster.pop("token", "t")
+        clusters.append({"name": f"{name}-cluster", "cluster": cluster})
+        if user:
+            users.setdefault(user, {"name": user, "user": {"token": token}})
+        entries.append({"name": name, "context": {"cluster": f"{name}-cluster", **({"user": user} if user else {}),
+                                                  **({"namespace": ns} if ns else {})}})
+    doc = {"apiVersion": "v1", "kind": "Config", "clusters": clusters, "users": list(users.values()),
+           "contexts": entries}
+    if current:
+        doc["current-context"] = current
+    return doc
+
+
 def submittable(kind: str, name: str, ns: str, *, queue: str | None = "jobqueue", gpus: int = 1,
                 workers: int = 1, replicas: int = 1) -> dict:
     """A manifest as a user submits it (no uid, no status): Job, RayJob (a head and `workers` GPU workers),

@@ -31,7 +31,8 @@ KIND_SCREENS = {
 EXTRA = {"ws": "TauWorkspace", "workspace": "TauWorkspace", "workspaces": "TauWorkspace",
          "team": "TauTeam", "teams": "TauTeam", "cluster": "TauCluster", "node": "Node", "nodes": "Node"}
 QUIT = {"q", "q!", "quit", "exit", "qa"}
-HINT = ":cq · :wl NS/NAME · :ws NAME · :pods [NS] · :events [NS|all] · :pool · :q"
+CONTEXTS = {"ctx", "context", "contexts"}  # k9s' words for the kubeconfig's contexts
+HINT = ":cq · :wl NS/NAME · :ws NAME · :pods [NS] · :events [NS|all] · :ctx · :pool · :q"
 
 
 def kind_aliases() -> dict[str, str]:
@@ -55,12 +56,15 @@ def screen_aliases(screens: Registry) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Jump:
-    """What a `:` line asks for: exactly one of screen, ref, quit, or an error to show."""
+    """What a `:` line asks for: exactly one of screen, ref, quit, the contexts list, a context to switch to,
+    or an error to show."""
 
     screen: str | None = None
     arg: str = ""  # what the screen is asked to show (`:pods NS`, `:events all`: its `jump_to`)
     ref: ObjRef | None = None
     quit: bool = False
+    contexts: bool = False
+    context: str | None = None
     error: str = ""
 
 
@@ -74,6 +78,10 @@ def resolve(line: str, screens: Registry, *, namespaced: dict[str, bool] | None 
     head, rest = words[0].lower(), words[1:]
     if head in QUIT and not rest:
         return Jump(quit=True)
+    if head in CONTEXTS:
+        if len(rest) > 1:
+            return Jump(error=f"one context after :{head}")
+        return Jump(context=rest[0]) if rest else Jump(contexts=True)
     kinds = kind_aliases()
     if not rest:
         aliases = screen_aliases(screens)

@@ -61,6 +61,14 @@ class OpenLogs(Message):
 
 
 @dataclass
+class SwitchContext(Message):
+    """Show another kubeconfig context (the contexts screen, `:ctx NAME`): the app opens a new session on its
+    cluster, or says why not; None goes back to the screen the contexts list was opened from."""
+
+    context: str | None
+
+
+@dataclass
 class RequestOperation(Message):
     """A guided operation asks to write. Nothing posts it yet; the app refuses it in read-only
     mode and otherwise asks for confirmation naming every target (`ConfirmScreen`) before anything runs."""

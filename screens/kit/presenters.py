@@ -29,8 +29,8 @@ from .text import PHASE_TONE, Tones, lit, span
 # --- findings (1 Overview, 8 Findings) ------------------------------------------------------------------
 
 FINDING_COLS = [
-    Col("sev", "severity", 10),
-    Col("rule", "rule", 21),
+    Col("sev", "severity", 10, hide=1),
+    Col("rule", "rule", 21, hide=2),
     Col("object", "object", 26, ident=True),
     Col("message", "message", flex=True),
 ]

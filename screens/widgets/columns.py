@@ -7,9 +7,15 @@ width is taken back in this order, widest first within each stage:
 
 1. flex columns (messages, reasons) down to their floor: they end in "…" and the pane below shows them whole;
 2. the other plain columns down to their floor (`Col.width`, or their content when that is narrower);
-3. the identifying column (`Col.ident`: a queue, profile, workspace or object name) down to its floor —
+3. columns that may hide (`Col.hide`: the higher, the sooner; 0 never), least important first, one by one
+   until the rest fits — so a name is not folded while a column of less importance is still shown
+   (k9s drops its wide columns at narrow widths); the width freed beyond that goes back to the others;
+4. the identifying column (`Col.ident`: a queue, profile, workspace or object name) down to its floor —
    it is never cut: the table wraps it onto more lines instead (see keyed_table.py);
-4. plain columns further, down to their label's first letters; past that the table scrolls sideways.
+5. plain columns further, down to their label's first letters; past that the table scrolls sideways.
+
+A hidden column has width 0 in the layout; the table leaves it out (its cells stay in the row for the filter,
+the sort and the pane that explains the row).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class ColSpec(Protocol):
     def ident(self) -> bool: ...
     @property
     def max_width(self) -> int | None: ...
+    @property
+    def hide(self) -> int: ...
 
 
 def content_widths(spec: Sequence[ColSpec], widths_per_row: Sequence[Sequence[int]]) -> list[int]:
@@ -87,10 +95,32 @@ def _take(widths: list[int], idxs: list[int], floors: list[int], excess: int) ->
     return 0
 
 
+def _hides(c: ColSpec) -> int:
+    return 0 if c.ident or c.flex else getattr(c, "hide", 0)
+
+
 def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int,
            content: Sequence[int] | None = None) -> list[int]:
-    """Content widths (padding excluded) for the columns of `spec` in a table `avail` cells wide; `content`:
-    each column's widest cell without its label (a label may be cut, a cell may not)."""
+    """Content widths (padding excluded) for the columns of `spec` in a table `avail` cells wide, 0 for a column
+    hidden; `content`: each column's widest cell without its label (a label may be cut, a cell may not)."""
+    order = sorted((i for i, c in enumerate(spec) if _hides(c)), key=lambda i: (-_hides(spec[i]), -i))
+    hidden: list[int] = []
+    while True:
+        keep = [i for i in range(len(spec)) if i not in hidden]
+        widths, fits = _layout([spec[i] for i in keep], [natural[i] for i in keep], avail,
+                               None if content is None else [content[i] for i in keep])
+        if fits or not order:
+            out = [0] * len(spec)
+            for i, w in zip(keep, widths, strict=True):
+                out[i] = w
+            return out
+        hidden.append(order.pop(0))
+
+
+def _layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int,
+            content: Sequence[int] | None) -> tuple[list[int], bool]:
+    """The widths, and whether they fit once the flex and plain columns gave way (False: a name folds or
+    the table scrolls)."""
     want = []
     for c, n in zip(spec, natural, strict=True):
         cap = c.max_width if c.max_width and not c.ident else None
@@ -102,7 +132,7 @@ def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int,
         flex = [i for i, c in enumerate(spec) if c.flex]
         if flex:  # spare width to the messages (the last one: the widest text, usually)
             widths[flex[-1]] += -excess
-        return widths
+        return widths, True
     floors = [_floor(c, w, content[i] if content is not None else None)
               for i, (c, w) in enumerate(zip(spec, want, strict=True))]
     stages = (
@@ -110,13 +140,13 @@ def layout(spec: Sequence[ColSpec], natural: Sequence[int], avail: int,
         [i for i, c in enumerate(spec) if not c.flex and not c.ident],
         [i for i, c in enumerate(spec) if c.ident],
     )
-    for idxs in stages:
+    for n, idxs in enumerate(stages):
         excess = _take(widths, idxs, floors, excess)
         if not excess:
-            return widths
+            return widths, n < 2
     last = [min(w, max(LAST_FLOOR, min(len(c.label), 6))) for c, w in zip(spec, widths, strict=True)]
     _take(widths, [i for i, c in enumerate(spec) if not c.ident], last, excess)
-    return widths
+    return widths, False
 
 
 BREAK_AFTER = " -./_:,"  # a name wraps after one of these when it can, else at the column's edge
@@ -140,6 +170,11 @@ def fold(text: Text, width: int) -> Text:
             cut = last_break + 1 if last_break >= 0 and last_break + 1 - start > room // 3 else i
             if cell_len(plain[cut:i]) >= width - indent:
                 cut = i  # the rest after the separator would not fit the next line either
+            space = plain.rfind(" ", start, i)  # a word after the line's last space that fits a line of its own
+            if space > start and plain[start:space].strip(LEAD):  # (a name after its kind) stays whole
+                word_end = plain.find(" ", space + 1)
+                if 0 < cell_len(plain[space + 1: len(plain) if word_end < 0 else word_end]) <= width - indent:
+                    cut = space + 1
             cuts.append(cut)
             start, used, last_break, room = cut, cell_len(plain[cut:i]), -1, width - indent
             for j in range(cut, i):

@@ -70,6 +70,9 @@ class Col:
     right: bool = False
     max_width: int | None = None  # the column stops growing here (wide terminals)
     ident: bool = False  # names the row: never cut, wrapped onto more lines when the table is narrow
+    # Hides when the table is too narrow for it and the names (columns.py: the higher, the sooner; 0 never):
+    # the least important columns leave first, so a name is not folded while they still show.
+    hide: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ class KeyedTable(DataTable):
         self._content: list[int] | None = None  # the same without the labels
         self._epoch: tuple | None = None  # (width, page, filter, sort) the natural widths belong to
         self._layout: tuple[tuple[int, ...], int] | None = None  # the widths built, and a message's most lines
+        self._shown_cols: tuple[int, ...] = tuple(range(len(columns)))  # the columns built (the others hidden)
         self._lines_page: tuple[str, ...] = ()  # the rows the message lines were decided for
         # The keys of the rows the last sync drew (built their cells, then added or updated what differed);
         # a row given as the very Row drawn before is skipped: what a tick cost, in rows (tests assert on it).
@@ -435,7 +439,10 @@ class KeyedTable(DataTable):
 
     def _build_columns(self, widths: tuple[int, ...]) -> None:
         self.clear(columns=True)
+        self._shown_cols = tuple(i for i, w in enumerate(widths) if w > 0)
         for c, width in zip(self.spec, widths, strict=True):
+            if not width:
+                continue  # hidden at this width (columns.py)
             label = c.label
             if c.key == self.sort_column:
                 label += " ▼" if self.sort_reverse else " ▲"
@@ -515,8 +522,9 @@ class KeyedTable(DataTable):
                     self.remove_row(k)
                 current = [k for k in current if k in wanted]
             have = set(current)
-            keys = [c.key for c in self.spec]
-            right = [c.right for c in self.spec]
+            shown = self._shown_cols
+            keys = [self.spec[i].key for i in shown]
+            right = [self.spec[i].right for i in shown]
             drawn = self._on_screen
             touched: list[str] = []
             for r in rows:
@@ -526,11 +534,15 @@ class KeyedTable(DataTable):
                 if src is None:
                     src = _src(r)
                 if r.key in (EMPTY_KEY, MORE_KEY):
-                    cells = [_cell(v, right[i]) for i, v in enumerate(src[: len(keys)])]
-                    cells += [Text("")] * (len(keys) - len(cells))
+                    texts = [src[i] if i < len(src) else "" for i in shown]
+                    said = next((i for i, v in enumerate(src) if _width_of(v)), 0)  # its one text cell
+                    if said not in shown and texts:  # its column is hidden: the first one shown says it
+                        texts[0] = src[said]
+                    cells = [_cell(v, right[n]) for n, v in enumerate(texts)]
                     height = 1
                 else:
-                    cells = self._cells(src, widths, message_lines)
+                    full = self._cells(src, widths, message_lines)
+                    cells = [full[i] for i in shown]
                     height = self._height(cells)
                 if r.key in have and self.rows[RowKey(r.key)].height != height:
                     self.remove_row(r.key)  # a name that now wraps onto another line count: add it again

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from taudash.engine.history import HistoryReader, Recorder, RecorderThread
 from taudash.engine.paths import state_dir
+from taudash.engine.session import Session
 
 from .. import compose
+from ..config import ReadOnly
 from ..errors import UsageError
 from ..live import LiveCluster
 from ..loading import DEMO_SNAPSHOT, load_from_args, report_issues
@@ -216,25 +218,76 @@ def run_default(args) -> int:
                                        source_type="kube"))
 
 
+class LiveSessions:
+    """The live clusters one dashboard shows: the one it opened on, then each kubeconfig context `:ctx`
+    switches to (the app's ContextSwitcher, taudash/app.py). Each is a LiveCluster with its own session,
+    history recorder and reader; one is closed once the dashboard has left it.
+
+    Read-only mode is sticky: a context is opened with every source that asked for read-only mode on the
+    clusters shown before (the flag, the environment, the config file, for any context), plus those that
+    ask for it on this one. No journal is carried: each session holds its own cluster's identity, which
+    the workflow host binds runs to (engine/identity.py)."""
+
+    def __init__(self, args, kubeconfig: str | None, demo: bool, source_type: str) -> None:
+        self.args = args
+        self.kubeconfig = kubeconfig
+        self.demo = demo
+        self.source_type = source_type
+        self.read_only: bool | ReadOnly = bool(args.read_only)  # grows with each cluster shown, never shrinks
+        self._first: str | None = None  # the context the dashboard opened on (the demo's, when it is the demo)
+        self._held: dict[int, tuple[LiveCluster, RecorderThread]] = {}
+        self.said: list[str] = []  # printed when the dashboard ends (the terminal is the dashboard's until then)
+
+    async def open(self, context: str | None, say=None) -> Session:
+        live = LiveCluster(context, self.kubeconfig, read_only=self.read_only, say=say)
+        await live.__aenter__()
+        try:
+            if self._first is None:
+                self._first = live.target.context
+            demo = self.demo and live.target.context == self._first
+            key = compose.history_key(live, demo)
+            session = compose.dashboard_session(live, rule_config(self.args), demo=demo, source_type=self.source_type,
+                                                history_reader=HistoryReader.for_cluster(key), now=datetime.now(UTC))
+            history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
+        except BaseException:
+            await live.close()
+            raise
+        self.read_only = live.read_only_state  # what asked here (it already holds what asked before)
+        self._held[id(session)] = (live, history)
+        return session
+
+    async def retire(self, session: Session) -> None:
+        held = self._held.pop(id(session), None)
+        if held is None:
+            return
+        live, history = held
+        history.stop()
+        if session.history_reader is not None:
+            session.history_reader.close()
+        if history.error or history.standby:  # standby: another taudash recorded this cluster
+            self.said.append(f"{live.target.context}: {history.error or history.standby}")
+        await live.close()
+
+    async def close(self) -> None:
+        """Every cluster still open (the one shown when the dashboard ends)."""
+        for _, history in list(self._held.values()):
+            await self.retire(history.session)
+
+
 async def _live_dashboard(args, context, kubeconfig, demo: bool, source_type: str,
                           notices: tuple[str, ...] = ()) -> int:
-    async with LiveCluster(context, kubeconfig, read_only=bool(args.read_only),
-                           say=lambda text: print(f"taudash: {text}", file=sys.stderr)) as live:
-        key = compose.history_key(live, demo)
-        session = compose.dashboard_session(live, rule_config(args), demo=demo, source_type=source_type,
-                                            history_reader=HistoryReader.for_cluster(key), now=datetime.now(UTC))
-        from ..app import TaudashApp
+    sessions = LiveSessions(args, kubeconfig, demo, source_type)
+    session = await sessions.open(context, say=lambda text: print(f"taudash: {text}", file=sys.stderr))
+    from ..app import TaudashApp
 
-        history = RecorderThread(lambda: Recorder.for_cluster(key), session, lambda: datetime.now(UTC)).start()
-        try:
-            # The demo's runs share the CLI's journal folder: a CLI run on the demo cluster and one from the
-            # dashboard see each other (journals stay bound to the cluster's identity: docs/decisions.md 99).
-            await TaudashApp(session, notices=notices).run_async()
-        finally:
-            history.stop()
-            session.history_reader.close()
-            if history.error or history.standby:  # standby: another taudash recorded this cluster
-                print(f"taudash: {history.error or history.standby}", file=sys.stderr)
+    try:
+        # The demo's runs share the CLI's journal folder: a CLI run on the demo cluster and one from the
+        # dashboard see each other (journals stay bound to the cluster's identity: docs/decisions.md 99).
+        await TaudashApp(session, notices=notices, contexts=sessions).run_async()
+    finally:
+        await sessions.close()
+        for text in sessions.said:
+            print(f"taudash: {text}", file=sys.stderr)
     return 0
 
 

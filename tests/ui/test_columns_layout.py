@@ -158,3 +158,33 @@ async def test_messages_wrap_into_the_room_below_the_rows_and_no_further():
         table.sync([Row(f"r{i}", (f"q{i}", long)) for i in range(30)])  # more rows than the room: one line each
         await pilot.pause()
         assert {table.rows[f"r{i}"].height for i in range(30)} == {1}
+
+
+HIDING = [Col("name", "name", 16, ident=True), Col("kind", "kind", 8, hide=2), Col("state", "state", 8, hide=1),
+          Col("n", "n", 3, right=True), Col("msg", "message", flex=True)]
+
+
+def test_the_least_important_column_hides_first_before_a_name_folds():
+    natural = [30, 8, 8, 2, 40]
+    assert layout(HIDING, natural, 120)[:4] == [30, 8, 8, 2]  # room for all: nothing hides
+    w = layout(HIDING, natural, 60)  # 30+8+8+2+12 and five paddings do not fit: kind (hide=2) goes first
+    assert w[1] == 0 and w[2] == 8 and w[0] == 30
+    assert sum(w) + PAD * 4 == 60  # what hiding freed beyond the need went to the message
+    w = layout(HIDING, natural, 50)  # then state; the name is still whole, never folded before they go
+    assert w[1] == w[2] == 0 and w[0] == 30 and w[3] == 2
+
+
+def test_without_columns_that_hide_the_name_folds_as_before():
+    natural = [30, 8, 8, 2, 40]
+    plain = [Col(c.key, c.label, c.width, flex=c.flex, right=c.right, ident=c.ident) for c in HIDING]
+    w = layout(plain, natural, 50)
+    assert 0 not in w and w[0] < 30  # nothing hidden: the name gave way (it folds)
+
+
+def test_fold_breaks_at_the_space_before_a_name_that_fits_a_line_of_its_own():
+    out = fold(Text("Workload train/job-rlhf-reward-model-ef709"), 38).plain
+    assert out.split("\n") == ["Workload ", "train/job-rlhf-reward-model-ef709"]
+    # a name longer than the line still folds after its separators
+    out = fold(Text("Workload train/job-rlhf-reward-model-ef709"), 20).plain
+    assert "".join(out.split("\n")) == "Workload train/job-rlhf-reward-model-ef709"
+    assert fold(Text("  └ research-multikueue"), 40).plain == "  └ research-multikueue"
