@@ -14,6 +14,7 @@ from taudash.engine.model import Quantity
 from taudash.engine.model.quantity import BINARY_SI
 from taudash.engine.rules.base import Finding, ObjRef
 from taudash.engine.session import gpu_resource
+from taudash.engine.text import kube_duration
 from taudash.engine.text import plural as plural  # defined once, in the engine
 
 from .filtering import RowMeta
@@ -31,28 +32,7 @@ def kube_age(then: datetime | str | None, now: datetime) -> str:
             return "?"
     if then is None:
         return "?"
-    s = max(0, int((now - then).total_seconds()))
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    d = h // 24
-    if h < 24 * 8:
-        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
-    if d < 365 * 2:
-        return f"{d}d"
-    y = d // 365
-    if y < 8:
-        return f"{y}y{d % 365}d" if d % 365 else f"{y}y"
-    return f"{y}y"
+    return kube_duration((now - then).total_seconds())
 
 
 def qty(m: Mapping[str, Quantity] | None, res: str | None) -> str:

@@ -27,6 +27,7 @@ from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
+from taudash.bench.child import LineChild
 from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib
 
 RSS_TARGET_MIB = 300.0  # the client over 50 agents
@@ -121,8 +122,10 @@ def farm(size: str, seed: int, count: int, ports_file: Path | None) -> None:
             a.stop()
 
 
-class AgentFarm:
+class AgentFarm(LineChild):
     """The farm process; its agents' URLs once started."""
+
+    what = "the agent farm"
 
     def __init__(self, size: str, seed: int, count: int) -> None:
         self.size, self.seed, self.count = size, seed, count
@@ -133,48 +136,12 @@ class AgentFarm:
         self.proc: Any = None
 
     def start(self, timeout: float = 900.0) -> float:
-        import os
-        import subprocess
-
-        root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        t = time.perf_counter()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "taudash.bench.agents", "--serve", "--size", self.size, "--seed", str(self.seed),
-             "--count", str(self.count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
-        line = self._readline(timeout)
-        if not line.startswith("READY"):
-            raise RuntimeError(f"the agent farm did not start: {line!r}")
+        line, took = self.spawn("taudash.bench.agents", [
+            "--serve", "--size", self.size, "--seed", str(self.seed), "--count", str(self.count)], timeout)
         _, nobjects, nbytes, nsummary, *ports = line.split()
         self.objects, self.document_bytes, self.summary_bytes = int(nobjects), int(nbytes), int(nsummary)
         self.urls = [f"http://127.0.0.1:{p}" for p in ports]
-        return time.perf_counter() - t
-
-    def _readline(self, timeout: float) -> str:
-        import selectors
-
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            raise RuntimeError("the agent farm did not answer in time")
-        return self.proc.stdout.readline().strip()
-
-    def command(self, line: str) -> str:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return self._readline(60.0)
-
-    def stop(self) -> None:
-        import subprocess
-
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        return took
 
 
 # --- the client ---------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from taudash.bench.child import LineChild
 from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib
 
 RSS_TARGET_MIB = 1536.0  # 1.5 GiB for the client holding N clusters
@@ -86,8 +87,10 @@ def _write_private(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-class FleetSimProcess:
+class FleetSimProcess(LineChild):
     """The simulator of N clusters in its own process; commands over stdin (`rss`, `quit`)."""
+
+    what = "the fleet simulator"
 
     def __init__(self, size: str, seed: int, clusters: int) -> None:
         self.size, self.seed, self.clusters = size, seed, clusters
@@ -97,48 +100,16 @@ class FleetSimProcess:
         self.proc: Any = None
 
     def start(self, timeout: float = 900.0) -> float:
-        import os
-        import subprocess
-
-        root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        t = time.perf_counter()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "taudash.bench.fleet", "--serve", "--size", self.size, "--seed", str(self.seed),
-             "--clusters", str(self.clusters), "--kubeconfig", str(self.kubeconfig)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
-        line = self._readline(timeout)
-        if not line.startswith("READY"):
-            raise RuntimeError(f"the fleet simulator did not start: {line!r}")
+        line, took = self.spawn("taudash.bench.fleet", [
+            "--serve", "--size", self.size, "--seed", str(self.seed), "--clusters", str(self.clusters),
+            "--kubeconfig", str(self.kubeconfig)], timeout)
         self.objects = int(line.split()[2])
-        return time.perf_counter() - t
-
-    def _readline(self, timeout: float) -> str:
-        import selectors
-
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            raise RuntimeError("the fleet simulator did not answer in time")
-        return self.proc.stdout.readline().strip()
-
-    def command(self, line: str) -> str:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return self._readline(60.0)
+        return took
 
     def stop(self) -> None:
         import shutil
-        import subprocess
 
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        super().stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

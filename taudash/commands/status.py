@@ -48,11 +48,8 @@ def cmd_status(args) -> int:
         return cmd_fleet_status(args, contexts)
     loaded = load_from_args(args)
     view = view_of(loaded, rule_config(args))
-    if args.output == "json":
-        json.dump(view.to_contract(), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    elif args.output == "yaml":
-        yaml.safe_dump(view.to_contract(), sys.stdout, sort_keys=False, allow_unicode=True)
+    if args.output in ("json", "yaml"):
+        print_document(view.to_contract(), args.output)
     else:
         from ..report import print_table
 
@@ -117,11 +114,7 @@ def cmd_fleet_status(args, contexts: list[str]) -> int:
     joins = joins_of(results, multikueue_mapping())
     if args.output in ("json", "yaml"):
         doc = fleet_contract(results, joins)
-        if args.output == "json":
-            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-            sys.stdout.write("\n")
-        else:
-            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
+        print_document(doc, args.output)
     else:
         from ..report import print_table
 
@@ -216,11 +209,7 @@ def cmd_agents_status(args, agents) -> int:
     results = _read_agents(agents)
     if args.output in ("json", "yaml"):
         doc = agents_contract(results)
-        if args.output == "json":
-            json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-            sys.stdout.write("\n")
-        else:
-            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
+        print_document(doc, args.output)
     else:
         from ..report import print_table
 
@@ -264,3 +253,12 @@ def cmd_agents_check(args, agents) -> int:
 
 def _object(f) -> str:
     return f"{f.object.kind} {f.object.namespace + '/' if f.object.namespace else ''}{f.object.name}"
+
+
+def print_document(doc: dict, output: str) -> None:
+    """A contract document on stdout as `-o json` or `-o yaml` asks."""
+    if output == "json":
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)

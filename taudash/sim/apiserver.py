@@ -31,6 +31,7 @@ from typing import Any
 from aiohttp import web
 from orjson import dumps as _dumps
 
+from taudash.engine.text import kube_duration
 from taudash.sim import logs, protowire, visibility
 from taudash.sim.errors import (
     ApiError,
@@ -1027,29 +1028,4 @@ def _age(ts: str | None, now: float) -> str:
     return human_duration(now - created)
 
 
-def human_duration(seconds: float) -> str:
-    """kubectl's age style: 45s, 3m20s, 95m, 5h2m, 30h, 3d4h, 120d, 2y30d."""
-    s = int(seconds)
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    d = h // 24
-    if h < 24 * 8:
-        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
-    if d < 365 * 2:
-        return f"{d}d"
-    y = d // 365
-    if y < 8:
-        return f"{y}y{d % 365}d" if d % 365 else f"{y}y"
-    return f"{y}y"
+human_duration = kube_duration  # kubectl's age wording, kept in the engine (engine/text.py)
