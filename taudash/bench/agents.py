@@ -28,7 +28,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
 from taudash.bench.child import LineChild
-from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib
+from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib, say
 
 RSS_TARGET_MIB = 300.0  # the client over 50 agents
 FIRST_VIEW_TARGET_S = 10.0  # every agent read and drawn (polls every bound/5 s: 3 s at the default)
@@ -153,15 +153,12 @@ async def agents_bench(size: str, clusters: int, seed: int = 0, progress=None, r
     from taudash.screens.fleet import FleetScreen
     from taudash.screens.overview import OverviewScreen
 
-    progress = progress or (lambda msg: print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr,
-                                              flush=True))
+    progress = progress or say
     figs: dict[str, Figure] = {}
 
     def fig(f: Figure) -> None:
         figs[f.key] = f
-        mark = {True: "pass", False: "MISS", None: ""}[f.ok]
-        val = "n/a" if f.value is None else f"{f.value:.4g} {f.unit}"
-        progress(f"  {f.label}: {val} {mark}")
+        progress(f"  {f.line()}")
 
     started = time.perf_counter()
     farm_ = AgentFarm(size, seed, clusters)

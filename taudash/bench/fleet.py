@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from taudash.bench.child import LineChild
-from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib
+from taudash.bench.measure import Figure, median, peak_rss_mib, rss_mib, say
 
 RSS_TARGET_MIB = 1536.0  # 1.5 GiB for the client holding N clusters
 KEY_TARGET_S = 0.150  # the single-cluster bench's screen-switch target
@@ -123,15 +123,12 @@ def _mem() -> str:
 async def fleet_bench(size: str, clusters: int, seed: int = 0, progress=None, rounds: int = 5) -> dict:
     from taudash.fleet import Fleet, FleetMember
 
-    progress = progress or (lambda msg: print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr,
-                                              flush=True))
+    progress = progress or say
     figs: dict[str, Figure] = {}
 
     def fig(f: Figure) -> None:
         figs[f.key] = f
-        mark = {True: "ok", False: "MISS", None: ""}[f.ok]
-        val = "n/a" if f.value is None else f"{f.value:.4g} {f.unit}"
-        progress(f"  {f.label}: {val} {mark}")
+        progress(f"  {f.line()}")
 
     started = time.perf_counter()
     sim = FleetSimProcess(size, seed, clusters)

@@ -63,6 +63,13 @@ class Figure:
         """(min, max) of the runs, when there were several."""
         return (min(self.runs), max(self.runs)) if self.runs and len(self.runs) > 1 else None
 
+    def line(self) -> str:
+        """The progress line: label, value (with the runs' spread) and pass/MISS against the target."""
+        val = "n/a" if self.value is None else f"{self.value:.4g} {self.unit}"
+        if self.spread is not None:
+            val += f" ({self.spread[0]:.4g}–{self.spread[1]:.4g})"
+        return f"{self.label}: {val} {({True: 'pass', False: 'MISS', None: ''})[self.ok]}".rstrip()
+
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "value": self.value, "unit": self.unit, "target": self.target,
                 "pass": self.ok, "note": self.note, "runs": self.runs}
@@ -72,6 +79,11 @@ class Figure:
                 note: str = "") -> Figure:
         """The median of `runs`, keeping the runs (and so their spread)."""
         return cls(key, label, median(runs), unit, target, note=note, runs=list(runs))
+
+
+def say(msg: str) -> None:
+    """The bench's progress line on stderr, timestamped."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def median(xs: list[float]) -> float | None:

@@ -39,6 +39,7 @@ from taudash.bench.measure import (
     peak_rss_mib,
     percentile,
     rss_mib,
+    say,
     sync_and_decode_interleaved,
     sync_elsewhere,
 )
@@ -57,8 +58,7 @@ UI_SIZE = (160, 48)
 SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
 
 
-def _progress(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+_progress = say
 
 
 def run(size: str, seed: int, rate: float, stream_seconds: float | None, kubectl: bool, profile: str | None,
@@ -108,11 +108,7 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
 
     def fig(f: Figure) -> None:
         figs[f.key] = f
-        mark = {True: "ok", False: "MISS", None: ""}[f.ok]
-        val = "n/a" if f.value is None else f"{f.value:.4g} {f.unit}"
-        if f.spread is not None:
-            val += f" ({f.spread[0]:.4g}–{f.spread[1]:.4g})"
-        progress(f"  {f.label}: {val} {mark}")
+        progress(f"  {f.line()}")
 
     sim = SimProcess(size, seed)
     progress(f"generating size {size} (seed {seed}) and starting the simulator in its own process")
