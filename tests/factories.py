@@ -1048,3 +1048,16 @@ def whatif_prediction(pid: str, obj: tuple[str, str, str] = ("Job", "train", "tr
                            "eta": {"estimate": est, "fork": {"simulatedAdmissionSeconds": fork_wait}},
                            "preempts": [{"namespace": n, "name": w} for n, w in preempts]},
             "writesToCluster": 0}
+
+
+def told(app) -> list[str]:
+    """What the app notifies from now on (each message, as text), still shown as it would be."""
+    said: list[str] = []
+    notify = app.notify
+
+    def record(message, *a, **kw):
+        said.append(str(message))
+        return notify(message, *a, **kw)
+
+    app.notify = record
+    return said

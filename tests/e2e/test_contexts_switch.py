@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from factories import kubeconfig_of
+from factories import kubeconfig_of, told
 from tools.paths import DEMO
 from tools.waiting import eventually
 
@@ -52,19 +52,6 @@ async def two_clusters(tmp_path, cli_env):
 
 def args(read_only: bool = False) -> SimpleNamespace:
     return SimpleNamespace(read_only=read_only, system_namespace="tau-system", pvc=[])
-
-
-def told(app) -> list[str]:
-    """What the app notifies from now on."""
-    said: list[str] = []
-    notify = app.notify
-
-    def record(message, *a, **kw):
-        said.append(str(message))
-        return notify(message, *a, **kw)
-
-    app.notify = record
-    return said
 
 
 def header_text(app) -> str:

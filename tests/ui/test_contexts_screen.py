@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from factories import dashboard_app, kubeconfig_of
+from factories import dashboard_app, kubeconfig_of, told
 from tools.paths import FIXTURES
 from tools.waiting import eventually
 
@@ -85,18 +85,6 @@ def app_with(switcher: Switcher | None):
     app = dashboard_app(now=NOW)
     app.contexts = switcher
     return app
-
-
-def told(app) -> list[str]:
-    said: list[str] = []
-    notify = app.notify
-
-    def record(message, *a, **kw):
-        said.append(str(message))
-        return notify(message, *a, **kw)
-
-    app.notify = record
-    return said
 
 
 async def open_contexts(pilot, line: str = "ctx") -> None:
