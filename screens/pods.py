@@ -100,6 +100,11 @@ esc        back"""
         return rows
 
     def render_frame(self, frame: Frame) -> None:
+        if not self._is_on_screen():
+            # Composed in the background at start-up (app.py): the list walks every Pod under the session's
+            # lock (150k at L), so it waits for the first visit, which renders the newest frame.
+            self.frame, self._shown_signature = None, None
+            return
         tones = self.tones
         pods = self.pods(frame)
         access = self.session.store.access("Pod")

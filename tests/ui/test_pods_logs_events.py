@@ -368,3 +368,16 @@ async def test_forbidden_events_are_said_not_empty():
         table = app.screen.query_one("#events", KeyedTable)
         assert await eventually(lambda: "forbidden (RBAC)" in table.empty_text)
         assert table.visible_keys() == []
+
+
+async def test_a_pods_screen_composed_in_the_background_lists_pods_only_when_visited():
+    """The list walks every Pod under the session's lock: the background composition at start-up leaves it for
+    the first visit, which shows the newest frame whole."""
+    app = dashboard_app(now=NOW, on_demand=FakeOnDemand(), precompose=True)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await eventually(lambda: app.composed)
+        (screen,) = app._screen_stacks["pods"]
+        assert isinstance(screen, PodsScreen) and screen._rows is None  # composed, nothing listed
+        await submit(pilot, app, "pods")
+        table = await pods_shown(app)
+        assert app.screen is screen and screen._rows is not None and len(table.visible_keys()) == 24
