@@ -41,6 +41,21 @@ from tools import paths  # noqa: E402
 pytest_plugins = ("pytester", "tools.hermetic", "tools.fd_guard")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config) -> int | None:
+    """`-n auto` (pyproject.toml): one worker more than the cores this process may use (docs/decisions.md 160).
+
+    A sixth of the suite's wall time on two cores was a worker waiting (a real Prometheus evaluating a minute of
+    idleness, subprocesses starting, simulators answering) while its core sat idle; a spare worker runs a test in
+    that gap. PYTEST_XDIST_AUTO_NUM_WORKERS still wins, as xdist documents.
+    """
+    import os
+
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.fixture(autouse=True)
 def steady_cursor(request, monkeypatch) -> None:
     if "snap_compare" not in request.fixturenames:
