@@ -45,7 +45,7 @@ pytest_plugins = ("pytester", "tools.hermetic", "tools.fd_guard")
 def pytest_xdist_auto_num_workers(config) -> int | None:
     """`-n auto` (pyproject.toml): one worker more than the cores this process may use (docs/decisions.md 160).
 
-    A sixth of the suite's wall time on two cores was a worker waiting (a real Prometheus evaluating a minute of
+    A fifth of two cores' time in the suite was a worker waiting (a real Prometheus evaluating a minute of
     idleness, subprocesses starting, simulators answering) while its core sat idle; a spare worker runs a test in
     that gap. PYTEST_XDIST_AUTO_NUM_WORKERS still wins, as xdist documents.
     """

@@ -60,14 +60,14 @@ class AnswerGate:
         if verb not in WRITE_VERBS or "dryRun" in q or claim:
             return await self._dispatch(request, target, verb)
         self.seen += 1
-        if self.seen != self.n:
-            return await self._dispatch(request, target, verb)
-        self.held = (verb, request.path)
         try:
+            if self.seen != self.n:
+                return await self._dispatch(request, target, verb)
+            self.held = (verb, request.path)
             answer = await self._dispatch(request, target, verb) if self.applied else None
         except ApiError:
             # Refused (a conflict with the simulated controller's own update, on a busy machine): nothing was
-            # applied and the client sends it again; that retry is the run's n-th write, so gate it instead.
+            # applied and the client sends it again; the retry is the run's write, so the count skips this one.
             self.seen -= 1
             raise
         self.reached.set()
