@@ -56,6 +56,7 @@ l          read the Pod's log (follow, previous container, wrap, timestamps, sea
 esc        back"""
     BINDINGS = [Binding("l", "logs", "logs", show=False)]
     FOOTER_KEYS = (("l", "logs"),)
+    DRAW_WHEN_COMPOSED_HIDDEN = False  # the list walks every Pod under the session's lock (150k at L)
     DEFAULT_CSS = """
     PodsScreen #body { height: 1fr; }
     PodsScreen #body > Section { height: 1fr; }
@@ -100,11 +101,6 @@ esc        back"""
         return rows
 
     def render_frame(self, frame: Frame) -> None:
-        if not self._is_on_screen():
-            # Composed in the background at start-up (app.py): the list walks every Pod under the session's
-            # lock (150k at L), so it waits for the first visit, which renders the newest frame.
-            self.frame, self._shown_signature = None, None
-            return
         tones = self.tones
         pods = self.pods(frame)
         access = self.session.store.access("Pod")

@@ -38,6 +38,9 @@ class DashScreen(Screen):
     TITLE_TEXT: ClassVar[str] = ""
     # the screen's own keys the footer names before the global ones, e.g. (("p", "Pods"),)
     FOOTER_KEYS: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Composed in the background at start-up (app.py), a screen draws the newest frame then, so its first visit
+    # is instant; a screen whose drawing is costly for the session (a walk of every Pod under its lock) waits.
+    DRAW_WHEN_COMPOSED_HIDDEN: ClassVar[bool] = True
 
     DEFAULT_CSS = """
     DashScreen > .bottom-bars {
@@ -129,6 +132,8 @@ class DashScreen(Screen):
     def on_mount(self) -> None:
         if self.session.last_frame is None:
             return
+        if not self.DRAW_WHEN_COMPOSED_HIDDEN and not self._is_on_screen():
+            return  # its first visit renders the newest frame (on_screen_resume)
         try:
             self.show(self.session.last_frame)
         except NoMatches:
