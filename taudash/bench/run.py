@@ -58,9 +58,6 @@ UI_SIZE = (160, 48)
 SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
 
 
-_progress = say
-
-
 def run(size: str, seed: int, rate: float, stream_seconds: float | None, kubectl: bool, profile: str | None,
         output: str) -> int:
     """One benchmark run, its result printed as a table or one JSON object on stdout."""
@@ -100,7 +97,7 @@ class _Profiles:
 
 
 async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: float | None = None,
-                kubectl: bool = True, progress=_progress, profile_dir: str | None = None) -> dict:
+                kubectl: bool = True, progress=say, profile_dir: str | None = None) -> dict:
     started = time.perf_counter()
     prof = _Profiles(profile_dir)
     secs = stream_seconds if stream_seconds is not None else (6.0 if size == "S" else 10.0)
