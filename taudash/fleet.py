@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ from .errors import Unreachable, UsageError
 from .loading import Loaded, load_live_async, view_of
 
 DEFAULT_FRESHNESS_BOUND = 15.0
+PROBE_WINDOW = 3  # answered probes whose fastest says how slow the server is (decision 161)
 
 
 def freshness_bound(environ: Mapping[str, str] | None = None) -> float:
@@ -260,7 +262,10 @@ class FleetMember:
         self.freshness_bound = freshness_bound
         self.last_answer: float | None = None  # epoch seconds of the last probe answered
         self.probe_error: str | None = None  # why the last probe failed; None once one is answered
-        self.probe_seconds: float | None = None  # how long the last answered probe took
+        # How long the server takes to answer: the fastest of the last few answered probes (decision 161), so
+        # one answer delayed by the client's own busy loop or a just-restored server does not read "slow".
+        self.probe_seconds: float | None = None
+        self._probe_times: deque[float] = deque(maxlen=PROBE_WINDOW)
 
     def stale_why(self, now: float) -> tuple[float, str] | None:
         """(since, why) when the liveness probe says this cluster stopped answering; else None."""
@@ -279,6 +284,17 @@ class FleetMember:
                 f.freshness, unreachable=True, unreachable_since=since, unreachable_why=why))
             self.session.last_frame = f
         return f
+
+    def answered_probe(self, seconds: float) -> None:
+        """Record one answered probe; probe_seconds is the fastest of the window once it holds two answers."""
+        self._probe_times.append(seconds)
+        self.probe_seconds = min(self._probe_times) if len(self._probe_times) >= 2 else None
+
+    def failed_probe(self, why: str) -> None:
+        """An unanswered probe: the answers before the outage say nothing of the server after it."""
+        self.probe_error = why
+        self._probe_times.clear()
+        self.probe_seconds = None
 
     async def probe(self, kubeconfig: str | None) -> None:
         """GET /version on its own connection every bound/5 s; each answered within bound/2 s, else failed.
@@ -307,11 +323,11 @@ class FleetMember:
                         finally:
                             resp.release()
                     self.last_answer, self.probe_error = time.time(), None
-                    self.probe_seconds = time.monotonic() - t
+                    self.answered_probe(time.monotonic() - t)
                 except TimeoutError:
-                    self.probe_error = f"probe unanswered after {timeout:g} s"
+                    self.failed_probe(f"probe unanswered after {timeout:g} s")
                 except Exception as exc:  # noqa: BLE001 - refused, reset, TLS: all say "no answer"
-                    self.probe_error = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:160]
+                    self.failed_probe((f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:160])
                 await asyncio.sleep(max(0.0, every - (time.monotonic() - t)))
         finally:
             await target.close()

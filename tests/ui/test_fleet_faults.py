@@ -99,7 +99,9 @@ def probed_fleet() -> Fleet:
     hung = snapshot_member("eastus-2", SIM_CLUSTER)
     hung.last_answer, hung.probe_error = NOW.timestamp() - 12, "probe unanswered after 7.5 s"
     slow = snapshot_member("westus-2", SIM_CLUSTER)
-    slow.last_answer, slow.probe_seconds = NOW.timestamp() - 1, 3.2
+    slow.last_answer = NOW.timestamp() - 1
+    for took in (3.9, 3.2, 4.4):  # slow on every answer: the fastest of them is the server's pace
+        slow.answered_probe(took)
     return Fleet([mgr, hung, slow])
 
 
@@ -129,3 +131,20 @@ async def test_the_probe_verdict_reaches_the_row_the_state_line_and_the_join():
         store, current, why = fleet.member("eastus-2").side()
         assert store is not None and not current and why == "stale"
         assert fleet.member("westus-2").side()[1] is True
+
+
+def test_one_slow_answer_is_not_a_slow_server_and_an_outage_forgets_the_answers_before_it():
+    m = FleetMember("c", source_type="sim")
+    m.answered_probe(2.6)  # the first answer alone says nothing yet (it may carry the connect, a re-list)
+    assert m.probe_seconds is None
+    m.answered_probe(0.01)
+    assert m.probe_seconds == 0.01
+    m.answered_probe(5.0)  # one stall among fast answers: still fast
+    assert m.probe_seconds == 0.01
+    for took in (2.5, 3.0, 2.2):  # slow three times running: slow
+        m.answered_probe(took)
+    assert m.probe_seconds == 2.2
+    m.failed_probe("probe unanswered after 7.5 s")
+    assert m.probe_seconds is None and m.probe_error == "probe unanswered after 7.5 s"
+    m.answered_probe(0.02)  # after the outage: a fresh window
+    assert m.probe_seconds is None
