@@ -8,6 +8,8 @@ decodes several times faster with the collector paused.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import threading
 import time
@@ -22,6 +24,39 @@ GC_THRESHOLDS = (20_000, 20, 100)
 
 # At most this often a freeze first thaws and collects everything (see LongLivedHeap._freeze).
 THAW_SECONDS = 60.0
+
+# At most this often a freeze hands the allocator's free pages back to the system (see release_freed_pages).
+TRIM_SECONDS = 10.0
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+    if trim is None:
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_TRIM = _libc_trim()
+
+
+def release_freed_pages() -> bool:
+    """Return the C allocator's free pages to the system. A re-list frees a kind's old objects while
+    its new ones are already built: glibc keeps the freed chunks (its free only shrinks the heap's top,
+    and after the first large free it stops giving big buffers their own mappings), so the process's
+    resident size stays at every re-list's peak — the soak's RSS rose in steps at each API-server
+    restart, 410 storm and 403 flip and never came down (docs/reliability.md, section 10).
+    malloc_trim(0) gives back every whole free page in every arena (MADV_DONTNEED)."""
+    if _TRIM is None:
+        return False
+    _TRIM(0)
+    return True
 
 
 class LongLivedHeap:
@@ -39,7 +74,12 @@ class LongLivedHeap:
     a pause of the order of the one the freeze avoids, at a moment that follows a bulk build anyway);
     the freezes in between leave their garbage to the next thaw: bounded, never growing."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, thaw_seconds: float = THAW_SECONDS) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        thaw_seconds: float = THAW_SECONDS,
+        trim_seconds: float = TRIM_SECONDS,
+    ) -> None:
         self._depth = 0  # lists of several kinds run concurrently: pause once, resume after the last
         self._was_enabled = True
         # A full view build (a worker thread) may overlap a re-list (the event loop): the count is shared.
@@ -48,6 +88,9 @@ class LongLivedHeap:
         self._thaw_seconds = thaw_seconds
         self._thawed: float | None = None
         self.thaws = 0
+        self._trim_seconds = trim_seconds
+        self._trimmed: float | None = None
+        self.trims = 0
 
     def _freeze(self) -> None:
         now = self._clock()
@@ -59,6 +102,11 @@ class LongLivedHeap:
         elif self._thawed is None:
             self._thawed = now  # the first freeze (the initial sync): nothing frozen yet to thaw
         gc.freeze()
+        # After a bulk build is when a kind's previous objects have just been freed.
+        if self._trimmed is None or now - self._trimmed >= self._trim_seconds:
+            self._trimmed = now
+            if release_freed_pages():
+                self.trims += 1
 
     def bulk(self) -> AbstractContextManager[None]:
         return self._bulk()

@@ -57,3 +57,25 @@ def test_a_bulk_build_freezes_what_it_built_and_thaws_the_same_way(thawed):
     with heap.bulk():
         pass
     assert gone() is None and heap.thaws == 1
+
+
+def test_a_freeze_gives_freed_pages_back_at_most_every_trim_seconds(thawed, monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr("taudash.runtime._TRIM", lambda pad: calls.append(pad) or 1)
+    now = [0.0]
+    heap = LongLivedHeap(clock=lambda: now[0], thaw_seconds=60.0, trim_seconds=10.0)
+    heap.settled()  # the initial sync: its temporary buffers are freed by now
+    now[0] += 4
+    heap.settled()  # within ten seconds: no second trim
+    assert calls == [0] and heap.trims == 1
+    now[0] += 7
+    with heap.bulk():  # a re-list eleven seconds later: the old objects just freed go back
+        pass
+    assert calls == [0, 0] and heap.trims == 2
+
+
+def test_without_malloc_trim_the_policy_still_freezes(thawed, monkeypatch):
+    monkeypatch.setattr("taudash.runtime._TRIM", None)
+    heap = LongLivedHeap(clock=lambda: 0.0)
+    heap.settled()
+    assert heap.trims == 0 and gc.get_freeze_count() > 0
