@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -93,6 +94,7 @@ async def test_prometheus_scraping_the_simulated_exporter_finds_exactly_the_idle
                 return bool(result) and int(result[0]["value"][1]) == gpus
 
             await until(scraped, "the first scrape of the DCGM exporter in Prometheus", procs)
+            idle_minute_ends = time.monotonic() + 60  # no data can show a minute of idleness before it has a minute
             first = await capacity(sim.kubeconfig, url, env)
             u = first["utilisation"]
             assert u["enabled"] and u["known"], u["unknownReason"]
@@ -102,6 +104,8 @@ async def test_prometheus_scraping_the_simulated_exporter_finds_exactly_the_idle
                 doc = await capacity(sim.kubeconfig, url, env)
                 return doc if doc["utilisation"]["known"] and doc["utilisation"]["workloads"] else None
 
+            # Each poll is a whole taudash process (~2 s of CPU): none before the minute could succeed.
+            await asyncio.sleep(max(0.0, idle_minute_ends - time.monotonic()))
             doc = await until(idle_found, "idle allocated GPUs reported by taudash capacity", procs)
             u = doc["utilisation"]
             assert {(w["namespace"], w["name"]): w["idleGpus"] for w in u["workloads"]} == want_workloads
