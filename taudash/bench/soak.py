@@ -387,6 +387,7 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
     trace = (MemoryTrace(out, every=120.0 if trace_memory == "allocations" else 60.0,
                          allocations=trace_memory == "allocations") if trace_memory else None)
     stalls = StallWatch(threshold=STALL_SECONDS)
+    serve: ServeChild | None = None
     if trace is not None:
         trace.start()
     try:
@@ -530,6 +531,8 @@ async def soak(size: str, minutes: float, fault_every: float, out: Path, seed: i
                           wrong, lost, written, failed, history.error, serve.history_errors(), serve_rc, ticks,
                           len(live_view.findings), viewer, settle_seconds)
     finally:
+        if serve is not None:
+            await serve.stop()  # a soak that failed on the way must not leave serve running (idempotent)
         await asyncio.to_thread(sim.stop)
         if trace is not None:
             await asyncio.to_thread(trace.stop)
@@ -617,8 +620,12 @@ def run_soak(args: Any) -> int:
 
         raise UsageError("--soak MINUTES and --fault-every SECONDS must be positive")
     out = Path(args.out) if args.out else default_out()
-    result = asyncio.run(soak(args.size, args.soak, args.fault_every, out, args.seed,
-                              trace_memory=getattr(args, "trace_memory", None)))
+    try:
+        result = asyncio.run(soak(args.size, args.soak, args.fault_every, out, args.seed,
+                                  trace_memory=getattr(args, "trace_memory", None)))
+    except RuntimeError as exc:  # a process of the soak did not start or sync: said in words, logs kept
+        print(f"taudash bench --soak: {exc}\nlogs in {out}", file=sys.stderr)
+        return 2
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

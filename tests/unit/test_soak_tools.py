@@ -52,3 +52,20 @@ def test_the_objects_count_names_the_type_that_grew(tmp_path):
     line = next(ln for ln in text.splitlines() if "GrowingThing" in ln)
     assert line.split()[0] == "+5000", line
     assert len(kept) == 5000
+
+
+def test_a_soak_whose_process_did_not_start_says_so_in_words_and_exits_2(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from taudash.bench import soak
+
+    async def failing(*args, **kwargs):
+        raise RuntimeError("taudash serve did not start:\nsyncing …")
+
+    monkeypatch.setattr(soak, "soak", failing)
+    args = SimpleNamespace(soak=1.0, fault_every=30.0, out=str(tmp_path), size="S", seed=0, output="json",
+                           trace_memory=None)
+    assert soak.run_soak(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("taudash bench --soak: taudash serve did not start") and f"logs in {tmp_path}" in err
+    assert "Traceback" not in err
