@@ -161,7 +161,7 @@ CASES = [pytest.param(kind, n, applied, id=f"{kind}-write{n}-{'applied' if appli
 
 
 async def in_process(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str]:
-    """`taudash ARGS` in this process (status reads and prints only): its exit code and stdout."""
+    """`taudash ARGS` in this process (status, and the resume after the kill): its exit code and stdout."""
     for key in ("TAUDASH_STATE_DIR", "XDG_CONFIG_HOME", "KUBECONFIG"):
         monkeypatch.setenv(key, env[key])
     capsys.readouterr()
@@ -200,8 +200,9 @@ async def test_kill_9_between_a_write_and_its_answer_then_resume_records_it_once
         assert op["name"] == flying.name and op["state"] == (DONE if applied else NOT_DONE), op
         assert sum(sim.api.writes.values()) == writes_before and path.read_bytes() == before
 
-        code, _, err = await cli(env, "workflow", "resume", wid, "--yes", "--poll", "0.1")
-        assert code == 0, err
+        # resumed as a new process would, in this one: the kill above is what needs a process of its own
+        code, out = await in_process(monkeypatch, capsys, env, "workflow", "resume", wid, "--yes", "--poll", "0.1")
+        assert code == 0, out
         journal = Journal.open(str(path))
         assert journal.state == "Completed"
         records = operation_records(journal)
