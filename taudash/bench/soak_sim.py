@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import gc
 import json
+import re
 import resource
 import sys
 import time
@@ -54,26 +56,64 @@ def server_state(sim: SimServer) -> dict[str, list[tuple[str, str, str]]]:
 
 
 class SteadyMutator(Mutator):
-    """The bench's writes with the cluster's size held: each Workload it creates deletes another, so memory
-    that keeps growing over a soak is a leak, not a bigger cluster (the bench's own mix adds Workloads
-    faster than it finishes and deletes them: +42 % objects in an hour at M)."""
+    """The bench's writes with the cluster's size *and shape* held, so memory that keeps growing over a soak is
+    a leak, not a different cluster. The bench's own mix adds Workloads faster than it deletes them (+42 %
+    objects in an hour at M), and it drifts: it finishes and deletes admitted Workloads and creates pending ones
+    that nothing admits, so an hour's cluster is all pending — waiting-list rows and drain lists that grew with
+    it (the soak's dashboard rose ~4 MiB a minute at S with no fault at all). Here no Workload changes state:
+    a pending one gets a new Pending message (the bench's move), a running one's Pods turn ready or not, and a
+    finished one — or, for the bench's creations, any one — is replaced by a new Workload like it (the same
+    owner, spec and status; a new name and uid), as finished Jobs are cleaned up and new ones arrive."""
 
     def __init__(self, db: Any, seed: int = 0, queue: str = "jobqueue") -> None:
         super().__init__(db, seed=seed, queue=queue)
-        self.steady = len(self.workloads)
+        self.replaced = 0
 
     def _create(self) -> None:
-        super()._create()
-        while len(self.workloads) > max(self.steady, 1):
-            i = self.rng.randrange(len(self.workloads) - 1)  # never the one just made
-            ns, name = self.workloads[i]
-            self.workloads[i] = self.workloads[-2]
-            self.workloads[-2] = self.workloads[-1]
+        if not self.workloads:
+            super()._create()
+            return
+        self._replace(self.rng.randrange(len(self.workloads)))
+
+    def _move(self) -> None:
+        i = self.rng.randrange(len(self.workloads))
+        ns, name = self.workloads[i]
+        cur = self.db.peek(self.wl, name, ns)
+        conds = {c.get("type"): c.get("status") for c in ((cur or {}).get("status") or {}).get("conditions") or ()}
+        if conds.get("Finished") == "True":
+            self._replace(i)  # a finished Job's Workload goes, a new one like it comes
+        elif conds.get("Admitted") == "True" and cur is not None:
+            self._pods_ready(ns, name, cur, conds.get("PodsReady") != "True")  # running: its Pods come and go
+        else:
+            self._move_at(i)  # pending: a new Pending message (the bench's move)
+
+    def _pods_ready(self, ns: str, name: str, cur: dict[str, Any], ready: bool) -> None:
+        keep = [c for c in (cur.get("status") or {}).get("conditions") or () if c.get("type") != "PodsReady"]
+        pods = {"type": "PodsReady", "status": "True" if ready else "False",
+                "reason": "PodsReady" if ready else "PodsNotReady", "message": "", "lastTransitionTime": self._ts()}
+        self.db.patch_merge(self.wl, name, {"status": {"conditions": [*keep, pods]}}, ns, subresource="status")
+
+    def _replace(self, i: int) -> None:
+        ns, name = self.workloads[i]
+        cur = self.db.peek(self.wl, name, ns)
+        if cur is None:
+            self.workloads[i] = self.workloads[-1]
             self.workloads.pop()
-            if self.db.peek(self.wl, name, ns) is not None:
-                self.db.delete(self.wl, name, ns)  # a finalizer marks it deleting; removed below
-                if self.db.peek(self.wl, name, ns) is not None:
-                    self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
+            return
+        self.db.delete(self.wl, name, ns)  # a finalizer marks it deleting; removed below
+        if self.db.peek(self.wl, name, ns) is not None:
+            self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
+        self.replaced += 1
+        meta = cur["metadata"]
+        status = copy.deepcopy(cur.get("status") or {})
+        fresh = f"{re.sub(r'-r[0-9]+$', '', name)}-r{self.replaced}"
+        obj = {"apiVersion": cur["apiVersion"], "kind": "Workload",
+               "metadata": {"name": fresh, "namespace": ns,
+                            **{k: copy.deepcopy(meta[k]) for k in ("labels", "annotations", "ownerReferences")
+                               if k in meta}},
+               "spec": copy.deepcopy(cur["spec"]), "status": status}
+        self.db.create(obj, with_status=True)
+        self.workloads[i] = (ns, fresh)
 
 
 class Controls:

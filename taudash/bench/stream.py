@@ -45,7 +45,9 @@ class Mutator:
             self._queue_counts()
 
     def _move(self) -> None:
-        i = self.rng.randrange(len(self.workloads))
+        self._move_at(self.rng.randrange(len(self.workloads)))
+
+    def _move_at(self, i: int) -> None:
         ns, name = self.workloads[i]
         cur = self.db.peek(self.wl, name, ns)
         if cur is None:
