@@ -47,6 +47,13 @@ class KModel(BaseModel):
     )
 
 
+# The models of the kinds decoded as structs (engine/model/fast.py) — Workload, Job, Node, CSINode, Pod — and
+# the parts only they hold validate only the input a struct refuses: their schemas are built on that first
+# use, not at import (docs/decisions.md 164). A part other kinds share stays built at import: a deferred
+# model's schema is made again inside each model that holds it.
+BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+
+
 class OwnerReference(KModel):
     api_version: str = ""
     kind: str = ""
