@@ -4,8 +4,6 @@ Unknown fields are ignored, every field the rules do not require is optional, an
 names are the API's camelCase spelling (snake_case in Python).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 

@@ -1,7 +1,5 @@
 """Core, RBAC, storage, scheduling, batch, apps and Ray kinds (only the fields taudash reads)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field

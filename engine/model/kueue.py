@@ -1,8 +1,6 @@
 """Kueue kinds. Both v1beta2 and v1beta1 field spellings are accepted (the v1beta1 → v1beta2 renames
 of Kueue 0.15: apis/kueue/v1beta1 against apis/kueue/v1beta2)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field

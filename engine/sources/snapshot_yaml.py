@@ -65,7 +65,7 @@ def _pyyaml_documents(text: str) -> list[tuple[int | None, Any]]:
 def _plain_documents(text: str) -> list[tuple[int | None, Any]]:
     loader = Loader(text)
     try:
-        get = loader.get_event
+        get: Any = loader.get_event  # events of the C parser: typed loosely by the stubs
         get()  # the stream's start
         docs: list[tuple[int | None, Any]] = []
         tags: dict[tuple[str, Any], str] = {}
