@@ -10,8 +10,6 @@ a context) makes its mirrors `unknown`, never `gone`; a manager whose Workloads 
 never said to have stopped tracking a mirror.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta

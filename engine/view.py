@@ -4,8 +4,6 @@ Its fields come from the rule registry (engine/registry.py), in the registry's o
 header (apiVersion, kind, source) and the sorted findings: the `status -o json` contract.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 

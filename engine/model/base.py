@@ -4,8 +4,6 @@ Unknown fields are ignored, every field the rules do not require is optional, an
 names are the API's camelCase spelling (snake_case in Python).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -45,6 +43,13 @@ class KModel(BaseModel):
         arbitrary_types_allowed=True,
         frozen=True,
     )
+
+
+# The models of the kinds decoded as structs (engine/model/fast.py) — Workload, Job, Node, CSINode, Pod — and
+# the parts only they hold validate only the input a struct refuses: their schemas are built on that first
+# use, not at import (docs/decisions.md 164). A part other kinds share stays built at import: a deferred
+# model's schema is made again inside each model that holds it.
+BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
 
 
 class OwnerReference(KModel):

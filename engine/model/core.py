@@ -1,12 +1,11 @@
 """Core, RBAC, storage, scheduling, batch, apps and Ray kinds (only the fields taudash reads)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from .base import (
+    BUILT_ON_FIRST_USE,
     Conditions,
     HasConditions,
     KModel,
@@ -30,15 +29,18 @@ class Taint(KModel):
 
 
 class NodeSpec(KModel):
+    model_config = BUILT_ON_FIRST_USE
     unschedulable: bool = False
     taints: Annotated[list[Taint], BeforeValidator(_none_to_empty_list)] = []
 
 
 class NodeSystemInfo(KModel):
+    model_config = BUILT_ON_FIRST_USE
     operating_system: str = ""
 
 
 class NodeStatus(KModel):
+    model_config = BUILT_ON_FIRST_USE
     allocatable: ResourceList = {}
     capacity: ResourceList = {}
     conditions: Conditions = []
@@ -46,8 +48,9 @@ class NodeStatus(KModel):
 
 
 class Node(KubeObject):
-    spec: NodeSpec = NodeSpec()
-    status: NodeStatus = NodeStatus()
+    model_config = BUILT_ON_FIRST_USE
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
 
 
 class NamespaceStatus(KModel):
@@ -102,16 +105,19 @@ class CSIDriver(KubeObject):
 
 
 class CSINodeDriver(KModel):
+    model_config = BUILT_ON_FIRST_USE
     name: str
     node_id: str = Field(default="", validation_alias=AliasChoices("nodeID", "nodeId"))
 
 
 class CSINodeSpec(KModel):
+    model_config = BUILT_ON_FIRST_USE
     drivers: Annotated[list[CSINodeDriver], BeforeValidator(_none_to_empty_list)] = []
 
 
 class CSINode(KubeObject):
-    spec: CSINodeSpec = CSINodeSpec()
+    model_config = BUILT_ON_FIRST_USE
+    spec: CSINodeSpec = Field(default_factory=CSINodeSpec)
 
 
 class PriorityClass(KubeObject):
@@ -126,6 +132,7 @@ class Toleration(KModel):
 
 
 class ContainerResources(KModel):
+    model_config = BUILT_ON_FIRST_USE
     requests: ResourceList = {}
     limits: ResourceList = {}
 
@@ -133,8 +140,9 @@ class ContainerResources(KModel):
 class ContainerRequests(KModel):
     """A container as far as quota and room go: its name and resources."""
 
+    model_config = BUILT_ON_FIRST_USE
     name: str = ""
-    resources: ContainerResources = ContainerResources()
+    resources: ContainerResources = Field(default_factory=ContainerResources)
 
 
 class PodTemplateMeta(KModel):
@@ -147,6 +155,7 @@ class PodTemplate(KModel):
 
 
 class JobSpec(KModel):
+    model_config = BUILT_ON_FIRST_USE
     suspend: bool | None = None
     parallelism: int | None = None
     completions: int | None = None
@@ -154,6 +163,7 @@ class JobSpec(KModel):
 
 
 class JobStatus(KModel):
+    model_config = BUILT_ON_FIRST_USE
     conditions: Conditions = []
     active: int = 0
     succeeded: int = 0
@@ -174,8 +184,9 @@ class JobAccessors:
 
 
 class Job(KubeObject, JobAccessors):
-    spec: JobSpec = JobSpec()
-    status: JobStatus = JobStatus()
+    model_config = BUILT_ON_FIRST_USE
+    spec: JobSpec = Field(default_factory=JobSpec)
+    status: JobStatus = Field(default_factory=JobStatus)
 
 
 # --- Pod (many per node: a slim struct in fast.py decodes the wire; this model is the schema of record) ---
@@ -184,6 +195,7 @@ TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class PodSpec(KModel):
+    model_config = BUILT_ON_FIRST_USE
     node_name: str = ""
     containers: Annotated[list[ContainerRequests], BeforeValidator(_none_to_empty_list)] = []
     init_containers: Annotated[list[ContainerRequests], BeforeValidator(_none_to_empty_list)] = []
@@ -193,24 +205,28 @@ class PodSpec(KModel):
 
 
 class ContainerStateDetail(KModel):
+    model_config = BUILT_ON_FIRST_USE
     reason: str = ""
     exit_code: int | None = None
 
 
 class ContainerState(KModel):
+    model_config = BUILT_ON_FIRST_USE
     waiting: ContainerStateDetail | None = None
     running: ContainerStateDetail | None = None
     terminated: ContainerStateDetail | None = None
 
 
 class ContainerStatus(KModel):
+    model_config = BUILT_ON_FIRST_USE
     name: str = ""
     ready: bool = False
     restart_count: int = 0
-    state: ContainerState = ContainerState()
+    state: ContainerState = Field(default_factory=ContainerState)
 
 
 class PodStatus(KModel):
+    model_config = BUILT_ON_FIRST_USE
     phase: str = ""
     container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_to_empty_list)] = []
 
@@ -262,8 +278,9 @@ def _container_request(c: ContainerRequests, resource: str) -> Quantity | None:
 
 
 class Pod(KubeObject, PodAccessors):
-    spec: PodSpec = PodSpec()
-    status: PodStatus = PodStatus()
+    model_config = BUILT_ON_FIRST_USE
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
 
 
 class DeploymentSpec(KModel):

@@ -1,13 +1,12 @@
 """Kueue kinds. Both v1beta2 and v1beta1 field spellings are accepted (the v1beta1 → v1beta2 renames
 of Kueue 0.15: apis/kueue/v1beta1 against apis/kueue/v1beta2)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from .base import (
+    BUILT_ON_FIRST_USE,
     Conditions,
     HasConditions,
     KModel,
@@ -196,6 +195,7 @@ class ResourceFlavor(KubeObject):
 class PodSetPodSpec(KModel):
     """What Kueue reads of a pod set's pod spec to count quota and match flavors."""
 
+    model_config = BUILT_ON_FIRST_USE
     containers: Annotated[list[ContainerRequests], BeforeValidator(_listify)] = []
     init_containers: Annotated[list[ContainerRequests], BeforeValidator(_listify)] = []
     overhead: ResourceList = {}
@@ -204,24 +204,28 @@ class PodSetPodSpec(KModel):
 
 
 class PodSetTemplate(PodTemplate):
-    spec: PodSetPodSpec = PodSetPodSpec()
+    model_config = BUILT_ON_FIRST_USE
+    spec: PodSetPodSpec = Field(default_factory=PodSetPodSpec)
 
 
 class PodSet(KModel):
+    model_config = BUILT_ON_FIRST_USE
     name: str = "main"
     count: int = 1
     min_count: int | None = None
-    template: PodSetTemplate = PodSetTemplate()
+    template: PodSetTemplate = Field(default_factory=PodSetTemplate)
     topology_request: dict[str, Any] | None = None  # TAS: required/preferred/unconstrained level, slices
 
 
 class PriorityClassRef(KModel):
+    model_config = BUILT_ON_FIRST_USE
     group: str = ""
     kind: str = ""
     name: str = ""
 
 
 class WorkloadSpec(KModel):
+    model_config = BUILT_ON_FIRST_USE
     queue_name: str = ""
     active: bool = True
     pod_sets: Annotated[list[PodSet], BeforeValidator(_listify)] = []
@@ -232,6 +236,7 @@ class WorkloadSpec(KModel):
 
 
 class PodSetAssignment(KModel):
+    model_config = BUILT_ON_FIRST_USE
     name: str = "main"
     flavors: StrMap = {}
     resource_usage: ResourceList = {}
@@ -241,11 +246,13 @@ class PodSetAssignment(KModel):
 
 
 class Admission(KModel):
+    model_config = BUILT_ON_FIRST_USE
     cluster_queue: str = ""
     pod_set_assignments: Annotated[list[PodSetAssignment], BeforeValidator(_listify)] = []
 
 
 class AdmissionCheckState(KModel):
+    model_config = BUILT_ON_FIRST_USE
     name: str
     state: str = "Pending"
     message: str = ""
@@ -253,6 +260,7 @@ class AdmissionCheckState(KModel):
 
 
 class RequeueState(KModel):
+    model_config = BUILT_ON_FIRST_USE
     count: int | None = None
     requeue_at: str | None = None
 
@@ -260,6 +268,7 @@ class RequeueState(KModel):
 class PodSetRequest(KModel):
     """status.resourceRequests[]: a pod set's total requests as Kueue counted them (non-admitted Workloads)."""
 
+    model_config = BUILT_ON_FIRST_USE
     name: str = "main"
     resources: ResourceList = {}
 
@@ -267,16 +276,19 @@ class PodSetRequest(KModel):
 class EvictionStat(KModel):
     """status.schedulingStats.evictions[]: how often the Workload was evicted, by reason."""
 
+    model_config = BUILT_ON_FIRST_USE
     reason: str = ""
     underlying_cause: str = ""
     count: int = 0
 
 
 class SchedulingStats(KModel):
+    model_config = BUILT_ON_FIRST_USE
     evictions: Annotated[list[EvictionStat], BeforeValidator(_listify)] = []
 
 
 class WorkloadStatus(KModel):
+    model_config = BUILT_ON_FIRST_USE
     admission: Admission | None = None
     conditions: Conditions = []
     admission_checks: Annotated[list[AdmissionCheckState], BeforeValidator(_listify)] = []
@@ -338,8 +350,9 @@ class WorkloadAccessors:
 
 
 class Workload(KubeObject, WorkloadAccessors):
-    spec: WorkloadSpec = WorkloadSpec()
-    status: WorkloadStatus = WorkloadStatus()
+    model_config = BUILT_ON_FIRST_USE
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    status: WorkloadStatus = Field(default_factory=WorkloadStatus)
 
 
 class AdmissionCheckParameters(KModel):

@@ -1,7 +1,5 @@
 """TauGrid kinds: TauCluster, TauTeam, TauWorkspace (tau.azure.com/v1alpha1)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import AliasChoices, BeforeValidator, Field

@@ -16,8 +16,6 @@ The view is built for a screen that draws domains as blocks: `CapacityFlavor.dom
 with its parent, and `node_pods()` lists the Pods on one node for a drill-down.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any

@@ -10,8 +10,6 @@ Fail closed: without the Leases no Workload is said to be left deactivated (the 
 its claims); without the Workloads nothing is said about them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime

@@ -1,7 +1,5 @@
 """TauCluster and TauTeam condition summaries, and findings for data that cannot be read."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from datetime import datetime
 

@@ -7,8 +7,6 @@ routing labels (and the unchanged execution identity) until accepted work on *re
 has drained. This module re-derives that verdict from live objects, never from `status.queue`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 from ..model import ClusterQueue, Deployment, Job, LocalQueue, Namespace, RayJob, RayService, TauWorkspace, Workload

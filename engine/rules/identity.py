@@ -4,8 +4,6 @@ Reported as expected vs observed: what the controller must have done with the wo
 ServiceAccount and the researcher RoleBinding, given the workspace spec and the drain verdict.
 """
 
-from __future__ import annotations
-
 from ..model import Namespace, RoleBinding, ServiceAccount, TauWorkspace
 from ..model.names import OWNER_UID_LABEL as OWNER_UID
 from ..model.names import WORKSPACE_LABEL as WS_LABEL

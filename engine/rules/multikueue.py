@@ -5,8 +5,6 @@ so an operator sees which prerequisite is missing. Unreadable inputs fail the ch
 them (fail closed).
 """
 
-from __future__ import annotations
-
 from ..model import TauCluster
 from ..model.kueue import MULTIKUEUE_CONTROLLER, AdmissionCheck, MultiKueueCluster, MultiKueueConfig
 from ..model.tau import ResolvedWorkloadProfile

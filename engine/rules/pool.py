@@ -12,8 +12,6 @@ Fail closed: a kind the verdict needs that cannot be read makes `valid` None (or
 conflict is proven from the kinds that can be read) and hides every number derived from it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field

@@ -6,8 +6,6 @@ generation, and the published profileSetHash equals the hash we recompute. Anyth
 every selection `Unusable`. Pure functions of the store: the CLI reuses `select_profile`.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from itertools import product
 

@@ -4,8 +4,6 @@ why work waits.
 Capacity arithmetic is kept here, apart from I/O, in the spirit of Kueue's resource_node.go.
 """
 
-from __future__ import annotations
-
 from collections import defaultdict
 from collections.abc import Iterable
 

@@ -5,8 +5,6 @@ checks what can be checked without mounting: the claim exists and is Bound, and 
 behind its StorageClass is registered on every eligible node. Writes are proven only by a canary.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from ..model import CSINode, Node, PersistentVolumeClaim, StorageClass, TauCluster, TauWorkspace

@@ -8,8 +8,6 @@ DCGM series, a reading too old or the Pods unreadable: utilisation is unknown â€
 count null, never 0, and no idle finding.
 """
 
-from __future__ import annotations
-
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime

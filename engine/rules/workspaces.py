@@ -1,7 +1,5 @@
 """Workspace phase, staleness and conditions (docs/rules.md#workspace-phase)."""
 
-from __future__ import annotations
-
 from ..model import TauWorkspace
 from ..model.base import Condition, find_condition
 from .base import Finding, RuleContext, Severity, ViewModel, finding

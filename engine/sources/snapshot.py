@@ -22,9 +22,7 @@ from ..model import BY_RESOURCE, KINDS, QuantityError, lookup
 from ..model.kinds import NEVER_READ
 from ..store import AccessState, Store
 from ..text import clean
-
-# The C loader is much faster when libyaml is present.
-_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from .snapshot_yaml import yaml_documents
 
 
 class SnapshotError(Exception):
@@ -64,13 +62,8 @@ def _describe_validation(exc: ValidationError) -> str:
 
 
 def _yaml_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
-    loader = _Loader(text)
-    docs: list[tuple[int | None, Any]] = []
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            line = node.start_mark.line + 1 if node is not None else None
-            docs.append((line, loader.construct_document(node)))
+        return yaml_documents(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         pos = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -80,9 +73,6 @@ def _yaml_docs(text: str, path: str) -> list[tuple[int | None, Any]]:
         raise SnapshotError(f"{path}: invalid YAML: nested too deeply") from None
     except ValueError as exc:  # a constructor refusing a scalar, e.g. an integer of thousands of digits
         raise SnapshotError(f"{path}: invalid YAML: {str(exc).splitlines()[0][:120]}") from None
-    finally:
-        loader.dispose()
-    return docs
 
 
 # Parsed documents of the large files read lately, by their text's digest, as JSON: a process that loads
