@@ -79,7 +79,7 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
     shown = time.perf_counter() - t
     pos = screen.positions
     n = len(pos.items) if pos is not None and pos.items is not None else 0
-    fig(Figure("queue_first_paint_s", f"queue view: first paint ({cq.name}, {cq.pending} pending)", first, "s", 0.150))
+    fig(Figure("queue_first_paint_s", f"queue view: first paint ({cq.name}, {cq.pending} pending)", first, "s"))
     fig(Figure("queue_positions_s", "queue view: Enter → positions on screen", shown, "s",
                note=f"{n} rows, {pos.label if pos is not None else 'none'}; the table holds one page"))
 
@@ -92,7 +92,7 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
         await painted(app)
         runs.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c)
-    fig(Figure("queue_tick_s", "queue view: per-tick render", median(runs), "s", 0.030))
+    fig(Figure("queue_tick_s", "queue view: per-tick render", median(runs), "s"))
     fig(Figure("queue_tick_cpu_s", "queue view: per-tick render, UI-thread CPU", median(cpu), "s"))
 
     pending.focus()
@@ -124,7 +124,7 @@ async def queue_view_phase(app: Any, fig: Callable[[Figure], None], progress: Ca
                 break
             await asyncio.sleep(0.001)
     fig(Figure("queue_key_p95_s", "queue view: key → screen while positions refresh, p95",
-               percentile(presses, 95), "s", 0.100,
+               percentile(presses, 95), "s",
                note=f"{in_flight}/{len(presses)} with the refresh still in flight"))
     progress(f"  page keys: {', '.join(f'{p * 1000:.0f}' for p in presses)} ms")
     await key("escape")

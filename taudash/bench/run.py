@@ -33,6 +33,7 @@ from taudash.bench.measure import (
     LatencyProbe,
     SimProcess,
     ViewFollower,
+    decode_elsewhere,
     derive_seconds,
     kubectl_seconds,
     median,
@@ -44,7 +45,9 @@ from taudash.bench.measure import (
     sync_elsewhere,
 )
 from taudash.bench.queue_view import queue_view_phase
+from taudash.bench.ratios import CPU_LOAD, DECODE, KEY, RATIOS, TABLE_PAINT, TABLE_RENDER, with_ratios, yardstick
 from taudash.bench.table import print_table
+from taudash.bench.yardstick import cpu_yardstick, key_yardstick, table_yardstick
 from taudash.compose import bench_session
 from taudash.engine.incremental import derive
 from taudash.engine.session import Frame, Session
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 
 UI_SIZE = (160, 48)
 SYNC_ROUNDS = 3  # interleaved sync/decode pairs: each figure is their median, printed with its spread
+DERIVE_ROUNDS = 3  # full derivations, each followed by a raw decode of the same pages (its yardstick)
 
 
 def run(size: str, seed: int, rate: float, stream_seconds: float | None, kubectl: bool, profile: str | None,
@@ -124,7 +128,6 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         spool = Path(sim.dir) / "pages.bin"
         inter = await sync_and_decode_interleaved(sim.kubeconfig, spool, store, lock, SYNC_ROUNDS,
                                                   sim.cpu_seconds, progress)
-        spool.unlink()
         sync = inter.kept
         syncdec = _sync_decode_figures(inter, fig)
         session = store_session = bench_session(sync.live, sim.url)  # the queue view asks the visibility API
@@ -141,10 +144,17 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
                                "x", 1.0, note="below 1: faster than kubectl; each sync over the one kubectl run"))
 
         now = datetime.now(UTC)
-        progress("full derivation of the ClusterView (every rule)")
-        with session.lock, prof.phase("derive_full"):
-            full = derive_seconds(lambda: derive(store, now, session.config, session.source))
-        fig(Figure("derive_full_s", "full derivation", full, "s", 0.5))
+        progress(f"full derivation of the ClusterView (every rule), each followed by a raw {DECODER} decode of "
+                 f"the same pages in a fresh process (its yardstick) x {DERIVE_ROUNDS}")
+        fulls: list[float] = []
+        decodes: list[float] = []
+        for i in range(DERIVE_ROUNDS):
+            with session.lock, prof.phase("derive_full") if i == 0 else contextlib.nullcontext():
+                fulls.append(derive_seconds(lambda: derive(store, now, session.config, session.source), repeat=1))
+            decodes.append((await asyncio.to_thread(decode_elsewhere, spool)).seconds)
+        spool.unlink()
+        fig(Figure.of_runs("derive_full_s", "full derivation", fulls, "s"))
+        fig(yardstick(DECODE, f"raw decode ({DECODER}), alternated with the derivations", decodes))
         progress(f"  ({_mem()})")
 
         with session.lock:
@@ -156,8 +166,15 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
 
         before = _source_counts(sync.source, session)
         pauses = _GcPauses()
+        ui_yard: dict[str, list[float]] = {TABLE_PAINT: [], TABLE_RENDER: [], KEY: []}
+        await _ui_yardsticks(ui_yard, progress)
         await _ui_phase(session, sim, sync.store, rate, secs, fig, progress, prof)
+        await _ui_yardsticks(ui_yard, progress)
         pauses.close()
+        size_note = f"bare Textual app at {UI_SIZE[0]}x{UI_SIZE[1]}, before and after the dashboard"
+        fig(yardstick(TABLE_PAINT, f"yardstick: DataTable screen first paint ({size_note})", ui_yard[TABLE_PAINT]))
+        fig(yardstick(TABLE_RENDER, "yardstick: DataTable, every visible cell re-rendered", ui_yard[TABLE_RENDER]))
+        fig(yardstick(KEY, "yardstick: key → trivial screen switch", ui_yard[KEY]))
         after = _source_counts(sync.source, session)
         progress(f"  GC during the UI phase: {pauses.describe()}")
         progress("  source during the UI phase: " + ", ".join(f"{k} {after[k] - before[k]}" for k in after))
@@ -170,6 +187,11 @@ async def bench(size: str, seed: int = 0, rate: float = 1000.0, stream_seconds: 
         if sync is not None:
             await sync.close()
         sim.stop()
+    figs = with_ratios(figs)
+    progress("targets as ratios to the yardsticks measured in this run:")
+    for r in RATIOS:
+        if r.key in figs:
+            progress(f"  {figs[r.key].line()}")
     total = time.perf_counter() - started
     progress(f"done in {total:.0f} s")
     del store_session
@@ -253,11 +275,11 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         fig(Figure("ui_screens", "screens visited (every registered one)", len(first), "screens",
                    note=", ".join(first)))
         worst = max(first, key=first.__getitem__)
-        fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s", 0.150))
+        fig(Figure("first_paint_max_s", f"first paint, slowest screen ({worst})", first[worst], "s"))
         rounds = [{n: await switch(pilot, n) for n in keys} for _ in range(3)]  # medians per screen
         again = {n: median([r[n] for r in rounds]) or 0.0 for n in keys}
         worst = max(again, key=again.__getitem__)
-        fig(Figure("switch_max_s", f"screen switch, slowest screen ({worst})", again[worst], "s", 0.150))
+        fig(Figure("switch_max_s", f"screen switch, slowest screen ({worst})", again[worst], "s"))
         progress("  first paint / switch per screen: " + ", ".join(
             f"{n} {first[n] * 1000:.0f}/{again[n] * 1000:.0f} ms" for n in keys) + f" ({_mem()})")
 
@@ -279,7 +301,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         progress("  per-tick render per screen: " + ", ".join(f"{n} {v * 1000:.0f} ms" for n, v in per_screen.items())
                  + f" ({_mem()})")
         worst = max(per_screen, key=per_screen.__getitem__)
-        fig(Figure("tick_render_max_s", f"per-tick render, slowest screen ({worst})", per_screen[worst], "s", 0.030))
+        fig(Figure("tick_render_max_s", f"per-tick render, slowest screen ({worst})", per_screen[worst], "s"))
 
         progress(f"load: {rate:.0f} events/s for {secs:.0f} s with the dashboard open")
         probe = LatencyProbe(store)
@@ -301,6 +323,7 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
                                 inline=(lambda: session.stats().incremental_ready) if mode == "inline" else None,
                                 period=float(period) if period else (0.0 if mode == "inline" else 0.1))
         progress(f"  view follower: {mode}, a refresh at most every {follower.period:g} s")
+        cpu_runs = cpu_yardstick()  # just before the load, and just after it
         tick_costs.clear()
         tick_screens.clear()
         probe.active = True
@@ -321,22 +344,24 @@ async def _ui_phase(session: Session, sim: SimProcess, store, rate: float, secs:
         await asyncio.sleep(0.5)  # the last events land and are derived
         probe.active = False
         await follower.stop()
+        cpu_runs += cpu_yardstick()
+        fig(yardstick(CPU_LOAD, "yardstick: fixed CPU loop (before and after the load)", cpu_runs))
         written = int(answer.split()[1]) if answer.startswith("STREAMED") else 0
         fig(Figure("events_per_s", "events applied to the store per second", probe.events / secs, "/s",
                    note=f"{written} writes at the simulator"))
         fig(Figure("update_p50_s", "incremental update, p50", median(follower.durations), "s",
                    note=f"{len(follower.durations)} updates"))
-        fig(Figure("update_p99_s", "incremental update, p99", percentile(follower.durations, 99), "s", 0.010,
+        fig(Figure("update_p99_s", "incremental update, p99", percentile(follower.durations, 99), "s",
                    note="CPU time of the update in the follower's thread" if not mode == "inline" else "wall, inline"))
         fig(Figure("incr_p50_s", "event → view ready, p50 (incl. waiting behind renders)", median(probe.samples), "s"))
         fig(Figure("incr_p99_s", "event → view ready, p99 (incl. waiting behind renders)",
                    percentile(probe.samples, 99), "s"))
-        fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s", 0.100))
+        fig(Figure("key_p95_s", "key press → screen change, p95 (under load)", percentile(presses, 95), "s"))
         fig(Figure("key_cpu_p95_s", "key press → screen change, p95 UI-thread CPU (under load)",
                    percentile(press_cpu, 95), "s", note="the event loop's work during the press; steadier than wall"))
         fig(Figure("ui_cpu_share", "UI thread CPU under load (share of one core)", loop_cpu / secs, "x",
                    note="decode + apply of watch events, renders, Textual; the follower's thread excluded"))
-        fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s", 0.030))
+        fig(Figure("tick_under_load_s", "per-tick render under load, median", median(tick_costs), "s"))
         progress("  ticks under load: " + ", ".join(f"{n} {c * 1000:.0f} ms" for n, c in zip(tick_screens, tick_costs,
                                                                                             strict=True)))
         progress(f"  ({len(probe.samples)} latency samples, {follower.refreshes} view refreshes, "
@@ -400,6 +425,18 @@ def _sync_decode_figures(inter: Interleaved, fig) -> dict:
                     "decodeSeconds": d.seconds, "decodeCpuSeconds": d.cpu_seconds}
                    for s, d in zip(inter.syncs, inter.decodes, strict=True)],
     }
+
+
+async def _ui_yardsticks(runs: dict[str, list[float]], progress) -> None:
+    """One round of the Textual yardsticks (bare apps in this process), their runs appended to `runs`."""
+    paints, renders = await table_yardstick(UI_SIZE, _painted)
+    keys = await key_yardstick(UI_SIZE, _painted)
+    runs[TABLE_PAINT] += paints
+    runs[TABLE_RENDER] += renders
+    runs[KEY] += keys
+    progress(f"  yardsticks: DataTable first paint {', '.join(f'{x * 1000:.0f}' for x in paints)} ms, re-render "
+             f"{', '.join(f'{x * 1000:.0f}' for x in renders)} ms; key → screen "
+             f"{', '.join(f'{x * 1000:.1f}' for x in keys)} ms")
 
 
 def _source_counts(source: KubeSource, session: Session) -> dict[str, int]:

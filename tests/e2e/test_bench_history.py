@@ -23,7 +23,8 @@ def test_recorder_bench_writes_the_changed_samples_and_the_churns_events(tmp_pat
     assert r["eventRowsPerTick"] * 12 >= ch["admit"] + ch["evict"]
     assert r["bytesPerTick"] > 0 and r["projectedBytesPerDay"] == r["bytesPerTick"] * 8640
     keys = {f.key for f in r["figures"]}
-    assert keys == {"recorder_first_s", "recorder_tick_s", "recorder_tick_p95_s", "recorder_growth_mib_day"}
+    assert keys == {"recorder_first_s", "recorder_tick_s", "recorder_tick_p95_s", "recorder_growth_mib_day",
+                    "yardstick_cpu_recorder_s"}
     assert all(f.value is not None and f.value > 0 for f in r["figures"])
     assert list(tmp_path.iterdir()) == []  # the bench's database is gone afterwards
 
@@ -38,5 +39,7 @@ def test_the_module_runs_alone_and_prints_json(capsys):
     assert main(["--size", "S", "--ticks", "3", "--churn", "5"]) == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)
-    assert doc["size"] == "S" and doc["ticks"] == 3 and doc["figures"]["recorder_tick_s"]["target"] == 0.005
+    assert doc["size"] == "S" and doc["ticks"] == 3 and doc["figures"]["recorder_tick_s"]["target"] is None
+    assert doc["figures"]["recorder_tick_vs_cpu"]["unit"] == "x" and doc["figures"]["recorder_tick_vs_cpu"]["pass"] in (
+        True, False)
     assert "[bench" in out.err
