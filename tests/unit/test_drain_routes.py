@@ -349,3 +349,21 @@ def test_a_drain_follows_its_workloads_as_a_full_derivation_would_and_ignores_th
         change()
         assert deriver.view(DRAIN_NOW).workspaces == derive(store, DRAIN_NOW).workspaces
     assert {b.name for b in deriver.view(DRAIN_NOW).workspaces[0].drain.blockers} == {"w3"}
+
+
+@pytest.mark.parametrize("mode", DRAIN_MODES)
+def test_a_re_derived_drain_keeps_the_blockers_of_its_unchanged_workloads(mode):
+    import copy
+
+    from factories import upsert_raw, validated_store
+
+    from taudash.engine.incremental import IncrementalDeriver
+
+    store = validated_store(copy.deepcopy(drain_world(mode, drain_workload("w1"), drain_workload("w2"))))
+    deriver = IncrementalDeriver(store)
+    before = {b.name: b for b in deriver.view(DRAIN_NOW).workspaces[0].drain.blockers}
+    upsert_raw(store, drain_workload("w2", admitted_to="tau-ws-eval"), drain_workload("w3"))  # w1 is untouched
+    after = deriver.view(DRAIN_NOW).workspaces
+    blockers = {b.name: b for b in after[0].drain.blockers}
+    assert blockers["w1"] is before["w1"] and blockers["w2"] is not before["w2"] and set(blockers) == {"w1", "w2", "w3"}
+    assert after == derive(store, DRAIN_NOW).workspaces
