@@ -127,15 +127,6 @@ def _ordered(rules: Sequence[Rule]) -> list[Rule]:
     return out
 
 
-class _Unprinted:
-    """An object whose fingerprint was not computed yet (see IncrementalDeriver._moved_prints)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-
 class _Whole(RulePart):
     """A `Rule.derive` rule: recomputed whole when anything it reads or needs moved."""
 
@@ -178,7 +169,10 @@ class IncrementalDeriver:
         own = {f.name for r in self.rules for f in r.fields}.difference(ClusterView.model_fields)
         self._view_class = cluster_view_of(self.rules) if own else ClusterView
         self._parts: dict[str, RulePart] = {}
-        self._prints: dict[tuple[str, str], dict[Key, Any]] = {}  # print, or _Unprinted(object)
+        # (rule, kind) → the fingerprints computed so far, and the objects of the last build not printed yet
+        # (a copy of the store's dict: most never change, so a build prints none of them).
+        self._prints: dict[tuple[str, str], dict[Key, Any]] = {}
+        self._unprinted: dict[tuple[str, str], dict[Key, Any]] = {}
         self._rev: int | None = None
         self._access_key: tuple[Any, ...] | None = None
         self.full_builds = 0
@@ -238,12 +232,13 @@ class IncrementalDeriver:
         self.full_builds += 1
         self._parts = {}
         self._prints = {}
+        self._unprinted = {}
         for rule in self._order:
             self._parts[rule.name] = rule.part(rule) if rule.part is not None else _Whole(rule)
             for kind in rule.fingerprints:
-                # The objects themselves: a print is computed when a change asks (most never change).
-                self._prints[(rule.name, kind)] = {(o.metadata.namespace or "", o.metadata.name): _Unprinted(o)
-                                                  for o in self.store.list(kind)}
+                # The objects themselves, copied in C: a print is computed when a change asks (most never change).
+                self._prints[(rule.name, kind)] = {}
+                self._unprinted[(rule.name, kind)] = self.store.objects(kind)
             self._run(rule, now, None, {})
 
     def _apply(self, now: datetime, changes: list[Change]) -> None:
@@ -269,13 +264,15 @@ class IncrementalDeriver:
     def _moved_prints(self, rule: str, kind: str, fp: Callable[[Any], Hashable], keys: set[Key]) -> set[Key]:
         """The objects among `keys` whose fingerprint for `rule` moved (or that came or went)."""
         prints = self._prints[(rule, kind)]
+        unprinted = self._unprinted[(rule, kind)]
         out: set[Key] = set()
         for key in keys:
             obj = self.store.get(kind, key[1], key[0])
             new = fp(obj) if obj is not None else None
             old = prints.pop(key, None)
-            if type(old) is _Unprinted:
-                old = fp(old.obj)
+            if old is None:  # not printed since the build: its object then, if it existed (taken once)
+                was = unprinted.pop(key, None)
+                old = fp(was) if was is not None else None
             if new is not None:
                 prints[key] = new
             if old is None or new is None or old != new:

@@ -39,6 +39,7 @@ from .rules.queues import (
     tree_flavors,
     workload_facts,
 )
+from .rules.drain import BlockerMemo
 from .rules.workspaces import derive_workspace
 
 _EPOCHS = itertools.count(1)
@@ -343,6 +344,7 @@ class WorkspacesPart(RulePart):
     def __init__(self, rule: Rule) -> None:
         super().__init__(rule)
         self._parts: dict[str, tuple[Any, ...]] = {}  # name → (WorkspaceView, findings)
+        self._memos: dict[str, BlockerMemo] = {}  # name → its drain's blockers, kept by Workload (rules/drain.py)
         # Kinds any workspace may read (identity, storage, the cluster): a change moves every one.
         # The drain-relevant kinds are read only in a draining workspace's old namespace.
         self._everywhere = rule.reads - DRAIN_KINDS - {"TauWorkspace", "ClusterQueue"}
@@ -364,12 +366,17 @@ class WorkspacesPart(RulePart):
                         names |= set(draining)
                     moved_ns = {k[0] for kind in DRAIN_KINDS.intersection(changed) for k in changed[kind]}
                     names |= {n for n, old in draining.items() if old in moved_ns}
+        if changed is None:
+            self._memos = {}
         for name in names:
             ws = s.get(TauWorkspace, name, sysns)
             if ws is None:
                 self._parts.pop(name, None)
+                self._memos.pop(name, None)
             else:
-                self._parts[name] = derive_workspace(ctx, ws)
+                part = self._parts[name] = derive_workspace(ctx, ws, self._memos.setdefault(name, {}))
+                if part[0].drain.mode is None:
+                    self._memos.pop(name, None)
         return bool(names)
 
     def values(self) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from .model import ClusterQueue, Workload
 from .model.kinds import DRAIN_KINDS
+from .model.names import DEACTIVATED_BY_ANNOTATION, JOB_UID_LABEL
 from .parts import QueuesPart, WorkloadsPart, WorkspacesPart
 from .rules.base import Finding, Rule, RuleContext, ViewField
 from .rules.capacity import READS as CAPACITY_READS
@@ -62,6 +63,15 @@ def drain_print(cq: ClusterQueue) -> tuple[Any, ...]:
     sel = cq.spec.namespace_selector
     return (cq.uid, None if sel is None else (
         sel.match_labels, tuple((e.key, e.operator, tuple(e.values)) for e in sel.match_expressions)))
+
+
+def drain_workload_print(wl: Workload) -> tuple[Any, ...]:
+    """What a workspace drain reads of a Workload (rules/drain.py): whether and how it runs, its routes, its
+    owners and job uid; not a pending Workload's message, which Kueue rewrites constantly."""
+    adm = wl.status.admission
+    return (wl.spec.active, wl.derived_status, wl.spec.queue_name, adm.cluster_queue if adm else None,
+            wl.metadata.annotations.get(DEACTIVATED_BY_ANNOTATION), wl.labels.get(JOB_UID_LABEL),
+            tuple((r.kind, r.uid, r.name, r.controller) for r in wl.metadata.owner_references))
 
 
 def _q(q: Any) -> Any:
@@ -115,7 +125,7 @@ RULES: tuple[Rule, ...] = (
          (ViewField("cohorts", list[CohortView], []), ViewField("cluster_queues", list[ClusterQueueView], [])),
          part=QueuesPart, needs=("workloads",)),
     Rule("workspaces", _WORKSPACE_READS, (ViewField("workspaces", list[WorkspaceView], []),),
-         part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print}),
+         part=WorkspacesPart, fingerprints={"ClusterQueue": drain_print, "Workload": drain_workload_print}),
     # TauTeam: profiles and MultiKueue say "not applicable" when TauGrid is not installed at all.
     Rule("profiles", frozenset({"TauCluster", "TauTeam", "TauWorkspace"}),
          (ViewField("profiles", ProfilesView, ProfilesView()),),
@@ -136,4 +146,4 @@ RULES: tuple[Rule, ...] = (
          fingerprints={"Pod": utilisation_pod_print, "Workload": utilisation_workload_print}),
 )
 
-__all__ = ["RULES", "capacity_workload_print", "drain_print", "pool_print"]
+__all__ = ["RULES", "capacity_workload_print", "drain_print", "drain_workload_print", "pool_print"]

@@ -239,6 +239,10 @@ class Store:
     def count(self, kind: str) -> int:
         return len(self._objects[kind])
 
+    def objects(self, kind: KindKey) -> dict[Key, Any]:
+        """A copy of the kind's objects by key, unordered (a C-level copy: no sort, no list of 100k)."""
+        return dict(self._objects[KIND_NAME[kind]])
+
     @overload
     def by_label(self, kind: type[T], key: str, value: str | None = None,
                  namespace: str | None = None) -> builtins.list[T]: ...

@@ -23,7 +23,7 @@ from ..model.names import (
     CLAIM_WORKFLOW_ANNOTATION,
     DEACTIVATED_BY_ANNOTATION,
 )
-from .base import Changed, Finding, RuleContext, RulePart, Severity, ViewModel, finding
+from .base import Changed, Finding, Key, RuleContext, RulePart, Severity, ViewModel, finding
 from .queue_order import parse_time
 from .queues import workload_cluster_queue
 
@@ -141,14 +141,18 @@ class _Deactivated:
     cluster_queue: str | None
 
 
+def deactivated_of(ctx: RuleContext, wl: Workload) -> _Deactivated | None:
+    """The Workload as left deactivated by a workflow (spec.active false, the annotation naming the run, not
+    finished), else None."""
+    run = wl.metadata.annotations.get(DEACTIVATED_BY_ANNOTATION)
+    if not run or wl.spec.active or wl.finished:
+        return None
+    return _Deactivated(wl.namespace or "", wl.name, run, workload_cluster_queue(ctx, wl))
+
+
 def deactivated_workloads(ctx: RuleContext, workloads: Iterable[Workload]) -> list[_Deactivated]:
     """Unfinished Workloads a workflow deactivated (spec.active false and the annotation naming the run)."""
-    out = []
-    for wl in workloads:
-        run = wl.metadata.annotations.get(DEACTIVATED_BY_ANNOTATION)
-        if not run or wl.spec.active or wl.finished:
-            continue
-        out.append(_Deactivated(wl.namespace or "", wl.name, run, workload_cluster_queue(ctx, wl)))
+    out = [d for d in (deactivated_of(ctx, wl) for wl in workloads) if d is not None]
     return sorted(out, key=lambda d: (d.namespace, d.name))
 
 
@@ -180,28 +184,49 @@ def local_queue_print(lq: Any) -> Any:
 
 class ClaimsPart(RulePart):
     """Claims move with the clock (a claim goes stale without any write), so the view is rebuilt on every
-    frame; the Workload scan it needs is redone only when a Workload or LocalQueue it reads moved."""
+    frame. The deactivated Workloads it judges are kept per Workload: a change looks again at the Workloads
+    that changed (their fingerprint, registry.py), a LocalQueue change re-routes the few deactivated ones;
+    only a build scans every Workload."""
 
     def __init__(self, rule: Any) -> None:
         super().__init__(rule)
         self.claims: list[ClaimView] = []
         self._findings: list[Finding] = []
+        self._by_key: dict[Key, _Deactivated] = {}
         self._deactivated: list[_Deactivated] | None = None  # None: Workloads or LocalQueues unreadable
 
     def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
                moved: Mapping[str, Any]) -> bool:
         store = ctx.store
-        if changed is None or "Workload" in changed or "LocalQueue" in changed:
-            readable = store.readable("Workload") and store.readable("LocalQueue")
-            self._deactivated = deactivated_workloads(ctx, store.list(Workload)) if readable else None
+        readable = store.readable("Workload") and store.readable("LocalQueue")
+        if not readable:
+            self._by_key, self._deactivated = {}, None
+        elif changed is None or self._deactivated is None:
+            found = deactivated_workloads(ctx, store.list(Workload))
+            self._by_key = {(d.namespace, d.name): d for d in found}
+            self._deactivated = found
+        elif "Workload" in changed or "LocalQueue" in changed:
+            keys = set(changed.get("Workload", ()))
+            if "LocalQueue" in changed:
+                keys.update(self._by_key)  # the few deactivated ones: their LocalQueue may route elsewhere now
+            touched = False
+            for key in keys:
+                wl = store.get(Workload, key[1], key[0])
+                d = deactivated_of(ctx, wl) if wl is not None else None
+                old = self._by_key.pop(key, None) if d is None else self._by_key.get(key)
+                if d is not None and d != old:
+                    self._by_key[key] = d
+                touched = touched or d != old
+            if touched:
+                self._deactivated = sorted(self._by_key.values(), key=lambda d: (d.namespace, d.name))
         before = (self.claims, self._findings)
         if not store.readable("Lease"):
             self.claims, self._findings = [], []  # unknown: no claim shown, no Workload judged left behind
         else:
-            found = holders(store.list(Lease))
-            self.claims, self._findings = claim_views(found, ctx.now)
+            found_h = holders(store.list(Lease))
+            self.claims, self._findings = claim_views(found_h, ctx.now)
             if self._deactivated is not None:
-                self._findings += left_deactivated(self._deactivated, {h.workflow_id for h in found})
+                self._findings += left_deactivated(self._deactivated, {h.workflow_id for h in found_h})
         return (self.claims, self._findings) != before
 
     def values(self) -> tuple[Any, ...]:

@@ -153,7 +153,14 @@ def _workload_action(wl: Workload, op: str) -> str:
     return f"wait for Workload {ref} to finish, or cancel its owner {oref}, before completing {op}"
 
 
-def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Finding]]:
+BlockerMemo = dict[str, tuple[Workload, str, str, DrainBlocker]]  # Workload name → (it, route, operation, blocker)
+
+
+def derive_drain(ctx: RuleContext, ws: TauWorkspace, memo: BlockerMemo | None = None) -> tuple[DrainView, list[Finding]]:
+    """The drain of one workspace. `memo` (the caller's, one per workspace) keeps each unfinished Workload's
+    blocker between two derivations: a Workload the store still holds as the same object, on the same route of the
+    same operation, keeps its blocker (issue 35: a change re-derives a draining workspace whole); the memo is left
+    holding this derivation's blockers only."""
     mode = drain_mode(ws)
     if mode is None:
         return DrainView(), []
@@ -240,12 +247,16 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
         cqn = lq_cq.get(queue or "")
         return cqn if cqn in required else None
 
+    kept: BlockerMemo = {}
     for wl in unfinished:
         hit = next((c for c in wl_routes.get(wl.name, []) if c in required), None)
         if hit is None:
             continue
-        blockers.append(
-            DrainBlocker.trusted(
+        m = memo.get(wl.name) if memo is not None else None
+        if m is not None and m[0] is wl and m[1] == hit and m[2] == op:
+            blocker = m[3]
+        else:
+            blocker = DrainBlocker.trusted(
                 kind="Workload",
                 namespace=old,
                 name=wl.name,
@@ -254,7 +265,11 @@ def derive_drain(ctx: RuleContext, ws: TauWorkspace) -> tuple[DrainView, list[Fi
                 message=_workload_message(wl),
                 action=_workload_action(wl, op),
             )
-        )
+        kept[wl.name] = (wl, hit, op, blocker)
+        blockers.append(blocker)
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
 
     if required:
         # Sources matter only when some route is Required; an unreadable source API fails closed.

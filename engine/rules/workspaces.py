@@ -3,7 +3,7 @@
 from ..model import TauWorkspace
 from ..model.base import Condition, find_condition
 from .base import Finding, RuleContext, Severity, ViewModel, finding
-from .drain import DrainView, derive_drain
+from .drain import BlockerMemo, DrainView, derive_drain
 from .identity import IdentityView, derive_identity
 from .storage import StorageView, derive_storage
 
@@ -66,7 +66,8 @@ def _degraded_cause(conditions: list[Condition]) -> Condition | None:
     return None
 
 
-def derive_workspace(ctx: RuleContext, ws: TauWorkspace) -> tuple[WorkspaceView, list[Finding]]:
+def derive_workspace(ctx: RuleContext, ws: TauWorkspace,
+                     memo: BlockerMemo | None = None) -> tuple[WorkspaceView, list[Finding]]:
     findings: list[Finding] = []
     conds = ws.status.conditions
     expected = expected_phase(conds)
@@ -106,7 +107,7 @@ def derive_workspace(ctx: RuleContext, ws: TauWorkspace) -> tuple[WorkspaceView,
             "resolve it before handing off workloads that rely on Azure Workload Identity",
         )
 
-    drain, f = derive_drain(ctx, ws)
+    drain, f = derive_drain(ctx, ws, memo)
     findings += f
     identity, f = derive_identity(ctx, ws, drain)
     findings += f

@@ -319,3 +319,51 @@ def test_workspace_view_carries_the_drain(mode):
     assert {"localQueue", "clusterQueue", "state", "uidContinuity"} <= set(out["routes"][0])
     assert {"kind", "namespace", "name", "reason", "route"} <= set(out["blockers"][0])
     assert any(f.rule == "DRAIN-BLOCKED" for f in view.findings)
+
+
+# --- incremental (issue 35): only what a drain reads of a Workload re-derives the draining workspace -------------
+
+
+@pytest.mark.parametrize("mode", DRAIN_MODES)
+def test_a_drain_follows_its_workloads_as_a_full_derivation_would_and_ignores_their_messages(mode):
+    import copy
+
+    from factories import cond, upsert_raw, validated_store
+
+    from taudash.engine.incremental import IncrementalDeriver
+
+    objs = drain_world(mode, drain_workload("w1"), drain_workload("w2", admitted_to="tau-ws-eval"))
+    store = validated_store(copy.deepcopy(objs))
+    deriver = IncrementalDeriver(store)
+    first = deriver.view(DRAIN_NOW).workspaces
+    assert first[0].drain.state == "Blocked" and {b.name for b in first[0].drain.blockers} == {"w1", "w2"}
+    # A pending Workload's message is not read by a drain: the workspace view is the same object.
+    w1 = copy.deepcopy(drain_workload("w1"))
+    w1["status"]["conditions"] = [cond("QuotaReserved", "False", "Pending", "4 more needed")]
+    upsert_raw(store, w1)
+    assert deriver.view(DRAIN_NOW).workspaces[0] is first[0]
+    # What it reads (finished, a new Workload, a deletion) updates it as a full derivation would.
+    w2 = copy.deepcopy(drain_workload("w2", admitted_to="tau-ws-eval", finished=True))
+    for change in (lambda: upsert_raw(store, w2), lambda: upsert_raw(store, drain_workload("w3")),
+                   lambda: store.delete("Workload", "w1", OLD)):
+        change()
+        assert deriver.view(DRAIN_NOW).workspaces == derive(store, DRAIN_NOW).workspaces
+    assert {b.name for b in deriver.view(DRAIN_NOW).workspaces[0].drain.blockers} == {"w3"}
+
+
+@pytest.mark.parametrize("mode", DRAIN_MODES)
+def test_a_re_derived_drain_keeps_the_blockers_of_its_unchanged_workloads(mode):
+    import copy
+
+    from factories import upsert_raw, validated_store
+
+    from taudash.engine.incremental import IncrementalDeriver
+
+    store = validated_store(copy.deepcopy(drain_world(mode, drain_workload("w1"), drain_workload("w2"))))
+    deriver = IncrementalDeriver(store)
+    before = {b.name: b for b in deriver.view(DRAIN_NOW).workspaces[0].drain.blockers}
+    upsert_raw(store, drain_workload("w2", admitted_to="tau-ws-eval"), drain_workload("w3"))  # w1 is untouched
+    after = deriver.view(DRAIN_NOW).workspaces
+    blockers = {b.name: b for b in after[0].drain.blockers}
+    assert blockers["w1"] is before["w1"] and blockers["w2"] is not before["w2"] and set(blockers) == {"w1", "w2", "w3"}
+    assert after == derive(store, DRAIN_NOW).workspaces

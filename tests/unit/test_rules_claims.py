@@ -125,3 +125,54 @@ def test_a_claim_goes_stale_with_the_clock_alone_and_a_later_deactivation_is_see
     upsert_raw(store, deactivated_workload("train-7", "train", by="gone42"))
     f = only(deriver.view(NOW + timedelta(minutes=3)).findings, "WORKLOAD-LEFT-DEACTIVATED")
     assert "gone42" in f.message
+
+
+# --- incremental (issue 35): a change looks at the Workloads that changed, not at every Workload ---------------
+
+
+def _left(view) -> list[tuple[str, str, str]]:
+    return sorted((f.object.namespace, f.object.name, f.message) for f in view.findings
+                  if f.rule == "WORKLOAD-LEFT-DEACTIVATED")
+
+
+def test_deactivations_reactivations_and_reroutes_update_the_view_as_a_full_derivation_would():
+    import copy
+
+    from taudash.engine.incremental import derive
+
+    objs = queue_world(local_queue("other", "train", "tau-ws-eval"), cluster_queue("tau-ws-eval"),
+                       deactivated_workload("a", "train", by="r1"), deactivated_workload("b", "train", by="r2"),
+                       workload("c", "train"))
+    store = store_of(*objs)
+    deriver = IncrementalDeriver(store)
+    deriver.view(NOW)
+    steps = []
+    b = copy.deepcopy(objs[5])
+    b["spec"]["active"] = True  # reactivated: no longer left behind
+    steps.append(b)
+    steps.append(deactivated_workload("c", "train", by="r3", queue="other"))  # deactivated later, another queue
+    steps.append(deactivated_workload("a", "train", by="r1", state="finished"))  # finished: not judged
+    steps.append(local_queue("other", "train", "tau-ws-train"))  # c's LocalQueue routes elsewhere now
+    steps.append(deactivated_workload("d", "train", by="r4"))  # a new one
+    for raw in steps:
+        upsert_raw(store, raw)
+        assert _left(deriver.view(NOW)) == _left(derive(store, NOW)), raw["metadata"]["name"]
+    store.delete("Workload", "d", "train")
+    assert _left(deriver.view(NOW)) == _left(derive(store, NOW))
+    assert [n for _, n, _ in _left(deriver.view(NOW))] == ["c"]
+    assert "ClusterQueue tau-ws-train" in _left(deriver.view(NOW))[0][2]
+    assert deriver.full_builds == 1
+
+
+def test_a_change_to_an_unrelated_workload_leaves_the_deactivated_list_as_it_was():
+    import copy
+
+    store = store_of(*queue_world(deactivated_workload("a", "train", by="r1"), workload("c", "train")))
+    deriver = IncrementalDeriver(store)
+    deriver.view(NOW)
+    part = deriver._parts["claims"]
+    before = part._deactivated
+    c = copy.deepcopy(workload("c", "train", message="3 more needed"))
+    upsert_raw(store, c, workload("e", "train"))  # a pending message moves, a new active Workload comes
+    deriver.view(NOW)
+    assert part._deactivated is before and [d.name for d in before] == ["a"]
