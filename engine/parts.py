@@ -26,6 +26,7 @@ from .model import ClusterQueue, TauWorkspace, Workload
 from .model.kinds import DRAIN_KINDS
 from .quota import QueueInput, QuotaTree
 from .rules.base import Changed, Finding, Key, Rule, RuleContext, RulePart
+from .rules.drain import BlockerMemo
 from .rules.queues import (
     Bucket,
     FactsMemo,
@@ -39,7 +40,6 @@ from .rules.queues import (
     tree_flavors,
     workload_facts,
 )
-from .rules.drain import BlockerMemo
 from .rules.workspaces import derive_workspace
 
 _EPOCHS = itertools.count(1)
