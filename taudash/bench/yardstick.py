@@ -64,7 +64,7 @@ async def _until(done: Callable[[], bool]) -> None:
     raise RuntimeError("the yardstick app did not reach the expected state")
 
 
-async def table_yardstick(size: tuple[int, int], painted: Painted, rounds: int = 3) -> tuple[list[float], list[float]]:
+async def table_yardstick(size: tuple[int, int], painted: Painted, rounds: int = 5) -> tuple[list[float], list[float]]:
     """(first paints, re-renders), `rounds` of each after one unmeasured warm-up round."""
     from textual.app import App, ComposeResult
     from textual.coordinate import Coordinate
@@ -112,7 +112,7 @@ async def table_yardstick(size: tuple[int, int], painted: Painted, rounds: int =
     return paints, renders
 
 
-async def key_yardstick(size: tuple[int, int], painted: Painted, presses: int = 9) -> list[float]:
+async def key_yardstick(size: tuple[int, int], painted: Painted, presses: int = 20) -> list[float]:
     """Key event in → the other of two trivial screens painted, `presses` times after one warm-up."""
     from textual import events
     from textual.app import App, ComposeResult

@@ -10,7 +10,17 @@ from pathlib import Path
 from taudash.bench.generate import Size
 from taudash.bench.history import recorder_bench
 from taudash.bench.measure import Figure
-from taudash.bench.ratios import CPU_RECORDER, DECODE, KEY, RATIOS, Ratio, untargeted_timings, with_ratios
+from taudash.bench.ratios import (
+    CPU_RECORDER,
+    DECODE,
+    DERIVED_FROM,
+    KEY,
+    RATIOS,
+    Ratio,
+    derived_target,
+    untargeted_timings,
+    with_ratios,
+)
 from taudash.bench.yardstick import cpu_work, cpu_yardstick, key_yardstick, table_yardstick
 
 BENCH = Path(__file__).resolve().parents[2] / "taudash" / "bench"
@@ -80,6 +90,17 @@ def test_every_ratio_names_figures_the_bench_builds_and_replaces_a_target_with_o
         assert r.figure in keys, r
         assert r.was_s is None or (r.target is not None and r.target > 0), r
     assert len({r.key for r in RATIOS}) == len(RATIOS)
+
+
+def test_each_target_is_its_absolute_target_over_the_yardstick_it_was_derived_from_rounded_down():
+    for r in RATIOS:
+        if r.target is None:
+            continue
+        assert r.was_s is not None and r.yardstick in DERIVED_FROM, r
+        assert r.target == derived_target(r.was_s, DERIVED_FROM[r.yardstick]), r
+        assert r.target <= r.was_s / DERIVED_FROM[r.yardstick], r  # never rounded up: that would flatter
+    assert derived_target(0.150, 0.3623) == 0.41 and derived_target(0.1, 0.00582) == 17.0
+    assert derived_target(0.5, 0.7203) == 0.69 and derived_target(1.0, 0.1) == 10.0
 
 
 def test_a_tiny_recorder_run_states_its_timing_target_as_a_ratio(tmp_path):
