@@ -111,3 +111,13 @@ class SharedApps:
             self.running.clear()
             for loop in self.loops.values():
                 loop.close()
+
+
+async def back_home(pilot: Pilot) -> None:
+    """A taudash dashboard as it starts: its home screen, nothing pushed over the screen a test left."""
+    app = pilot.app
+    while len(app.screen_stack) > 1:
+        await app.pop_screen()
+    home = app.screen_registry.home.name
+    if app.current_mode != home:
+        await app.switch_mode(home)

@@ -18,7 +18,7 @@ from factories import dashboard_app
 from test_fleet_screen import snapshot_fleet
 from tools.fixed_state import fixed_state_dir
 from tools.history_fixture import build
-from tools.shared_app import SharedApps
+from tools.shared_app import SharedApps, back_home
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
@@ -31,15 +31,6 @@ SIZE_IDS = ["100x30", "120x36", "200x60"]
 KEYED = [("1", "overview"), ("2", "pool"), ("3", "queues"), ("4", "workspaces"), ("5", "sources"),
          ("6", "multikueue"), ("7", "profiles"), ("8", "findings"), ("9", "workflows")]
 STATE = Path("/tmp/taudash-responsive-snapshot-state")  # fixed: 9 Workflows shows the journal directory
-
-
-async def back_home(pilot) -> None:
-    """The dashboard as it starts: its home screen, nothing pushed over the screen a test left."""
-    app = pilot.app
-    while len(app.screen_stack) > 1:
-        await app.pop_screen()
-    if app.current_mode != app.screen_registry.home.name:
-        await app.switch_mode(app.screen_registry.home.name)
 
 
 @pytest.fixture(scope="module")
