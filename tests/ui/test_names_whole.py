@@ -155,7 +155,7 @@ async def test_history_names_whole_at_100(tmp_path):
     from taudash.engine.history.reader import HistoryReader
 
     session = demo_session(HistoryReader(build(tmp_path / "h.sqlite3")))
-    app = TaudashApp(session, clock=lambda: HNOW, tick=3600)
+    app = TaudashApp(session, clock=lambda: HNOW, tick=3600, precompose=False)
     async with app.run_test(size=NARROW) as pilot:
         app.post_message(Navigate("history"))
         assert await eventually(lambda: type(app.screen).__name__ == "HistoryScreen" and app.screen.loaded)
