@@ -137,7 +137,7 @@ async def test_queue_detail_names_whole_at_100(narrow_dashboard):
 
 
 async def test_fleet_names_whole_at_100():
-    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=NARROW) as pilot:
         assert await eventually(lambda: type(app.screen).__name__ == "FleetScreen" and app.screen.frame is not None)
         table = app.screen.query_one("#fleet", KeyedTable)
