@@ -13,6 +13,9 @@ import time
 
 import pytest
 
+# Read once on import: `-p tools.cpu_profile` loads before tests/tools/hermetic.py drops every TAUDASH_* variable.
+OUT = os.environ.get("TAUDASH_CPU_PROFILE", "/tmp/taudash-cpu-profile.tsv")
+
 
 def _cpu() -> float:
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -24,5 +27,5 @@ def pytest_runtest_protocol(item, nextitem):
     cpu, wall = _cpu(), time.monotonic()
     yield
     line = f"{_cpu() - cpu:.3f}\t{time.monotonic() - wall:.3f}\t{item.nodeid}\n"
-    with open(os.environ.get("TAUDASH_CPU_PROFILE", "/tmp/taudash-cpu-profile.tsv"), "a") as out:
+    with open(OUT, "a") as out:
         out.write(line)

@@ -61,7 +61,7 @@ def row_text(app, key: str) -> str:
 
 
 def test_fleet_from_agents_snapshot(snap_compare):
-    assert snap_compare(AgentFleetApp(unreachable(agents_fleet()), clock=lambda: NOW, tick=3600.0),
+    assert snap_compare(AgentFleetApp(unreachable(agents_fleet()), clock=lambda: NOW, tick=3600.0, precompose=False),
                         terminal_size=SIZE)
 
 
@@ -72,7 +72,7 @@ async def fleet_shown(app) -> bool:
 
 
 async def test_each_agent_has_its_own_freshness_and_keys_stay_on_the_fleet_until_one_is_opened():
-    app = AgentFleetApp(unreachable(agents_fleet()), clock=lambda: NOW, tick=3600.0)
+    app = AgentFleetApp(unreachable(agents_fleet()), clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=SIZE) as pilot:
         assert await fleet_shown(app)
         assert "live" in row_text(app, "prod-east") and "stale" not in row_text(app, "prod-east")
@@ -94,7 +94,7 @@ async def test_each_agent_has_its_own_freshness_and_keys_stay_on_the_fleet_until
 
 async def test_enter_opens_the_cluster_live_when_its_context_is_known(sim_server):
     fleet = agents_fleet(str(sim_server.kubeconfig), context="taudash-sim")
-    app = AgentFleetApp(fleet, tick=0.5)
+    app = AgentFleetApp(fleet, tick=0.5, precompose=False)
     try:
         async with app.run_test(size=SIZE) as pilot:
             assert await fleet_shown(app)

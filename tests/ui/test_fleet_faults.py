@@ -34,7 +34,7 @@ async def test_a_hung_worker_turns_stale_within_the_bound_and_comes_back():
                       freshness_bound=BOUND)
         fleet.start(str(sim.kubeconfig), retry=0.2)
         try:
-            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3, precompose=False)
             async with app.run_test(size=SIZE):
                 mgr, w1, w2 = (fleet.member(c) for c in sim.contexts)
                 assert await eventually(lambda: all(m.state == "live" and m.last_answer for m in fleet.members))
@@ -67,7 +67,7 @@ async def test_a_forbidden_kind_and_a_down_cluster_stay_on_their_own_rows():
                       freshness_bound=BOUND)
         fleet.start(str(sim.kubeconfig), retry=0.2)
         try:
-            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3, precompose=False)
             async with app.run_test(size=SIZE):
                 mgr, w1, w2 = (fleet.member(c) for c in sim.contexts)
                 assert await eventually(lambda: mgr.state == "live" and w2.state == "live")
@@ -106,12 +106,12 @@ def probed_fleet() -> Fleet:
 
 
 def test_fleet_screen_with_a_hung_and_a_slow_cluster_snapshot(snap_compare):
-    assert snap_compare(FleetApp(probed_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=SIZE)
+    assert snap_compare(FleetApp(probed_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False), terminal_size=SIZE)
 
 
 async def test_the_probe_verdict_reaches_the_row_the_state_line_and_the_join():
     fleet = probed_fleet()
-    app = FleetApp(fleet, clock=lambda: NOW, tick=3600.0)
+    app = FleetApp(fleet, clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=SIZE):
         assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None)
         def state() -> str:

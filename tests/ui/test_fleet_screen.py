@@ -57,11 +57,12 @@ def row_text(app, key: str) -> str:
 
 
 def test_fleet_screen_snapshot(snap_compare):
-    assert snap_compare(FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=SIZE)
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False)
+    assert snap_compare(app, terminal_size=SIZE)
 
 
 async def test_enter_makes_a_cluster_the_subject_of_every_screen_on_snapshots():
-    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=SIZE) as pilot:
         # the rows, not only the frame: on a busy machine the table is filled a moment after the frame arrives
         assert await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen.frame is not None
@@ -94,7 +95,7 @@ async def test_a_live_fleet_each_cluster_its_own_failure_domain():
         fleet = Fleet([FleetMember(c, source_type="sim") for c in sim.contexts])
         fleet.start(str(sim.kubeconfig), retry=0.2)
         try:
-            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3, precompose=False)
             async with app.run_test(size=SIZE) as pilot:
                 mgr, w1, w2 = (fleet.member(c) for c in sim.contexts)
                 assert await eventually(lambda: mgr.state == "live" and w1.state == "live")
@@ -172,7 +173,7 @@ async def test_must_show_a_dispatched_workload_with_its_worker_and_a_killed_work
         fleet = Fleet([FleetMember(c, source_type="sim") for c in sim.contexts], mapping=sim.mapping)
         fleet.start(str(sim.kubeconfig), retry=0.2)
         try:
-            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3)
+            app = FleetApp(fleet, clock=lambda: datetime.now(UTC), tick=0.3, precompose=False)
             async with app.run_test(size=SIZE) as pilot:
                 assert await eventually(lambda: all(m.state == "live" for m in fleet.members))
                 assert await eventually(lambda: has_row(app, "#mk-dispatched", wl)

@@ -28,8 +28,10 @@ def recorded(tmp_path_factory):
 
 
 def history_app(path=None, reader=None) -> TaudashApp:
+    """The demo dashboard over a history file; the other screens are not composed in the background (these
+    tests show the History screen only: factories.dashboard_app's precompose)."""
     session = demo_session(reader if reader is not None else HistoryReader(path) if path is not None else None)
-    return TaudashApp(session, clock=lambda: NOW, tick=3600)
+    return TaudashApp(session, clock=lambda: NOW, tick=3600, precompose=False)
 
 
 async def to_history(pilot) -> HistoryScreen:
@@ -211,7 +213,7 @@ async def test_a_range_with_nothing_recorded_says_so_not_zero(recorded, tmp_path
     # the same file, read a month later: nothing in the last hour
     session = demo_session(HistoryReader(recorded))
     later = NOW.replace(month=12, day=30)
-    app = TaudashApp(session, clock=lambda: later, tick=3600)
+    app = TaudashApp(session, clock=lambda: later, tick=3600, precompose=False)
     async with app.run_test(size=SIZE) as pilot:
         await to_history(pilot)
         text = plain(app, "#hist-none")

@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import pytest_asyncio
 from factories import dashboard_app
 from rich.style import Style
 from test_fleet_screen import snapshot_fleet
+from tools.shared_app import back_home
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
@@ -67,6 +69,14 @@ def contains(names: list[str], wanted: str) -> bool:
     return any(squeeze(wanted) in n for n in names)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def narrow_dashboard():
+    """One demo dashboard at 100 columns for the tests below: they switch screens, open details (each starting
+    from the home screen, tools/shared_app.py back_home) and read tables, never change anything."""
+    async with dashboard_app(now=NOW).run_test(size=NARROW) as pilot:
+        yield pilot
+
+
 @pytest.mark.parametrize("key,table,expected", [
     ("1", "findings", lambda v: [ref_text(f.object).plain for f in v.findings]),
     ("2", "pool-inventory", lambda v: [f.name for f in v.pool.flavors]),
@@ -81,49 +91,53 @@ def contains(names: list[str], wanted: str) -> bool:
     ("7", "pr-select", lambda v: [s.namespace for s in v.profiles.selections]),
     ("8", "all-findings", lambda v: [ref_text(f.object).plain for f in v.findings]),
 ])
-async def test_identifying_column_whole_at_100(key, table, expected):
-    app = dashboard_app(now=NOW)
-    async with app.run_test(size=NARROW) as pilot:
-        await pilot.press(key)
-        screen = app.screen
-        assert await eventually(lambda: screen.frame is not None and bool(screen.query(f"#{table}")))
-        await pilot.pause()
-        names = whole_names(screen)
-        assert table in names, f"#{table} has no identifying column"
-        wanted = expected(screen.frame.view)
-        assert wanted, "the demo cluster has rows here"
-        missing = [w for w in wanted if not contains(names[table], w)]
-        assert not missing, f"#{table}: not shown whole: {missing} among {names[table]}"
+@pytest.mark.asyncio(loop_scope="module")
+async def test_identifying_column_whole_at_100(narrow_dashboard, key, table, expected):
+    pilot = narrow_dashboard
+    await pilot.press(key)
+    screen = pilot.app.screen
+    assert await eventually(lambda: screen.frame is not None and bool(screen.query(f"#{table}")))
+    await pilot.pause()
+    names = whole_names(screen)
+    assert table in names, f"#{table} has no identifying column"
+    wanted = expected(screen.frame.view)
+    assert wanted, "the demo cluster has rows here"
+    missing = [w for w in wanted if not contains(names[table], w)]
+    assert not missing, f"#{table}: not shown whole: {missing} among {names[table]}"
 
 
-async def test_workspace_detail_names_whole_at_100():
-    app = dashboard_app(now=NOW)
-    async with app.run_test(size=NARROW) as pilot:
-        await pilot.press("4", "enter")
-        assert await eventually(lambda: type(app.screen).__name__ == "WorkspaceDetailScreen")
-        await pilot.pause()
-        names = whole_names(app.screen)
-        assert names["wsd-conditions"], "the conditions table lists conditions"
-        assert names["wsd-blockers"], "eval's drain is blocked: blockers are listed"
-        assert contains(names["wsd-blockers"], "eval/web-ui")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_workspace_detail_names_whole_at_100(narrow_dashboard):
+    pilot = narrow_dashboard
+    app = pilot.app
+    await back_home(pilot)
+    await pilot.press("4", "enter")
+    assert await eventually(lambda: type(app.screen).__name__ == "WorkspaceDetailScreen")
+    await pilot.pause()
+    names = whole_names(app.screen)
+    assert names["wsd-conditions"], "the conditions table lists conditions"
+    assert names["wsd-blockers"], "eval's drain is blocked: blockers are listed"
+    assert contains(names["wsd-blockers"], "eval/web-ui")
 
 
-async def test_queue_detail_names_whole_at_100():
-    app = dashboard_app(now=NOW)
-    async with app.run_test(size=NARROW) as pilot:
-        app.post_message(OpenQueue("tau-ws-train"))
-        assert await eventually(lambda: type(app.screen).__name__ == "QueueDetailScreen")
-        screen = app.screen
-        # pushed is not composed yet: on a busy machine the table may not exist at the first look
-        assert await eventually(lambda: bool(screen.query("#qd-admitted"))
-                                and bool(screen.query_one("#qd-admitted", KeyedTable).visible_keys()))
-        await pilot.pause()
-        names = whole_names(screen)
-        assert names["qd-admitted"], "tau-ws-train admits Workloads in the demo"
+@pytest.mark.asyncio(loop_scope="module")
+async def test_queue_detail_names_whole_at_100(narrow_dashboard):
+    pilot = narrow_dashboard
+    app = pilot.app
+    await back_home(pilot)
+    app.post_message(OpenQueue("tau-ws-train"))
+    assert await eventually(lambda: type(app.screen).__name__ == "QueueDetailScreen")
+    screen = app.screen
+    # pushed is not composed yet: on a busy machine the table may not exist at the first look
+    assert await eventually(lambda: bool(screen.query("#qd-admitted"))
+                            and bool(screen.query_one("#qd-admitted", KeyedTable).visible_keys()))
+    await pilot.pause()
+    names = whole_names(screen)
+    assert names["qd-admitted"], "tau-ws-train admits Workloads in the demo"
 
 
 async def test_fleet_names_whole_at_100():
-    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0)
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=NARROW) as pilot:
         assert await eventually(lambda: type(app.screen).__name__ == "FleetScreen" and app.screen.frame is not None)
         table = app.screen.query_one("#fleet", KeyedTable)
@@ -141,7 +155,7 @@ async def test_history_names_whole_at_100(tmp_path):
     from taudash.engine.history.reader import HistoryReader
 
     session = demo_session(HistoryReader(build(tmp_path / "h.sqlite3")))
-    app = TaudashApp(session, clock=lambda: HNOW, tick=3600)
+    app = TaudashApp(session, clock=lambda: HNOW, tick=3600, precompose=False)
     async with app.run_test(size=NARROW) as pilot:
         app.post_message(Navigate("history"))
         assert await eventually(lambda: type(app.screen).__name__ == "HistoryScreen" and app.screen.loaded)
@@ -150,13 +164,15 @@ async def test_history_names_whole_at_100(tmp_path):
         assert all(contains(names["hist-queues"], q) for q in QUEUES)
 
 
-async def test_object_detail_names_whole_at_100():
-    app = dashboard_app(now=NOW)
-    async with app.run_test(size=NARROW) as pilot:
-        app.post_message(OpenObject(ObjRef(kind="ClusterQueue", name="tau-ws-vision")))
-        assert await eventually(lambda: type(app.screen).__name__ == "ObjectDetailScreen")
-        await pilot.pause()
-        whole_names(app.screen)  # every table with an identifying column: whole
+@pytest.mark.asyncio(loop_scope="module")
+async def test_object_detail_names_whole_at_100(narrow_dashboard):
+    pilot = narrow_dashboard
+    app = pilot.app
+    await back_home(pilot)
+    app.post_message(OpenObject(ObjRef(kind="ClusterQueue", name="tau-ws-vision")))
+    assert await eventually(lambda: type(app.screen).__name__ == "ObjectDetailScreen")
+    await pilot.pause()
+    whole_names(app.screen)  # every table with an identifying column: whole
 
 
 async def test_a_cut_name_is_caught():

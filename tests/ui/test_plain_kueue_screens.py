@@ -1,6 +1,7 @@
 """A plain Kueue cluster in the dashboard (tests/fixtures/plain-kueue.yaml: no TauGrid APIs, a Cohort
 tree with a lending limit, healthy MultiKueue, a Workload with eviction history): SVG snapshots of the
-screens that change, and Pilot tests of what the Queues pane and the object detail show."""
+screens that change (one running dashboard serves them: tests/tools/shared_app.py), and Pilot tests of what the
+Queues pane and the object detail show."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from textual.widgets import Static
 from tools import kueue_data
 from tools.paths import REPO
+from tools.shared_app import SharedApps, back_home
 
 from taudash.engine.rules.base import ObjRef
 from taudash.screens.kit.messages import OpenObject
@@ -42,17 +44,24 @@ def test_the_fixture_is_valid_kueue():
             assert out is not None and out.ok and not out.unknown, (o["kind"], o["metadata"]["name"], out)
 
 
+@pytest.fixture(scope="module")
+def plain_dashboard():
+    apps = SharedApps(lambda: dashboard_app(FIXTURE, now=NOW, demo=False), back_home, [SIZE])
+    yield apps
+    apps.close()
+
+
 @pytest.mark.parametrize("key,name", [("1", "overview"), ("3", "queues"), ("6", "multikueue"), ("7", "profiles")])
-def test_plain_kueue_screen(snap_compare, key, name):
-    assert snap_compare(dashboard_app(FIXTURE, now=NOW, demo=False), press=[key], terminal_size=SIZE)
+def test_plain_kueue_screen(snap_compare, plain_dashboard, key, name):
+    assert plain_dashboard.compare(snap_compare, SIZE, press=[key])
 
 
-def test_plain_kueue_workload_detail(snap_compare):
+def test_plain_kueue_workload_detail(snap_compare, plain_dashboard):
     async def open_object(pilot):
         pilot.app.post_message(OpenObject(ObjRef(kind="Workload", namespace="team-a", name="job-train-1")))
         await pilot.pause()
 
-    assert snap_compare(dashboard_app(FIXTURE, now=NOW, demo=False), run_before=open_object, terminal_size=SIZE)
+    assert plain_dashboard.compare(snap_compare, SIZE, run_before=open_object)
 
 
 async def test_queues_show_the_cohort_tree_and_a_queue_s_policies():

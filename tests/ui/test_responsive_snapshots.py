@@ -1,5 +1,8 @@
 """Every screen at 100×30, 120×36 and 200×60: SVG snapshots on the demo cluster with a frozen clock.
 
+One dashboard per size serves every screen's snapshot at that size (tests/tools/shared_app.py): each test
+still has its own SVG, and starts where a fresh dashboard starts (the home screen, nothing pushed).
+
 Column widths come from content and the terminal width; names wrap instead of being cut; messages take the
 spare width and wrap when a tall terminal has room. Accept changes with `--snapshot-update` only after
 looking at the PNGs (`rsvg-convert x.svg -o x.png`).
@@ -15,6 +18,7 @@ from factories import dashboard_app
 from test_fleet_screen import snapshot_fleet
 from tools.fixed_state import fixed_state_dir
 from tools.history_fixture import build
+from tools.shared_app import SharedApps, back_home
 from tools.waiting import eventually
 
 from taudash.engine.rules.base import ObjRef
@@ -29,39 +33,47 @@ KEYED = [("1", "overview"), ("2", "pool"), ("3", "queues"), ("4", "workspaces"),
 STATE = Path("/tmp/taudash-responsive-snapshot-state")  # fixed: 9 Workflows shows the journal directory
 
 
+@pytest.fixture(scope="module")
+def dashboards():
+    """The demo dashboard, one running per size, shared by the module's read-only screen snapshots."""
+    apps = SharedApps(lambda: dashboard_app(now=NOW), back_home, SIZES)
+    yield apps
+    apps.close()
+
+
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize("key,name", KEYED, ids=[n for _, n in KEYED])
-def test_numbered_screen(snap_compare, monkeypatch, key, name, size):
+def test_numbered_screen(snap_compare, dashboards, monkeypatch, key, name, size):
     if name != "workflows":
-        assert snap_compare(dashboard_app(now=NOW), press=[key], terminal_size=size)
+        assert dashboards.compare(snap_compare, size, press=[key])
         return
     with fixed_state_dir(monkeypatch, STATE):  # no journals: "no workflows yet"
-        assert snap_compare(dashboard_app(now=NOW), press=[key], terminal_size=size)
+        assert dashboards.compare(snap_compare, size, press=[key])
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-def test_workspace_detail_sizes(snap_compare, size):
-    assert snap_compare(dashboard_app(now=NOW), press=["4", "enter"], terminal_size=size)
+def test_workspace_detail_sizes(snap_compare, dashboards, size):
+    assert dashboards.compare(snap_compare, size, press=["4", "enter"])
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-def test_queue_detail_sizes(snap_compare, size):
+def test_queue_detail_sizes(snap_compare, dashboards, size):
     async def run_before(pilot):
         pilot.app.post_message(OpenQueue("tau-ws-train"))
         assert await eventually(lambda: type(pilot.app.screen).__name__ == "QueueDetailScreen")
         await pilot.pause()
 
-    assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=size)
+    assert dashboards.compare(snap_compare, size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-def test_object_detail_sizes(snap_compare, size):
+def test_object_detail_sizes(snap_compare, dashboards, size):
     async def run_before(pilot):
         pilot.app.post_message(OpenObject(ObjRef(kind="ClusterQueue", name="tau-ws-vision")))
         assert await eventually(lambda: type(pilot.app.screen).__name__ == "ObjectDetailScreen")
         await pilot.pause()
 
-    assert snap_compare(dashboard_app(now=NOW), run_before=run_before, terminal_size=size)
+    assert dashboards.compare(snap_compare, size, run_before=run_before)
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +96,11 @@ def test_history_sizes(snap_compare, recorded, size):
         assert await eventually(lambda: type(pilot.app.screen).__name__ == "HistoryScreen" and pilot.app.screen.loaded)
         await pilot.pause()
 
-    assert snap_compare(TaudashApp(session, clock=lambda: HNOW, tick=3600), run_before=run_before, terminal_size=size)
+    app = TaudashApp(session, clock=lambda: HNOW, tick=3600, precompose=False)  # one screen shown: none beside it
+    assert snap_compare(app, run_before=run_before, terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 def test_fleet_sizes(snap_compare, size):
-    assert snap_compare(FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0), terminal_size=size)
+    app = FleetApp(snapshot_fleet(), clock=lambda: NOW, tick=3600.0, precompose=False)
+    assert snap_compare(app, terminal_size=size)

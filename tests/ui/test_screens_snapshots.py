@@ -2,6 +2,9 @@
 
 Review changes with `pytest tests/ui/test_screens_snapshots.py --snapshot-report=…` and accept them with
 `--snapshot-update` only after looking at them: the SVGs are the dashboard's visual contract.
+
+One demo dashboard serves the snapshots of its screens (tests/tools/shared_app.py): each test still has its own
+SVG, and starts where a fresh dashboard starts.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from factories import dashboard_app
 from tools.paths import FIXTURES
+from tools.shared_app import SharedApps, back_home
 
 from taudash.engine.rules.base import ObjRef
 from taudash.screens.kit.messages import OpenObject
@@ -20,29 +24,36 @@ NOW = datetime(2026, 11, 30, 9, 5, tzinfo=UTC)
 SIZE = (120, 36)
 
 
+@pytest.fixture(scope="module")
+def dashboard():
+    apps = SharedApps(lambda: dashboard_app(now=NOW), back_home, [SIZE])
+    yield apps
+    apps.close()
+
+
 @pytest.mark.parametrize("key,name", [
     ("1", "overview"), ("2", "pool"), ("3", "queues"), ("4", "workspaces"),
     ("5", "sources"), ("6", "multikueue"), ("7", "profiles"), ("8", "findings"),
 ])
-def test_screen(snap_compare, key, name):
-    assert snap_compare(dashboard_app(now=NOW), press=[key], terminal_size=SIZE)
+def test_screen(snap_compare, dashboard, key, name):
+    assert dashboard.compare(snap_compare, SIZE, press=[key])
 
 
-def test_workspace_detail(snap_compare):
+def test_workspace_detail(snap_compare, dashboard):
     # eval is the retargeted workspace whose drain is blocked
-    assert snap_compare(dashboard_app(now=NOW), press=["4", "enter"], terminal_size=SIZE)
+    assert dashboard.compare(snap_compare, SIZE, press=["4", "enter"])
 
 
-def test_object_detail(snap_compare):
+def test_object_detail(snap_compare, dashboard):
     async def open_object(pilot):
         pilot.app.post_message(OpenObject(ObjRef(kind="RayService", namespace="eval", name="llm")))
         await pilot.pause()
 
-    assert snap_compare(dashboard_app(now=NOW), run_before=open_object, terminal_size=SIZE)
+    assert dashboard.compare(snap_compare, SIZE, run_before=open_object)
 
 
-def test_help(snap_compare):
-    assert snap_compare(dashboard_app(now=NOW), press=["2", "question_mark"], terminal_size=SIZE)
+def test_help(snap_compare, dashboard):
+    assert dashboard.compare(snap_compare, SIZE, press=["2", "question_mark"])
 
 
 def test_overview_with_unreadable_kinds(snap_compare):

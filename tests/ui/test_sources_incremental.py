@@ -74,7 +74,7 @@ def test_waiting_changes_name_every_row_that_moved():
 async def test_patched_rows_equal_the_full_walk():
     store = _store()
     session = Session(store, SourceInfo(type="sim", context="t"))
-    app = TaudashApp(session, clock=lambda: NOW, tick=3600.0)
+    app = TaudashApp(session, clock=lambda: NOW, tick=3600.0, precompose=False)
     rng = random.Random(7)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("5")
@@ -103,7 +103,7 @@ async def test_drain_blockers_are_laid_over_the_rows():
     path = SNAPSHOTS / "drain-blocked.yaml"
     r = load_snapshot(path)
     session = Session(r.store, SourceInfo(type="snapshot", context=r.context, path=str(path)))
-    app = TaudashApp(session, clock=lambda: NOW, tick=3600.0)
+    app = TaudashApp(session, clock=lambda: NOW, tick=3600.0, precompose=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("5")
         await pilot.pause()

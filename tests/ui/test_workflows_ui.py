@@ -76,7 +76,7 @@ async def open_rig(sim: SimServer, read_only: bool = False) -> Rig:
     session = Session(store, SourceInfo(type="sim", context=target.context, path=target.server), read_only=read_only,
                       demo=True, lock=lock, actions=actions, cluster=await source.identity())
     rig = Rig(sim, world, None, source)  # type: ignore[arg-type]
-    rig.app = TaudashApp(session, clock=lambda: datetime.now(UTC), tick=TICK,
+    rig.app = TaudashApp(session, clock=lambda: datetime.now(UTC), tick=TICK, precompose=False,  # screens on visit
                          workflows=RunOptions(poll=0.0, sleep=rig.sleep, clock=world.clock.now))
     return rig
 

@@ -195,7 +195,7 @@ async def test_help_lists_the_workflow_keys_and_the_palette_hides_start_when_rea
     monkeypatch.setenv("TAUDASH_STATE_DIR", str(tmp_path))
     r = load_snapshot(DEMO)
     app = TaudashApp(Session(r.store, SourceInfo(type="snapshot", context=r.context, path="demo.yaml")),
-                     clock=lambda: AT, tick=3600)
+                     clock=lambda: AT, tick=3600, precompose=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("9", "question_mark")
         await pilot.pause()
