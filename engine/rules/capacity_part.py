@@ -103,10 +103,10 @@ class CapacityPart(RulePart):
             for n in ctx.store.list(Node):
                 self._set_node(ctx, n.name, n)
             for p in ctx.store.list(Pod):
-                self._set_pod((p.namespace or "", p.name), p)
+                if p.node_name and not p.terminal:  # the others hold nothing (most of a fleet's Pods)
+                    self._set_pod((p.namespace or "", p.name), p)
             if self._wl_ok:
-                for wl in ctx.store.list(Workload):
-                    self._set_workload((wl.namespace or "", wl.name), wl)
+                self._build_workloads(ctx)
             self._refresh(ctx, set(self._classes), set(self._nodes), set(), True)
             return True
         if self._whole is not None:
@@ -251,6 +251,22 @@ class CapacityPart(RulePart):
             assert wl is not None
             self._gangs[key] = wl
         return uids, was or now
+
+    def _build_workloads(self, ctx: RuleContext) -> None:
+        """`_set_workload` of every Workload into empty state, in key order (so the last admitted one an owner
+        has is the one the view names): the 100k-Workload pass of a build, kept to the ones that count."""
+        admitted, wl_uid, best, gangs = self._admitted, self._wl_uid, self._best, self._gangs
+        for wl in ctx.store.list(Workload):
+            if wl.finished:
+                continue
+            owner = wl.owner
+            if owner is not None and owner.uid and wl.admitted:
+                key = (wl.metadata.namespace or "", wl.metadata.name)
+                admitted.setdefault(owner.uid, {})[key] = wl
+                wl_uid[key] = owner.uid
+                best[owner.uid] = wl
+            if pending_gang(wl):
+                gangs[(wl.metadata.namespace or "", wl.metadata.name)] = wl
 
     # the view --------------------------------------------------------------------------------------
     def _refresh(self, ctx: RuleContext, classes: set[str], nodes: set[str], dress: set[str], waits: bool) -> None:

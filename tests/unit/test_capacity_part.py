@@ -274,3 +274,29 @@ def test_unreadable_pods_make_free_capacity_unknown_then_known_again():
     store.set_access("Pod", AccessState.SYNCED)
     back = inc.view(NOW).capacity
     assert back.known and back.to_contract() == _scratch(store)[0]
+
+
+def test_a_build_holds_and_names_what_updates_from_an_empty_store_would():
+    """The build's own pass (bound, running Pods; admitted, unfinished Workloads and pending gangs) against the
+    same objects arriving one event at a time, and against the view from scratch."""
+    store = validated_store(demo_raw_objects())
+    node = next(n for f in IncrementalDeriver(store).view(NOW).capacity.flavors for n in f.nodes if n.free)
+    owner = ("Job", "trainer", "uid-trainer")
+    objects = [
+        pod("trainer-0", "ns", node=node.name, gpus=1, owner=owner),
+        pod("trainer-done", "ns", node=node.name, gpus=1, phase="Succeeded", owner=owner),
+        pod("trainer-waits", "ns", gpus=1, owner=owner),
+        workload("trainer-a", "ns", admitted_to="tau-ws-ns", state="admitted", owner=owner),
+        workload("trainer-b", "ns", admitted_to="tau-ws-ns", state="admitted", owner=owner),
+        workload("trainer-c", "ns", admitted_to="tau-ws-ns", state="finished", owner=owner),
+    ]
+    updated = IncrementalDeriver(store)
+    updated.view(NOW)
+    for raw in objects:
+        _upsert(store, raw)
+        updated.view(NOW)
+    built = IncrementalDeriver(store)
+    assert _incremental(built) == _incremental(updated) == _scratch(store)
+    assert updated.full_builds == built.full_builds == 1
+    for inc in (built, updated):  # the owner's last admitted, unfinished Workload by key is the one named
+        assert inc._parts["capacity"]._best["uid-trainer"].name == "trainer-b"  # type: ignore[attr-defined]
