@@ -159,7 +159,7 @@ BlockerMemo = dict[str, tuple[Workload, str, str, DrainBlocker]]  # Workload nam
 def derive_drain(ctx: RuleContext, ws: TauWorkspace, memo: BlockerMemo | None = None) -> tuple[DrainView, list[Finding]]:
     """The drain of one workspace. `memo` (the caller's, one per workspace) keeps each unfinished Workload's
     blocker between two derivations: a Workload the store still holds as the same object, on the same route of the
-    same operation, keeps its blocker (issue 35: a change re-derives a draining workspace whole); the memo is left
+    same operation, keeps its blocker (a change re-derived a draining workspace whole); the memo is left
     holding this derivation's blockers only."""
     mode = drain_mode(ws)
     if mode is None:

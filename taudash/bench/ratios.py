@@ -1,11 +1,11 @@
-"""Timing targets as ratios to a yardstick measured in the same run (issue 35, decision 166).
+"""Timing targets as ratios to a yardstick measured in the same run (decision 166).
 
 An absolute target in milliseconds passes or fails with the CPU the run lands on. Each timed figure
 with a target is judged instead by its ratio to a yardstick figure of the same run (taudash/bench/
 yardstick.py, or the raw decode of the same pages): the ratio figure carries the target and decides
 pass; the absolute figure keeps its key and value (no target, the documented absolute target it
 replaces in its note). Each target is the session 4 absolute target over its yardstick as measured in the
-issue-35 S run (decision 167; docs/benchmarks.md, "Targets as ratios (issue 35)"), never scaled by an
+S run of 2026-12-03 (decision 167; docs/benchmarks.md, "Targets as ratios"), never scaled by an
 estimate of how much faster session 4's machine was: that run was busy, so the targets are strict.
 """
 
@@ -38,8 +38,8 @@ CPU_RECORDER = "yardstick_cpu_recorder_s"  # the fixed loop, just before and aft
 SHORT = {DECODE: "raw decode", TABLE_PAINT: "bare DataTable paint", TABLE_RENDER: "bare DataTable re-render",
          KEY: "bare key → screen", CPU_LOAD: "CPU loop", CPU_RECORDER: "CPU loop"}
 
-# The yardsticks (s) the targets were derived from (decision 167): their medians in the issue-35 S run
-# (docs/benchmarks.md, "Targets as ratios (issue 35)"), except the decode, which grows with the fleet: its
+# The yardsticks (s) the targets were derived from (decision 167): their medians in that S run
+# (docs/benchmarks.md, "Targets as ratios"), except the decode, which grows with the fleet: its
 # target keeps session 4's own L pair (500 ms derivation target, 720.3 ms decode in the same runs).
 DERIVED_FROM = {DECODE: 0.7203, TABLE_PAINT: 0.3623, TABLE_RENDER: 0.2358, KEY: 0.00582, CPU_LOAD: 0.01040,
                 CPU_RECORDER: 0.01579}

@@ -1,4 +1,4 @@
-"""Yardsticks (issue 35): fixed work measured in the same run as the figures it judges, so a target stated
+"""Yardsticks: fixed work measured in the same run as the figures it judges, so a target stated
 as a ratio to it means the same on a fast machine and a slow one (taudash/bench/ratios.py).
 
 - `cpu_yardstick`: a fixed pure-Python loop (build small dicts, group, sort, sum) — the kind of work an

@@ -92,7 +92,7 @@ FIGURES = {
     "events_per_s", "update_p50_s", "update_p99_s", "incr_p50_s", "incr_p99_s", "key_p95_s", "tick_under_load_s",
     "peak_rss_mib", "sim_rss_mib",
     "ui_composed_s", "ui_screens", "key_cpu_p95_s", "ui_cpu_share",
-    # issue 35: the yardsticks measured in the same run, and every timing target as a ratio to one
+    # The yardsticks measured in the same run, and every timing target as a ratio to one
     "yardstick_decode_s", "yardstick_table_paint_s", "yardstick_table_render_s", "yardstick_key_s",
     "yardstick_cpu_load_s", "yardstick_cpu_recorder_s",
     *(r.key for r in RATIOS if r.figure not in ("queue_first_paint_s", "queue_tick_s", "queue_key_p95_s")),
@@ -123,7 +123,7 @@ def test_bench_small_end_to_end_json(capsys):
     assert figs["sync_vs_decode"]["runs"] == [r["syncSeconds"] / r["decodeSeconds"] for r in sd["rounds"]]
     assert "3 interleaved pairs, https, same pages" in figs["sync_vs_decode"]["note"]
     assert len(figs["sync_vs_kubectl"]["runs"]) == 3  # each sync over the one kubectl run
-    # Timing targets are ratios (issue 35): no figure in seconds carries one; each ratio decides pass.
+    # Timing targets are ratios: no figure in seconds carries one; each ratio decides pass.
     assert [k for k, f in figs.items() if f["unit"] == "s" and f["target"] is not None] == []
     for r in RATIOS:
         if r.key in figs:

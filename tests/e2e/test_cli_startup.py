@@ -1,4 +1,4 @@
-"""What `taudash status --snapshot` and `taudash check --snapshot` load in a fresh process (issue 35, start-up):
+"""What `taudash status --snapshot` and `taudash check --snapshot` load in a fresh process (start-up):
 none of the dashboard, the simulator, the live source or the bench, and none of the pydantic schemas of the
 kinds decoded as structs (decision 164). An import-set check, not a timing: what a cron job's `check` pays
 for is what it imports and builds."""

@@ -1,4 +1,4 @@
-"""Timing targets as ratios to yardsticks measured in the same run (issue 35, taudash/bench/ratios.py):
+"""Timing targets as ratios to yardsticks measured in the same run (taudash/bench/ratios.py):
 the ratio decides pass, the absolute figure keeps its value without a target, every timed target of
 `taudash bench` is a ratio, and the yardsticks measure something. No assertion on a timing."""
 
@@ -80,7 +80,7 @@ def test_no_timed_figure_of_the_bench_carries_an_absolute_target():
             target = args[4] if len(args) > 4 else next((k.value for k in call.keywords if k.arg == "target"), None)
             if unit == "s":
                 assert target is None or (isinstance(target, ast.Constant) and target.value is None), (
-                    f"{name}:{call.lineno} states a timing target in seconds: targets are ratios (issue 35)")
+                    f"{name}:{call.lineno} states a timing target in seconds: targets are ratios (decision 166)")
 
 
 def test_every_ratio_names_figures_the_bench_builds_and_replaces_a_target_with_one():

@@ -321,7 +321,7 @@ def test_workspace_view_carries_the_drain(mode):
     assert any(f.rule == "DRAIN-BLOCKED" for f in view.findings)
 
 
-# --- incremental (issue 35): only what a drain reads of a Workload re-derives the draining workspace -------------
+# --- incremental: only what a drain reads of a Workload re-derives the draining workspace -------------
 
 
 @pytest.mark.parametrize("mode", DRAIN_MODES)

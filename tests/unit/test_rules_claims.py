@@ -127,7 +127,7 @@ def test_a_claim_goes_stale_with_the_clock_alone_and_a_later_deactivation_is_see
     assert "gone42" in f.message
 
 
-# --- incremental (issue 35): a change looks at the Workloads that changed, not at every Workload ---------------
+# --- incremental: a change looks at the Workloads that changed, not at every Workload ---------------
 
 
 def _left(view) -> list[tuple[str, str, str]]:
