@@ -251,6 +251,7 @@ class QueuesPart(RulePart):
         self._rows: dict[str, list[Any]] = {}  # name → the flavor rows its view was made with
         self._queues: list[Any] = []
         self._cohorts: list[Any] | None = None
+        self._found: list[Finding] | None = None  # the queues' findings, in name order, until a queue moves
 
     def _obj(self, cq: Any) -> _QueueObj:
         known = self._objs.get(cq.name)
@@ -326,6 +327,7 @@ class QueuesPart(RulePart):
                         self._rows[name] = rows
         if redo or tree_moved:
             self._queues = [self._parts[n][0] for n in sorted(self._parts)]
+            self._found = None
         if cohorts_moved:
             self._cohorts = derive_cohorts(ctx, self._queues, self._tree)
         return bool(redo or cohorts_moved)
@@ -334,8 +336,9 @@ class QueuesPart(RulePart):
         return (self._cohorts, self._queues)
 
     def findings(self) -> Iterable[Finding]:
-        for name in sorted(self._parts):
-            yield from self._parts[name][1]
+        if self._found is None:  # every view asks; a walk of every queue only after one moved
+            self._found = [f for n in sorted(self._parts) for f in self._parts[n][1]]
+        return self._found
 
 
 class WorkspacesPart(RulePart):
