@@ -181,13 +181,14 @@ class IncrementalDeriver:
 
     # public -----------------------------------------------------------------------------------
     def view(self, now: datetime) -> ClusterView:
-        changes = self._pending()
+        access = self._access()  # once a view: rules write nothing, so it is the same after them
+        changes = self._pending(access)
         if changes is None or any(c.type == "RESET" for c in changes):
             self._build(now)
         else:
             self._apply(now, changes)
         self._rev = self.store.revision
-        self._access_key = self._access()
+        self._access_key = access
         return self._assemble()
 
     def cheap(self) -> bool:
@@ -205,8 +206,8 @@ class IncrementalDeriver:
     def _access(self) -> tuple[Any, ...]:
         return tuple((k, a.state.value, a.since, a.message) for k, a in sorted(self.store.access_states().items()))
 
-    def _pending(self) -> list[Change] | None:
-        if self._rev is None or self._access() != self._access_key:
+    def _pending(self, access: tuple[Any, ...] | None = None) -> list[Change] | None:
+        if self._rev is None or (access if access is not None else self._access()) != self._access_key:
             return None
         return self.store.changes_since(self._rev)
 

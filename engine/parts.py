@@ -251,6 +251,7 @@ class QueuesPart(RulePart):
         self._rows: dict[str, list[Any]] = {}  # name → the flavor rows its view was made with
         self._queues: list[Any] = []
         self._cohorts: list[Any] | None = None
+        self._found: list[Finding] | None = None  # the queues' findings, in name order, until a queue moves
 
     def _obj(self, cq: Any) -> _QueueObj:
         known = self._objs.get(cq.name)
@@ -326,6 +327,7 @@ class QueuesPart(RulePart):
                         self._rows[name] = rows
         if redo or tree_moved:
             self._queues = [self._parts[n][0] for n in sorted(self._parts)]
+            self._found = None
         if cohorts_moved:
             self._cohorts = derive_cohorts(ctx, self._queues, self._tree)
         return bool(redo or cohorts_moved)
@@ -334,8 +336,9 @@ class QueuesPart(RulePart):
         return (self._cohorts, self._queues)
 
     def findings(self) -> Iterable[Finding]:
-        for name in sorted(self._parts):
-            yield from self._parts[name][1]
+        if self._found is None:  # every view asks; a walk of every queue only after one moved
+            self._found = [f for n in sorted(self._parts) for f in self._parts[n][1]]
+        return self._found
 
 
 class WorkspacesPart(RulePart):
@@ -345,6 +348,8 @@ class WorkspacesPart(RulePart):
         super().__init__(rule)
         self._parts: dict[str, tuple[Any, ...]] = {}  # name → (WorkspaceView, findings)
         self._memos: dict[str, BlockerMemo] = {}  # name → its drain's blockers, kept by Workload (rules/drain.py)
+        self._draining: dict[str, str | None] = {}  # name → old namespace, of the workspaces a drain holds
+        self._out: tuple[list[Any], list[Finding]] | None = None  # (views, findings) until a workspace moves
         # Kinds any workspace may read (identity, storage, the cluster): a change moves every one.
         # The drain-relevant kinds are read only in a draining workspace's old namespace.
         self._everywhere = rule.reads - DRAIN_KINDS - {"TauWorkspace", "ClusterQueue"}
@@ -360,7 +365,7 @@ class WorkspacesPart(RulePart):
             if self._everywhere.intersection(changed):
                 names |= set(self._parts)
             else:
-                draining = {n: v.drain.old_namespace for n, (v, _) in self._parts.items() if v.drain.mode is not None}
+                draining = self._draining  # kept as the views move: not a walk of every workspace per update
                 if draining:
                     if "ClusterQueue" in changed:  # its fingerprint: what a drain reads of a queue
                         names |= set(draining)
@@ -373,18 +378,29 @@ class WorkspacesPart(RulePart):
             if ws is None:
                 self._parts.pop(name, None)
                 self._memos.pop(name, None)
+                self._draining.pop(name, None)
             else:
                 part = self._parts[name] = derive_workspace(ctx, ws, self._memos.setdefault(name, {}))
                 if part[0].drain.mode is None:
                     self._memos.pop(name, None)
+                    self._draining.pop(name, None)
+                else:
+                    self._draining[name] = part[0].drain.old_namespace
+        if names:
+            self._out = None
         return bool(names)
 
+    def _views(self) -> tuple[list[Any], list[Finding]]:
+        if self._out is None:  # views are immutable: successive views share the list while no workspace moved
+            ordered = sorted(self._parts)
+            self._out = ([self._parts[n][0] for n in ordered], [f for n in ordered for f in self._parts[n][1]])
+        return self._out
+
     def values(self) -> tuple[Any, ...]:
-        return ([self._parts[n][0] for n in sorted(self._parts)],)
+        return (self._views()[0],)
 
     def findings(self) -> Iterable[Finding]:
-        for name in sorted(self._parts):
-            yield from self._parts[name][1]
+        return self._views()[1]
 
 
 __all__ = ["QueuesPart", "WaitingList", "WorkloadsPart", "WorkspacesPart"]

@@ -590,22 +590,28 @@ def _blockers(sh: Shape, nodes: list[_NodeRow], workloads: Mapping[str, Workload
     return out[:TOP_BLOCKERS]
 
 
-def _flavor_findings(flavor: CapacityFlavor, nodes: list[_NodeRow], workloads: Mapping[str, Workload]) -> list[Finding]:
+def health_rows(nodes: list[_NodeRow]) -> tuple[list[_NodeRow], list[str]]:
+    """What a flavor's findings read of its rows: the unhealthy rows, and the counted nodes of unknown health (a
+    caller that keeps the rows keeps these too: they are a walk of every node of the flavor)."""
+    return ([r for r in nodes if r.health.health == UNHEALTHY],
+            [r.node.name for r in nodes if r.counted and r.health.health == UNKNOWN])
+
+
+def _flavor_findings(flavor: CapacityFlavor, nodes: list[_NodeRow], workloads: Mapping[str, Workload],
+                     health: tuple[list[_NodeRow], list[str]] | None = None) -> list[Finding]:
     out = []
+    unhealthy, unknown = health if health is not None else health_rows(nodes)
     on_bad: dict[tuple[str, str], tuple[Workload, set[str]]] = {}
-    for r in nodes:
-        if r.health.health != UNHEALTHY:
-            continue
+    for r in unhealthy:
         for p, _ in r.holders:
             wl = workloads.get(_owner(p)[2])
             if wl is not None:
                 on_bad.setdefault((wl.namespace or "", wl.name), (wl, set()))[1].add(r.node.name)
     for (ns, name), (_wl, bad) in sorted(on_bad.items()):
-        why = "; ".join(f"{n}: {', '.join(c for c in _by_name(nodes, n).health.reasons)}" for n in sorted(bad))
+        why = "; ".join(f"{n}: {', '.join(c for c in _by_name(unhealthy, n).health.reasons)}" for n in sorted(bad))
         out.append(finding(Severity.WARNING, WORKLOAD_ON_UNHEALTHY_NODE, "Workload", name, ns,
                            f"runs on unhealthy GPU node{'s' if len(bad) > 1 else ''} ({why})",
                            "checkpoint and move it (cordon and drain the node), or expect it to fail"))
-    unknown = [r.node.name for r in nodes if r.counted and r.health.health == UNKNOWN]
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         out.append(finding(Severity.WARNING, HEALTH_UNKNOWN, "ResourceFlavor", flavor.name, None,

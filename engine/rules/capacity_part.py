@@ -38,6 +38,7 @@ from .capacity import (
     _topology_waits,
     capacity_view,
     gpus_of,
+    health_rows,
     host_room,
     node_view,
     pending_gang,
@@ -81,6 +82,7 @@ class CapacityPart(RulePart):
         self._views: dict[str, tuple[CapacityNode, HostRoom | None]] = {}  # a node's view and room
         self._hosts: dict[str, list[HostRoom]] = {}  # class → rooms of its nodes with free GPUs
         self._rows: dict[str, list[_NodeRow]] = {}  # class → rows, by node name
+        self._health: dict[str, tuple[list[_NodeRow], list[str]]] = {}  # class → health_rows of its rows
         self._bare: dict[str, CapacityFlavor] = {}  # class → flavor without Workload names
         self._dressed: dict[str, tuple[CapacityFlavor, list[Finding]]] = {}
         self._waits: list[Any] = []
@@ -274,11 +276,13 @@ class CapacityPart(RulePart):
             self._bare.pop(cls, None)
             self._dressed.pop(cls, None)
             self._rows.pop(cls, None)
+            self._health.pop(cls, None)
             self._hosts.pop(cls, None)
             members = self._classes.get(cls)
             if not members:
                 continue
             rows = self._rows[cls] = [self._row(n) for n in sorted(members)]
+            self._health[cls] = health_rows(rows)
             views = []
             hosts = []
             for r in rows:
@@ -296,7 +300,7 @@ class CapacityPart(RulePart):
         for cls in classes | dress:
             if cls in self._bare:
                 flavor = self._dress(self._bare[cls])
-                self._dressed[cls] = (flavor, _flavor_findings(flavor, self._rows[cls], self._best))
+                self._dressed[cls] = (flavor, _flavor_findings(flavor, self._rows[cls], self._best, self._health[cls]))
         flavors = [self._dressed[c][0] for c in sorted(self._dressed)]
         view = CapacityView(known=True, unknown_reason="", flavors=flavors)
         if waits:

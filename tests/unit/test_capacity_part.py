@@ -300,3 +300,22 @@ def test_a_build_holds_and_names_what_updates_from_an_empty_store_would():
     assert updated.full_builds == built.full_builds == 1
     for inc in (built, updated):  # the owner's last admitted, unfinished Workload by key is the one named
         assert inc._parts["capacity"]._best["uid-trainer"].name == "trainer-b"  # type: ignore[attr-defined]
+
+
+def test_renaming_the_workload_on_an_unhealthy_node_keeps_the_flavor_rows_and_moves_the_finding():
+    """An owner's admitted Workload moving re-dresses its flavor: the finding names the new one, as from scratch,
+    and the flavor's rows and their health (a walk of every node of the flavor) are kept, not rebuilt."""
+    store = validated_store(demo_raw_objects())
+    inc = IncrementalDeriver(store)
+    bad = next(f for f in inc.view(NOW).findings if f.rule == "CAPACITY-WORKLOAD-ON-UNHEALTHY-NODE")
+    wl = store.get("Workload", bad.object.name, bad.object.namespace)
+    owner = wl.owner
+    part = inc._parts["capacity"]  # type: ignore[attr-defined]
+    cls = next(c for c, (unhealthy, _) in part._health.items() if unhealthy)
+    rows, health = part._rows[cls], part._health[cls]
+    _upsert(store, workload(bad.object.name + "-z", bad.object.namespace, admitted_to="tau-ws-train",
+                            state="admitted", owner=(owner.kind, owner.name, owner.uid)))
+    after = [f for f in inc.view(NOW).findings if f.rule == "CAPACITY-WORKLOAD-ON-UNHEALTHY-NODE"]
+    assert [f.object.name for f in after] == [bad.object.name + "-z"]
+    assert _incremental(inc) == _scratch(store)
+    assert part._rows[cls] is rows and part._health[cls] is health

@@ -367,3 +367,24 @@ def test_a_re_derived_drain_keeps_the_blockers_of_its_unchanged_workloads(mode):
     blockers = {b.name: b for b in after[0].drain.blockers}
     assert blockers["w1"] is before["w1"] and blockers["w2"] is not before["w2"] and set(blockers) == {"w1", "w2", "w3"}
     assert after == derive(store, DRAIN_NOW).workspaces
+
+
+@pytest.mark.parametrize("mode", DRAIN_MODES)
+def test_the_workspaces_are_shared_until_one_moves_and_an_ended_drain_stops_following_its_namespace(mode):
+    import copy
+
+    from factories import drain_workspace, upsert_raw, validated_store
+
+    from taudash.engine.incremental import IncrementalDeriver
+
+    store = validated_store(copy.deepcopy(drain_world(mode, drain_workload("w1"))))
+    deriver = IncrementalDeriver(store)
+    first = deriver.view(DRAIN_NOW)
+    upsert_raw(store, drain_workload("elsewhere", NEW))  # outside the drained namespace
+    second = deriver.view(DRAIN_NOW)
+    assert second.workspaces is first.workspaces and second.findings == first.findings
+    upsert_raw(store, drain_workspace(None))  # the drain ends
+    ended = deriver.view(DRAIN_NOW).workspaces
+    assert ended[0].drain.state == "NotDraining" and ended == derive(store, DRAIN_NOW).workspaces
+    upsert_raw(store, drain_workload("w2"))  # the old namespace no longer moves it
+    assert deriver.view(DRAIN_NOW).workspaces is ended

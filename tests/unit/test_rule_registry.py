@@ -198,3 +198,21 @@ def test_a_new_rule_area_needs_no_view_edit():
     assert view.toy == 1  # type: ignore[attr-defined]
     assert list(type(view).model_fields)[-2:] == ["toy", "findings"]
     assert "toy" not in ClusterView.model_fields
+
+
+def test_the_queues_findings_follow_their_queues_and_are_kept_while_none_moves():
+    store = _store(workspace("train"), cluster_queue("tau-ws-train"), workload("w1", "train"))
+    inc = IncrementalDeriver(store)
+    inc.view(NOW)
+    queues = inc._parts["queues"]  # type: ignore[attr-defined]
+    kept = queues.findings()
+    store.upsert(lookup("tau.azure.com/v1alpha1", "TauTeam").model.model_validate({  # the queues do not read it
+        "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauTeam",
+        "metadata": {"name": "research", "namespace": "tau-system"}, "spec": {}}))
+    inc.view(NOW)
+    assert queues.findings() is kept
+    stopped = cluster_queue("tau-ws-train", stop="Hold")
+    store.upsert(lookup(stopped["apiVersion"], "ClusterQueue").model.model_validate(stopped))
+    v = inc.view(NOW)
+    assert [f.rule for f in queues.findings()] == ["CQ-STOPPED"]
+    assert v.to_contract() == derive(store, NOW).to_contract()

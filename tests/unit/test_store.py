@@ -169,3 +169,14 @@ def test_access_state_keeps_the_first_stale_moment():
     assert s.access("Node").since == 100.0
     s.set_access("Node", AccessState.SYNCED)
     assert s.readable("Node")
+
+
+def test_objects_is_a_copy_keyed_like_the_store():
+    s = Store()
+    s.upsert(node("a"))
+    s.upsert(Workload.model_validate(workload("w", "team-a")))
+    copy = s.objects(Workload)
+    assert list(copy) == [("team-a", "w")] and copy[("team-a", "w")] is s.get(Workload, "w", "team-a")
+    assert s.objects("Node") == {("", "a"): s.get("Node", "a")}
+    s.delete("Workload", "w", "team-a")  # the copy keeps what the store held when it was taken
+    assert ("team-a", "w") in copy and s.objects(Workload) == {}
