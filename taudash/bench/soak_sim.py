@@ -100,9 +100,7 @@ class SteadyMutator(Mutator):
             self.workloads[i] = self.workloads[-1]
             self.workloads.pop()
             return
-        self.db.delete(self.wl, name, ns)  # a finalizer marks it deleting; removed below
-        if self.db.peek(self.wl, name, ns) is not None:
-            self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
+        self._remove(ns, name)
         self.replaced += 1
         meta = cur["metadata"]
         status = copy.deepcopy(cur.get("status") or {})

@@ -44,6 +44,12 @@ class Mutator:
         else:
             self._queue_counts()
 
+    def _remove(self, ns: str, name: str) -> None:
+        """Delete a Workload as Kueue's finalizer lets it go: marked deleting, then the finalizer dropped."""
+        self.db.delete(self.wl, name, ns)
+        if self.db.peek(self.wl, name, ns) is not None:
+            self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
+
     def _move(self) -> None:
         self._move_at(self.rng.randrange(len(self.workloads)))
 
@@ -57,10 +63,7 @@ class Mutator:
         conds = (cur.get("status") or {}).get("conditions") or []
         types = {c["type"]: c["status"] for c in conds}
         if types.get("Finished") == "True":
-            self.db.delete(self.wl, name, ns)  # finalizer set: marks deleting; a second pass removes it
-            cur2 = self.db.peek(self.wl, name, ns)
-            if cur2 is not None:
-                self.db.patch_merge(self.wl, name, {"metadata": {"finalizers": None}}, ns)
+            self._remove(ns, name)
             self.workloads[i] = self.workloads[-1]
             self.workloads.pop()
             return
