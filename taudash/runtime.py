@@ -9,12 +9,12 @@ decodes several times faster with the collector paused.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from taudash.engine import heap
 
@@ -29,11 +29,15 @@ THAW_SECONDS = 60.0
 TRIM_SECONDS = 10.0
 
 
+_UNLOADED = object()
+_trim: Any = _UNLOADED  # glibc's malloc_trim, looked up at the first trim (not at every command's start)
+
+
 def _libc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
+    """glibc's malloc_trim from the process's own symbols, or None where the C library has none (musl,
+    macOS). `ctypes.util.find_library` would run `ldconfig` in a subprocess: ~16 ms."""
     try:
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
     except OSError:
         return None
     if trim is None:
@@ -43,9 +47,6 @@ def _libc_trim() -> Callable[[int], int] | None:
     return trim
 
 
-_TRIM = _libc_trim()
-
-
 def release_freed_pages() -> bool:
     """Return the C allocator's free pages to the system. A re-list frees a kind's old objects while
     its new ones are already built: glibc keeps the freed chunks (its free only shrinks the heap's top,
@@ -53,9 +54,12 @@ def release_freed_pages() -> bool:
     resident size stays at every re-list's peak — the soak's RSS rose in steps at each API-server
     restart, 410 storm and 403 flip and never came down (docs/reliability.md, section 10).
     malloc_trim(0) gives back every whole free page in every arena (MADV_DONTNEED)."""
-    if _TRIM is None:
+    global _trim
+    if _trim is _UNLOADED:
+        _trim = _libc_trim()
+    if _trim is None:
         return False
-    _TRIM(0)
+    _trim(0)
     return True
 
 

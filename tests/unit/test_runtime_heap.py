@@ -61,7 +61,7 @@ def test_a_bulk_build_freezes_what_it_built_and_thaws_the_same_way(thawed):
 
 def test_a_freeze_gives_freed_pages_back_at_most_every_trim_seconds(thawed, monkeypatch):
     calls: list[int] = []
-    monkeypatch.setattr("taudash.runtime._TRIM", lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr("taudash.runtime._trim", lambda pad: calls.append(pad) or 1)
     now = [0.0]
     heap = LongLivedHeap(clock=lambda: now[0], thaw_seconds=60.0, trim_seconds=10.0)
     heap.settled()  # the initial sync: its temporary buffers are freed by now
@@ -75,7 +75,7 @@ def test_a_freeze_gives_freed_pages_back_at_most_every_trim_seconds(thawed, monk
 
 
 def test_without_malloc_trim_the_policy_still_freezes(thawed, monkeypatch):
-    monkeypatch.setattr("taudash.runtime._TRIM", None)
+    monkeypatch.setattr("taudash.runtime._trim", None)
     heap = LongLivedHeap(clock=lambda: 0.0)
     heap.settled()
     assert heap.trims == 0 and gc.get_freeze_count() > 0
