@@ -22,6 +22,7 @@ import aiohttp
 from orjson import loads as _loads  # several times faster than json on list pages (a dependency)
 
 from ..model import ResourceKind
+from . import kube_import
 from .kubeconfig import ConfigError as ConfigError  # re-exported: callers catch it from here
 from .kubeconfig import Resolved as KubeconfigContext
 from .kubeconfig import resolve as resolve_kubeconfig
@@ -158,7 +159,7 @@ def in_cluster_dir(context: str | None, kubeconfig: str | None) -> Path | None:
 async def connect_in_cluster(folder: Path) -> ClusterTarget:
     """The Pod's ServiceAccount: KUBERNETES_SERVICE_HOST/PORT, its token (re-read as the kubelet rotates
     it) and the cluster's CA. A missing or empty file is a ConfigError of one line."""
-    from kubernetes_asyncio import client
+    client = kube_import.load()
     from kubernetes_asyncio.config.config_exception import ConfigException
     from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
 
@@ -184,7 +185,8 @@ async def connect(context: str | None = None, kubeconfig: str | None = None) -> 
     """Load credentials the way kubectl does (KUBECONFIG, --kubeconfig, --context; in a Pod without any,
     its ServiceAccount). Every kubeconfig or credential problem is a ConfigError of one line
     (engine/sources/kubeconfig.py checks the file first); the server is not contacted here."""
-    from kubernetes_asyncio import client, config
+    client = kube_import.load()
+    from kubernetes_asyncio import config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
     folder = in_cluster_dir(context, kubeconfig)

@@ -66,3 +66,14 @@ def test_struct_decoded_kinds_build_no_pydantic_schema_on_a_snapshot_read():
     built = _run(["status", "--snapshot", DEMO, "-o", "json"])["built"]
     assert built == {"Node": False, "Pod": False, "Job": False, "CSINode": False, "Workload": False,
                      "ClusterQueue": True, "LocalQueue": True}
+
+
+def test_a_live_status_connects_without_the_client_librarys_generated_models(demo_sim):
+    # kubernetes_asyncio's package imports load ~800 models and every API class; taudash calls the API
+    # with raw answers only, so a connecting CLI process reads the cluster without them (decision 172).
+    run = _run(["--kubeconfig", str(demo_sim.kubeconfig), "status", "-o", "json"])
+    assert run["code"] in (0, 1)
+    assert "kubernetes_asyncio.client.api_client" in run["modules"]  # it did connect through the library
+    generated = [m for m in run["modules"] if m.startswith(("kubernetes_asyncio.client.models.",
+                                                            "kubernetes_asyncio.client.api."))]
+    assert generated == []
