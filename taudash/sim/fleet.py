@@ -343,28 +343,38 @@ class SimFleet:
     async def _watch_control(self, every: float = 0.3) -> None:
         """Apply the control file whenever its text changes; a line that does not parse rejects the
         whole change (the faults in force stay), said in `control_status`."""
-        assert self.control is not None
+        pending: str | None = None
         while True:
             await asyncio.sleep(every)
-            try:
-                text = self.control.read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if text == self._control_seen:
-                continue
-            self._control_seen = text
-            try:
-                faults = parse_fault_lines(text, self.manager.db.registry)
-                await self.set_faults(faults)
-                self._control_seen = self.control.read_text(encoding="utf-8") if self.control.exists() else None
-                self.control_status = "applied: " + (" ".join(str(f) for f in faults) or "every cluster healthy")
-            except FaultSpecError as exc:
-                self.control_status = f"rejected ({exc}); still in force: " + (
-                    " ".join(str(f) for f in self.faults) or "no fault")
-            except Exception as exc:  # noqa: BLE001 - the control loop keeps serving; the error is said
-                self.control_status = f"failed: {type(exc).__name__}: {exc}"
-            if self.on_control is not None:
-                self.on_control(self.control_status)
+            pending = await self.poll_control(pending)
+
+    async def poll_control(self, pending: str | None) -> str | None:
+        """One read of the control file. `pending` is a changed text read once before: a change is applied
+        when two reads agree, because `echo … > file` truncates, then writes, and a read between the two
+        sees an empty file, which would mean "every cluster healthy". Answers the new pending text."""
+        assert self.control is not None
+        try:
+            text = self.control.read_text(encoding="utf-8")
+        except OSError:
+            return pending
+        if text == self._control_seen:
+            return None
+        if text != pending:
+            return text
+        self._control_seen = text
+        try:
+            faults = parse_fault_lines(text, self.manager.db.registry)
+            await self.set_faults(faults)
+            self._control_seen = self.control.read_text(encoding="utf-8") if self.control.exists() else None
+            self.control_status = "applied: " + (" ".join(str(f) for f in faults) or "every cluster healthy")
+        except FaultSpecError as exc:
+            self.control_status = f"rejected ({exc}); still in force: " + (
+                " ".join(str(f) for f in self.faults) or "no fault")
+        except Exception as exc:  # noqa: BLE001 - the control loop keeps serving; the error is said
+            self.control_status = f"failed: {type(exc).__name__}: {exc}"
+        if self.on_control is not None:
+            self.on_control(self.control_status)
+        return None
 
     # --- seeding ---------------------------------------------------------------------------------
     def _map_workers(self) -> None:

@@ -110,3 +110,27 @@ def test_fleet_of_no_workers_is_bad_input(capsys):
 
     assert main(["sim", "serve", "--fleet", "0"]) == 2
     assert "--fleet 0" in capsys.readouterr().err
+
+
+async def test_the_control_file_read_between_a_truncate_and_its_write_changes_nothing():
+    # `echo worker-1=hang > file` empties the file, then writes it: a read of the moment in between must not
+    # count as "every cluster healthy" (it would restore a cluster the operator only meant to fault otherwise).
+    from taudash.sim.faults import parse_fault_lines
+
+    async with SimFleet(1, interval=None) as fleet:
+        fleet._control_task.cancel()  # the reads are made here, one by one
+        await fleet.set_faults(parse_fault_lines("worker-1=down\n", fleet.manager.db.registry))
+        changes: list[str] = []
+        fleet.on_control = changes.append
+        fleet.control.write_text("")  # the truncate, read once
+        pending = await fleet.poll_control(None)
+        fleet.control.write_text("worker-1=hang\n")  # the write
+        pending = await fleet.poll_control(pending)
+        assert changes == [] and [str(f) for f in fleet.faults] == ["worker-1=down"]
+        assert "taudash-worker-1" in fleet._stopped  # never restored in between
+        assert await fleet.poll_control(pending) is None  # read the same twice: applied
+        assert changes == ["applied: worker-1=hang"] and [str(f) for f in fleet.faults] == ["worker-1=hang"]
+        assert await fleet.poll_control(None) is None and len(changes) == 1  # the normalised file: no change
+        fleet.control.write_text("")  # a file that stays empty is a real change: every cluster healthy
+        assert await fleet.poll_control(await fleet.poll_control(None)) is None
+        assert changes[1] == "applied: every cluster healthy" and fleet.faults == []
