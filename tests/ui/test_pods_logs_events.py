@@ -381,3 +381,38 @@ async def test_a_pods_screen_composed_in_the_background_lists_pods_only_when_vis
         await submit(pilot, app, "pods")
         table = await pods_shown(app)
         assert app.screen is screen and screen._rows is not None and len(table.visible_keys()) == 24
+
+
+async def test_a_long_pods_list_builds_the_cells_of_the_page_shown_only(tmp_path, monkeypatch):
+    # At L the cluster holds ~150k Pods: the Text of every row built on every view was most of the dashboard's
+    # memory. The table draws one page; the other rows keep a way to build their cells, not the cells.
+    import json
+
+    from factories import object_list, pod
+
+    import taudash.screens.pods as pods_screen
+    from taudash.screens.widgets.keyed_table import PAGE_ROWS
+
+    snap = tmp_path / "pods.json"
+    snap.write_text(json.dumps(object_list([pod(f"p{i:03d}", "train", node="n1") for i in range(3 * PAGE_ROWS)])))
+    built: list[str] = []
+    real = pods_screen.pod_cells
+
+    def counting(p, now, tones):
+        built.append(p.name)
+        return real(p, now, tones)
+
+    monkeypatch.setattr(pods_screen, "pod_cells", counting)
+    app = dashboard_app(snap, now=NOW, on_demand=FakeOnDemand())
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "pods")
+        table = await pods_shown(app)
+        assert len(table.visible_keys()) == PAGE_ROWS and table.total == 3 * PAGE_ROWS
+        assert set(built) == {f"p{i:03d}" for i in range(PAGE_ROWS)}  # the first page's Pods, and no other
+        built.clear()
+        table.focus()
+        await pilot.press("right_square_bracket")  # the next page: its own rows are built when shown
+        assert await eventually(lambda: "train/p100" in table.visible_keys())
+        assert set(built) == {f"p{i:03d}" for i in range(PAGE_ROWS, 2 * PAGE_ROWS)}
+        await pilot.press("slash", *"p25", "enter")  # the filter reads every row's text, not its cells
+        assert await eventually(lambda: sorted(table.visible_keys()) == [f"train/p25{i}" for i in range(10)])
