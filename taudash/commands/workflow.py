@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from typing import Any
 
 from taudash.engine.identity import resume_refusal
 from taudash.engine.text import clean
@@ -168,10 +170,48 @@ def run(args) -> int:
             return EXIT_OK
     running: dict[str, str] = {}  # the journal id once known, for the Ctrl-C hint
     try:
-        return asyncio.run(_run_live(args, running))
+        return run_interruptible(_run_live(args, running))
     except KeyboardInterrupt:
         return interrupted(running.get("id"), running.get("context") or getattr(args, "context", None),
                            getattr(args, "kubeconfig", None))
+
+
+RECANCEL_SECONDS = 3.0  # Ctrl-C cancels the run again this often until it has ended
+
+
+def run_interruptible(main: Coroutine[Any, Any, int]) -> int:
+    """asyncio.run for a workflow run, with Ctrl-C cancelling its task — and again every RECANCEL_SECONDS
+    while it still runs. One cancellation can be lost: Python 3.11's `wait_for` (and libraries built on
+    it) drops a cancel that lands as its own timeout fires, and the run then waits on a cluster that may
+    be gone, the operator's Ctrl-C unanswered. The run's own handling is unchanged: the first cancel
+    journals it Paused; KeyboardInterrupt is raised once the task has ended cancelled."""
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)  # no signal handler outside the main thread (tests drive it from others)
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        task = loop.create_task(main)
+        pressed: list[float] = []
+
+        def again() -> None:
+            if not task.done():
+                task.cancel()
+                loop.call_later(RECANCEL_SECONDS, again)
+
+        def on_sigint() -> None:
+            pressed.append(loop.time())
+            if len(pressed) == 1:
+                loop.call_later(RECANCEL_SECONDS, again)
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if pressed:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 def interrupted(workflow_id: str | None, context: str | None, kubeconfig: str | None = None, err=None) -> int:

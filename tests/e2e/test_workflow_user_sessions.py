@@ -178,7 +178,7 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
     the cluster cannot be read (not a made-up state), and Ctrl-C leaves a resumable journal and the hint."""
     env = {**{k: v for k, v in os.environ.items() if k not in ("TAUDASH_READ_ONLY", "TAUDASH_CONFIG")},
            "TAUDASH_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-           "PYTHONPATH": str(REPO)}
+           "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
     sim = await SimServer(DEMO).start()  # frozen: the HoldAndDrain waits until the server goes away
     stopped = False
     try:
@@ -203,7 +203,12 @@ async def test_the_api_going_away_mid_wait_is_said_and_ctrl_c_then_says_how_to_r
         stopped = True
         await until("cannot read the cluster")
         proc.send_signal(signal.SIGINT)
-        rest = (await asyncio.wait_for(proc.stderr.read(), 60)).decode()
+        try:
+            rest = (await asyncio.wait_for(proc.stderr.read(), 60)).decode()
+        except TimeoutError:  # unanswered: make it say where it waits (PYTHONFAULTHANDLER dumps on SIGABRT)
+            proc.send_signal(signal.SIGABRT)
+            dump = (await asyncio.wait_for(proc.stderr.read(), 20)).decode()
+            raise AssertionError(f"Ctrl-C not answered within 60 s; where it was:\n{dump[-6000:]}") from None
         assert await proc.wait() == 130
         (path,) = (tmp_path / "state" / "workflows").glob("*.jsonl")
         assert f"interrupted; the workflow is paused; resume with: taudash workflow resume {path.stem}" in rest
