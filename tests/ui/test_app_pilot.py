@@ -263,8 +263,9 @@ async def test_an_object_without_a_raw_copy_shows_the_fields_taudash_reads():
     store.upsert(wl, raw=None)  # as a live source keeps Workloads: no raw copy
     async with app.run_test(size=(120, 36)) as pilot:
         app.screen.post_message(OpenObject(ObjRef(kind="Workload", namespace=wl.namespace, name=wl.name)))
-        await pilot.pause()
-        assert isinstance(app.screen, ObjectDetailScreen)
+        # the detail draws its panes after it mounts: wait for the title, not for one pause (a busy machine)
+        assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen)
+                                and plain(app.screen.query_one("#od-yaml-title")).strip())
         title = plain(app.screen.query_one("#od-yaml-title"))
         yaml_text = plain(app.screen.query_one("#od-yaml"))
         assert "the fields taudash reads" in title and "not available" not in title
