@@ -261,7 +261,7 @@ async def test_an_object_without_a_raw_copy_shows_the_fields_taudash_reads():
     store = app.session.store
     wl = next(w for w in store.list("Workload") if w.status.admission is not None)
     store.upsert(wl, raw=None)  # as a live source keeps Workloads: no raw copy
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(120, 36)):
         app.screen.post_message(OpenObject(ObjRef(kind="Workload", namespace=wl.namespace, name=wl.name)))
         # the detail draws its panes after it mounts: wait for the title, not for one pause (a busy machine)
         assert await eventually(lambda: isinstance(app.screen, ObjectDetailScreen)
