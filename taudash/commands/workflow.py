@@ -190,7 +190,7 @@ def run_interruptible(main: Coroutine[Any, Any, int]) -> int:
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
         task = loop.create_task(main)
-        pressed: list[float] = []
+        pressed = False
 
         def again() -> None:
             if not task.done():
@@ -198,8 +198,9 @@ def run_interruptible(main: Coroutine[Any, Any, int]) -> int:
                 loop.call_later(RECANCEL_SECONDS, again)
 
         def on_sigint() -> None:
-            pressed.append(loop.time())
-            if len(pressed) == 1:
+            nonlocal pressed
+            if not pressed:
+                pressed = True
                 loop.call_later(RECANCEL_SECONDS, again)
             task.cancel()
 
