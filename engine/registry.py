@@ -34,7 +34,7 @@ from .rules.cluster import (
     derive_teams,
 )
 from .rules.multikueue import MultiKueueView, derive_multikueue
-from .rules.pool import PoolView, derive_pool
+from .rules.pool import PoolPart, PoolView
 from .rules.profiles import ProfilesView, derive_profiles
 from .rules.queues import ClusterQueueView, CohortView, WaitingWorkload
 from .rules.utilisation import READS as UTILISATION_READS
@@ -120,7 +120,7 @@ RULES: tuple[Rule, ...] = (
          derive=_no_findings(derive_teams)),
     Rule("pool", frozenset({"TauCluster", "Node", "ClusterQueue", "Cohort", "ResourceFlavor", "TauTeam",
                             "TauWorkspace"}),
-         (ViewField("pool", PoolView, PoolView()),), derive=derive_pool, fingerprints={"ClusterQueue": pool_print}),
+         (ViewField("pool", PoolView, PoolView()),), part=PoolPart, fingerprints={"ClusterQueue": pool_print}),
     Rule("queues", frozenset({"ClusterQueue", "Cohort"}),
          (ViewField("cohorts", list[CohortView], []), ViewField("cluster_queues", list[ClusterQueueView], [])),
          part=QueuesPart, needs=("workloads",)),

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Context, Decimal
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,8 @@ FindingKey = tuple[str, str, str, str]  # rule, object kind, namespace, name
 
 FLAVOR_METRICS = ("budget", "reserved", "used", "headroom")
 QUEUE_METRICS = ("pending", "reserving", "admitted", "inactive")
+_ZERO = Decimal(0)
+_EXACT = Context(prec=60)  # the quantities' own precision (model/quantity.py): sums stay exact
 
 
 def epoch(now: datetime | float) -> float:
@@ -140,16 +144,70 @@ def cohort_values(cohort: Any) -> dict[SeriesKey, float | None]:
 
 
 def team_values(team: str, queues: Iterable[Any]) -> dict[SeriesKey, float | None]:
-    """A team's reserved and used quantity: its workspace queues summed per flavor and resource, in
-    the pool's order of the queues."""
-    out: dict[SeriesKey, float | None] = {}
+    """A team's reserved and used quantity: its workspace queues summed per flavor and resource, exactly
+    (the quantities' decimals: a sum kept by adding and removing queues is the same sum)."""
+    sums: dict[SeriesKey, Decimal] = {}
     for pq in queues:
-        for metric in ("reserved", "used"):
-            for flavor, resources in getattr(pq, metric).items():
-                for resource, qty in resources.items():
-                    key = ("team", team, flavor, resource, metric)
-                    out[key] = (out.get(key) or 0.0) + qty.as_float()
-    return out
+        for key, value in _team_terms(team, pq).items():
+            sums[key] = _EXACT.add(sums.get(key, _ZERO), value)
+    return {key: float(value) for key, value in sums.items()}
+
+
+def _team_terms(team: str, pq: Any) -> dict[SeriesKey, Decimal]:
+    """One workspace queue's part of its team's sums."""
+    return {("team", team, flavor, resource, metric): qty.value
+            for metric in ("reserved", "used") for flavor, resources in getattr(pq, metric).items()
+            for resource, qty in resources.items()}
+
+
+class TeamSums:
+    """One team's sums kept by its queue rows: a row that is the very object of the last pass counts as it
+    did; a new row's terms replace its old ones (only the terms that differ move a sum), a gone row's
+    leave. Exact decimals, so the sums are the ones `team_values` makes from nothing."""
+
+    def __init__(self, team: str) -> None:
+        self.team = team
+        self._rows: dict[str, tuple[Any, dict[SeriesKey, Decimal]]] = {}
+        self._sums: dict[SeriesKey, Decimal] = {}
+        self._terms: dict[SeriesKey, int] = {}  # how many rows add to each sum (a sum no row has goes)
+
+    def update(self, queues: list[Any]) -> dict[SeriesKey, float | None] | None:
+        """The team's values after this pass's rows, or None when they are what they were."""
+        rows, moved = self._rows, False
+        names = set()
+        for pq in queues:
+            names.add(pq.cluster_queue)
+            kept = rows.get(pq.cluster_queue)
+            if kept is not None and kept[0] is pq:
+                continue
+            moved = True
+            terms = _team_terms(self.team, pq)
+            self._replace(kept[1] if kept is not None else {}, terms)
+            rows[pq.cluster_queue] = (pq, terms)
+        for gone in [n for n in rows if n not in names]:
+            moved = True
+            self._replace(rows.pop(gone)[1], {})
+        if not moved:
+            return None
+        return {key: float(value) for key, value in self._sums.items()}
+
+    def _replace(self, old: dict[SeriesKey, Decimal], new: dict[SeriesKey, Decimal]) -> None:
+        sums, counts = self._sums, self._terms
+        for key, value in new.items():
+            was = old.get(key)
+            if was is None:
+                counts[key] = counts.get(key, 0) + 1
+                sums[key] = _EXACT.add(sums.get(key, _ZERO), value)
+            elif was != value:
+                sums[key] = _EXACT.add(_EXACT.subtract(sums[key], was), value)
+        for key, was in old.items():
+            if key not in new:
+                left = counts[key] - 1
+                if left:
+                    counts[key] = left
+                    sums[key] = _EXACT.subtract(sums[key], was)
+                else:
+                    del counts[key], sums[key]
 
 
 def _team_queues(view: Any) -> dict[str, list[Any]]:
@@ -177,40 +235,56 @@ def view_samples(view: Any) -> dict[SeriesKey, float | None]:
     return out
 
 
+_queue_counts = attrgetter(*QUEUE_METRICS)  # what queue_values converts of a ClusterQueue view
+
+
 class SampleValues:
     """`view_samples`, part by part, converting only the parts that changed: a pool flavor, a
     ClusterQueue, a Cohort, a team. The incremental deriver keeps the view objects of what did not
-    change, so a part whose objects are the very ones of the last pass (compared by identity; the parts
-    hold them, so an identity is never reused meanwhile) keeps its values. Same values as
-    `view_samples`; a team's sums are recomputed when any of its queues' objects is new.
+    change (a pool flavor, a Cohort, a team's queue rows: rules/pool.py KeptQueues), so a part whose
+    objects are the very ones of the last pass (compared by identity; the parts hold them, so an identity
+    is never reused meanwhile) keeps its values. A ClusterQueue's view is rebuilt whenever the quota tree
+    moves, so its part is compared by its four counts instead (and holds no view). A team's sums are kept
+    by its queue rows (TeamSums): only the rows that are new are converted. Same values as `view_samples`.
 
     The values of every part are kept merged (`_out`), so a pass touches only the parts that changed
     and the ones that went away, then copies the merged values once."""
 
     def __init__(self) -> None:
-        self._parts: dict[tuple[str, str], tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
+        self._parts: dict[tuple[str, str], tuple[Any, dict[SeriesKey, float | None]]] = {}
         self._out: dict[SeriesKey, float | None] = {}
+        self._teams: dict[str, TeamSums] = {}
 
     def __call__(self, view: Any) -> dict[SeriesKey, float | None]:
         parts, out = self._parts, self._out
         seen: set[tuple[str, str]] = set()
-        fresh: list[tuple[tuple[str, str], tuple[Any, ...], dict[SeriesKey, float | None]]] = []
+        fresh: list[tuple[tuple[str, str], Any, dict[SeriesKey, float | None]]] = []
         for kind, objects, convert in (("flavor", view.pool.flavors, flavor_values),
-                                       ("queue", view.cluster_queues, queue_values),
                                        ("cohort", view.cohorts, cohort_values)):
             for o in objects:
                 key = (kind, o.name)
                 seen.add(key)
                 last = parts.get(key)
-                if last is None or last[0][0] is not o:
-                    fresh.append((key, (o,), convert(o)))
+                if last is None or last[0] is not o:
+                    fresh.append((key, o, convert(o)))
+        for cq in view.cluster_queues:
+            key = ("queue", cq.name)
+            seen.add(key)
+            last = parts.get(key)
+            counts = _queue_counts(cq)
+            if last is None or last[0] != counts:
+                fresh.append((key, counts, queue_values(cq)))
         for team, queues in _team_queues(view).items():
             key = ("team", team)
             seen.add(key)
-            last = parts.get(key)
-            if last is None or len(last[0]) != len(queues) or any(
-                    a is not b for a, b in zip(last[0], queues, strict=True)):
-                fresh.append((key, tuple(queues), team_values(team, queues)))
+            sums = self._teams.get(team)
+            if sums is None:
+                sums = self._teams[team] = TeamSums(team)
+            values = sums.update(queues)
+            if values is not None:
+                fresh.append((key, sums, values))
+        for gone in [t for t in self._teams if ("team", t) not in seen]:
+            del self._teams[gone]
         # What went away or changed first leaves the merged values (a key may move between parts), then
         # the new values go in.
         for key in [k for k in parts if k not in seen]:

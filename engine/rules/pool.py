@@ -12,7 +12,7 @@ Fail closed: a kind the verdict needs that cannot be read makes `valid` None (or
 conflict is proven from the kinds that can be read) and hides every number derived from it.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
 from ..model.names import GPU_CLASS_LABEL, TEAM_LABEL
 from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
 from ..model.tau import TauResourceQuota
-from .base import Finding, QtyMap, RuleContext, Severity, ViewModel, finding
+from .base import Changed, Finding, QtyMap, Rule, RuleContext, RulePart, Severity, ViewModel, finding
 from .profiles import taugrid_absent
 from .queues import TAU_MANAGER
 from .selectors import labels_match
@@ -295,7 +295,57 @@ def team_cohort_name(team: str, obj: TauTeam | None) -> str:
     return (obj.status.cohort if obj is not None and obj.status.cohort else "") or f"tau-team-{team}"
 
 
+class KeptQueues:
+    """The queue rows of the last derivation (PoolPart), handed back while their ClusterQueue is the same
+    object or reads the same (the rule's own fingerprint of it): Kueue rewrites status counts constantly,
+    and an unchanged row kept by identity lets its readers (the recorder's team sums) skip it."""
+
+    def __init__(self, print_of: Callable[[Any], Any] | None) -> None:
+        self.print_of = print_of
+        self._last: dict[str, tuple[Any, tuple[Any, ...], Any, PoolQueue]] = {}
+        self._now: dict[str, tuple[Any, tuple[Any, ...], Any, PoolQueue]] = {}
+
+    def get(self, cq: ClusterQueue | None, name: str, args: tuple[Any, ...]) -> PoolQueue | None:
+        hit = self._last.get(name)
+        if hit is None or hit[1] != args:
+            return None
+        kept, _, printed, row = hit
+        if kept is not cq:
+            if kept is None or cq is None or self.print_of is None:  # without a print: the same object only
+                return None
+            printed = self.print_of(kept) if printed is None else printed
+            now = self.print_of(cq)
+            if now != printed:
+                return None
+            printed = now
+        self._now[name] = (cq, args, printed, row)
+        return row
+
+    def put(self, cq: ClusterQueue | None, name: str, args: tuple[Any, ...], row: PoolQueue) -> None:
+        self._now[name] = (cq, args, None, row)
+
+    def derived(self) -> None:
+        """One derivation done: what it asked for is what the next one may keep (a removed queue's row goes)."""
+        self._last, self._now = self._now, {}
+
+
+# Set by PoolPart for one derivation; a plain derive_pool (the simulator, tests) builds every row.
+_KEPT: ContextVar[KeptQueues | None] = ContextVar("pool_kept", default=None)
+
+
 def _pool_queue(cq: ClusterQueue | None, name: str, workspace: str | None, team: str | None) -> PoolQueue:
+    kept = _KEPT.get()
+    if kept is None:
+        return _new_pool_queue(cq, name, workspace, team)
+    args = (workspace, team)
+    row = kept.get(cq, name, args)
+    if row is None:
+        row = _new_pool_queue(cq, name, workspace, team)
+        kept.put(cq, name, args, row)
+    return row
+
+
+def _new_pool_queue(cq: ClusterQueue | None, name: str, workspace: str | None, team: str | None) -> PoolQueue:
     if cq is None:
         return PoolQueue(cluster_queue=name, workspace=workspace, team=team, missing=True)
     nominal = _nominal(cq.spec.resource_groups)
@@ -323,6 +373,37 @@ def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
         return _derive_pool(ctx)
     finally:
         _SUMS.reset(token)
+
+
+class PoolPart(RulePart):
+    """The pool rule inside a deriver: derive_pool whole, keeping the queue rows whose ClusterQueue did not
+    move (KeptQueues)."""
+
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(rule)
+        self._kept = KeptQueues(rule.fingerprints.get("ClusterQueue"))
+        self.value = PoolView()
+        self._findings: list[Finding] = []
+
+    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
+               moved: Mapping[str, Any]) -> bool:
+        token = _KEPT.set(self._kept)
+        try:
+            self.value, self._findings = derive_pool(ctx)
+        finally:
+            _KEPT.reset(token)
+        self._kept.derived()
+        return True
+
+    def values(self) -> tuple[Any, ...]:
+        return (self.value,)
+
+    def findings(self) -> list[Finding]:
+        return self._findings
+
+    @property
+    def provides(self) -> Any:
+        return self.value
 
 
 def _derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:

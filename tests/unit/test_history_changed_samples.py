@@ -4,6 +4,8 @@ pass. What is read back is every pass's value, as if every value had been writte
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from taudash.engine.history import Recorder
 from taudash.engine.history import db as hdb
 from taudash.engine.history import query as q
@@ -89,6 +91,7 @@ def test_a_reopened_recorder_samples_an_interval_after_the_last_pass(tmp_path):
 class _Q:
     def __init__(self, v: float) -> None:
         self.v = v
+        self.value = Decimal(str(v))
 
     def as_float(self) -> float:
         return self.v
@@ -118,10 +121,11 @@ def _cohort(name, borrowed):
     return NS(name=name, flavors=[NS(name="h100", resources=[NS(name="gpu", borrowed=_Q(borrowed))])])
 
 
-def _team_queue(team, used):
+def _team_queue(team, used, name=None):
     from types import SimpleNamespace as NS
 
-    return NS(team=team, reserved={"h100": {"gpu": _Q(used)}}, used={"h100": {"gpu": _Q(used)}})
+    return NS(team=team, cluster_queue=name or f"tau-ws-{team}-{used}", reserved={"h100": {"gpu": _Q(used)}},
+              used={"h100": {"gpu": _Q(used)}})
 
 
 def test_sample_values_part_by_part_equal_the_whole_conversion_and_reuse_unchanged_parts():
@@ -142,9 +146,54 @@ def test_sample_values_part_by_part_equal_the_whole_conversion_and_reuse_unchang
     # A part whose objects are the same ones as the last pass keeps its values without a conversion:
     view = _view([fl], [qa], [], [ta1])
     assert values(view) == view_samples(view)
-    qa.pending = 99  # views are immutable; a change in place is invisible (the cache is by identity)
-    assert values(view)[("queue", "a", "", "", "pending")] == 3.0
-    assert view_samples(view)[("queue", "a", "", "", "pending")] == 99.0
+    fl.used = {"gpu": _Q(5)}  # views are immutable; a change in place is invisible (the cache is by identity)
+    assert values(view)[("flavor", "h100", "h100", "gpu", "used")] == 2.0
+    assert view_samples(view)[("flavor", "h100", "h100", "gpu", "used")] == 5.0
+
+
+def test_sample_values_convert_only_new_queue_rows_and_queues_whose_counts_moved(monkeypatch):
+    """A ClusterQueue's view is rebuilt whenever the quota tree moves: its part is compared by its counts.
+    A team whose rows moved converts only the rows that are new, and sums them in the pool's order."""
+    from taudash.engine.history import recorder
+
+    converted: list[str] = []
+    terms, counts = recorder._team_terms, recorder.queue_values
+    monkeypatch.setattr(recorder, "_team_terms", lambda team, pq: converted.append(pq.cluster_queue) or terms(team, pq))
+    monkeypatch.setattr(recorder, "queue_values", lambda cq: converted.append(cq.name) or counts(cq))
+    values = recorder.SampleValues()
+
+    def record(view) -> list[str]:
+        whole = recorder.view_samples(view)
+        converted.clear()
+        assert values(view) == whole
+        return sorted(converted)
+
+    rows = [_team_queue("ml", n, f"q{n}") for n in range(4)]
+    assert record(_view([], [_cq("a", 3)], [], rows)) == ["a", "q0", "q1", "q2", "q3"]
+    moved = [rows[0], _team_queue("ml", 9, "q1"), rows[2], rows[3]]
+    assert record(_view([], [_cq("a", 3)], [], moved)) == ["q1"]  # a new queue view, the same counts; one row new
+    view = _view([], [_cq("a", 4)], [], moved[:2])
+    assert record(view) == ["a"]  # the counts moved; two rows gone
+    assert values(view)[("team", "ml", "h100", "gpu", "used")] == 9.0  # the gone rows are out of the sums
+
+
+def test_team_sums_kept_by_adding_and_removing_rows_stay_exact():
+    """0.1 + 0.2 is not 0.3 in floats: sums kept by adding and removing rows would drift over weeks of passes.
+    They are decimals, so after any sequence of rows the values are the ones a sum from nothing gives."""
+    import random
+
+    from taudash.engine.history.recorder import SampleValues, view_samples
+
+    values = SampleValues()
+    pool = [_team_queue("ml", v, f"q{i}") for i, v in enumerate((0.1, 0.2, 0.3, 0.7, 1.1, 0.05))]
+    rnd = random.Random(7)
+    for _ in range(200):
+        rows = [r if rnd.random() < 0.7 else _team_queue("ml", r.used["h100"]["gpu"].v, r.cluster_queue)
+                for r in rnd.sample(pool, rnd.randint(0, len(pool)))]
+        view = _view([], [], [], rows)
+        assert values(view) == view_samples(view)
+    view = _view([], [], [], pool[:3])
+    assert values(view)[("team", "ml", "h100", "gpu", "used")] == 0.6  # float(0.1 + 0.2 + 0.3 exactly)
 
 
 def test_the_recorder_forgets_a_deleted_workload_and_records_a_new_one_of_the_same_name(tmp_path):
