@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,7 +27,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..model import LocalQueue, Workload
+from ..model import ClusterQueue, LocalQueue, Workload
 from . import db as hdb
 from .retention import Retention, maintain
 from .writer_lock import RecorderBusy, WriterLock
@@ -160,54 +161,102 @@ def _team_terms(team: str, pq: Any) -> dict[SeriesKey, Decimal]:
             for resource, qty in resources.items()}
 
 
+Shape = tuple[tuple[tuple[str, tuple[str, ...]], ...], ...]  # per metric: (flavor, its resources) in order
+
+
+def _row_values(pq: Any) -> tuple[Shape, list[Decimal]]:
+    """A queue row's reserved and used quantities: which flavors and resources it has, and their values in
+    that order (no key built: most of a changed row's values are the ones it had)."""
+    shape = []
+    values: list[Decimal] = []
+    for metric in ("reserved", "used"):
+        flavors = getattr(pq, metric)
+        shape.append(tuple((flavor, tuple(resources)) for flavor, resources in flavors.items()))
+        for resources in flavors.values():
+            values.extend([qty.value for qty in resources.values()])
+    return tuple(shape), values
+
+
+def _no_object() -> None:
+    return None
+
+
+def _weak(o: Any) -> Callable[[], Any]:
+    try:
+        return weakref.ref(o)
+    except TypeError:  # an object without weak references (a test's namespace) is never the same one
+        return _no_object
+
+
 class TeamSums:
-    """One team's sums kept by its queue rows: a row that is the very object of the last pass counts as it
-    did; a new row's terms replace its old ones (only the terms that differ move a sum), a gone row's
-    leave. Exact decimals, so the sums are the ones `team_values` makes from nothing."""
+    """One team's sums kept by its queue rows. A row that is the very object of the last pass counts as it
+    did (a weak reference: the recorder keeps no view alive); a new row's values replace its old ones and
+    only the values that differ move a sum; a gone row's leave. Exact decimals, so the sums are the ones
+    `team_values` makes from nothing."""
 
     def __init__(self, team: str) -> None:
         self.team = team
-        self._rows: dict[str, tuple[Any, dict[SeriesKey, Decimal]]] = {}
+        self._rows: dict[str, tuple[Callable[[], Any], Shape, list[Decimal]]] = {}
+        self._keys: dict[Shape, list[SeriesKey]] = {}  # a row shape's series keys, in its values' order
         self._sums: dict[SeriesKey, Decimal] = {}
-        self._terms: dict[SeriesKey, int] = {}  # how many rows add to each sum (a sum no row has goes)
+        self._count: dict[SeriesKey, int] = {}  # how many rows add to each sum (a sum no row has goes)
 
     def update(self, queues: list[Any]) -> dict[SeriesKey, float | None] | None:
         """The team's values after this pass's rows, or None when they are what they were."""
-        rows, moved = self._rows, False
+        rows, sums, moved = self._rows, self._sums, False
         names = set()
         for pq in queues:
-            names.add(pq.cluster_queue)
-            kept = rows.get(pq.cluster_queue)
-            if kept is not None and kept[0] is pq:
+            name = pq.cluster_queue
+            names.add(name)
+            row = rows.get(name)
+            if row is not None and row[0]() is pq:
                 continue
-            moved = True
-            terms = _team_terms(self.team, pq)
-            self._replace(kept[1] if kept is not None else {}, terms)
-            rows[pq.cluster_queue] = (pq, terms)
+            shape, values = _row_values(pq)
+            if row is not None and row[1] == shape:
+                if row[2] != values:
+                    moved = True
+                    for key, was, now in zip(self._keys_of(shape), row[2], values, strict=True):
+                        if was != now:
+                            sums[key] = _EXACT.add(_EXACT.subtract(sums[key], was), now)
+            else:
+                moved = True
+                if row is not None:
+                    self._leave(row[1], row[2])
+                self._enter(shape, values)
+            rows[name] = (_weak(pq), shape, values)
         for gone in [n for n in rows if n not in names]:
             moved = True
-            self._replace(rows.pop(gone)[1], {})
+            _, shape, values = rows.pop(gone)
+            self._leave(shape, values)
         if not moved:
             return None
-        return {key: float(value) for key, value in self._sums.items()}
+        return {key: float(value) for key, value in sums.items()}
 
-    def _replace(self, old: dict[SeriesKey, Decimal], new: dict[SeriesKey, Decimal]) -> None:
-        sums, counts = self._sums, self._terms
-        for key, value in new.items():
-            was = old.get(key)
-            if was is None:
-                counts[key] = counts.get(key, 0) + 1
-                sums[key] = _EXACT.add(sums.get(key, _ZERO), value)
-            elif was != value:
-                sums[key] = _EXACT.add(_EXACT.subtract(sums[key], was), value)
-        for key, was in old.items():
-            if key not in new:
-                left = counts[key] - 1
-                if left:
-                    counts[key] = left
-                    sums[key] = _EXACT.subtract(sums[key], was)
-                else:
-                    del counts[key], sums[key]
+    def _keys_of(self, shape: Shape) -> list[SeriesKey]:
+        keys = self._keys.get(shape)
+        if keys is None:
+            if len(self._keys) > 64:  # shapes a team no longer has (flavors come and go over weeks)
+                self._keys.clear()
+            keys = self._keys[shape] = [("team", self.team, flavor, resource, metric)
+                                        for metric, flavors in zip(("reserved", "used"), shape, strict=True)
+                                        for flavor, resources in flavors for resource in resources]
+        return keys
+
+    def _enter(self, shape: Shape, values: list[Decimal]) -> None:
+        sums, count = self._sums, self._count
+        for key, value in zip(self._keys_of(shape), values, strict=True):
+            count[key] = count.get(key, 0) + 1
+            sums[key] = _EXACT.add(sums.get(key, _ZERO), value)
+
+    def _leave(self, shape: Shape, values: list[Decimal]) -> None:
+        sums, count = self._sums, self._count
+        for key, value in zip(self._keys_of(shape), values, strict=True):
+            left = count[key] - 1
+            if left:
+                count[key] = left
+                sums[key] = _EXACT.subtract(sums[key], value)
+            else:
+                del count[key], sums[key]
 
 
 def _team_queues(view: Any) -> dict[str, list[Any]]:
@@ -252,6 +301,8 @@ class SampleValues:
 
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str], tuple[Any, dict[SeriesKey, float | None]]] = {}
+        # A fleet's hundreds of ClusterQueues, by name (no key made per queue and pass): (counts, values).
+        self._queues: dict[str, tuple[tuple[Any, ...], dict[SeriesKey, float | None]]] = {}
         self._out: dict[SeriesKey, float | None] = {}
         self._teams: dict[str, TeamSums] = {}
 
@@ -267,20 +318,13 @@ class SampleValues:
                 last = parts.get(key)
                 if last is None or last[0] is not o:
                     fresh.append((key, o, convert(o)))
-        for cq in view.cluster_queues:
-            key = ("queue", cq.name)
-            seen.add(key)
-            last = parts.get(key)
-            counts = _queue_counts(cq)
-            if last is None or last[0] != counts:
-                fresh.append((key, counts, queue_values(cq)))
-        for team, queues in _team_queues(view).items():
+        for team, rows in _team_queues(view).items():
             key = ("team", team)
             seen.add(key)
             sums = self._teams.get(team)
             if sums is None:
                 sums = self._teams[team] = TeamSums(team)
-            values = sums.update(queues)
+            values = sums.update(rows)
             if values is not None:
                 fresh.append((key, sums, values))
         for gone in [t for t in self._teams if ("team", t) not in seen]:
@@ -298,7 +342,27 @@ class SampleValues:
         for key, kept, values in fresh:
             parts[key] = (kept, values)
             out.update(values)
+        self._queue_values(view.cluster_queues, out)
         return dict(out)
+
+    def _queue_values(self, views: list[Any], out: dict[SeriesKey, float | None]) -> None:
+        queues = self._queues
+        names = set()
+        for cq in views:
+            names.add(cq.name)
+            counts = _queue_counts(cq)
+            last = queues.get(cq.name)
+            if last is None or last[0] != counts:
+                values = queue_values(cq)
+                if last is not None:
+                    for series in last[1]:
+                        out.pop(series, None)
+                queues[cq.name] = (counts, values)
+                out.update(values)
+        if len(names) != len(queues):
+            for gone in [n for n in queues if n not in names]:
+                for series in queues.pop(gone)[1]:
+                    out.pop(series, None)
 
 
 def view_findings(view: Any) -> dict[FindingKey, tuple[str, str]]:
@@ -329,15 +393,24 @@ def _gpu_flavor(wl: Workload) -> str | None:
     return first
 
 
+def team_of_namespace(view: Any) -> dict[str | None, str | None]:
+    return {ws.namespace: ws.team for ws in view.workspaces if ws.namespace}
+
+
 class _Context:
     """Lookups the Workload extraction needs, built once per collect and only when asked."""
 
-    def __init__(self, view: ClusterView, store: Store, uids: dict[str, tuple[str | None, str]] | None = None) -> None:
+    def __init__(self, view: ClusterView, store: Store, uids: dict[str, tuple[str | None, str]] | None = None,
+                 team_of_ns: dict[str | None, str | None] | None = None) -> None:
         self.store = store
-        self.team_of_ns = {ws.namespace: ws.team for ws in view.workspaces if ws.namespace}
-        self.cohort_of_cq = {cq.name: cq.cohort for cq in view.cluster_queues}
+        self.team_of_ns = team_of_ns if team_of_ns is not None else team_of_namespace(view)
         self._uids = uids  # uid -> (namespace, name), kept by the recorder from the change feed
         self._by_uid: dict[str, Any] | None = None
+
+    def cohort(self, cluster_queue: str) -> str | None:
+        """The queue's Cohort (as its view says: spec.cohort; a lookup, not a map of every queue per pass)."""
+        cq = self.store.get(ClusterQueue, cluster_queue)
+        return (cq.spec.cohort_name or None) if cq is not None else None
 
     def cluster_queue(self, wl: Workload) -> str | None:
         if wl.status.admission and wl.status.admission.cluster_queue:
@@ -391,7 +464,7 @@ def workload_eviction(wl: Any, ctx: _Context) -> Eviction | None:
         namespace=ns,
         name=wl.metadata.name,
         cluster_queue=cq,
-        cohort=ctx.cohort_of_cq.get(cq) if cq else None,
+        cohort=ctx.cohort(cq) if cq else None,
         team=ctx.team_of_ns.get(ns),
         reason=ev.reason,
         message=ev.message,
@@ -446,6 +519,7 @@ class Recorder:
         self._uids: dict[str, tuple[str | None, str]] = {}
         self._uid_of: dict[tuple[str, str], str] = {}  # (namespace or "", name) -> uid
         self._values = SampleValues()
+        self._workspaces: tuple[list[Any], dict[str, DrainState], dict[str | None, str | None]] | None = None
         # What this recorder last wrote per series, and the keyframe bucket of that pass (db.py,
         # KEYFRAME_SECONDS): a pass writes only what changed, a pass in a new bucket every value.
         self._written: dict[SeriesKey, float | None] = {}
@@ -470,7 +544,8 @@ class Recorder:
         if self._last_sample is None or ts - self._last_sample >= self.interval:
             obs.samples = self._values(view)
         if store.readable("TauWorkspace"):
-            obs.drains = view_drains(view)
+            # The deriver hands on the same list while no workspace moved (engine/parts.py WorkspacesPart).
+            obs.drains = self._of_workspaces(view)[1]
         workloads, full, deleted = self._changed_workloads(store)
         if full:
             self._uids, self._uid_of = {}, {}
@@ -490,7 +565,7 @@ class Recorder:
                     self._forget(before)
                 self._uids[uid] = (wl.metadata.namespace, wl.metadata.name)
                 self._uid_of[key] = uid
-        ctx = _Context(view, store, self._uids)
+        ctx = _Context(view, store, self._uids, self._of_workspaces(view)[2])
         for wl in workloads:
             wait = workload_wait(wl, ctx) if wl.metadata.uid not in self._waits_seen else None
             if wait is not None:
@@ -499,6 +574,13 @@ class Recorder:
             if eviction is not None and eviction.at not in self._evictions_seen.get(eviction.uid, ()):
                 obs.evictions.append(eviction)
         return obs
+
+    def _of_workspaces(self, view: Any) -> tuple[list[Any], dict[str, DrainState], dict[str | None, str | None]]:
+        """The drains and each namespace's team, made again only when the workspaces moved: the deriver
+        hands on the same list while none did (engine/parts.py WorkspacesPart)."""
+        if self._workspaces is None or self._workspaces[0] is not view.workspaces:
+            self._workspaces = (view.workspaces, view_drains(view), team_of_namespace(view))
+        return self._workspaces
 
     def _forget(self, uid: str) -> None:
         self._uids.pop(uid, None)

@@ -5,6 +5,7 @@ pass. What is read back is every pass's value, as if every value had been writte
 from __future__ import annotations
 
 from decimal import Decimal
+from types import SimpleNamespace
 
 from taudash.engine.history import Recorder
 from taudash.engine.history import db as hdb
@@ -121,10 +122,12 @@ def _cohort(name, borrowed):
     return NS(name=name, flavors=[NS(name="h100", resources=[NS(name="gpu", borrowed=_Q(borrowed))])])
 
 
-def _team_queue(team, used, name=None):
-    from types import SimpleNamespace as NS
+class _Row(SimpleNamespace):
+    """A pool queue row (a subclass: weakly referable, as the view's rows are)."""
 
-    return NS(team=team, cluster_queue=name or f"tau-ws-{team}-{used}", reserved={"h100": {"gpu": _Q(used)}},
+
+def _team_queue(team, used, name=None):
+    return _Row(team=team, cluster_queue=name or f"tau-ws-{team}-{used}", reserved={"h100": {"gpu": _Q(used)}},
               used={"h100": {"gpu": _Q(used)}})
 
 
@@ -159,6 +162,8 @@ def test_sample_values_convert_only_new_queue_rows_and_queues_whose_counts_moved
     converted: list[str] = []
     terms, counts = recorder._team_terms, recorder.queue_values
     monkeypatch.setattr(recorder, "_team_terms", lambda team, pq: converted.append(pq.cluster_queue) or terms(team, pq))
+    read = recorder._row_values
+    monkeypatch.setattr(recorder, "_row_values", lambda pq: converted.append(pq.cluster_queue) or read(pq))
     monkeypatch.setattr(recorder, "queue_values", lambda cq: converted.append(cq.name) or counts(cq))
     values = recorder.SampleValues()
 
@@ -230,3 +235,20 @@ def test_the_recorder_forgets_a_deleted_workload_and_records_a_new_one_of_the_sa
     rec.record(view, store, T0 + 20)  # nothing new: no wait twice
     assert len(rec.conn.execute("SELECT * FROM waits").fetchall()) == 4
     rec.close()
+
+
+def test_team_sums_move_only_when_a_value_moved_and_never_trust_an_object_they_cannot_follow():
+    from taudash.engine.history.recorder import TeamSums
+
+    sums = TeamSums("ml")
+    rows = [_team_queue("ml", 1, "q0"), _team_queue("ml", 2, "q1")]
+    assert sums.update(rows) == {("team", "ml", "h100", "gpu", "reserved"): 3.0,
+                                 ("team", "ml", "h100", "gpu", "used"): 3.0}
+    assert sums.update([_team_queue("ml", 1, "q0"), _team_queue("ml", 2, "q1")]) is None  # new rows, same values
+    # A row that cannot be weakly referenced is read again every pass: a change in place is seen.
+    plain = SimpleNamespace(team="ml", cluster_queue="q0", reserved={"h100": {"gpu": _Q(1)}},
+                            used={"h100": {"gpu": _Q(1)}})
+    assert sums.update([plain, rows[1]]) is None
+    plain.used = {"h100": {"gpu": _Q(5)}}
+    assert sums.update([plain, rows[1]])[("team", "ml", "h100", "gpu", "used")] == 7.0
+    assert sums.update([]) == {}  # every row gone: no sum left
