@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -25,7 +25,7 @@ from . import heap
 from .model import BY_KIND
 from .parts import WaitingList
 from .registry import RULES
-from .rules.base import Changed, Finding, Key, Rule, RuleConfig, RuleContext, RulePart
+from .rules.base import Changed, Finding, Key, Rule, RuleConfig, RuleContext, RulePart, WholePart
 from .store import KIND_NAME, Access, Change, KindKey, Store
 from .view import ClusterView, SourceInfo, cluster_view_of
 
@@ -127,31 +127,6 @@ def _ordered(rules: Sequence[Rule]) -> list[Rule]:
     return out
 
 
-class _Whole(RulePart):
-    """A `Rule.derive` rule: recomputed whole when anything it reads or needs moved."""
-
-    def __init__(self, rule: Rule) -> None:
-        super().__init__(rule)
-        self.value: Any = None
-        self._findings: list[Finding] = []
-
-    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
-               moved: Mapping[str, Any]) -> bool:
-        assert self.rule.derive is not None  # a Rule has derive= exactly when it has no part=
-        self.value, self._findings = self.rule.derive(ctx, *(needs[n] for n in self.rule.needs))
-        return True
-
-    def values(self) -> tuple[Any, ...]:
-        return (self.value,)
-
-    def findings(self) -> list[Finding]:
-        return self._findings
-
-    @property
-    def provides(self) -> Any:
-        return self.value
-
-
 class IncrementalDeriver:
     """The session's view, kept current change by change. Not thread-safe: the caller holds the lock
     that also guards the store's writes (Session.lock)."""
@@ -235,7 +210,7 @@ class IncrementalDeriver:
         self._prints = {}
         self._unprinted = {}
         for rule in self._order:
-            self._parts[rule.name] = rule.part(rule) if rule.part is not None else _Whole(rule)
+            self._parts[rule.name] = rule.part(rule) if rule.part is not None else WholePart(rule)
             for kind in rule.fingerprints:
                 # The objects themselves, copied in C: a print is computed when a change asks (most never change).
                 self._prints[(rule.name, kind)] = {}

@@ -200,6 +200,35 @@ class RulePart:
         return self
 
 
+class WholePart(RulePart):
+    """A rule recomputed whole when anything it reads or needs moved: `Rule.derive` by default; a
+    subclass that keeps state between derivations overrides `derive`."""
+
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(rule)
+        self.value: Any = None
+        self._findings: list[Finding] = []
+
+    def derive(self, ctx: RuleContext, needs: Mapping[str, Any]) -> tuple[Any, list[Finding]]:
+        assert self.rule.derive is not None  # a Rule has derive= exactly when it has no part=
+        return self.rule.derive(ctx, *(needs[n] for n in self.rule.needs))
+
+    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
+               moved: Mapping[str, Any]) -> bool:
+        self.value, self._findings = self.derive(ctx, needs)
+        return True
+
+    def values(self) -> tuple[Any, ...]:
+        return (self.value,)
+
+    def findings(self) -> list[Finding]:
+        return self._findings
+
+    @property
+    def provides(self) -> Any:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Rule:
     """One registered part of the ClusterView (the registry is engine/registry.py).

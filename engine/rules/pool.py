@@ -24,7 +24,7 @@ from ..model.names import DISCOVER_GPU_FLAVORS_LABEL as DISCOVER_LABEL
 from ..model.names import GPU_CLASS_LABEL, TEAM_LABEL
 from ..model.names import MANAGED_BY_LABEL as MANAGED_BY
 from ..model.tau import TauResourceQuota
-from .base import Changed, Finding, QtyMap, Rule, RuleContext, RulePart, Severity, ViewModel, finding
+from .base import Finding, QtyMap, Rule, RuleContext, Severity, ViewModel, WholePart, finding
 from .profiles import taugrid_absent
 from .queues import TAU_MANAGER
 from .selectors import labels_match
@@ -375,7 +375,7 @@ def derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
         _SUMS.reset(token)
 
 
-class PoolPart(RulePart):
+class PoolPart(WholePart):
     """The pool rule inside a deriver: derive_pool whole, keeping the queue rows whose ClusterQueue did not
     move (KeptQueues)."""
 
@@ -383,27 +383,15 @@ class PoolPart(RulePart):
         super().__init__(rule)
         self._kept = KeptQueues(rule.fingerprints.get("ClusterQueue"))
         self.value = PoolView()
-        self._findings: list[Finding] = []
 
-    def update(self, ctx: RuleContext, changed: Changed | None, needs: Mapping[str, Any],
-               moved: Mapping[str, Any]) -> bool:
+    def derive(self, ctx: RuleContext, needs: Mapping[str, Any]) -> tuple[PoolView, list[Finding]]:
         token = _KEPT.set(self._kept)
         try:
-            self.value, self._findings = derive_pool(ctx)
+            result = derive_pool(ctx)
         finally:
             _KEPT.reset(token)
         self._kept.derived()
-        return True
-
-    def values(self) -> tuple[Any, ...]:
-        return (self.value,)
-
-    def findings(self) -> list[Finding]:
-        return self._findings
-
-    @property
-    def provides(self) -> Any:
-        return self.value
+        return result
 
 
 def _derive_pool(ctx: RuleContext) -> tuple[PoolView, list[Finding]]:
