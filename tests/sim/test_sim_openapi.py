@@ -8,6 +8,7 @@ import aiohttp
 import pytest_asyncio
 import yaml
 from test_sim_kubectl import FIXTURE, kubectl
+from tools import kueue_data
 
 from taudash.sim.openapi import definition_name, gv_path
 from taudash.sim.server import SimServer
@@ -59,6 +60,7 @@ async def test_apply_a_job_and_a_clusterqueue_with_validation_on(sim, tmp_path):
 
 
 async def test_apply_with_an_unknown_field_is_refused_by_strict_validation(sim, tmp_path):
+    kueue_data.root()  # the ClusterQueue's schema is Kueue's CRD: without it the field is not unknown
     bad = _write(tmp_path, "bad.yaml", {**CQ, "spec": {"stopPolicy": "Hold", "bogusField": 1}})
     code, _, err = await kubectl(sim, "apply", "-f", bad, ok=False)
     assert code != 0 and 'unknown field "spec.bogusField"' in err
@@ -74,6 +76,7 @@ async def test_create_then_create_again_is_already_exists(sim, tmp_path):
 
 
 async def test_explain_workload_spec_from_the_crd(sim):
+    kueue_data.root()  # what explain prints is the CRD's own schema
     _, out, _ = await kubectl(sim, "explain", "workload.spec")
     assert "KIND:       Workload" in out and "FIELD: spec <Object>" in out
     assert "podSets\t<[]Object>" in out and "queueName\t<string>" in out
