@@ -1,5 +1,5 @@
-"""`taudash bench --soak` for 36 s with a fault every 4 s (taudash/bench/soak.py): every kind of fault is
-injected at least once, and what the soak checks at the end holds — the store equals the server, the findings equal a fresh
+"""`taudash bench --soak` for 36 s with a fault every 4 s (taudash/bench/soak.py): every kind of fault is injected at
+least once, and what the soak checks at the end holds — the store equals the server, the findings equal a fresh
 list's, the recorder's passes read back, no history error with serve standing by. Timings and memory are the
 bench's to judge (the one-hour run: docs/reliability.md), not asserted here."""
 
