@@ -18,8 +18,9 @@ one open fails. tests/unit/test_fd_guard.py is the negative control.
 A test that runs the CLI in-process installs the programs' garbage-collector policy (taudash/runtime.py: higher
 thresholds, and `gc.freeze()` after bulk builds), and it would stay for every later test of the process: a
 later freeze then pins whatever garbage exists at that moment — an abandoned event loop's transports, with
-their sockets — for the process's life. The fixture puts the policy, the thresholds and the frozen objects back
-as they were before the guard counts.
+their sockets — for the process's life. The fixture puts the policy and the thresholds back as they were before
+the guard counts, and remakes the suite's frozen base when the test froze or thawed anything (FrozenBase: the
+suite runs the collector with the programs' thresholds and its long-lived objects frozen after collection).
 
 Linux only (/proc); elsewhere the guard does nothing but that.
 """
@@ -35,6 +36,7 @@ import time
 import pytest
 
 from taudash.engine import heap
+from taudash.runtime import GC_THRESHOLDS
 
 PROC_FD = "/proc/self/fd"
 PROCESS_SLACK = 3
@@ -147,13 +149,52 @@ def leaks(before: frozenset[int]) -> list[str]:
         time.sleep(0.1)
 
 
-def restore_gc(policy: heap.HeapPolicy, thresholds: tuple[int, int, int]) -> None:
-    """The collector as it was before the test (see the module's docstring)."""
+class FrozenBase:
+    """The collector as the programs run it (taudash/runtime.py GC_THRESHOLDS: young collections every 20k
+    allocations, full ones rarer), and what the process holds for the whole run — its modules, the collected tests, the fixtures' shared
+    objects — frozen once the tests are collected, so that the collector does not walk it again in every
+    full collection (a fifth to a quarter of a worker's CPU was full collections of that base).
+
+    `gc.freeze` and `gc.unfreeze` are counted (the programs' policy and some tests call them): after a test
+    that called either, the base is made again — thawed, collected (the test's garbage goes, so nothing dead
+    is pinned), frozen. A test that never touched them costs nothing here."""
+
+    def __init__(self) -> None:
+        self.moves = 0
+        self._freeze, self._unfreeze = gc.freeze, gc.unfreeze
+
+    def install(self) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)
+        gc.freeze, gc.unfreeze = self._counted(self._freeze), self._counted(self._unfreeze)
+        self.rebuild()
+
+    def _counted(self, call):
+        def counted() -> None:
+            self.moves += 1
+            call()
+        return counted
+
+    def rebuild(self) -> None:
+        self._unfreeze()
+        gc.collect()
+        self._freeze()
+
+
+FROZEN = FrozenBase()
+
+
+def pytest_collection_finish(session) -> None:
+    FROZEN.install()
+
+
+def restore_gc(policy: heap.HeapPolicy, thresholds: tuple[int, int, int], moves: int) -> None:
+    """The collector as it was before the test (see the module's docstring and FrozenBase)."""
     if heap.current() is not policy:
         heap.install(policy)
     if gc.get_threshold() != thresholds:
         gc.set_threshold(*thresholds)
-    gc.unfreeze()  # constant time; counting the frozen objects first would walk them all
+    if FROZEN.moves != moves:
+        FROZEN.rebuild()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -171,14 +212,14 @@ _CALL_FAILED = pytest.StashKey[bool]()
 def fd_guard(request):
     """Fails the test (at teardown) when it leaves descriptors open; see the module's docstring. A test
     that failed is not checked: it stopped before its own cleanup, and its failure is the news."""
-    policy, thresholds = heap.current(), gc.get_threshold()
+    policy, thresholds, moves = heap.current(), gc.get_threshold(), FROZEN.moves
     if not os.path.isdir(PROC_FD):
         yield
-        restore_gc(policy, thresholds)
+        restore_gc(policy, thresholds, moves)
         return
     before = descriptor_numbers()
     yield
-    restore_gc(policy, thresholds)
+    restore_gc(policy, thresholds, moves)
     if request.node.stash.get(_CALL_FAILED, False):
         return
     found = leaks(before)

@@ -86,3 +86,47 @@ def test_sockets_are_named_by_address_and_state():
         target = fd_guard.open_descriptors()[server.fileno()]
         assert (fd_guard.describe(target, fd_guard.socket_table())
                 == f"{target} tcp 127.0.0.1:{port} -> 0.0.0.0:0 LISTEN")
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self  # only the collector frees it
+
+
+def test_after_a_test_that_froze_the_base_is_remade_and_pins_nothing_dead():
+    import gc
+    import weakref
+
+    from taudash.engine import heap
+    from taudash.runtime import GC_THRESHOLDS
+
+    policy, thresholds, moves = heap.current(), gc.get_threshold(), fd_guard.FROZEN.moves
+    assert thresholds == GC_THRESHOLDS  # the suite runs the collector as the programs do
+    node = Cycle()
+    dead = weakref.ref(node)
+    gc.freeze()  # as the programs' policy does after a bulk build (counted)
+    del node
+    gc.collect()
+    assert dead() is not None  # frozen while alive: the collector no longer sees it
+    fd_guard.restore_gc(policy, thresholds, moves)
+    assert dead() is None and fd_guard.FROZEN.moves == moves + 1
+
+
+def test_a_test_that_froze_nothing_leaves_the_base_alone():
+    import gc
+    import weakref
+
+    from taudash.engine import heap
+
+    policy, thresholds, moves = heap.current(), gc.get_threshold(), fd_guard.FROZEN.moves
+    node = Cycle()
+    dead = weakref.ref(node)
+    fd_guard.FROZEN._freeze()  # uncounted: the base as it stands after collection holds it
+    del node
+    try:
+        fd_guard.restore_gc(policy, thresholds, moves)
+        gc.collect()
+        assert dead() is not None and fd_guard.FROZEN.moves == moves  # no full collection, no remade base
+    finally:
+        fd_guard.FROZEN.rebuild()
+    assert dead() is None
