@@ -32,6 +32,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -151,9 +152,10 @@ def leaks(before: frozenset[int]) -> list[str]:
 
 class FrozenBase:
     """The collector as the programs run it (taudash/runtime.py GC_THRESHOLDS: young collections every 20k
-    allocations, full ones rarer), and what the process holds for the whole run — its modules, the collected tests, the fixtures' shared
-    objects — frozen once the tests are collected, so that the collector does not walk it again in every
-    full collection (a fifth to a quarter of a worker's CPU was full collections of that base).
+    allocations, full ones rarer), and what the process holds for the whole run — its modules, the collected
+    tests, the fixtures' shared objects — frozen once the tests are collected, so that the collector does not
+    walk it again in every full collection (a fifth to a quarter of a worker's CPU was full collections of
+    that base).
 
     `gc.freeze` and `gc.unfreeze` are counted (the programs' policy and some tests call them): after a test
     that called either, the base is made again — thawed, collected (the test's garbage goes, so nothing dead
@@ -168,7 +170,7 @@ class FrozenBase:
         gc.freeze, gc.unfreeze = self._counted(self._freeze), self._counted(self._unfreeze)
         self.rebuild()
 
-    def _counted(self, call):
+    def _counted(self, call: Callable[[], None]) -> Callable[[], None]:
         def counted() -> None:
             self.moves += 1
             call()
